@@ -1,0 +1,1 @@
+"""Composable nnsight interventions on vision-language models."""

@@ -1,0 +1,1 @@
+"""Statistics and probes over traced tensors (numpy in, numpy out)."""
