@@ -138,7 +138,9 @@ def read_jsonl(path: str | Path) -> list[Sample]:
     return samples
 
 
-def write_jsonl(samples: Sequence[Sample], path: str | Path, image_dir: str | Path | None = None) -> Path:
+def write_jsonl(
+    samples: Sequence[Sample], path: str | Path, image_dir: str | Path | None = None
+) -> Path:
     """Write samples as JSONL; in-memory images are saved as PNG files under ``image_dir``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,10 +153,18 @@ def write_jsonl(samples: Sequence[Sample], path: str | Path, image_dir: str | Pa
             image_dir.mkdir(parents=True, exist_ok=True)
             target = image_dir / f"{sid}.png"
             s.image.save(target)
-            image = str(target.relative_to(path.parent)) if target.is_relative_to(path.parent) else str(target)
+            image = (
+                str(target.relative_to(path.parent))
+                if target.is_relative_to(path.parent)
+                else str(target)
+            )
         elif s.image is not None:
             image = str(s.image)
-        lines.append(json.dumps({"id": sid, "image": image, "question": s.question, "answer": s.answer, **s.meta}))
+        lines.append(
+            json.dumps(
+                {"id": sid, "image": image, "question": s.question, "answer": s.answer, **s.meta}
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 

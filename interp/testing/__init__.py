@@ -1,5 +1,6 @@
 """Tiny random VLMs with working offline processors, for tests, notebooks and users' own checks."""
 
+from .tiny import ARCHITECTURES, build_tiny, tiny_vlm
 from .tokenizer import chat_template, tiny_tokenizer
 
-__all__ = ["chat_template", "tiny_tokenizer"]
+__all__ = ["ARCHITECTURES", "build_tiny", "chat_template", "tiny_tokenizer", "tiny_vlm"]

@@ -1,0 +1,207 @@
+"""Per-architecture facts, one small :class:`Adapter` entry per HF model family.
+
+Everything the library needs to know about an architecture lives here, so measurement code never
+branches on a model's name. An entry is resolved from the loaded model itself (its
+``config.model_type``), never from a hub id. Module locations are resolved from the model through
+``get_decoder()`` / ``get_output_embeddings()`` where transformers offers them, so they follow
+transformers' own layout across versions; the test-suite checks every entry against the installed
+transformers.
+
+Registering a new architecture is a few lines::
+
+    from interp import Adapter, register_adapter
+
+    register_adapter(Adapter(
+        name="my_vlm",
+        model_types=("my_vlm",),                 # config.model_type of the HF model
+        image_features="model.multi_modal_projector",
+    ))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+from transformers import PreTrainedModel
+
+from .errors import UnsupportedArchitectureError
+
+Fusion = Literal["tokens", "cross_attention"]
+
+# Build the text prompt of one sample: (processor, question, with_image) -> str.
+PromptBuilder = Callable[[Any, str, bool], str]
+
+
+def chat_prompt(processor: Any, question: str, with_image: bool) -> str:
+    """Default prompt: one user turn through the processor's chat template.
+
+    The image item comes first, as the model cards of the supported families do; the blind prompt is
+    the same turn with the image item removed (Z_blind of Eq. 2 of the chain-of-embedding paper).
+    """
+    content: list[dict[str, str]] = [{"type": "image"}] if with_image else []
+    content.append({"type": "text", "text": question})
+    return processor.apply_chat_template(
+        [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
+    )
+
+
+def _get_path(root: torch.nn.Module, path: str) -> torch.nn.Module:
+    obj: Any = root
+    for part in path.split("."):
+        obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
+    return obj
+
+
+def module_path(root: torch.nn.Module, module: torch.nn.Module) -> str:
+    """The dotted name of ``module`` inside ``root`` (``""`` for the root itself)."""
+    for name, mod in root.named_modules():
+        if mod is module:
+            return name
+    raise ValueError(f"{type(module).__name__} is not a submodule of {type(root).__name__}")
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """What the library needs to know about one architecture family.
+
+    Attributes:
+        name: short name shown in errors and reprs.
+        model_types: ``config.model_type`` values this entry serves.
+        image_features: dotted path, from the HF model root, of the module whose output holds the image
+            features the language model consumes (placed at image-token positions for ``"tokens"``
+            fusion; the cross-attention states for ``"cross_attention"``).
+        fusion: ``"tokens"`` (image features replace image-token embeddings) or ``"cross_attention"``
+            (Mllama: the text attends to the image in dedicated layers).
+        image_token_attrs: config attributes tried, in order, for the image-token id.
+        images_per_row: the processor takes images nested per row (``[[img], [], ...]``) rather than a
+            flat list over the image-bearing rows.
+        mixed_batches: rows with and without an image may share one forward and give the results
+            they give alone. When False, the library runs such rows in separate forwards.
+        decoder_path: override for the decoder (the module holding ``.layers``); default
+            ``model.get_decoder()``.
+        norm_attr: the decoder's final-norm attribute.
+        build_prompt: prompt builder; default :func:`chat_prompt`.
+        target_fields: for teacher forcing, per-token encoding fields whose appended-target positions
+            take a fixed value instead of copying the last prompt position (PaliGemma marks the answer
+            as suffix with ``token_type_ids = 1``).
+        notes: caveats users should know (shown by ``VLM.__repr__``).
+    """
+
+    name: str
+    model_types: tuple[str, ...]
+    image_features: str
+    fusion: Fusion = "tokens"
+    image_token_attrs: tuple[str, ...] = ("image_token_id", "image_token_index")
+    images_per_row: bool = False
+    mixed_batches: bool = True
+    decoder_path: str | None = None
+    norm_attr: str = "norm"
+    build_prompt: PromptBuilder = chat_prompt
+    target_fields: dict[str, int] = field(default_factory=dict)
+    notes: str = ""
+
+    # -- module resolution ------------------------------------------------------------------------
+
+    def decoder(self, model: PreTrainedModel) -> torch.nn.Module:
+        """The language decoder: the module holding ``.layers`` and the final norm."""
+        if self.decoder_path is not None:
+            return _get_path(model, self.decoder_path)
+        return model.get_decoder()
+
+    def layers(self, model: PreTrainedModel) -> torch.nn.ModuleList:
+        """The L decoder layers, in execution order."""
+        return self.decoder(model).layers
+
+    def final_norm(self, model: PreTrainedModel) -> torch.nn.Module:
+        return getattr(self.decoder(model), self.norm_attr)
+
+    def lm_head(self, model: PreTrainedModel) -> torch.nn.Module:
+        return model.get_output_embeddings()
+
+    def image_features_module(self, model: PreTrainedModel) -> torch.nn.Module:
+        return _get_path(model, self.image_features)
+
+    def image_token_id(self, model: PreTrainedModel) -> int:
+        for attr in self.image_token_attrs:
+            value = getattr(model.config, attr, None)
+            if value is not None:
+                return int(value)
+        raise UnsupportedArchitectureError(
+            f"adapter {self.name!r}: none of the config attributes {self.image_token_attrs} is set"
+        )
+
+    def processor_images(self, images: Sequence[Any | None]) -> list[Any] | None:
+        """Images in the form the processor takes, from one entry (or None) per row."""
+        if all(im is None for im in images):
+            return None
+        if self.images_per_row:
+            return [[im] if im is not None else [] for im in images]
+        return [im for im in images if im is not None]
+
+
+ADAPTERS: dict[str, Adapter] = {}
+
+
+def register_adapter(adapter: Adapter, *, overwrite: bool = False) -> Adapter:
+    """Make an architecture loadable by :func:`interp.load`.
+
+    Each of ``adapter.model_types`` is mapped to the entry. Pass ``overwrite=True`` to replace an
+    existing entry (e.g. to correct a module path for another transformers version).
+    """
+    for model_type in adapter.model_types:
+        if model_type in ADAPTERS and not overwrite and ADAPTERS[model_type] != adapter:
+            raise ValueError(
+                f"an adapter for model_type {model_type!r} is already registered "
+                f"({ADAPTERS[model_type].name!r}); pass overwrite=True to replace it"
+            )
+        ADAPTERS[model_type] = adapter
+    return adapter
+
+
+def supported_architectures() -> list[str]:
+    """Registered ``config.model_type`` values."""
+    return sorted(ADAPTERS)
+
+
+def adapter_for(model: PreTrainedModel) -> Adapter:
+    """The registered adapter for a loaded HF model, resolved from ``model.config.model_type``.
+
+    Raises:
+        UnsupportedArchitectureError: no entry serves this model type.
+    """
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type in ADAPTERS:
+        return ADAPTERS[model_type]
+    raise UnsupportedArchitectureError(
+        f"{type(model).__name__} (config.model_type={model_type!r}) has no adapter. "
+        f"Supported model types: {', '.join(supported_architectures())}. "
+        "To add one, register an entry: "
+        "interp.register_adapter(interp.Adapter(name=..., model_types=(model_type,), "
+        "image_features='<path of the module producing image features>')) — see interp/adapters.py."
+    )
+
+
+# -- the supported families ----------------------------------------------------------------------
+
+for _adapter in (
+    Adapter(
+        name="llava",
+        model_types=("llava",),
+        image_features="model.multi_modal_projector",
+    ),
+):
+    register_adapter(_adapter)
+
+
+__all__ = [
+    "ADAPTERS",
+    "Adapter",
+    "adapter_for",
+    "chat_prompt",
+    "module_path",
+    "register_adapter",
+    "supported_architectures",
+]

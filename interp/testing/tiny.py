@@ -1,0 +1,56 @@
+"""Registry of tiny random VLMs: :func:`tiny_vlm` and :data:`ARCHITECTURES`.
+
+Each architecture has a builder in :mod:`interp.testing.builders` returning ``(hf_model, processor)``:
+a real transformers model class with random weights (a few hundred thousand parameters) and the
+architecture's real processor class with an offline tokenizer. Building one takes well under a second
+and needs no network.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from ..model import VLM
+
+# arch -> builder module in interp.testing.builders (function name: build_<arch>)
+_BUILDERS: dict[str, str] = {
+    "llava": "llava",
+    "llava_siglip": "llava",
+    "llava_next": "llava",
+    "llava_onevision": "llava",
+    "qwen2_vl": "qwen_vl",
+    "qwen2_5_vl": "qwen_vl",
+    "qwen3_vl": "qwen_vl",
+    "idefics3": "idefics3",
+    "smolvlm": "idefics3",
+    "gemma3": "gemma",
+    "paligemma": "gemma",
+    "internvl": "internvl",
+    "mllama": "mllama",
+    "instructblip": "instructblip",
+}
+
+ARCHITECTURES: tuple[str, ...] = tuple(_BUILDERS)
+
+
+def build_tiny(arch: str, seed: int = 0, attn_implementation: str = "eager") -> tuple[PreTrainedModel, Any]:
+    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`)."""
+    if arch not in _BUILDERS:
+        raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {', '.join(ARCHITECTURES)}")
+    module = import_module(f"{__package__}.builders.{_BUILDERS[arch]}")
+    return getattr(module, f"build_{arch}")(seed=seed, attn_implementation=attn_implementation)
+
+
+def tiny_vlm(arch: str, seed: int = 0, attn_implementation: str = "eager") -> VLM:
+    """A tiny random model of ``arch`` loaded as a :class:`~interp.VLM`, deterministic in ``seed``."""
+    from ..model import load
+
+    model, processor = build_tiny(arch, seed=seed, attn_implementation=attn_implementation)
+    return load(model, processor)
+
+
+__all__ = ["ARCHITECTURES", "build_tiny", "tiny_vlm"]

@@ -1,0 +1,133 @@
+"""Low-level trace helpers shared by the measurements: reading residual-stream states at chosen
+positions inside an nnsight trace, and the batched loop with a progress bar.
+
+Layer index convention (SPEC §3): index 0 is the decoder's input embeddings (``layers[0].input``,
+after any image-feature scatter), index l in 1..L is the output of decoder layer l (the residual
+stream before the final norm). Index L therefore differs from HF ``hidden_states[-1]``, which is
+post-norm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import nnsight
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from .encoding import Encoding
+    from .model import VLM
+
+T = TypeVar("T")
+
+Position = int | str
+
+
+def resolve_layers(vlm: VLM, layers: Iterable[int] | None) -> list[int]:
+    """Validate layer indices in the 0..L convention (None = all of them, in order)."""
+    n = vlm.n_layers
+    if layers is None:
+        return list(range(n + 1))
+    out = []
+    for layer in layers:
+        layer = int(layer)
+        if layer < 0:
+            layer += n + 1
+        if not 0 <= layer <= n:
+            raise ValueError(
+                f"layer index {layer} out of range: valid indices are 0..{n} (0 = embeddings)"
+            )
+        out.append(layer)
+    if out != sorted(set(out)):
+        raise ValueError(
+            f"layers must be increasing and unique (execution order), got {list(layers)}"
+        )
+    return out
+
+
+def resolve_positions(enc: Encoding, position: Position) -> Int[Tensor, " batch"]:
+    """Token index per row: ``"last"`` = last prompt token; a negative int k = k-th token from the
+    end of the prompt (-1 = last)."""
+    if position == "last":
+        return enc.last_index
+    if isinstance(position, int) and position < 0:
+        idx = enc.last_index + position + 1
+        if bool((idx < 0).any()) or bool((enc.attention_mask.gather(1, idx[:, None]) == 0).any()):
+            raise ValueError(f"position {position} falls before the start of some prompt")
+        return idx
+    raise ValueError(
+        f"position must be 'last' or a negative int (offset from the end), got {position!r}"
+    )
+
+
+def layer_output(vlm: VLM, layer: int) -> Any:
+    """The residual stream at ``layer`` (0..L) inside a trace: embeddings for 0, else layer output."""
+    if layer == 0:
+        value = vlm.layers[0].input
+    else:
+        value = vlm.layers[layer - 1].output
+    # transformers 5 decoder layers return a tensor; older ones (and some families) a tuple.
+    return value[0] if isinstance(value, tuple) else value
+
+
+def read_states(
+    vlm: VLM, layers: Sequence[int], rows: Tensor, index: Tensor
+) -> Float[Tensor, "batch layer d"]:
+    """Inside a trace: stack the residual stream at ``layers`` for (rows, index) positions.
+
+    Reads happen in execution order, as nnsight requires.
+    """
+    return torch.stack([layer_output(vlm, layer)[rows, index] for layer in layers], dim=1)
+
+
+def trace_states(
+    vlm: VLM,
+    enc: Encoding,
+    layers: Sequence[int],
+    position: Position = "last",
+    **trace_kwargs: Any,
+) -> Float[Tensor, "batch layer d"]:
+    """One forward of ``enc``: residual-stream states at ``layers`` and ``position`` (float32, CPU).
+
+    The run stops right after the last layer read: nothing after it is computed.
+    """
+    index = resolve_positions(enc, position)
+    rows = torch.arange(len(enc), device=index.device)
+    with torch.no_grad(), vlm.trace(**enc.inputs, **trace_kwargs) as tracer:
+        states = nnsight.save(read_states(vlm, layers, rows, index))
+        tracer.stop()
+    return states.detach().to("cpu", torch.float32)
+
+
+def progress(iterable: Iterable[T], *, total: int | None, desc: str, enabled: bool) -> Iterator[T]:
+    """A tqdm progress bar (notebook-aware) over ``iterable`` unless disabled."""
+    if not enabled:
+        yield from iterable
+        return
+    bar = tqdm(total=total, desc=desc, unit="sample", leave=False)
+    try:
+        for item in iterable:
+            yield item
+            # batches count their rows: a list of samples, or an (indices, encoding) pair
+            if isinstance(item, list):
+                bar.update(len(item))
+            elif isinstance(item, tuple) and item and isinstance(item[0], list):
+                bar.update(len(item[0]))
+            else:
+                bar.update(1)
+    finally:
+        bar.close()
+
+
+__all__ = [
+    "layer_output",
+    "progress",
+    "read_states",
+    "resolve_layers",
+    "resolve_positions",
+    "trace_states",
+]
