@@ -48,7 +48,7 @@ def chat_prompt(processor: Any, question: str, with_image: bool) -> str:
     )
 
 
-def _get_path(root: torch.nn.Module, path: str) -> torch.nn.Module:
+def get_path(root: torch.nn.Module, path: str) -> torch.nn.Module:
     obj: Any = root
     for part in path.split("."):
         obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
@@ -87,6 +87,13 @@ class Adapter:
         target_fields: for teacher forcing, per-token encoding fields whose appended-target positions
             take a fixed value instead of copying the last prompt position (PaliGemma marks the answer
             as suffix with ``token_type_ids = 1``).
+        cross_attention_layers_attr: text-config attribute listing decoder layers that only run when
+            the batch has an image (Mllama's cross-attention layers); a text-only batch skips them, so
+            their output is their input.
+        text_only_module: dotted path of the causal LM to run for a batch without images, for
+            families whose full forward requires an image (InstructBLIP's ``language_model``).
+        forward_inputs: a fix-up applied to the model inputs of a single forward (not of
+            ``generate``, which derives what it needs itself), e.g. mask-derived ``position_ids``.
         notes: caveats users should know (shown by ``VLM.__repr__``).
     """
 
@@ -101,6 +108,9 @@ class Adapter:
     norm_attr: str = "norm"
     build_prompt: PromptBuilder = chat_prompt
     target_fields: dict[str, int] = field(default_factory=dict)
+    cross_attention_layers_attr: str | None = None
+    text_only_module: str | None = None
+    forward_inputs: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     notes: str = ""
 
     # -- module resolution ------------------------------------------------------------------------
@@ -108,7 +118,7 @@ class Adapter:
     def decoder(self, model: PreTrainedModel) -> torch.nn.Module:
         """The language decoder: the module holding ``.layers`` and the final norm."""
         if self.decoder_path is not None:
-            return _get_path(model, self.decoder_path)
+            return get_path(model, self.decoder_path)
         return model.get_decoder()
 
     def layers(self, model: PreTrainedModel) -> torch.nn.ModuleList:
@@ -122,7 +132,7 @@ class Adapter:
         return model.get_output_embeddings()
 
     def image_features_module(self, model: PreTrainedModel) -> torch.nn.Module:
-        return _get_path(model, self.image_features)
+        return get_path(model, self.image_features)
 
     def image_token_id(self, model: PreTrainedModel) -> int:
         for attr in self.image_token_attrs:
@@ -132,6 +142,13 @@ class Adapter:
         raise UnsupportedArchitectureError(
             f"adapter {self.name!r}: none of the config attributes {self.image_token_attrs} is set"
         )
+
+    def skipped_layers(self, model: PreTrainedModel, has_image: Sequence[bool]) -> frozenset[int]:
+        """0-based decoder layers that do not run for a batch whose rows carry ``has_image``."""
+        if self.cross_attention_layers_attr is None or any(has_image):
+            return frozenset()
+        config = model.config.get_text_config()
+        return frozenset(int(i) for i in getattr(config, self.cross_attention_layers_attr))
 
     def processor_images(self, images: Sequence[Any | None]) -> list[Any] | None:
         """Images in the form the processor takes, from one entry (or None) per row."""
@@ -186,11 +203,110 @@ def adapter_for(model: PreTrainedModel) -> Adapter:
 
 # -- the supported families ----------------------------------------------------------------------
 
+
+def _prefix_prompt(processor: Any, question: str, with_image: bool) -> str:
+    """PaliGemma has no chat markup: the prompt is the question (the processor adds image tokens and
+    BOS); a processor that does carry a chat template uses it."""
+    if getattr(processor, "chat_template", None):
+        return chat_prompt(processor, question, with_image)
+    return question
+
+
+def _mask_positions(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Positions counted over attended tokens only, as ``generate`` derives them."""
+    if "position_ids" in inputs or "attention_mask" not in inputs:
+        return inputs
+    mask = inputs["attention_mask"]
+    return {**inputs, "position_ids": (mask.cumsum(-1) - 1).clamp(min=0)}
+
+
+_LLAVA_ANYRES = (
+    "the projector output is per crop; the model then unpads it and appends image_newline, so the "
+    "vectors at image-token positions are layers[0].input there, not the projector output itself"
+)
+_QWEN_VISUAL = (
+    "image_features is the vision model; its output's pooler_output holds the merged image features "
+    "in placement order"
+)
+
 for _adapter in (
+    Adapter(name="llava", model_types=("llava",), image_features="model.multi_modal_projector"),
     Adapter(
-        name="llava",
-        model_types=("llava",),
+        name="llava_next",
+        model_types=("llava_next",),
         image_features="model.multi_modal_projector",
+        notes=_LLAVA_ANYRES,
+    ),
+    Adapter(
+        name="llava_onevision",
+        model_types=("llava_onevision",),
+        image_features="model.multi_modal_projector",
+        notes=_LLAVA_ANYRES,
+    ),
+    Adapter(
+        name="qwen2_vl",
+        model_types=("qwen2_vl",),
+        image_features="model.visual",
+        notes=_QWEN_VISUAL,
+    ),
+    Adapter(
+        name="qwen2_5_vl",
+        model_types=("qwen2_5_vl",),
+        image_features="model.visual",
+        notes=_QWEN_VISUAL,
+    ),
+    Adapter(
+        name="qwen3_vl",
+        model_types=("qwen3_vl",),
+        image_features="model.visual",
+        notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
+        "early decoder layers (outside the layer modules), at image positions only",
+    ),
+    Adapter(
+        name="internvl", model_types=("internvl",), image_features="model.multi_modal_projector"
+    ),
+    Adapter(
+        name="idefics3",
+        model_types=("idefics3", "smolvlm"),
+        image_features="model.connector",
+        images_per_row=True,
+    ),
+    Adapter(
+        name="gemma3",
+        model_types=("gemma3",),
+        image_features="model.multi_modal_projector",
+        images_per_row=True,
+    ),
+    Adapter(
+        name="paligemma",
+        model_types=("paligemma",),
+        image_features="model.multi_modal_projector",
+        build_prompt=_prefix_prompt,
+        target_fields={"token_type_ids": 1},
+        notes="the prompt is a bidirectional prefix; teacher-forced answers are marked as suffix "
+        "(token_type_ids = 1) so they do not leak into the prefix",
+    ),
+    Adapter(
+        name="mllama",
+        model_types=("mllama",),
+        image_features="model.multi_modal_projector",
+        fusion="cross_attention",
+        images_per_row=True,
+        mixed_batches=False,
+        cross_attention_layers_attr="cross_attention_layers",
+        notes="cross-attention fusion: image_token_mask marks the single <|image|> token; a text-only "
+        "batch skips the cross-attention layers, so blind rows are never batched with image rows "
+        "(blind rows batched with image rows would run those layers and differ)",
+    ),
+    Adapter(
+        name="instructblip",
+        model_types=("instructblip",),
+        image_features="language_projection",
+        mixed_batches=False,
+        text_only_module="language_model",
+        forward_inputs=_mask_positions,
+        notes="Q-Former fusion: the processor prepends the query tokens before left padding, so single "
+        "forwards get mask-derived position_ids; text-only batches run the language model alone",
     ),
 ):
     register_adapter(_adapter)

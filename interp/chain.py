@@ -36,7 +36,7 @@ from .errors import InterpError
 from .generation import cut_at_eos
 from .samples import Sample, ensure_samples
 from .store import ResultStore
-from .tracing import layer_output, progress, resolve_layers
+from .tracing import progress, read_states, resolve_layers
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -160,32 +160,26 @@ def _trace_chain(
 ) -> tuple[Tensor, list[list[int]], Tensor | None]:
     """One generate trace: states at ``layers`` (first forward), greedy ids, visual attention."""
     rows = torch.arange(len(enc), device=enc.last_index.device)
-    index = enc.last_index
-    image_mask = enc.image_mask.to(torch.float32)
-    attn_layers = set(range(vlm.n_layers)) if attention else set()
+    image_mask = enc.image_mask.to(torch.float32) if attention else None
+    skipped = vlm.adapter.skipped_layers(vlm.hf, enc.has_image)
     saved_attn = None  # only saved values leave a trace block, so the default is set out here
     with (
         torch.no_grad(),
-        vlm.nn.generate(
-            **enc.inputs,
+        vlm.trace_encoding(
+            enc,
+            generate=True,
             max_new_tokens=max_new_tokens,
             do_sample=False,
             pad_token_id=vlm.tokenizer.pad_token_id,
             **trace_kwargs,
         ) as tracer,
     ):
-        states, masses = [], []
-        if 0 in layers:
-            states.append(layer_output(vlm, 0)[rows, index])
-        for i in range(vlm.n_layers):
-            if i in attn_layers:
-                weights = vlm.layers[i].self_attn.output[1][rows, :, index]  # [batch, head, key]
-                masses.append((weights.float() * image_mask[:, None, :]).sum(-1).mean(-1))
-            if i + 1 in layers:
-                states.append(layer_output(vlm, i + 1)[rows, index])
-        saved_states = nnsight.save(torch.stack(states, dim=1))
-        if masses:
-            saved_attn = nnsight.save(torch.stack(masses, dim=1).mean(1))
+        states, mass = read_states(
+            vlm, layers, rows, enc.last_index, skipped=skipped, image_mask=image_mask
+        )
+        saved_states = nnsight.save(states)
+        if mass is not None:
+            saved_attn = nnsight.save(mass)
         result = nnsight.save(tracer.result)
     ids = cut_at_eos(vlm, result[:, enc.input_ids.shape[1] :])
     attn = saved_attn.detach().cpu() if saved_attn is not None else None

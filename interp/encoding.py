@@ -102,6 +102,7 @@ def encode(
             ) from err
         raise
     inputs = dict(raw)
+    inputs.pop("labels", None)  # some processors add training labels; measurements never use them
     has_image = [img is not None for _, img in pairs]
     image_mask = inputs["input_ids"] == vlm.image_token_id
     counts = image_mask.sum(dim=1)

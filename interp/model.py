@@ -26,7 +26,8 @@ from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedModel
 
-from .adapters import Adapter, adapter_for, module_path
+from .adapters import Adapter, adapter_for, get_path, module_path
+from .encoding import Encoding
 
 
 class _TracedVLM(TransformersModel):
@@ -126,6 +127,27 @@ class VLM:
     def trace(self, *args: Any, **kwargs: Any) -> Any:
         """``self.nn.trace``; nnsight options such as ``remote=True`` pass through untouched."""
         return self.nn.trace(*args, **kwargs)
+
+    def trace_encoding(self, enc: Encoding, *, generate: bool = False, **kwargs: Any) -> Any:
+        """Open the nnsight trace of one encoded batch: a forward, or greedy ``generate`` (kwargs
+        such as ``max_new_tokens`` go to it). Adapter quirks are applied here, once for every
+        measurement: input fix-ups, and the text-only module for image-less batches of families whose
+        full forward needs an image."""
+        inputs = dict(enc.inputs)
+        if not generate and self.adapter.forward_inputs is not None:
+            inputs = self.adapter.forward_inputs(inputs)
+        if self.adapter.text_only_module is not None and not any(enc.has_image):
+            lm = get_path(self.hf, self.adapter.text_only_module)
+            text = {
+                k: v
+                for k, v in inputs.items()
+                if k in ("input_ids", "attention_mask", "position_ids")
+            }
+            run = lm.generate if generate else lm
+            return self.nn.trace(**text, **kwargs, fn=lambda **kw: run(**kw))
+        if generate:
+            return self.nn.generate(**inputs, **kwargs)
+        return self.nn.trace(**inputs, **kwargs)
 
     def unembed(self, hidden: Tensor) -> Tensor:
         """Logit lens: ``lm_head(final_norm(h))`` on residual-stream states (plain torch, no trace)."""

@@ -71,7 +71,7 @@ def trace_target_logprobs(
     for row, ids in enumerate(targets):
         tgt[row, : len(ids)] = torch.tensor(ids, device=tgt.device)
     rows = torch.arange(len(enc), device=positions.device)[:, None]
-    with torch.no_grad(), vlm.trace(**extended.inputs, **trace_kwargs):
+    with torch.no_grad(), vlm.trace_encoding(extended, **trace_kwargs):
         # The logit at position p predicts the token at p + 1.
         logits = vlm.lm_head.output[rows, positions - 1].float()
         picked = nnsight.save(logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0])

@@ -74,14 +74,50 @@ def layer_output(vlm: VLM, layer: int) -> Any:
     return value[0] if isinstance(value, tuple) else value
 
 
-def read_states(
-    vlm: VLM, layers: Sequence[int], rows: Tensor, index: Tensor
-) -> Float[Tensor, "batch layer d"]:
-    """Inside a trace: stack the residual stream at ``layers`` for (rows, index) positions.
+def _stand_in(layer: int, skipped: frozenset[int]) -> int:
+    """The residual index whose value ``layer`` has: a skipped decoder layer passes its input on."""
+    while layer > 0 and (layer - 1) in skipped:
+        layer -= 1
+    return layer
 
-    Reads happen in execution order, as nnsight requires.
+
+def read_states(
+    vlm: VLM,
+    layers: Sequence[int],
+    rows: Tensor,
+    index: Tensor,
+    *,
+    skipped: frozenset[int] = frozenset(),
+    image_mask: Tensor | None = None,
+) -> tuple[Float[Tensor, "batch layer d"], Float[Tensor, " batch"] | None]:
+    """Inside a trace: the residual stream at ``layers`` for (rows, index) positions, and optionally
+    the visual-attention mass (Eq. 10 of the chain-of-embedding paper).
+
+    Reads happen in execution order, as nnsight requires. Decoder layers in ``skipped`` do not run
+    (Mllama's cross-attention layers in a text-only batch): their output is their input.
+
+    With ``image_mask`` (float ``[batch, seq]``, 1 at image tokens), also returns the mean over layers
+    and heads of the attention weight of the read position on image tokens; this needs eager attention
+    (the weights are the second output of each layer's ``self_attn``).
     """
-    return torch.stack([layer_output(vlm, layer)[rows, index] for layer in layers], dim=1)
+    source = {layer: _stand_in(layer, skipped) for layer in layers}
+    wanted = set(source.values())
+    cache: dict[int, Tensor] = {}
+    masses: list[Tensor] = []
+    if 0 in wanted:
+        cache[0] = layer_output(vlm, 0)[rows, index]
+    top = vlm.n_layers if image_mask is not None else max(wanted)
+    for i in range(top):  # decoder layer i produces residual index i + 1
+        if i in skipped:
+            continue
+        if image_mask is not None:
+            weights = vlm.layers[i].self_attn.output[1][rows, :, index]  # [batch, head, key]
+            masses.append((weights.float() * image_mask[:, None, :]).sum(-1).mean(-1))
+        if i + 1 in wanted:
+            cache[i + 1] = layer_output(vlm, i + 1)[rows, index]
+    states = torch.stack([cache[source[layer]] for layer in layers], dim=1)
+    mass = torch.stack(masses, dim=1).mean(1) if masses else None
+    return states, mass
 
 
 def trace_states(
@@ -97,8 +133,9 @@ def trace_states(
     """
     index = resolve_positions(enc, position)
     rows = torch.arange(len(enc), device=index.device)
-    with torch.no_grad(), vlm.trace(**enc.inputs, **trace_kwargs) as tracer:
-        states = nnsight.save(read_states(vlm, layers, rows, index))
+    skipped = vlm.adapter.skipped_layers(vlm.hf, enc.has_image)
+    with torch.no_grad(), vlm.trace_encoding(enc, **trace_kwargs) as tracer:
+        states = nnsight.save(read_states(vlm, layers, rows, index, skipped=skipped)[0])
         tracer.stop()
     return states.detach().to("cpu", torch.float32)
 

@@ -1,0 +1,281 @@
+"""From a chain of embedding to the paper's findings: split → VIP → TVI → correlations.
+
+:func:`diagnose` turns a :class:`~interp.chain.ChainOfEmbedding` into a :class:`Diagnosis`: the
+per-layer distances d(z_vis^l, z_blind^l), the D_VT / D_T split, the VIP (automatic, Eq. 9, or
+manual), per-sample TVI (Eq. 4), its pre-VIP and std-reweighted (Eq. 11) variants, the Eq. 10
+baselines, correctness, and the Spearman correlations of Tables 1, 3, 4, 6 and 9 as DataFrames.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from jaxtyping import Bool, Float
+
+from probes.split import is_correct
+from probes.stats import ConstantInputWarning, CorrelationResult, spearman
+from probes.tvi import pre_vip_tvi, tvi, weighted_tvi
+from probes.vip import VIPDetector
+
+from .chain import ChainOfEmbedding
+from .errors import EmptyGroupError, TooFewSamplesError
+
+SplitSpec = Literal["agreement"] | str | Sequence[bool] | np.ndarray
+MatchMode = Literal["exact", "inclusion"]
+
+
+def _split(coe: ChainOfEmbedding, split: SplitSpec) -> Bool[np.ndarray, " n"]:
+    if isinstance(split, str) and split == "agreement":
+        return coe.agreement()
+    if isinstance(split, str):
+        values = [s.meta.get(split) for s in coe.samples]
+        if any(v is None for v in values):
+            raise KeyError(f"split={split!r}: some samples have no meta[{split!r}] label")
+        return np.asarray(values, dtype=bool)
+    labels = np.asarray(split, dtype=bool)
+    if labels.shape != (len(coe),):
+        raise ValueError(f"split labels have shape {labels.shape}, expected ({len(coe)},)")
+    return labels
+
+
+def _safe_spearman(x: np.ndarray, y: np.ndarray) -> CorrelationResult:
+    """Spearman that reports NaN (instead of raising) for fewer than 3 pairs or constant input."""
+    if len(x) < 3:
+        return CorrelationResult(float("nan"), float("nan"), len(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        return spearman(x, y)
+
+
+@dataclass
+class Diagnosis:
+    """Everything the chain-of-embedding analysis derives for one model and dataset.
+
+    Attributes:
+        coe: the chain of embedding it was computed from.
+        metric: the distance used (``"cosine"`` by default).
+        distances: ``[N, L+1]`` d(z_a^l, z_b^l).
+        in_vt: D_VT membership (agreement split or given labels).
+        detector: the fitted :class:`probes.vip.VIPDetector`.
+        vip: the VIP layer used for TVI (the detector's, or ``fallback_vip`` when the automatic rule
+            found none — ``vip_method`` says which).
+        tvi, pre_tvi, weighted_tvi: per-sample TVI (Eq. 4), pre-VIP aggregate (Table 1), Eq. 11.
+        output_divergence: d(z_a^L, z_b^L) (Eq. 10).
+        correct: answer under the image condition matches the reference (None without references).
+    """
+
+    coe: ChainOfEmbedding
+    metric: str
+    distances: Float[np.ndarray, "n layer"]
+    in_vt: Bool[np.ndarray, " n"]
+    detector: VIPDetector
+    vip: int
+    vip_method: str
+    tvi: Float[np.ndarray, " n"]
+    pre_tvi: Float[np.ndarray, " n"]
+    weighted_tvi: Float[np.ndarray, " n"]
+    output_divergence: Float[np.ndarray, " n"]
+    correct: Bool[np.ndarray, " n"] | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_layers(self) -> int:
+        return self.distances.shape[1] - 1
+
+    # -- tables -----------------------------------------------------------------------------------
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per sample: labels, answers, group, TVI variants, baselines, correctness."""
+        frame = self.coe.meta_frame()
+        frame["group"] = np.where(self.in_vt, "D_VT", "D_T")
+        frame["tvi"] = self.tvi
+        frame["pre_vip_tvi"] = self.pre_tvi
+        frame["weighted_tvi"] = self.weighted_tvi
+        frame["output_divergence"] = self.output_divergence
+        if self.correct is not None:
+            frame["correct"] = self.correct
+        return frame
+
+    def layer_frame(self) -> pd.DataFrame:
+        """Fig. 2's numbers: per layer, group means/stds of the distance, t statistic, p-value."""
+        frame = self.detector.result_.to_frame()
+        frame["is_vip"] = frame.index == self.vip
+        return frame
+
+    def _subsets(self, by: str | None) -> dict[str, np.ndarray]:
+        subsets = {"all": np.ones(len(self.tvi), dtype=bool)}
+        if by is not None:
+            labels = self.coe.meta_frame().get(by)
+            if labels is None:
+                raise KeyError(f"no meta column {by!r} to group by")
+            for value in pd.unique(labels):
+                subsets[f"{by}={value}"] = np.asarray(labels == value)
+        return subsets
+
+    def correlations(
+        self, scores: dict[str, np.ndarray] | None = None, *, by: str | None = None
+    ) -> pd.DataFrame:
+        """Spearman ρ (with p-value) between each score and correctness, overall and per ``by`` group.
+
+        Default scores: post-VIP TVI, pre-VIP TVI, std-reweighted TVI, output divergence and (when
+        measured) visual attention — the rows of Tables 1, 3 and 9.
+        """
+        if self.correct is None:
+            raise TooFewSamplesError(
+                "correlations need reference answers (Sample.answer) to score correctness"
+            )
+        if scores is None:
+            scores = {
+                "TVI (post-VIP)": self.tvi,
+                "TVI (pre-VIP)": self.pre_tvi,
+                "TVI (std-reweighted)": self.weighted_tvi,
+                "output divergence": self.output_divergence,
+            }
+            if self.coe.visual_attention is not None:
+                scores["visual attention"] = self.coe.visual_attention
+        rows = []
+        y = self.correct.astype(float)
+        for subset, mask in self._subsets(by).items():
+            for name, values in scores.items():
+                r = _safe_spearman(np.asarray(values)[mask], y[mask])
+                rows.append(
+                    {
+                        "subset": subset,
+                        "score": name,
+                        "rho": r.rho,
+                        "p_value": r.p_value,
+                        "n": r.n,
+                        "accuracy": float(y[mask].mean()) if mask.any() else float("nan"),
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    def summary(self) -> str:
+        """A short text report: split sizes, VIP, the statistic, Spearman ρ of TVI with correctness."""
+        res = self.detector.result_
+        lines = [
+            f"samples: {len(self.tvi)}  (D_VT: {int(self.in_vt.sum())}, D_T: {int((~self.in_vt).sum())})",
+            f"distance: {self.metric}; layers 0..{self.n_layers} (0 = embeddings)",
+            f"VIP: layer {self.vip} ({self.vip_method}); two-sample statistic there t = "
+            f"{res.statistic[self.vip]:.2f} (p = {res.p_value[self.vip]:.2g}); max t = "
+            f"{np.nanmax(res.statistic):.2f} at layer {int(np.nanargmax(res.statistic))}",
+            f"mean TVI: D_VT {self.tvi[self.in_vt].mean():.4f}, D_T {self.tvi[~self.in_vt].mean():.4f}",
+        ]
+        if self.correct is not None:
+            lines.append(f"accuracy ({self.coe.conditions[0]}): {self.correct.mean():.3f}")
+            for _, row in self.correlations().iterrows():
+                if row["subset"] == "all" and row["score"] in ("TVI (post-VIP)", "TVI (pre-VIP)"):
+                    lines.append(
+                        f"Spearman({row['score']}, correct) = {row['rho']:.3f} (p = {row['p_value']:.2g}, n = {row['n']})"
+                    )
+        lines.extend(self.notes)
+        return "\n".join(lines)
+
+
+def correctness(coe: ChainOfEmbedding, mode: MatchMode = "exact") -> Bool[np.ndarray, " n"] | None:
+    """Whether the first condition's greedy answer matches each sample's reference answer."""
+    if any(s.answer is None for s in coe.samples):
+        return None
+    answers = coe.answers[coe.conditions[0]]
+    return np.array([is_correct(a, s.answer, mode=mode) for a, s in zip(answers, coe.samples)])
+
+
+def diagnose(
+    coe: ChainOfEmbedding,
+    *,
+    metric: str = "cosine",
+    split: SplitSpec = "agreement",
+    vip: int | None = None,
+    beta: float = 2.0,
+    alpha: float | None = None,
+    fallback_vip: int | None = None,
+    match: MatchMode = "exact",
+) -> Diagnosis:
+    """Run the chain-of-embedding analysis.
+
+    Args:
+        metric: distance (``cosine``, ``l2``, ``kl``, ``js``).
+        split: ``"agreement"`` (§3.2: answers with vs without the image differ), the name of a boolean
+            ``meta`` label (e.g. ``"needs_image"``), or explicit labels (True = D_VT).
+        vip: a manual VIP; None = automatic (Eq. 9 with ``beta``; ``alpha`` adds the optional
+            significance floor of :func:`probes.vip.automatic_vip`).
+        fallback_vip: the layer to use for TVI when the automatic rule finds no VIP (recorded in
+            ``vip_method`` and the notes); None = raise instead.
+        match: how answers are scored against references (``exact`` or two-way ``inclusion``).
+
+    Raises:
+        EmptyGroupError: the split leaves D_VT or D_T empty.
+    """
+    distances = coe.distance(metric)
+    in_vt = _split(coe, split)
+    if in_vt.all() or not in_vt.any():
+        empty = "D_T" if in_vt.all() else "D_VT"
+        raise EmptyGroupError(
+            f"the {split if isinstance(split, str) else 'given'} split leaves {empty} empty "
+            f"({len(in_vt)} samples): the VIP compares two groups. Add samples of the other kind, or "
+            "split by ground-truth labels (split='needs_image')."
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        detector = VIPDetector(beta=beta, layer=vip, alpha=alpha).fit(distances, in_vt)
+    notes = [str(w.message) for w in caught]
+    layer, method = detector.layer_, detector.method_
+    if layer is None:
+        if fallback_vip is None:
+            raise TooFewSamplesError(
+                "the automatic rule (Eq. 9) found no VIP: the two groups never separate by the rule. "
+                "Pass vip= (manual) or fallback_vip=."
+            )
+        layer, method = int(fallback_vip), "fallback (automatic rule found none)"
+    correct = correctness(coe, match)
+    return Diagnosis(
+        coe=coe,
+        metric=metric,
+        distances=distances,
+        in_vt=in_vt,
+        detector=detector,
+        vip=int(layer),
+        vip_method=method,
+        tvi=tvi(distances, layer),
+        pre_tvi=pre_vip_tvi(distances, layer) if layer > 1 else np.full(len(distances), np.nan),
+        weighted_tvi=weighted_tvi(distances, layer),
+        output_divergence=distances[:, -1],
+        correct=correct,
+        notes=notes,
+    )
+
+
+def distance_ablation(
+    diag: Diagnosis, metrics: Sequence[str] = ("cosine", "l2", "kl", "js"), *, by: str | None = None
+) -> pd.DataFrame:
+    """Table 4: Spearman ρ between correctness and TVI computed with each distance, at the same VIP."""
+    if diag.correct is None:
+        raise TooFewSamplesError("the distance ablation needs reference answers")
+    scores = {m: tvi(diag.coe.distance(m), diag.vip) for m in metrics}
+    return diag.correlations(scores, by=by).rename(columns={"score": "metric"})
+
+
+def vip_methods(
+    diag: Diagnosis, manual: int, *, beta: float = 2.0, alpha: float | None = None
+) -> pd.DataFrame:
+    """Table 6: manual vs automatic VIP, with the Spearman ρ of the TVI each gives."""
+    auto = VIPDetector(beta=beta, alpha=alpha)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto.fit(diag.distances, diag.in_vt)
+    rows = []
+    for method, layer in (("manual", manual), ("automatic", auto.layer_)):
+        row: dict[str, object] = {"method": method, "vip": layer}
+        if layer is not None and diag.correct is not None:
+            r = _safe_spearman(tvi(diag.distances, int(layer)), diag.correct.astype(float))
+            row.update(rho=r.rho, p_value=r.p_value)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+__all__ = ["Diagnosis", "correctness", "diagnose", "distance_ablation", "vip_methods"]

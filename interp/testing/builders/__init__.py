@@ -1,0 +1,1 @@
+"""Builders of tiny random VLMs, one module per architecture family."""

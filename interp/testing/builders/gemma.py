@@ -1,0 +1,235 @@
+"""Tiny random Gemma3 and PaliGemma models with their real processors, built offline.
+
+Gemma3: a SigLIP tower whose 8 x 8 patch grid is average-pooled to ``mm_tokens_per_image = 16``
+vectors, projected by ``model.model.multi_modal_projector`` and scattered into the embeddings at
+the ``<image_soft_token>`` positions. The chat template writes ``<start_of_image>`` for an image;
+the processor expands it to ``"\\n\\n<start_of_image>" + 16 x "<image_soft_token>" +
+"<end_of_image>\\n\\n"``.
+
+PaliGemma: a SigLIP tower (4 x 4 patches = 16 ``<image>`` tokens) and a linear projector; the
+prompt is a prefix, ``<image> x 16 + <bos> + text + "\\n"``, attended bidirectionally (the
+processor's ``token_type_ids`` are 0 over the prefix).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import (
+    Gemma3Config,
+    Gemma3ForConditionalGeneration,
+    Gemma3ImageProcessorPil,
+    Gemma3Processor,
+    Gemma3TextConfig,
+    GemmaConfig,
+    PaliGemmaConfig,
+    PaliGemmaForConditionalGeneration,
+    PaliGemmaProcessor,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+    ProcessorMixin,
+    SiglipImageProcessorPil,
+    SiglipVisionConfig,
+)
+
+from ..tokenizer import chat_template, tiny_tokenizer
+
+TEXT_HIDDEN = 64
+TEXT_LAYERS = 3
+HEAD_DIM = 16
+VISION_HIDDEN = 32
+# Larger than HF's 0.02 so that an image changes the logits well above float noise.
+INIT_STD = 0.1
+
+GEMMA3_IMAGE_SIZE = 32
+GEMMA3_PATCH_SIZE = 4  # 8 x 8 patches, average-pooled 2 x 2 ...
+GEMMA3_TOKENS_PER_IMAGE = 16  # ... to a 4 x 4 grid (must be a square number)
+GEMMA3_BOI_TOKEN = "<start_of_image>"
+GEMMA3_EOI_TOKEN = "<end_of_image>"
+GEMMA3_IMAGE_TOKEN = "<image_soft_token>"
+
+PALIGEMMA_IMAGE_SIZE = 32
+PALIGEMMA_PATCH_SIZE = 8  # 4 x 4 patches = 16 image tokens
+PALIGEMMA_TOKENS_PER_IMAGE = (PALIGEMMA_IMAGE_SIZE // PALIGEMMA_PATCH_SIZE) ** 2
+PALIGEMMA_IMAGE_TOKEN = "<image>"
+
+# PaliGemma prompts are a prefix, not a chat: all images first, then the texts, no role markup.
+# The processor adds <bos> after the images and "\n" at the end, which ends the prefix.
+PALIGEMMA_TEMPLATE = (
+    "{% for m in messages %}{% if m['content'] is string %}{{ m['content'] }}{% else %}"
+    "{% for c in m['content'] %}{% if c['type'] == 'image' %}"
+    + PALIGEMMA_IMAGE_TOKEN
+    + "{% endif %}"
+    "{% endfor %}{% for c in m['content'] %}{% if c['type'] == 'text' %}{{ c['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{% endfor %}"
+)
+
+
+def _text_kwargs(tok: PreTrainedTokenizerFast) -> dict[str, Any]:
+    """Decoder sizes shared by both families; the vocabulary covers every tokenizer id."""
+    return {
+        "vocab_size": len(tok),
+        "hidden_size": TEXT_HIDDEN,
+        "intermediate_size": 2 * TEXT_HIDDEN,
+        "num_hidden_layers": TEXT_LAYERS,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": HEAD_DIM,
+        "max_position_embeddings": 512,
+        "initializer_range": INIT_STD,
+        "pad_token_id": tok.pad_token_id,
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
+    }
+
+
+def _vision_config(image_size: int, patch_size: int) -> SiglipVisionConfig:
+    return SiglipVisionConfig(
+        hidden_size=VISION_HIDDEN,
+        intermediate_size=2 * VISION_HIDDEN,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=image_size,
+        patch_size=patch_size,
+        vision_use_head=False,
+        initializer_range=INIT_STD,
+    )
+
+
+def _finish(
+    model: PreTrainedModel, tok: PreTrainedTokenizerFast, attn_implementation: str
+) -> PreTrainedModel:
+    """fp32, eval mode, checkpoint-like ``architectures`` and generation ids from the tokenizer."""
+    model.config.architectures = [type(model).__name__]
+    model.set_attn_implementation(attn_implementation)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.bos_token_id = tok.bos_token_id
+    return model.float().eval()
+
+
+def build_gemma3(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[Gemma3ForConditionalGeneration, Gemma3Processor]:
+    """A tiny random ``Gemma3ForConditionalGeneration`` and its ``Gemma3Processor``.
+
+    Invariants: 16 ``<image_soft_token>`` per image (config ``image_token_id``); layers 0-1 use
+    sliding-window attention (window 32) and layer 2 full attention; the projector weight, zero
+    in HF's initialisation, is random, so the image changes the output.
+    """
+    tok = tiny_tokenizer(
+        extra_special_tokens={
+            "boi_token": GEMMA3_BOI_TOKEN,
+            "eoi_token": GEMMA3_EOI_TOKEN,
+            "image_token": GEMMA3_IMAGE_TOKEN,
+        },
+        image_placeholder=GEMMA3_BOI_TOKEN,
+    )
+    text_config = Gemma3TextConfig(
+        **_text_kwargs(tok),
+        query_pre_attn_scalar=HEAD_DIM,
+        sliding_window=32,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+        tie_word_embeddings=True,
+    )
+    config = Gemma3Config(
+        text_config=text_config,
+        vision_config=_vision_config(GEMMA3_IMAGE_SIZE, GEMMA3_PATCH_SIZE),
+        mm_tokens_per_image=GEMMA3_TOKENS_PER_IMAGE,
+        boi_token_index=tok.convert_tokens_to_ids(GEMMA3_BOI_TOKEN),
+        eoi_token_index=tok.convert_tokens_to_ids(GEMMA3_EOI_TOKEN),
+        image_token_index=tok.convert_tokens_to_ids(GEMMA3_IMAGE_TOKEN),
+        initializer_range=INIT_STD,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    model = Gemma3ForConditionalGeneration(config)
+    with torch.no_grad():
+        model.model.multi_modal_projector.mm_input_projection_weight.normal_(0.0, INIT_STD)
+    processor = Gemma3Processor(
+        image_processor=Gemma3ImageProcessorPil(
+            size={"height": GEMMA3_IMAGE_SIZE, "width": GEMMA3_IMAGE_SIZE}
+        ),
+        tokenizer=tok,
+        chat_template=chat_template(GEMMA3_BOI_TOKEN),
+        image_seq_length=GEMMA3_TOKENS_PER_IMAGE,
+    )
+    return _finish(model, tok, attn_implementation), processor
+
+
+class BlindCapablePaliGemmaProcessor(PaliGemmaProcessor):
+    """``PaliGemmaProcessor`` that also encodes rows without an image.
+
+    The stock processor refuses ``images=None``, and in a batch with images it inserts ``<bos>``
+    at character 6 of a row that has no ``<image>`` (``rfind`` returns -1). Here every row gets
+    the stock layout, ``<image> * n + <bos> + text + "\\n"``, with ``n = 0`` for a blind row, so a
+    blind prompt is an image prompt minus its image tokens. Rows with images are unchanged.
+    """
+
+    def prepare_inputs_layout(  # type: ignore[override]
+        self, images: Any = None, text: Any = None, **kwargs: Any
+    ) -> tuple[Any, Any, None, None]:
+        rows = [text] if isinstance(text, str) else None if text is None else list(text)
+        if rows is None or (images is not None and not any(self.image_token in r for r in rows)):
+            # No text, or the stock "infer the placeholders" path: leave both to the parent.
+            return super().prepare_inputs_layout(images=images, text=text, **kwargs)
+        images, *_ = ProcessorMixin.prepare_inputs_layout(self, images=images, text=None, **kwargs)
+        return images, [self._prefix(r) for r in rows], None, None
+
+    def _prefix(self, row: str) -> str:
+        end = row.rfind(self.image_token) + len(self.image_token) if self.image_token in row else 0
+        return row[:end] + self.tokenizer.bos_token + row[end:] + "\n"
+
+    def validate_inputs(self, images: Any = None, text: Any = None, **kwargs: Any) -> None:  # type: ignore[override]
+        if images is None:
+            # Text only: the generic checks (they reject image tokens without images).
+            ProcessorMixin.validate_inputs(self, images=images, text=text, **kwargs)
+        else:
+            super().validate_inputs(images=images, text=text, **kwargs)
+
+
+def build_paligemma(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[PaliGemmaForConditionalGeneration, PaliGemmaProcessor]:
+    """A tiny random ``PaliGemmaForConditionalGeneration`` (Gemma text model) and its processor.
+
+    Invariants: 16 ``<image>`` tokens per image (config ``image_token_id``); the processor is a
+    :class:`BlindCapablePaliGemmaProcessor`; the vocabulary includes the 1152 ``<locNNNN>`` /
+    ``<segNNN>`` tokens the processor adds.
+    """
+    tok = tiny_tokenizer(
+        extra_special_tokens={"image_token": PALIGEMMA_IMAGE_TOKEN},
+        image_placeholder=PALIGEMMA_IMAGE_TOKEN,
+    )
+    processor = BlindCapablePaliGemmaProcessor(
+        image_processor=SiglipImageProcessorPil(
+            size={"height": PALIGEMMA_IMAGE_SIZE, "width": PALIGEMMA_IMAGE_SIZE},
+            image_seq_length=PALIGEMMA_TOKENS_PER_IMAGE,
+        ),
+        tokenizer=tok,
+        chat_template=PALIGEMMA_TEMPLATE,
+    )
+    # The processor grows the vocabulary (location/segmentation tokens): size the model after it.
+    text_config = GemmaConfig(**_text_kwargs(tok), tie_word_embeddings=True)
+    config = PaliGemmaConfig(
+        text_config=text_config,
+        vision_config=_vision_config(PALIGEMMA_IMAGE_SIZE, PALIGEMMA_PATCH_SIZE),
+        image_token_index=tok.convert_tokens_to_ids(PALIGEMMA_IMAGE_TOKEN),
+        vocab_size=len(tok),
+        projection_dim=TEXT_HIDDEN,
+        hidden_size=TEXT_HIDDEN,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    model = PaliGemmaForConditionalGeneration(config)
+    return _finish(model, tok, attn_implementation), processor
+
+
+__all__ = [
+    "BlindCapablePaliGemmaProcessor",
+    "GEMMA3_TOKENS_PER_IMAGE",
+    "PALIGEMMA_TOKENS_PER_IMAGE",
+    "build_gemma3",
+    "build_paligemma",
+]

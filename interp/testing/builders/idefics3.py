@@ -1,0 +1,208 @@
+"""Tiny random Idefics3 and SmolVLM models with their real processors, built offline.
+
+Both families share one layout: a SigLIP-like vision tower, a pixel-shuffle ``connector`` that
+turns ``(image_size / patch_size)**2`` patches into ``image_seq_len = patches / scale_factor**2``
+feature vectors, and a Llama text model at ``model.model.text_model``. The processor expands each
+``<image>`` in the prompt to ``<fake_token_around_image><global-img>`` + ``image_seq_len`` x
+``<image>`` + ``<fake_token_around_image>`` (image splitting is off, so one global view per image).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import (
+    Idefics3Config,
+    Idefics3ForConditionalGeneration,
+    Idefics3ImageProcessorPil,
+    Idefics3Processor,
+    LlamaConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+    ProcessorMixin,
+    SmolVLMConfig,
+    SmolVLMForConditionalGeneration,
+    SmolVLMImageProcessorPil,
+    SmolVLMProcessor,
+)
+from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionConfig
+from transformers.models.smolvlm.configuration_smolvlm import SmolVLMVisionConfig
+
+from ..tokenizer import tiny_tokenizer
+
+IMAGE_SIZE = 48  # processor output side in pixels (every image is resized to this square)
+PATCH_SIZE = 8
+SCALE_FACTOR = 2
+# 6 x 6 patches, pixel-shuffled by 2 -> 9 image tokens per image
+IMAGE_SEQ_LEN = (IMAGE_SIZE // PATCH_SIZE) ** 2 // SCALE_FACTOR**2
+
+# Larger than HF's 0.02 so that an image changes the logits well above float noise.
+INIT_STD = 0.1
+
+IMAGE_TOKEN = "<image>"
+_NAMED_TOKENS = {
+    "image_token": IMAGE_TOKEN,
+    "fake_image_token": "<fake_token_around_image>",
+    "global_image_token": "<global-img>",
+    "end_of_utterance_token": "<end_of_utterance>",
+}
+# The processors look these up even with splitting off; as single tokens they keep prompts short.
+_ROW_COL_TOKENS = [f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7)]
+
+
+def _tokenizer() -> PreTrainedTokenizerFast:
+    return tiny_tokenizer(
+        extra_special_tokens=dict(_NAMED_TOKENS),
+        additional_special_tokens=_ROW_COL_TOKENS,
+        image_placeholder=IMAGE_TOKEN,
+    )
+
+
+def _image_processor_kwargs() -> dict[str, Any]:
+    # No splitting: one IMAGE_SIZE x IMAGE_SIZE global view per image, whatever its input size.
+    return {
+        "do_image_splitting": False,
+        "size": {"longest_edge": IMAGE_SIZE},
+        "max_image_size": {"longest_edge": IMAGE_SIZE},
+    }
+
+
+def _text_config(tok: PreTrainedTokenizerFast) -> LlamaConfig:
+    return LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=INIT_STD,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        tie_word_embeddings=False,
+    )
+
+
+def _vision_kwargs() -> dict[str, Any]:
+    return {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "image_size": IMAGE_SIZE,
+        "patch_size": PATCH_SIZE,
+        "initializer_range": INIT_STD,
+    }
+
+
+def _finish(
+    model: PreTrainedModel, tok: PreTrainedTokenizerFast, attn_implementation: str
+) -> PreTrainedModel:
+    """fp32, eval mode, checkpoint-like ``architectures`` and generation ids from the tokenizer."""
+    model.config.architectures = [type(model).__name__]
+    model.set_attn_implementation(attn_implementation)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.bos_token_id = tok.bos_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return model.float().eval()
+
+
+def build_idefics3(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[Idefics3ForConditionalGeneration, Idefics3Processor]:
+    """A tiny random ``Idefics3ForConditionalGeneration`` and its ``Idefics3Processor``.
+
+    Invariants: text hidden 64, 3 decoder layers, 9 ``<image>`` tokens per image, the config's
+    ``image_token_id`` equals the tokenizer id of ``<image>``; same seed, same weights.
+    """
+    tok = _tokenizer()
+    processor = Idefics3Processor(
+        Idefics3ImageProcessorPil(**_image_processor_kwargs()),
+        tok,
+        image_seq_len=IMAGE_SEQ_LEN,
+        chat_template=tok.chat_template,
+    )
+    config = Idefics3Config(
+        text_config=_text_config(tok),
+        vision_config=Idefics3VisionConfig(**_vision_kwargs()),
+        image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
+        scale_factor=SCALE_FACTOR,
+        pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = Idefics3ForConditionalGeneration(config)
+    return _finish(model, tok, attn_implementation), processor
+
+
+class OfflineSmolVLMProcessor(SmolVLMProcessor):
+    """``SmolVLMProcessor`` for images and text only.
+
+    The stock constructor requires a video processor (which needs torchvision, absent here) and
+    the ``num2words`` package (used only to describe videos). Image and text handling, placeholder
+    expansion and the encoding are the parent's, unchanged.
+    """
+
+    def __init__(
+        self,
+        image_processor: SmolVLMImageProcessorPil,
+        tokenizer: PreTrainedTokenizerFast,
+        image_seq_len: int = IMAGE_SEQ_LEN,
+        chat_template: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        # Same attributes as the parent sets, without its video/num2words requirements.
+        self.fake_image_token = tokenizer.fake_image_token
+        self.image_token = tokenizer.image_token
+        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
+        self.end_of_utterance_token = tokenizer.end_of_utterance_token
+        self.global_image_token = tokenizer.global_image_token
+        self.image_seq_len = image_seq_len
+        self.video_token = "<video>"
+        ProcessorMixin.__init__(
+            self, image_processor, tokenizer, chat_template=chat_template, **kwargs
+        )
+
+    def apply_chat_template(
+        self, conversation: Any, chat_template: str | None = None, **kwargs: Any
+    ) -> Any:
+        """Render a conversation; the parent's override only handles videos."""
+        return ProcessorMixin.apply_chat_template(self, conversation, chat_template, **kwargs)
+
+
+def build_smolvlm(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[SmolVLMForConditionalGeneration, OfflineSmolVLMProcessor]:
+    """A tiny random ``SmolVLMForConditionalGeneration`` and an image-only ``SmolVLMProcessor``.
+
+    Invariants as :func:`build_idefics3`; the processor is :class:`OfflineSmolVLMProcessor`.
+    """
+    tok = _tokenizer()
+    processor = OfflineSmolVLMProcessor(
+        SmolVLMImageProcessorPil(**_image_processor_kwargs()),
+        tok,
+        image_seq_len=IMAGE_SEQ_LEN,
+        chat_template=tok.chat_template,
+    )
+    config = SmolVLMConfig(
+        text_config=_text_config(tok),
+        vision_config=SmolVLMVisionConfig(**_vision_kwargs()),
+        image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
+        scale_factor=SCALE_FACTOR,
+        pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = SmolVLMForConditionalGeneration(config)
+    return _finish(model, tok, attn_implementation), processor
+
+
+__all__ = [
+    "IMAGE_SEQ_LEN",
+    "IMAGE_TOKEN",
+    "OfflineSmolVLMProcessor",
+    "build_idefics3",
+    "build_smolvlm",
+]

@@ -1,0 +1,112 @@
+"""Tiny random InstructBLIP: ViT tower -> Q-Former (query tokens + instruction) -> Llama decoder.
+
+Unlike the LLaVA family, the text holds no image placeholder: ``InstructBlipProcessor`` prepends
+``num_query_tokens`` image tokens to every row *after* padding the text, so a left-padded row reads
+``[image tokens][pads][text]``. The chat template therefore renders ``{"type": "image"}`` as nothing.
+With RoPE and the default positions ``0..T-1`` the pads shift the text away from the image, so a
+batch-invariant forward passes ``position_ids = attention_mask.cumsum(-1) - 1`` (``generate``
+derives them that way itself). The VLM forward needs ``pixel_values``: run blind prompts through
+``model.language_model``.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import (
+    BlipImageProcessorPil,
+    InstructBlipConfig,
+    InstructBlipForConditionalGeneration,
+    InstructBlipProcessor,
+    InstructBlipQFormerConfig,
+    InstructBlipVisionConfig,
+    LlamaConfig,
+)
+
+from ..tokenizer import chat_template, tiny_tokenizer
+
+IMAGE_TOKEN = "<image>"
+IMAGE_SIZE = 32
+PATCH_SIZE = 8
+NUM_QUERY_TOKENS = 8
+TEXT_HIDDEN = 64
+QFORMER_HIDDEN = 32
+VISION_HIDDEN = 32
+# HF's InstructBLIP vision default is 1e-10, which would make every image look the same.
+INIT_STD = 0.1
+
+
+def build_instructblip(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[InstructBlipForConditionalGeneration, InstructBlipProcessor]:
+    """InstructBLIP with 8 query tokens (= 8 image tokens per row) and a 3-layer Llama decoder."""
+    # Unnamed on purpose: given a tokenizer with an ``image_token`` attribute, the processor keeps a
+    # str where it later needs an AddedToken. In the vocabulary already, so adding it is a no-op.
+    tok = tiny_tokenizer(additional_special_tokens=[IMAGE_TOKEN], image_placeholder="")
+    # The processor calls *both* tokenizers with the LM tokenizer's init kwargs, padding_side
+    # included. The Q-Former has absolute positions and must pad right (as BERT does), so the LM's
+    # left padding is kept as an attribute only.
+    tok.init_kwargs.pop("padding_side", None)
+    qformer_tok = tiny_tokenizer(image_placeholder="")
+    qformer_tok.padding_side = "right"
+    config = InstructBlipConfig(
+        vision_config=InstructBlipVisionConfig(
+            hidden_size=VISION_HIDDEN,
+            intermediate_size=2 * VISION_HIDDEN,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            image_size=IMAGE_SIZE,
+            patch_size=PATCH_SIZE,
+            initializer_range=INIT_STD,
+        ),
+        qformer_config=InstructBlipQFormerConfig(
+            vocab_size=len(qformer_tok),
+            hidden_size=QFORMER_HIDDEN,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=2 * QFORMER_HIDDEN,
+            max_position_embeddings=256,
+            cross_attention_frequency=1,
+            pad_token_id=qformer_tok.pad_token_id,
+            initializer_range=INIT_STD,
+        ),
+        text_config=LlamaConfig(
+            vocab_size=len(tok),
+            hidden_size=TEXT_HIDDEN,
+            intermediate_size=2 * TEXT_HIDDEN,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=512,
+            initializer_range=INIT_STD,
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+            tie_word_embeddings=False,
+        ),
+        num_query_tokens=NUM_QUERY_TOKENS,
+        image_token_index=tok.convert_tokens_to_ids(IMAGE_TOKEN),
+        initializer_range=INIT_STD,
+    )
+    torch.manual_seed(seed)
+    model = InstructBlipForConditionalGeneration(config)
+    # HF initialises the learned queries to zero; random queries make each query token distinct.
+    with torch.no_grad():
+        model.query_tokens.normal_(0.0, INIT_STD)
+    model.config.architectures = [type(model).__name__]
+    model.set_attn_implementation(attn_implementation)
+    for gen_config in (model.generation_config, model.language_model.generation_config):
+        gen_config.pad_token_id = tok.pad_token_id
+        gen_config.eos_token_id = tok.eos_token_id
+        gen_config.bos_token_id = tok.bos_token_id
+    processor = InstructBlipProcessor(
+        image_processor=BlipImageProcessorPil(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
+        tokenizer=tok,
+        qformer_tokenizer=qformer_tok,
+        num_query_tokens=NUM_QUERY_TOKENS,
+    )
+    # The constructor does not forward ``chat_template`` to the base class, so set it afterwards.
+    processor.chat_template = chat_template("")
+    return model.float().eval(), processor
+
+
+__all__ = ["build_instructblip"]

@@ -1,0 +1,125 @@
+"""Tiny random InternVL (the transformers-native ``InternVLForConditionalGeneration``).
+
+The builder returns ``(model, processor)``: the real model class in fp32 and eval mode,
+deterministic from ``seed``, and the real ``InternVLProcessor`` built offline around the tiny
+tokenizer and a ``GotOcr2ImageProcessorPil``. The chat template renders ``{"type": "image"}`` as
+``<IMG_CONTEXT>\\n``; the processor expands each ``<IMG_CONTEXT>`` into
+``<img>`` + ``<IMG_CONTEXT>`` x (4 per tile) + ``</img>``. Images are cut into 32 px tiles (1 to 4
+tiles by aspect ratio, plus a thumbnail tile when there are several): 4 to 20 image tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import (
+    GotOcr2ImageProcessorPil,
+    InternVLConfig,
+    InternVLForConditionalGeneration,
+    InternVLProcessor,
+    PreTrainedTokenizerFast,
+)
+
+from ..tokenizer import tiny_tokenizer
+from .qwen_vl import processor_without_video
+
+IMAGE_TOKEN = "<IMG_CONTEXT>"
+START_IMAGE = "<img>"
+END_IMAGE = "</img>"
+VIDEO_TOKEN = "<video>"
+# What the chat template writes for an image item; the processor expands the <IMG_CONTEXT> in it.
+IMAGE_PLACEHOLDER = IMAGE_TOKEN + "\n"
+
+TEXT_HIDDEN = 64
+TEXT_LAYERS = 3
+VISION_HIDDEN = 32
+TILE_SIZE = 32
+PATCH_SIZE = 8
+DOWNSAMPLE_RATIO = 0.5
+# (32/8)^2 = 16 patches per tile, pixel-shuffled by 0.5 per side: 4 tokens per tile.
+TOKENS_PER_TILE = int((TILE_SIZE // PATCH_SIZE) ** 2 * DOWNSAMPLE_RATIO**2)
+MAX_TILES = 4
+# Larger than HF's 0.02 so that an image changes the logits well above float noise.
+INIT_STD = 0.1
+
+
+def internvl_tokenizer() -> PreTrainedTokenizerFast:
+    """The tiny tokenizer with InternVL's named image tokens and the placeholder template."""
+    return tiny_tokenizer(
+        extra_special_tokens={
+            "start_image_token": START_IMAGE,
+            "end_image_token": END_IMAGE,
+            "context_image_token": IMAGE_TOKEN,
+            "video_token": VIDEO_TOKEN,
+        },
+        image_placeholder=IMAGE_PLACEHOLDER,
+    )
+
+
+def build_internvl(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[InternVLForConditionalGeneration, InternVLProcessor]:
+    """InternVL: InternViT (32 px tiles, patch 8, CLS dropped) + pixel shuffle + MLP into Qwen2.
+
+    The vision tower's CLS token and position embeddings, which HF initialises to zero, are drawn
+    at random so every part of the tower is exercised.
+    """
+    tok = internvl_tokenizer()
+    config = InternVLConfig(
+        text_config={
+            "model_type": "qwen2",
+            "vocab_size": len(tok),
+            "hidden_size": TEXT_HIDDEN,
+            "intermediate_size": 2 * TEXT_HIDDEN,
+            "num_hidden_layers": TEXT_LAYERS,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 512,
+            "initializer_range": INIT_STD,
+            "pad_token_id": tok.pad_token_id,
+            "bos_token_id": tok.bos_token_id,
+            "eos_token_id": tok.eos_token_id,
+        },
+        vision_config={
+            "hidden_size": VISION_HIDDEN,
+            "intermediate_size": 2 * VISION_HIDDEN,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "image_size": TILE_SIZE,
+            "patch_size": PATCH_SIZE,
+            "initializer_range": INIT_STD,
+        },
+        image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
+        image_seq_length=TOKENS_PER_TILE,
+        downsample_ratio=DOWNSAMPLE_RATIO,
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="default",
+    )
+    config.architectures = [InternVLForConditionalGeneration.__name__]
+    torch.manual_seed(seed)
+    model = InternVLForConditionalGeneration._from_config(
+        config, attn_implementation=attn_implementation, dtype=torch.float32
+    )
+    embeddings = model.model.vision_tower.embeddings
+    with torch.no_grad():
+        embeddings.cls_token.normal_(0.0, INIT_STD)
+        embeddings.position_embeddings.normal_(0.0, INIT_STD)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.bos_token_id = tok.bos_token_id
+
+    processor = processor_without_video(
+        InternVLProcessor,
+        image_processor=GotOcr2ImageProcessorPil(
+            size={"height": TILE_SIZE, "width": TILE_SIZE},
+            crop_to_patches=True,
+            min_patches=1,
+            max_patches=MAX_TILES,
+        ),
+        tokenizer=tok,
+        image_seq_length=TOKENS_PER_TILE,
+        chat_template=tok.chat_template,
+    )
+    return model.float().eval(), processor
+
+
+__all__ = ["IMAGE_PLACEHOLDER", "build_internvl", "internvl_tokenizer"]

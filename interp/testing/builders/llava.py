@@ -1,0 +1,247 @@
+"""Tiny random LLaVA-family VLMs: LLaVA (CLIP or SigLIP tower), LLaVA-NeXT and LLaVA-OneVision.
+
+Every builder returns ``(model, processor)``: the real ``...ForConditionalGeneration`` class in fp32
+and eval mode, deterministic from ``seed``, and the real processor class built offline around the
+tiny tokenizer. All four share one placeholder: the chat template renders ``{"type": "image"}`` as
+``"<image>\\n"`` and the processor expands each ``<image>`` into one token per image feature vector.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import (
+    CLIPImageProcessorPil,
+    CLIPVisionConfig,
+    LlamaConfig,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaNextConfig,
+    LlavaNextForConditionalGeneration,
+    LlavaNextImageProcessorPil,
+    LlavaNextProcessor,
+    LlavaOnevisionConfig,
+    LlavaOnevisionForConditionalGeneration,
+    LlavaOnevisionImageProcessorPil,
+    LlavaOnevisionProcessor,
+    LlavaProcessor,
+    PreTrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    SiglipImageProcessorPil,
+    SiglipVisionConfig,
+)
+
+from ..tokenizer import chat_template, tiny_tokenizer
+
+IMAGE_TOKEN = "<image>"
+VIDEO_TOKEN = "<video>"
+# What the chat template writes for an image item; the processor expands the <image> in it.
+IMAGE_PLACEHOLDER = IMAGE_TOKEN + "\n"
+
+TEXT_HIDDEN = 64
+TEXT_LAYERS = 3
+VISION_HIDDEN = 32
+# Larger than HF's 0.02 so that an image changes the logits well above float noise.
+INIT_STD = 0.1
+
+
+def _tokenizer(with_video: bool = False) -> PreTrainedTokenizerFast:
+    specials = {"image_token": IMAGE_TOKEN}
+    if with_video:
+        specials["video_token"] = VIDEO_TOKEN
+    return tiny_tokenizer(extra_special_tokens=specials, image_placeholder=IMAGE_PLACEHOLDER)
+
+
+def _text_kwargs(tok: PreTrainedTokenizerFast) -> dict[str, object]:
+    """Decoder sizes shared by the family; the vocabulary covers every tokenizer id."""
+    return {
+        "vocab_size": len(tok),
+        "hidden_size": TEXT_HIDDEN,
+        "intermediate_size": 2 * TEXT_HIDDEN,
+        "num_hidden_layers": TEXT_LAYERS,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 512,
+        "initializer_range": INIT_STD,
+        "pad_token_id": tok.pad_token_id,
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
+        "tie_word_embeddings": False,
+    }
+
+
+def _vision_kwargs(image_size: int, patch_size: int) -> dict[str, object]:
+    return {
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "image_size": image_size,
+        "patch_size": patch_size,
+        "initializer_range": INIT_STD,
+    }
+
+
+def _finish(
+    model: PreTrainedModel, tok: PreTrainedTokenizerFast, attn_implementation: str
+) -> PreTrainedModel:
+    """fp32, eval mode, checkpoint-like ``architectures`` and generation ids from the tokenizer."""
+    model.config.architectures = [type(model).__name__]
+    model.set_attn_implementation(attn_implementation)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.bos_token_id = tok.bos_token_id
+    return model.float().eval()
+
+
+def _common_config(tok: PreTrainedTokenizerFast, strategy: str) -> dict[str, object]:
+    return {
+        "image_token_id": tok.convert_tokens_to_ids(IMAGE_TOKEN),
+        "vision_feature_select_strategy": strategy,
+        "vision_feature_layer": -1,
+        "initializer_range": INIT_STD,
+    }
+
+
+def _build_llava(
+    vision_config: PreTrainedConfig,
+    image_processor: CLIPImageProcessorPil | SiglipImageProcessorPil,
+    strategy: str,
+    num_additional_image_tokens: int,
+    seed: int,
+    attn_implementation: str,
+) -> tuple[LlavaForConditionalGeneration, LlavaProcessor]:
+    tok = _tokenizer()
+    config = LlavaConfig(
+        vision_config=vision_config,
+        text_config=LlamaConfig(**_text_kwargs(tok)),
+        **_common_config(tok, strategy),
+    )
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(config)
+    processor = LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tok,
+        patch_size=vision_config.patch_size,
+        vision_feature_select_strategy=strategy,
+        num_additional_image_tokens=num_additional_image_tokens,
+        chat_template=chat_template(IMAGE_PLACEHOLDER),
+    )
+    return _finish(model, tok, attn_implementation), processor
+
+
+def build_llava(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[LlavaForConditionalGeneration, LlavaProcessor]:
+    """LLaVA-1.5 style: CLIP tower (32 px, patch 8), CLS dropped ("default"): 16 image tokens."""
+    size = 32
+    return _build_llava(
+        CLIPVisionConfig(**_vision_kwargs(size, 8)),
+        CLIPImageProcessorPil(
+            size={"shortest_edge": size}, crop_size={"height": size, "width": size}
+        ),
+        strategy="default",
+        num_additional_image_tokens=1,
+        seed=seed,
+        attn_implementation=attn_implementation,
+    )
+
+
+def build_llava_siglip(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[LlavaForConditionalGeneration, LlavaProcessor]:
+    """LLaVA with a SigLIP tower (32 px, patch 8, no CLS, "full"): 16 image tokens."""
+    size = 32
+    return _build_llava(
+        SiglipVisionConfig(**_vision_kwargs(size, 8)),
+        SiglipImageProcessorPil(size={"height": size, "width": size}),
+        strategy="full",
+        num_additional_image_tokens=0,
+        seed=seed,
+        attn_implementation=attn_implementation,
+    )
+
+
+# Any-res tiles: the 16 px base view plus a 1x2 or 2x1 grid of 16 px crops. A tile of 4x4 patches
+# keeps unpadding non-trivial (different aspect ratios give different token counts).
+ANYRES_SIZE = 16
+ANYRES_PATCH = 4
+
+
+def build_llava_next(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[LlavaNextForConditionalGeneration, LlavaNextProcessor]:
+    """LLaVA-NeXT (any-res, CLIP tower, "default"): 16 base + unpadded crop tokens + row newlines."""
+    tok = _tokenizer()
+    pinpoints = [[ANYRES_SIZE, 2 * ANYRES_SIZE], [2 * ANYRES_SIZE, ANYRES_SIZE]]
+    config = LlavaNextConfig(
+        vision_config=CLIPVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
+        text_config=LlamaConfig(**_text_kwargs(tok)),
+        image_grid_pinpoints=pinpoints,
+        **_common_config(tok, "default"),
+    )
+    torch.manual_seed(seed)
+    model = LlavaNextForConditionalGeneration(config)
+    processor = LlavaNextProcessor(
+        image_processor=LlavaNextImageProcessorPil(
+            size={"shortest_edge": ANYRES_SIZE},
+            crop_size={"height": ANYRES_SIZE, "width": ANYRES_SIZE},
+            image_grid_pinpoints=pinpoints,
+        ),
+        tokenizer=tok,
+        patch_size=ANYRES_PATCH,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=chat_template(IMAGE_PLACEHOLDER),
+    )
+    return _finish(model, tok, attn_implementation), processor
+
+
+class ImageOnlyLlavaOnevisionProcessor(LlavaOnevisionProcessor):
+    """``LlavaOnevisionProcessor`` without a video processor.
+
+    The base constructor type-checks ``video_processor`` against a class that only exists when
+    torchvision imports, so ``None`` is refused here; this subclass accepts ``None`` (videos then
+    cannot be passed) and is otherwise the unchanged real processor.
+    """
+
+    def check_argument_for_proper_class(self, argument_name: str, argument: object) -> object:
+        if argument_name == "video_processor" and argument is None:
+            return None
+        return super().check_argument_for_proper_class(argument_name, argument)
+
+
+def build_llava_onevision(
+    seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[LlavaOnevisionForConditionalGeneration, LlavaOnevisionProcessor]:
+    """LLaVA-OneVision (any-res, SigLIP tower, "full", Qwen2 decoder), images only (no videos)."""
+    tok = _tokenizer(with_video=True)
+    pinpoints = [
+        [ANYRES_SIZE, ANYRES_SIZE],
+        [ANYRES_SIZE, 2 * ANYRES_SIZE],
+        [2 * ANYRES_SIZE, ANYRES_SIZE],
+    ]
+    config = LlavaOnevisionConfig(
+        vision_config=SiglipVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
+        text_config=Qwen2Config(**_text_kwargs(tok)),
+        image_grid_pinpoints=pinpoints,
+        video_token_id=tok.convert_tokens_to_ids(VIDEO_TOKEN),
+        **_common_config(tok, "full"),
+    )
+    torch.manual_seed(seed)
+    model = LlavaOnevisionForConditionalGeneration(config)
+    processor = ImageOnlyLlavaOnevisionProcessor(
+        image_processor=LlavaOnevisionImageProcessorPil(
+            size={"height": ANYRES_SIZE, "width": ANYRES_SIZE}, image_grid_pinpoints=pinpoints
+        ),
+        tokenizer=tok,
+        video_processor=None,
+        num_image_tokens=(ANYRES_SIZE // ANYRES_PATCH) ** 2,
+        vision_feature_select_strategy="full",
+        chat_template=chat_template(IMAGE_PLACEHOLDER),
+    )
+    return _finish(model, tok, attn_implementation), processor
+
+
+__all__ = ["build_llava", "build_llava_next", "build_llava_onevision", "build_llava_siglip"]

@@ -1,0 +1,520 @@
+"""Correlation, bootstrap confidence intervals and effect sizes (numpy in, floats out).
+
+Used to validate TVI against correctness (Spearman, Tables 1, 3, 4, 6, 9 of the VIP/TVI paper)
+and to score a per-sample measure against a binary label (AUROC/AUPRC with bootstrap 95% CIs,
+Cohen's d, Cliff's delta, as in the causal-drive paper's Table 4 and Supplementary Sec. 12).
+
+Policies shared by every function here:
+
+- Inputs are 1-D numpy arrays, torch tensors or sequences; NaN anywhere raises ``ValueError``
+  (drop missing samples explicitly rather than have them silently ignored).
+- Too few samples raises :class:`~interp.errors.TooFewSamplesError`; a binary statistic whose
+  labels hold one class only raises :class:`~interp.errors.EmptyGroupError`.
+- Bootstrap intervals are percentile intervals; a fixed ``seed`` gives identical intervals.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
+
+import numpy as np
+import torch
+from jaxtyping import Bool, Float, Shaped
+from scipy import stats as _sps
+
+from interp.errors import EmptyGroupError, InterpError, TooFewSamplesError
+
+from .distances import ArrayLike, as_float64
+
+
+class ConstantInputWarning(RuntimeWarning):
+    """A correlation was asked of a constant input; the result is NaN."""
+
+
+@dataclass(frozen=True)
+class CorrelationResult:
+    """A rank correlation: coefficient, two-sided p-value and number of pairs used."""
+
+    rho: float
+    p_value: float
+    n: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with a percentile-bootstrap interval ``[low, high]`` at level ``ci``."""
+
+    value: float
+    low: float
+    high: float
+    ci: float = 0.95
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def _vector(x: ArrayLike | Sequence[float], name: str) -> np.ndarray:
+    arr = as_float64(x, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} contains NaN at positions {np.flatnonzero(np.isnan(arr))[:10]}")
+    return arr
+
+
+def as_binary_labels(y: ArrayLike | Sequence[Any], n: int, name: str = "labels") -> np.ndarray:
+    """Binary labels as a bool array; accepts bool or numbers in {0, 1}."""
+    arr = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ValueError(f"{name} must be 1-D of length {n}, got shape {arr.shape}")
+    if arr.dtype == bool:
+        return arr
+    if not np.issubdtype(arr.dtype, np.number) or not np.all(np.isin(arr, (0, 1))):
+        raise ValueError(f"{name} must be binary (bool or 0/1), got values {np.unique(arr)[:10]}")
+    return arr.astype(bool)
+
+
+def _rank_pearson(x: np.ndarray, y: np.ndarray) -> float:
+    rx = _sps.rankdata(x) - (len(x) + 1) / 2.0
+    ry = _sps.rankdata(y) - (len(y) + 1) / 2.0
+    rho = float(np.dot(rx, ry) / np.sqrt(np.dot(rx, rx) * np.dot(ry, ry)))
+    return float(np.clip(rho, -1.0, 1.0))
+
+
+def spearman(
+    x: Float[ArrayLike, " n"] | Sequence[float], y: Float[ArrayLike, " n"] | Sequence[float]
+) -> CorrelationResult:
+    """Spearman's rank correlation: Pearson's r of the (average-tie) ranks of ``x`` and ``y``.
+
+    p-value: two-sided, from ``t = rho sqrt((n - 2) / (1 - rho^2))`` with ``n - 2`` degrees of
+    freedom (the usual large-sample approximation); ``|rho| = 1`` gives ``p = 0``.
+
+    Constant input (all ``x`` or all ``y`` equal): the correlation is undefined, so ``rho`` and
+    ``p_value`` are NaN and a :class:`ConstantInputWarning` is emitted (no exception, so one
+    degenerate cell does not abort a table of correlations).
+
+    Raises:
+        TooFewSamplesError: fewer than 3 pairs.
+        ValueError: different lengths, not 1-D, or NaN present.
+    """
+    xa, ya = _vector(x, "x"), _vector(y, "y")
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y differ in length: {xa.shape[0]} vs {ya.shape[0]}")
+    n = int(xa.shape[0])
+    if n < 3:
+        raise TooFewSamplesError(f"Spearman correlation needs at least 3 pairs, got {n}")
+    constant = [name for name, a in (("x", xa), ("y", ya)) if np.all(a == a[0])]
+    if constant:
+        warnings.warn(
+            f"Spearman correlation of a constant input ({' and '.join(constant)}): rho is NaN",
+            ConstantInputWarning,
+            stacklevel=2,
+        )
+        return CorrelationResult(rho=float("nan"), p_value=float("nan"), n=n)
+    rho = _rank_pearson(xa, ya)
+    if abs(rho) >= 1.0:
+        return CorrelationResult(rho=rho, p_value=0.0, n=n)
+    t = rho * np.sqrt((n - 2) / (1.0 - rho * rho))
+    p = float(2.0 * _sps.t.sf(abs(t), n - 2))
+    return CorrelationResult(rho=rho, p_value=p, n=n)
+
+
+def _as_rows(a: ArrayLike | Sequence[Any]) -> np.ndarray:
+    return a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+
+
+def bootstrap_ci(
+    statistic: Callable[..., float],
+    *arrays: Shaped[ArrayLike, "n ..."] | Sequence[Any],
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    strata: Shaped[ArrayLike, " n"] | Sequence[Any] | None = None,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic(*arrays)``.
+
+    Each resample draws ``n`` row indices with replacement and applies them to every array
+    (paired resampling: row ``i`` of each array stays together). With ``strata`` (one label
+    per row), rows are drawn with replacement within each stratum, so group sizes are fixed;
+    use it for two-group statistics (AUROC, effect sizes), whose value is undefined when a
+    resample loses a group.
+
+    Resamples where ``statistic`` returns NaN or raises an :class:`~interp.errors.InterpError`
+    (an empty group, too few samples) are skipped; the interval is taken over the others.
+
+    Returns:
+        ``(low, high)``: the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` quantiles.
+
+    Raises:
+        TooFewSamplesError: fewer than 2 rows, or fewer than half the resamples gave a value.
+        ValueError: arrays of different lengths, ``ci`` outside (0, 1), ``n_boot < 1``.
+    """
+    if not arrays:
+        raise ValueError("bootstrap_ci needs at least one array")
+    if not 0.0 < ci < 1.0:
+        raise ValueError(f"ci must lie in (0, 1), got {ci}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    rows = [_as_rows(a) for a in arrays]
+    n = len(rows[0])
+    if any(len(r) != n for r in rows):
+        raise ValueError(f"arrays differ in length: {[len(r) for r in rows]}")
+    if n < 2:
+        raise TooFewSamplesError(f"bootstrap needs at least 2 rows, got {n}")
+    groups: list[np.ndarray] | None = None
+    if strata is not None:
+        s = _as_rows(strata)
+        if len(s) != n:
+            raise ValueError(f"strata has length {len(s)}, arrays have length {n}")
+        groups = [np.flatnonzero(s == u) for u in np.unique(s)]
+
+    rng = np.random.default_rng(seed)
+    values = np.empty(n_boot)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        for b in range(n_boot):
+            if groups is None:
+                idx = rng.integers(0, n, size=n)
+            else:
+                idx = np.concatenate([rng.choice(g, size=len(g)) for g in groups])
+            try:
+                values[b] = float(statistic(*(r[idx] for r in rows)))
+            except InterpError:
+                values[b] = np.nan
+    ok = values[~np.isnan(values)]
+    if len(ok) < n_boot / 2:
+        raise TooFewSamplesError(
+            f"only {len(ok)} of {n_boot} bootstrap resamples gave a value (the others lost a "
+            "group or were constant); pass strata= or use more samples"
+        )
+    low, high = np.percentile(ok, [100 * (1 - ci) / 2, 100 * (1 + ci) / 2])
+    return float(low), float(high)
+
+
+def estimate(
+    statistic: Callable[..., float],
+    *arrays: Shaped[ArrayLike, "n ..."] | Sequence[Any],
+    ci: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+    strata: Shaped[ArrayLike, " n"] | Sequence[Any] | None = None,
+) -> Estimate:
+    """``statistic(*arrays)`` with its :func:`bootstrap_ci` interval, as an :class:`Estimate`."""
+    value = float(statistic(*arrays))
+    low, high = bootstrap_ci(statistic, *arrays, n_boot=n_boot, ci=ci, seed=seed, strata=strata)
+    return Estimate(value=value, low=low, high=high, ci=ci)
+
+
+# --- two-group effect sizes ---------------------------------------------------------------
+
+
+def _two_groups(
+    a: ArrayLike | Sequence[float], b: ArrayLike | Sequence[float], need: int
+) -> tuple[np.ndarray, np.ndarray]:
+    xa, xb = _vector(a, "a"), _vector(b, "b")
+    for name, arr in (("a", xa), ("b", xb)):
+        if len(arr) == 0:
+            raise EmptyGroupError(f"group {name} is empty")
+        if len(arr) < need:
+            raise TooFewSamplesError(f"group {name} has {len(arr)} value(s); need at least {need}")
+    return xa, xb
+
+
+def _stacked(xa: np.ndarray, xb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both groups as one column plus a membership mask, for a stratified bootstrap."""
+    in_a = np.r_[np.ones(len(xa), bool), np.zeros(len(xb), bool)]
+    return np.r_[xa, xb], in_a
+
+
+def _with_ci(
+    stat: Callable[[np.ndarray, np.ndarray], float],
+    xa: np.ndarray,
+    xb: np.ndarray,
+    ci: float | None,
+    n_boot: int,
+    seed: int,
+) -> float | Estimate:
+    value = float(stat(xa, xb))
+    if ci is None:
+        return value
+    v, in_a = _stacked(xa, xb)
+    low, high = bootstrap_ci(
+        lambda vv, mm: stat(vv[mm], vv[~mm]), v, in_a, n_boot=n_boot, ci=ci, seed=seed, strata=in_a
+    )
+    return Estimate(value=value, low=low, high=high, ci=ci)
+
+
+def _mean_difference(xa: np.ndarray, xb: np.ndarray) -> float:
+    return float(np.mean(xa) - np.mean(xb))
+
+
+def _sample_var(x: np.ndarray) -> float:
+    # A constant group has zero variance exactly; rounding of its mean would leave ~1e-33.
+    return 0.0 if np.ptp(x) == 0 else float(np.var(x, ddof=1))
+
+
+def _cohens_d(xa: np.ndarray, xb: np.ndarray) -> float:
+    na, nb = len(xa), len(xb)
+    pooled = ((na - 1) * _sample_var(xa) + (nb - 1) * _sample_var(xb)) / (na + nb - 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.float64(np.mean(xa) - np.mean(xb)) / np.sqrt(pooled))
+
+
+def _cliffs_delta(xa: np.ndarray, xb: np.ndarray) -> float:
+    sb = np.sort(xb)
+    below = np.searchsorted(sb, xa, side="left")  # b_j < a_i
+    above = len(sb) - np.searchsorted(sb, xa, side="right")  # b_j > a_i
+    return float((below.sum() - above.sum()) / (len(xa) * len(xb)))
+
+
+@overload
+def mean_difference(
+    a: Float[ArrayLike, " n_a"] | Sequence[float],
+    b: Float[ArrayLike, " n_b"] | Sequence[float],
+    *,
+    ci: None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float: ...
+@overload
+def mean_difference(
+    a: Float[ArrayLike, " n_a"] | Sequence[float],
+    b: Float[ArrayLike, " n_b"] | Sequence[float],
+    *,
+    ci: float,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Estimate: ...
+def mean_difference(
+    a: ArrayLike | Sequence[float],
+    b: ArrayLike | Sequence[float],
+    *,
+    ci: float | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float | Estimate:
+    """``mean(a) - mean(b)``; with ``ci``, a bootstrap interval resampling each group apart."""
+    xa, xb = _two_groups(a, b, need=1)
+    return _with_ci(_mean_difference, xa, xb, ci, n_boot, seed)
+
+
+@overload
+def cohens_d(
+    a: Float[ArrayLike, " n_a"] | Sequence[float],
+    b: Float[ArrayLike, " n_b"] | Sequence[float],
+    *,
+    ci: None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float: ...
+@overload
+def cohens_d(
+    a: Float[ArrayLike, " n_a"] | Sequence[float],
+    b: Float[ArrayLike, " n_b"] | Sequence[float],
+    *,
+    ci: float,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Estimate: ...
+def cohens_d(
+    a: ArrayLike | Sequence[float],
+    b: ArrayLike | Sequence[float],
+    *,
+    ci: float | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float | Estimate:
+    """Cohen's d = ``(mean(a) - mean(b)) / s_p`` with the pooled standard deviation.
+
+    ``s_p^2 = ((n_a - 1) s_a^2 + (n_b - 1) s_b^2) / (n_a + n_b - 2)``, sample variances (ddof=1).
+
+    Both groups constant: ``s_p = 0``, so d is ``±inf`` (means differ) or NaN (means equal).
+    With ``ci``, a percentile-bootstrap interval resampling each group separately.
+
+    Raises:
+        EmptyGroupError / TooFewSamplesError: a group is empty / has fewer than 2 values.
+    """
+    xa, xb = _two_groups(a, b, need=2)
+    return _with_ci(_cohens_d, xa, xb, ci, n_boot, seed)
+
+
+@overload
+def cliffs_delta(
+    a: Float[ArrayLike, " n_a"] | Sequence[float],
+    b: Float[ArrayLike, " n_b"] | Sequence[float],
+    *,
+    ci: None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float: ...
+@overload
+def cliffs_delta(
+    a: Float[ArrayLike, " n_a"] | Sequence[float],
+    b: Float[ArrayLike, " n_b"] | Sequence[float],
+    *,
+    ci: float,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Estimate: ...
+def cliffs_delta(
+    a: ArrayLike | Sequence[float],
+    b: ArrayLike | Sequence[float],
+    *,
+    ci: float | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float | Estimate:
+    """Cliff's delta = ``P(a > b) - P(a < b)`` over all ``n_a n_b`` pairs, in ``[-1, 1]``.
+
+    Equals ``2 AUROC - 1`` when ``a`` are the positives' scores. With ``ci``, a
+    percentile-bootstrap interval resampling each group separately.
+
+    Raises:
+        EmptyGroupError: a group is empty.
+    """
+    xa, xb = _two_groups(a, b, need=1)
+    return _with_ci(_cliffs_delta, xa, xb, ci, n_boot, seed)
+
+
+# --- binary classification scores ---------------------------------------------------------
+
+
+def _scores_labels(scores: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+    s = _vector(scores, "scores")
+    y = as_binary_labels(labels, len(s))
+    n_pos = int(y.sum())
+    if n_pos == 0 or n_pos == len(y):
+        which = "positive" if n_pos == 0 else "negative"
+        raise EmptyGroupError(
+            f"labels hold no {which} sample (n={len(y)}); AUROC/AUPRC need both classes"
+        )
+    return s, y
+
+
+def _auroc(s: np.ndarray, y: np.ndarray) -> float:
+    n_pos = int(y.sum())
+    n_neg = len(y) - n_pos
+    ranks = _sps.rankdata(s)  # average ranks: a tie counts one half
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _auprc(s: np.ndarray, y: np.ndarray) -> float:
+    order = np.argsort(-s, kind="mergesort")
+    s_sorted, y_sorted = s[order], y[order]
+    # One operating point per distinct score: tied samples enter together.
+    last_of_tie = np.r_[np.flatnonzero(np.diff(s_sorted)), len(s_sorted) - 1]
+    tp = np.cumsum(y_sorted)[last_of_tie]
+    predicted = last_of_tie + 1
+    precision = tp / predicted
+    recall = tp / tp[-1]
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+def _binary_with_ci(
+    stat: Callable[[np.ndarray, np.ndarray], float],
+    s: np.ndarray,
+    y: np.ndarray,
+    ci: float | None,
+    n_boot: int,
+    seed: int,
+) -> float | Estimate:
+    value = stat(s, y)
+    if ci is None:
+        return value
+    low, high = bootstrap_ci(stat, s, y, n_boot=n_boot, ci=ci, seed=seed, strata=y)
+    return Estimate(value=value, low=low, high=high, ci=ci)
+
+
+@overload
+def auroc(
+    scores: Float[ArrayLike, " n"] | Sequence[float],
+    labels: Bool[ArrayLike, " n"] | Sequence[Any],
+    *,
+    ci: None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float: ...
+@overload
+def auroc(
+    scores: Float[ArrayLike, " n"] | Sequence[float],
+    labels: Bool[ArrayLike, " n"] | Sequence[Any],
+    *,
+    ci: float,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Estimate: ...
+def auroc(
+    scores: ArrayLike | Sequence[float],
+    labels: ArrayLike | Sequence[Any],
+    *,
+    ci: float | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float | Estimate:
+    """Area under the ROC curve = ``P(s_pos > s_neg) + P(s_pos = s_neg) / 2``.
+
+    Computed from the Mann-Whitney U statistic of average ranks. ``labels`` are bool or 0/1,
+    True/1 the positive class. With ``ci``, a bootstrap stratified by label (class sizes fixed).
+
+    Raises:
+        EmptyGroupError: one class is absent.
+    """
+    s, y = _scores_labels(scores, labels)
+    return _binary_with_ci(_auroc, s, y, ci, n_boot, seed)
+
+
+@overload
+def auprc(
+    scores: Float[ArrayLike, " n"] | Sequence[float],
+    labels: Bool[ArrayLike, " n"] | Sequence[Any],
+    *,
+    ci: None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float: ...
+@overload
+def auprc(
+    scores: Float[ArrayLike, " n"] | Sequence[float],
+    labels: Bool[ArrayLike, " n"] | Sequence[Any],
+    *,
+    ci: float,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Estimate: ...
+def auprc(
+    scores: ArrayLike | Sequence[float],
+    labels: ArrayLike | Sequence[Any],
+    *,
+    ci: float | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> float | Estimate:
+    """Area under the precision-recall curve, as average precision (no interpolation).
+
+    ``AP = sum_k (R_k - R_{k-1}) P_k`` over the distinct score thresholds, highest first.
+
+    Its chance level is the positive rate. With ``ci``, a bootstrap stratified by label.
+
+    Raises:
+        EmptyGroupError: one class is absent.
+    """
+    s, y = _scores_labels(scores, labels)
+    return _binary_with_ci(_auprc, s, y, ci, n_boot, seed)
+
+
+__all__ = [
+    "ConstantInputWarning",
+    "CorrelationResult",
+    "Estimate",
+    "auprc",
+    "auroc",
+    "bootstrap_ci",
+    "cliffs_delta",
+    "cohens_d",
+    "estimate",
+    "mean_difference",
+    "spearman",
+]
