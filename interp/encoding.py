@@ -86,6 +86,13 @@ def encode(
             image tokens (e.g. a literal placeholder such as ``<image>`` inside the question text).
     """
     pairs = condition_inputs(samples, condition, vlm.processor, all_samples=all_samples)
+    for sample, (question, _) in zip(samples, pairs):
+        if vlm.image_token_id in vlm.tokenizer(question, add_special_tokens=False)["input_ids"]:
+            raise ImageTokenMismatchError(
+                f"sample {sample.id!r}: the question contains the model's image placeholder token "
+                f"({vlm.tokenizer.convert_ids_to_tokens(vlm.image_token_id)!r}); remove it from the "
+                "text and pass the image through Sample.image"
+            )
     prompts = [vlm.adapter.build_prompt(vlm.processor, q, img is not None) for q, img in pairs]
     images = vlm.adapter.processor_images([img for _, img in pairs])
     kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}

@@ -69,8 +69,9 @@ def trace_generate(
     pad = vlm.tokenizer.pad_token_id
     with (
         torch.no_grad(),
-        vlm.nn.generate(
-            **enc.inputs,
+        vlm.trace_encoding(
+            enc,
+            generate=True,
             max_new_tokens=max_new_tokens,
             do_sample=False,
             pad_token_id=pad,

@@ -146,7 +146,10 @@ class VLM:
             run = lm.generate if generate else lm
             return self.nn.trace(**text, **kwargs, fn=lambda **kw: run(**kw))
         if generate:
-            return self.nn.generate(**inputs, **kwargs)
+            # nnsight's generate only opens a trace when called in the `with` line itself; trace it
+            # explicitly so this method can hand the context manager back.
+            run_generate = type(self.nn).generate.__wrapped__.__get__(self.nn)
+            return self.nn.trace(**inputs, **kwargs, fn=run_generate)
         return self.nn.trace(**inputs, **kwargs)
 
     def unembed(self, hidden: Tensor) -> Tensor:
