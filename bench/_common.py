@@ -1,0 +1,33 @@
+"""Shared helpers of the bench scripts: timing, peak memory, the workload."""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+from collections.abc import Callable
+
+
+def timed(fn: Callable[[], object], repeats: int = 3) -> float:
+    """Median wall time of ``fn`` over ``repeats`` runs, after one warm-up run."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far (MiB; Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def workload(n: int, seed: int = 0):
+    """The demo model and ``n`` items of its test split."""
+    import interp
+    from interp.datasets import demo_world
+
+    vlm = interp.load("demo")
+    return vlm, demo_world(split="test", n=n, seed=seed)
