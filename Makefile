@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
-	$(VENV)/bin/interp diagnose --model demo --data demo --out $(OUT) --group-by qtype
+	$(VENV)/bin/interp diagnose --model demo --data demo --out $(OUT) --group-by counterfactual
 
 test: install
 	OMP_NUM_THREADS=2 $(PY) -m pytest -q

@@ -30,17 +30,26 @@ from interp.chain import chain_of_embedding  # noqa: E402
 from interp.encoding import batches  # noqa: E402
 
 
-def hf_reference(vlm: interp.VLM, samples, batch_size: int, max_new_tokens: int) -> dict[str, torch.Tensor]:
+def hf_reference(
+    vlm: interp.VLM, samples, batch_size: int, max_new_tokens: int
+) -> dict[str, torch.Tensor]:
     out: dict[str, list[torch.Tensor]] = {}
     for condition in ("full", "blind"):
         for _, enc in batches(vlm, samples, condition, batch_size):
             with torch.no_grad():
-                gen = vlm.hf.generate(**enc.inputs, max_new_tokens=max_new_tokens, do_sample=False,
-                                      output_hidden_states=True, return_dict_in_generate=True,
-                                      pad_token_id=vlm.tokenizer.pad_token_id)
+                gen = vlm.hf.generate(
+                    **enc.inputs,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    output_hidden_states=True,
+                    return_dict_in_generate=True,
+                    pad_token_id=vlm.tokenizer.pad_token_id,
+                )
             rows = torch.arange(len(enc))
             prompt_states = gen.hidden_states[0]  # the prompt forward: L+1 tensors [batch, seq, d]
-            out.setdefault(condition, []).append(torch.stack([h[rows, enc.last_index] for h in prompt_states], 1))
+            out.setdefault(condition, []).append(
+                torch.stack([h[rows, enc.last_index] for h in prompt_states], 1)
+            )
     return {k: torch.cat(v) for k, v in out.items()}
 
 
@@ -49,14 +58,28 @@ def _memory_child(n: int, batch_size: int) -> None:
     before = peak_rss_mib()
     coe = chain_of_embedding(vlm, samples, batch_size=batch_size, progress_bar=False)
     kept = sum(t.numel() * t.element_size() for t in coe.states.values())
-    tokens = sum(len(e.input_ids[0]) * len(e) for c in ("full", "blind") for _, e in batches(vlm, samples, c, batch_size))
+    tokens = sum(
+        len(e.input_ids[0]) * len(e)
+        for c in ("full", "blind")
+        for _, e in batches(vlm, samples, c, batch_size)
+    )
     all_positions = tokens * (vlm.n_layers + 1) * vlm.d_model * 4
-    print(json.dumps({"peak_mib": peak_rss_mib(), "before_mib": before, "kept_mib": kept / 2**20,
-                      "all_positions_mib": all_positions / 2**20}))
+    print(
+        json.dumps(
+            {
+                "peak_mib": peak_rss_mib(),
+                "before_mib": before,
+                "kept_mib": kept / 2**20,
+                "all_positions_mib": all_positions / 2**20,
+            }
+        )
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=8)
@@ -69,19 +92,46 @@ def main() -> None:
         return
 
     vlm, samples = workload(args.n)
-    ours = timed(lambda: chain_of_embedding(vlm, samples, batch_size=args.batch_size,
-                                            max_new_tokens=args.max_new_tokens, progress_bar=False), repeats=2)
-    bare = timed(lambda: hf_reference(vlm, samples, args.batch_size, args.max_new_tokens), repeats=2)
-    print(f"chain_of_embedding on the demo model, N={args.n}, batch {args.batch_size}, "
-          f"max_new_tokens {args.max_new_tokens} (full + blind)")
-    print(f"  interp: {ours:.2f} s ({args.n / ours:.0f} samples/s)   bare HF generate: {bare:.2f} s   "
-          f"ratio {ours / bare:.2f}x")
+    ours = timed(
+        lambda: chain_of_embedding(
+            vlm,
+            samples,
+            batch_size=args.batch_size,
+            max_new_tokens=args.max_new_tokens,
+            progress_bar=False,
+        ),
+        repeats=2,
+    )
+    bare = timed(
+        lambda: hf_reference(vlm, samples, args.batch_size, args.max_new_tokens), repeats=2
+    )
+    print(
+        f"chain_of_embedding on the demo model, N={args.n}, batch {args.batch_size}, "
+        f"max_new_tokens {args.max_new_tokens} (full + blind)"
+    )
+    print(
+        f"  interp: {ours:.2f} s ({args.n / ours:.0f} samples/s)   bare HF generate: {bare:.2f} s   "
+        f"ratio {ours / bare:.2f}x"
+    )
     for n in args.memory_n:
-        out = subprocess.run([sys.executable, __file__, "--memory-child", str(n), "--batch-size",
-                              str(args.batch_size)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--memory-child",
+                str(n),
+                "--batch-size",
+                str(args.batch_size),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         m = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"  N={n:5d}: peak RSS {m['peak_mib']:.0f} MiB (model loaded: {m['before_mib']:.0f} MiB); "
-              f"kept states {m['kept_mib']:.1f} MiB; every position would be {m['all_positions_mib']:.0f} MiB")
+        print(
+            f"  N={n:5d}: peak RSS {m['peak_mib']:.0f} MiB (model loaded: {m['before_mib']:.0f} MiB); "
+            f"kept states {m['kept_mib']:.1f} MiB; every position would be {m['all_positions_mib']:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,11 @@ from interp.encoding import batches  # noqa: E402
 def hf_reference(vlm: interp.VLM, samples, batch_size: int) -> torch.Tensor:
     out = []
     for _, enc in batches(vlm, samples, "full", batch_size):
-        inputs = enc.inputs if vlm.adapter.forward_inputs is None else vlm.adapter.forward_inputs(enc.inputs)
+        inputs = (
+            enc.inputs
+            if vlm.adapter.forward_inputs is None
+            else vlm.adapter.forward_inputs(enc.inputs)
+        )
         with torch.no_grad():
             hs = vlm.hf(**inputs, output_hidden_states=True).hidden_states
         rows = torch.arange(len(enc))
@@ -38,7 +42,9 @@ def hf_reference(vlm: interp.VLM, samples, batch_size: int) -> torch.Tensor:
 
 
 def measure(vlm: interp.VLM, samples, batch_size: int) -> dict[str, float]:
-    ours = timed(lambda: interp.residual_stream(vlm, samples, batch_size=batch_size, progress_bar=False))
+    ours = timed(
+        lambda: interp.residual_stream(vlm, samples, batch_size=batch_size, progress_bar=False)
+    )
     bare = timed(lambda: hf_reference(vlm, samples, batch_size))
     return {"interp_s": ours, "hf_s": bare, "ratio": ours / bare}
 
@@ -54,7 +60,9 @@ def _memory_child(kind: str, n: int, batch_size: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--arch", nargs="*", default=["llava", "qwen2_vl", "idefics3", "gemma3"])
@@ -76,11 +84,26 @@ def main() -> None:
     for name, r in rows:
         print(f"{name:32s} {r['interp_s']:9.3f} {r['hf_s']:9.3f} {r['ratio']:7.2f}x")
     for kind in ("hf", "interp"):
-        out = subprocess.run([sys.executable, __file__, "--memory-child", kind, "--n", str(args.n),
-                              "--batch-size", str(args.batch_size)], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--memory-child",
+                kind,
+                "--n",
+                str(args.n),
+                "--batch-size",
+                str(args.batch_size),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         mem = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"peak RSS ({kind}, demo, N={args.n}): {mem['peak_mib']:.0f} MiB "
-              f"(after loading: {mem['before_mib']:.0f} MiB)")
+        print(
+            f"peak RSS ({kind}, demo, N={args.n}): {mem['peak_mib']:.0f} MiB "
+            f"(after loading: {mem['before_mib']:.0f} MiB)"
+        )
 
 
 if __name__ == "__main__":

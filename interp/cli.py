@@ -13,7 +13,9 @@ runs agreement split → chain of embedding → VIP → TVI → correlations and
 - ``store/`` — the resumable result store: re-running the same command after a crash or kill
   continues where it stopped and gives identical outputs.
 
-``--data`` is ``demo`` (the embedded demo world's test split) or a JSONL file with one object per line:
+``--data`` is ``demo`` (the embedded demo world's language-prior benchmark: colour questions, half the
+prior-bearing objects drawn in a counterfactual colour), ``demo:general`` (all question types),
+``demo:<qtype>[,...]``, or a JSONL file with one object per line:
 ``{"image": "relative/or/absolute.png", "question": "...", "answer": "...", "id": "..."}`` (``image``
 may be null; other keys become labels usable with ``--group-by`` and ``--split``).
 """
@@ -33,14 +35,28 @@ import numpy as np  # noqa: E402
 
 from .errors import InterpError  # noqa: E402
 
+DEMO_SETS = {
+    "demo": ("color",),
+    "demo:prior": ("color",),
+}
+
 
 def _load_data(spec: str, n: int | None, seed: int) -> list:
+    """``demo`` / ``demo:prior`` — the demo world's language-prior benchmark (colour questions, half
+    the prior-bearing objects in a counterfactual colour); ``demo:general`` — every vision and
+    vision-independent question type; ``demo:<qtype>[,<qtype>...]``; otherwise a JSONL file."""
     from .samples import read_jsonl
 
-    if spec == "demo":
-        from .datasets import demo_world
+    if spec == "demo" or spec.startswith("demo:"):
+        from .datasets import TEXT_QTYPES, VISION_QTYPES, demo_world
 
-        return demo_world(split="test", n=n or 600, seed=seed)
+        if spec in DEMO_SETS:
+            qtypes = list(DEMO_SETS[spec])
+        elif spec == "demo:general":
+            qtypes = list(VISION_QTYPES) + list(TEXT_QTYPES)
+        else:
+            qtypes = spec.split(":", 1)[1].split(",")
+        return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
     samples = read_jsonl(spec)
     return samples[:n] if n else samples
 
@@ -115,7 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     d.add_argument("--model", required=True, help="'demo', a hub id or a local model folder")
-    d.add_argument("--data", required=True, help="'demo' or a JSONL file (image, question, answer)")
+    d.add_argument(
+        "--data",
+        required=True,
+        help="'demo', 'demo:general', 'demo:<qtype,...>' or a JSONL file (image, question, answer)",
+    )
     d.add_argument("--out", required=True, help="output folder (holds the resumable store)")
     d.add_argument(
         "--n", type=int, default=None, help="number of samples (default: demo 600, JSONL all)"

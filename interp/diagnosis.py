@@ -66,7 +66,9 @@ class Diagnosis:
             found none — ``vip_method`` says which).
         tvi, pre_tvi, weighted_tvi: per-sample TVI (Eq. 4), pre-VIP aggregate (Table 1), Eq. 11.
         output_divergence: d(z_a^L, z_b^L) (Eq. 10).
-        correct: answer under the image condition matches the reference (None without references).
+        correct: 1.0 / 0.0 where the answer under the image condition matches / misses the
+            reference, NaN for samples without a reference (None when no sample has one).
+            Correlations use the samples with a reference.
     """
 
     coe: ChainOfEmbedding
@@ -80,7 +82,7 @@ class Diagnosis:
     pre_tvi: Float[np.ndarray, " n"]
     weighted_tvi: Float[np.ndarray, " n"]
     output_divergence: Float[np.ndarray, " n"]
-    correct: Bool[np.ndarray, " n"] | None
+    correct: Float[np.ndarray, " n"] | None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -139,8 +141,9 @@ class Diagnosis:
             if self.coe.visual_attention is not None:
                 scores["visual attention"] = self.coe.visual_attention
         rows = []
-        y = self.correct.astype(float)
+        y = self.correct
         for subset, mask in self._subsets(by).items():
+            mask = mask & ~np.isnan(y)
             for name, values in scores.items():
                 r = _safe_spearman(np.asarray(values)[mask], y[mask])
                 rows.append(
@@ -167,7 +170,11 @@ class Diagnosis:
             f"mean TVI: D_VT {self.tvi[self.in_vt].mean():.4f}, D_T {self.tvi[~self.in_vt].mean():.4f}",
         ]
         if self.correct is not None:
-            lines.append(f"accuracy ({self.coe.conditions[0]}): {self.correct.mean():.3f}")
+            scored = ~np.isnan(self.correct)
+            lines.append(
+                f"accuracy ({self.coe.conditions[0]}): {np.nanmean(self.correct):.3f} "
+                f"over {int(scored.sum())} samples with a reference answer"
+            )
             for _, row in self.correlations().iterrows():
                 if row["subset"] == "all" and row["score"] in ("TVI (post-VIP)", "TVI (pre-VIP)"):
                     lines.append(
@@ -177,12 +184,18 @@ class Diagnosis:
         return "\n".join(lines)
 
 
-def correctness(coe: ChainOfEmbedding, mode: MatchMode = "exact") -> Bool[np.ndarray, " n"] | None:
-    """Whether the first condition's greedy answer matches each sample's reference answer."""
-    if any(s.answer is None for s in coe.samples):
+def correctness(coe: ChainOfEmbedding, mode: MatchMode = "exact") -> Float[np.ndarray, " n"] | None:
+    """1.0 / 0.0: whether the first condition's greedy answer matches each sample's reference answer;
+    NaN where a sample has none (None if no sample has one)."""
+    if all(s.answer is None for s in coe.samples):
         return None
     answers = coe.answers[coe.conditions[0]]
-    return np.array([is_correct(a, s.answer, mode=mode) for a, s in zip(answers, coe.samples)])
+    return np.array(
+        [
+            float(is_correct(a, s.answer, mode=mode)) if s.answer is not None else np.nan
+            for a, s in zip(answers, coe.samples)
+        ]
+    )
 
 
 def diagnose(
@@ -272,7 +285,8 @@ def vip_methods(
     for method, layer in (("manual", manual), ("automatic", auto.layer_)):
         row: dict[str, object] = {"method": method, "vip": layer}
         if layer is not None and diag.correct is not None:
-            r = _safe_spearman(tvi(diag.distances, int(layer)), diag.correct.astype(float))
+            scored = ~np.isnan(diag.correct)
+            r = _safe_spearman(tvi(diag.distances, int(layer))[scored], diag.correct[scored])
             row.update(rho=r.rho, p_value=r.p_value)
         rows.append(row)
     return pd.DataFrame(rows)
