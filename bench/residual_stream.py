@@ -74,7 +74,7 @@ def main() -> None:
         return
 
     vlm, samples = workload(args.n)
-    rows = [("demo (Llava, %d layers)" % vlm.n_layers, measure(vlm, samples, args.batch_size))]
+    rows = [(f"demo (Llava, {vlm.n_layers} layers)", measure(vlm, samples, args.batch_size))]
     for arch in args.arch:
         tiny = interp.testing.tiny_vlm(arch)
         small = [interp.Sample(s.question, s.image, s.answer, s.id) for s in samples[:64]]
