@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
-from transformers import PreTrainedModel
+from transformers import PretrainedConfig, PreTrainedModel
 
 from .errors import UnsupportedArchitectureError
 
@@ -183,17 +183,24 @@ def supported_architectures() -> list[str]:
     return sorted(ADAPTERS)
 
 
-def adapter_for(model: PreTrainedModel) -> Adapter:
-    """The registered adapter for a loaded HF model, resolved from ``model.config.model_type``.
+def adapter_for(model: PreTrainedModel | PretrainedConfig) -> Adapter:
+    """The registered adapter for a loaded HF model (or its config), resolved from
+    ``config.model_type``.
 
     Raises:
         UnsupportedArchitectureError: no entry serves this model type.
     """
-    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    config = model if isinstance(model, PretrainedConfig) else getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None)
     if model_type in ADAPTERS:
         return ADAPTERS[model_type]
+    name = (
+        type(model).__name__
+        if not isinstance(model, PretrainedConfig)
+        else (config.architectures or ["?"])[0]
+    )
     raise UnsupportedArchitectureError(
-        f"{type(model).__name__} (config.model_type={model_type!r}) has no adapter. "
+        f"{name} (config.model_type={model_type!r}) has no adapter. "
         f"Supported model types: {', '.join(supported_architectures())}. "
         "To add one, register an entry: "
         "interp.register_adapter(interp.Adapter(name=..., model_types=(model_type,), "

@@ -24,7 +24,7 @@ import torch
 from jaxtyping import Bool, Int
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
-from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedModel
+from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor, PreTrainedModel
 
 from .adapters import Adapter, adapter_for, get_path, module_path
 from .encoding import Encoding
@@ -214,6 +214,11 @@ def load(
         kwargs["device_map"] = device_map
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
+    if adapter is None:  # fail before loading weights, with the supported list
+        config = AutoConfig.from_pretrained(
+            source, **{k: v for k, v in hf_kwargs.items() if k in ("revision", "trust_remote_code")}
+        )
+        adapter_for(config)
     hf = AutoModelForImageTextToText.from_pretrained(source, **kwargs).eval()
     if processor is None:
         processor = AutoProcessor.from_pretrained(
