@@ -89,6 +89,7 @@ def _diagnose_command(args: argparse.Namespace) -> int:
         split=split,
         vip=args.vip,
         beta=args.beta,
+        alpha=args.alpha or None,
         fallback_vip=args.fallback_vip,
         match=args.match,
     )
@@ -162,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="VIP to use if the automatic rule finds none (default: fail)",
     )
     d.add_argument("--beta", type=float, default=2.0, help="β of the automatic VIP rule (Eq. 9)")
+    d.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance floor of the automatic rule (0 = Eq. 9 alone)",
+    )
     d.add_argument(
         "--match", default="exact", choices=["exact", "inclusion"], help="answer matching"
     )

@@ -205,7 +205,7 @@ def diagnose(
     split: SplitSpec = "agreement",
     vip: int | None = None,
     beta: float = 2.0,
-    alpha: float | None = None,
+    alpha: float | None = 0.05,
     fallback_vip: int | None = None,
     match: MatchMode = "exact",
 ) -> Diagnosis:
@@ -215,8 +215,10 @@ def diagnose(
         metric: distance (``cosine``, ``l2``, ``kl``, ``js``).
         split: ``"agreement"`` (§3.2: answers with vs without the image differ), the name of a boolean
             ``meta`` label (e.g. ``"needs_image"``), or explicit labels (True = D_VT).
-        vip: a manual VIP; None = automatic (Eq. 9 with ``beta``; ``alpha`` adds the optional
-            significance floor of :func:`probes.vip.automatic_vip`).
+        vip: a manual VIP; None = automatic: Eq. 9 with ``beta``, plus the significance floor
+            ``alpha`` of :func:`probes.vip.automatic_vip` (the candidate layer's own one-sided test,
+            Bonferroni-corrected; without it noise in the early layers triggers Eq. 9). ``alpha=None``
+            is Eq. 9 exactly.
         fallback_vip: the layer to use for TVI when the automatic rule finds no VIP (recorded in
             ``vip_method`` and the notes); None = raise instead.
         match: how answers are scored against references (``exact`` or two-way ``inclusion``).
@@ -274,7 +276,7 @@ def distance_ablation(
 
 
 def vip_methods(
-    diag: Diagnosis, manual: int, *, beta: float = 2.0, alpha: float | None = None
+    diag: Diagnosis, manual: int, *, beta: float = 2.0, alpha: float | None = 0.05
 ) -> pd.DataFrame:
     """Table 6: manual vs automatic VIP, with the Spearman ρ of the TVI each gives."""
     auto = VIPDetector(beta=beta, alpha=alpha)

@@ -251,9 +251,10 @@ class VIPDetector(BaseEstimator):
             self.method_ = "automatic"
             if self.layer_ is None:
                 warnings.warn(
-                    "no layer qualifies as the VIP (Eq. 9 with the significance floor "
-                    f"alpha={self.alpha}): the groups do not separate; layer_ is None. "
-                    "Pass layer= for a manual VIP.",
+                    "no layer qualifies as the VIP by Eq. 9"
+                    + (f" with the significance floor alpha={self.alpha}" if self.alpha else "")
+                    + f" (beta={self.beta}): no layer's statistic rises above the running "
+                    "average of the earlier layers'; layer_ is None. Pass layer= for a manual VIP.",
                     NoVIPWarning,
                     stacklevel=2,
                 )

@@ -37,10 +37,14 @@ _BUILDERS: dict[str, str] = {
 ARCHITECTURES: tuple[str, ...] = tuple(_BUILDERS)
 
 
-def build_tiny(arch: str, seed: int = 0, attn_implementation: str = "eager") -> tuple[PreTrainedModel, Any]:
+def build_tiny(
+    arch: str, seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[PreTrainedModel, Any]:
     """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`)."""
     if arch not in _BUILDERS:
-        raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {', '.join(ARCHITECTURES)}")
+        raise ValueError(
+            f"unknown tiny architecture {arch!r}; choose one of {', '.join(ARCHITECTURES)}"
+        )
     module = import_module(f"{__package__}.builders.{_BUILDERS[arch]}")
     return getattr(module, f"build_{arch}")(seed=seed, attn_implementation=attn_implementation)
 

@@ -1,0 +1,206 @@
+"""Architecture, tokenizer and processor of the demo VLM (built offline from config classes).
+
+The model is a standard ``LlavaForConditionalGeneration``: a SigLIP vision tower (every patch token
+is used, ``vision_feature_select_strategy="full"``, no pooling head), the LLaVA two-layer projector
+and a Llama decoder. The tokenizer is word-level over the demo world's closed vocabulary; its
+ChatML template renders ``{"type": "image"}`` as ``<image>``, which the processor expands to one
+token per patch. The word-level pre-tokenizer drops newlines, so a generation prompt ends with the
+tokens ``<|im_start|> assistant``: the last prompt token is ``assistant``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+from transformers import (
+    LlamaConfig,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaProcessor,
+    PreTrainedTokenizerFast,
+    SiglipVisionConfig,
+)
+from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
+
+from ..datasets.render import IMAGE_SIZE
+from ..datasets.world import world_vocabulary
+from ..samples import Sample
+from ..testing.tokenizer import chat_template
+
+PAD, UNK, IM_START, IM_END, IMAGE = "<pad>", "<unk>", "<|im_start|>", "<|im_end|>", "<image>"
+SPECIAL_TOKENS: tuple[str, ...] = (PAD, UNK, IM_START, IM_END, IMAGE)
+ROLE_WORDS: tuple[str, ...] = ("system", "user", "assistant")
+LAST_PROMPT_TOKEN = "assistant"
+
+IMAGE_MEAN = (0.5, 0.5, 0.5)
+IMAGE_STD = (0.5, 0.5, 0.5)
+
+
+@dataclass(frozen=True)
+class DemoModelConfig:
+    """Sizes of the demo VLM. ``patch_size`` must divide the world's image size."""
+
+    patch_size: int = 8
+    vision_hidden: int = 128
+    vision_layers: int = 3
+    vision_heads: int = 4
+    vision_mlp: int = 512
+    hidden: int = 128
+    layers: int = 12
+    heads: int = 4
+    mlp: int = 256
+    max_positions: int = 96
+
+    @property
+    def image_tokens(self) -> int:
+        return (IMAGE_SIZE // self.patch_size) ** 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Word-level tokenizer: specials, role words, then the world's sorted vocabulary."""
+    vocab_words = [*SPECIAL_TOKENS, *ROLE_WORDS, *world_vocabulary()]
+    vocab = {w: i for i, w in enumerate(vocab_words)}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    # markup is matched whole, before the pre-tokenizer splits on punctuation
+    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        unk_token=UNK,
+        pad_token=PAD,
+        eos_token=IM_END,
+        extra_special_tokens={"image_token": IMAGE},
+        padding_side="left",
+    )
+    tok.chat_template = chat_template(IMAGE)
+    return tok
+
+
+def build_processor(cfg: DemoModelConfig | None = None) -> LlavaProcessor:
+    """LlavaProcessor with a PIL SigLIP image processor (no torchvision) and left padding."""
+    cfg = cfg or DemoModelConfig()
+    tok = build_tokenizer()
+    image_processor = SiglipImageProcessorPil(
+        size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+        image_mean=list(IMAGE_MEAN),
+        image_std=list(IMAGE_STD),
+    )
+    return LlavaProcessor(
+        image_processor=image_processor,
+        tokenizer=tok,
+        patch_size=cfg.patch_size,
+        vision_feature_select_strategy="full",
+        num_additional_image_tokens=0,
+        chat_template=tok.chat_template,
+    )
+
+
+def build_model(
+    tokenizer: PreTrainedTokenizerFast, cfg: DemoModelConfig | None = None
+) -> LlavaForConditionalGeneration:
+    """A randomly initialised demo VLM whose vocabulary matches ``tokenizer``."""
+    cfg = cfg or DemoModelConfig()
+    vision = SiglipVisionConfig(
+        hidden_size=cfg.vision_hidden,
+        intermediate_size=cfg.vision_mlp,
+        num_hidden_layers=cfg.vision_layers,
+        num_attention_heads=cfg.vision_heads,
+        image_size=IMAGE_SIZE,
+        patch_size=cfg.patch_size,
+        vision_use_head=False,
+    )
+    text = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden,
+        intermediate_size=cfg.mlp,
+        num_hidden_layers=cfg.layers,
+        num_attention_heads=cfg.heads,
+        num_key_value_heads=cfg.heads,
+        max_position_embeddings=cfg.max_positions,
+        tie_word_embeddings=False,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE),
+        image_seq_length=cfg.image_tokens,
+        vision_feature_select_strategy="full",
+        vision_feature_layer=-1,
+        projector_hidden_act="gelu",
+        tie_word_embeddings=False,
+    )
+    model = LlavaForConditionalGeneration(config)
+    gen = model.generation_config
+    gen.eos_token_id = tokenizer.eos_token_id
+    gen.pad_token_id = tokenizer.pad_token_id
+    gen.bos_token_id = None
+    gen.do_sample = False
+    gen.max_new_tokens = 24
+    return model
+
+
+def messages(question: str, with_image: bool) -> list[dict[str, Any]]:
+    """One user turn; the image item comes first, as in training."""
+    content: list[dict[str, str]] = [{"type": "image"}] if with_image else []
+    content.append({"type": "text", "text": question})
+    return [{"role": "user", "content": content}]
+
+
+def prompt(processor: LlavaProcessor, question: str, with_image: bool) -> str:
+    """The chat prompt with the generation prompt appended (ends in the role word)."""
+    return processor.apply_chat_template(
+        messages(question, with_image), add_generation_prompt=True, tokenize=False
+    )
+
+
+def pixel_values(images: list[Image.Image]) -> torch.Tensor:
+    """What the processor computes for world images (already ``IMAGE_SIZE`` square), faster.
+
+    Equal to ``processor.image_processor(images)["pixel_values"]`` (checked in the tests).
+    """
+    arr = np.stack([np.asarray(im.convert("RGB"), dtype=np.float32) for im in images])
+    arr = (arr / 255.0 - np.asarray(IMAGE_MEAN, np.float32)) / np.asarray(IMAGE_STD, np.float32)
+    return torch.from_numpy(arr).permute(0, 3, 1, 2).contiguous()
+
+
+def image_token_count(processor: LlavaProcessor) -> int:
+    """How many ``<image>`` tokens the processor expands one image into."""
+    size = processor.image_processor.size
+    n = (size["height"] // processor.patch_size) * (size["width"] // processor.patch_size)
+    n += processor.num_additional_image_tokens
+    return n - 1 if processor.vision_feature_select_strategy == "default" else n
+
+
+def sample_prompt(processor: LlavaProcessor, sample: Sample, with_image: bool = True) -> str:
+    """Prompt for a world sample; ``with_image=False`` gives the blind prompt (no image item)."""
+    return prompt(processor, sample.question, with_image and sample.image is not None)
+
+
+__all__ = [
+    "IMAGE",
+    "IM_END",
+    "IM_START",
+    "LAST_PROMPT_TOKEN",
+    "PAD",
+    "SPECIAL_TOKENS",
+    "DemoModelConfig",
+    "build_model",
+    "build_processor",
+    "build_tokenizer",
+    "image_token_count",
+    "messages",
+    "pixel_values",
+    "prompt",
+    "sample_prompt",
+]
