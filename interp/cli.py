@@ -82,11 +82,10 @@ def _diagnose_command(args: argparse.Namespace) -> int:
         store=out / "store",
         progress_bar=not args.no_progress,
     )
-    split = args.split if args.split == "agreement" else args.split
     diag = diagnose(
         coe,
         metric=args.metric,
-        split=split,
+        split=args.split,
         vip=args.vip,
         beta=args.beta,
         alpha=args.alpha or None,
