@@ -24,10 +24,19 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def workload(n: int, seed: int = 0):
-    """The demo model and ``n`` items of its test split."""
+def current_rss_mib() -> float:
+    """Resident memory of this process now (MiB), from /proc (Linux)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def workload(n: int, seed: int = 0, model: str = "demo"):
+    """A model (default: the demo model) and ``n`` items of the demo world's test split."""
     import interp
     from interp.datasets import demo_world
 
-    vlm = interp.load("demo")
+    vlm = interp.load(model)
     return vlm, demo_world(split="test", n=n, seed=seed)

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import peak_rss_mib, timed, workload  # noqa: E402
+from _common import current_rss_mib, peak_rss_mib, timed, workload  # noqa: E402
 
 import interp  # noqa: E402
 from interp.chain import chain_of_embedding  # noqa: E402
@@ -53,10 +53,11 @@ def hf_reference(
     return {k: torch.cat(v) for k, v in out.items()}
 
 
-def _memory_child(n: int, batch_size: int) -> None:
-    vlm, samples = workload(n)
-    before = peak_rss_mib()
+def _memory_child(n: int, batch_size: int, model: str) -> None:
+    vlm, samples = workload(n, model=model)
+    before, rss_before = peak_rss_mib(), current_rss_mib()
     coe = chain_of_embedding(vlm, samples, batch_size=batch_size, progress_bar=False)
+    growth = current_rss_mib() - rss_before
     kept = sum(t.numel() * t.element_size() for t in coe.states.values())
     tokens = sum(
         len(e.input_ids[0]) * len(e)
@@ -70,6 +71,7 @@ def _memory_child(n: int, batch_size: int) -> None:
                 "peak_mib": peak_rss_mib(),
                 "before_mib": before,
                 "kept_mib": kept / 2**20,
+                "growth_mib": growth,
                 "all_positions_mib": all_positions / 2**20,
             }
         )
@@ -85,13 +87,15 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--memory-n", type=int, nargs="*", default=[250, 1000])
     parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--model", default="demo", help="model to load (default: the demo model)")
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     if args.memory_child:
-        _memory_child(args.memory_child, args.batch_size)
+        _memory_child(args.memory_child, args.batch_size, args.model)
         return
 
-    vlm, samples = workload(args.n)
+    vlm, samples = workload(args.n, model=args.model)
     ours = timed(
         lambda: chain_of_embedding(
             vlm,
@@ -122,6 +126,10 @@ def main() -> None:
                 str(n),
                 "--batch-size",
                 str(args.batch_size),
+                "--model",
+                args.model,
+                "--threads",
+                str(args.threads),
             ],
             capture_output=True,
             text=True,
@@ -129,7 +137,8 @@ def main() -> None:
         )
         m = json.loads(out.stdout.strip().splitlines()[-1])
         print(
-            f"  N={n:5d}: peak RSS {m['peak_mib']:.0f} MiB (model loaded: {m['before_mib']:.0f} MiB); "
+            f"  N={n:5d}: peak RSS {m['peak_mib']:.0f} MiB (model loaded: {m['before_mib']:.0f} MiB), "
+            f"RSS growth over the run {m['growth_mib']:.0f} MiB; "
             f"kept states {m['kept_mib']:.1f} MiB; every position would be {m['all_positions_mib']:.0f} MiB"
         )
 

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import peak_rss_mib, timed, workload  # noqa: E402
 
 import interp  # noqa: E402
+import interp.testing  # noqa: E402
 from interp.encoding import batches  # noqa: E402
 
 
@@ -49,8 +50,8 @@ def measure(vlm: interp.VLM, samples, batch_size: int) -> dict[str, float]:
     return {"interp_s": ours, "hf_s": bare, "ratio": ours / bare}
 
 
-def _memory_child(kind: str, n: int, batch_size: int) -> None:
-    vlm, samples = workload(n)
+def _memory_child(kind: str, n: int, batch_size: int, model: str) -> None:
+    vlm, samples = workload(n, model=model)
     before = peak_rss_mib()
     if kind == "interp":
         interp.residual_stream(vlm, samples, batch_size=batch_size, progress_bar=False)
@@ -67,13 +68,15 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--arch", nargs="*", default=["llava", "qwen2_vl", "idefics3", "gemma3"])
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--model", default="demo", help="model to load (default: the demo model)")
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     if args.memory_child:
-        _memory_child(args.memory_child, args.n, args.batch_size)
+        _memory_child(args.memory_child, args.n, args.batch_size, args.model)
         return
 
-    vlm, samples = workload(args.n)
+    vlm, samples = workload(args.n, model=args.model)
     rows = [(f"demo (Llava, {vlm.n_layers} layers)", measure(vlm, samples, args.batch_size))]
     for arch in args.arch:
         tiny = interp.testing.tiny_vlm(arch)
@@ -94,6 +97,10 @@ def main() -> None:
                 str(args.n),
                 "--batch-size",
                 str(args.batch_size),
+                "--model",
+                args.model,
+                "--threads",
+                str(args.threads),
             ],
             capture_output=True,
             text=True,
