@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import resource
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -40,3 +43,12 @@ def workload(n: int, seed: int = 0, model: str = "demo"):
 
     vlm = interp.load(model)
     return vlm, demo_world(split="test", n=n, seed=seed)
+
+
+def run_child(script: str, *args: str) -> dict:
+    """Run ``script`` in a fresh Python process (so peak memory is its own); parse its last line as
+    JSON."""
+    out = subprocess.run(
+        [sys.executable, script, *args], capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import current_rss_mib, peak_rss_mib, timed, workload  # noqa: E402
+from _common import current_rss_mib, peak_rss_mib, run_child, timed, workload  # noqa: E402
 
 import interp  # noqa: E402
 from interp.chain import chain_of_embedding  # noqa: E402
@@ -118,24 +117,17 @@ def main() -> None:
         f"ratio {ours / bare:.2f}x"
     )
     for n in args.memory_n:
-        out = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--memory-child",
-                str(n),
-                "--batch-size",
-                str(args.batch_size),
-                "--model",
-                args.model,
-                "--threads",
-                str(args.threads),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
+        m = run_child(
+            __file__,
+            "--memory-child",
+            str(n),
+            "--batch-size",
+            str(args.batch_size),
+            "--model",
+            args.model,
+            "--threads",
+            str(args.threads),
         )
-        m = json.loads(out.stdout.strip().splitlines()[-1])
         print(
             f"  N={n:5d}: peak RSS {m['peak_mib']:.0f} MiB (model loaded: {m['before_mib']:.0f} MiB), "
             f"RSS growth over the run {m['growth_mib']:.0f} MiB; "

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import peak_rss_mib, timed, workload  # noqa: E402
+from _common import peak_rss_mib, run_child, timed, workload  # noqa: E402
 
 import interp  # noqa: E402
 import interp.testing  # noqa: E402
@@ -87,26 +86,19 @@ def main() -> None:
     for name, r in rows:
         print(f"{name:32s} {r['interp_s']:9.3f} {r['hf_s']:9.3f} {r['ratio']:7.2f}x")
     for kind in ("hf", "interp"):
-        out = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--memory-child",
-                kind,
-                "--n",
-                str(args.n),
-                "--batch-size",
-                str(args.batch_size),
-                "--model",
-                args.model,
-                "--threads",
-                str(args.threads),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
+        mem = run_child(
+            __file__,
+            "--memory-child",
+            kind,
+            "--n",
+            str(args.n),
+            "--batch-size",
+            str(args.batch_size),
+            "--model",
+            args.model,
+            "--threads",
+            str(args.threads),
         )
-        mem = json.loads(out.stdout.strip().splitlines()[-1])
         print(
             f"peak RSS ({kind}, demo, N={args.n}): {mem['peak_mib']:.0f} MiB "
             f"(after loading: {mem['before_mib']:.0f} MiB)"
