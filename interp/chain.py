@@ -136,6 +136,14 @@ def _fingerprint(samples: Sequence[Sample]) -> str:
     return h.hexdigest()[:16]
 
 
+def _weights_fingerprint(vlm: VLM) -> str:
+    """A cheap identity of the weights: sums of 16 evenly spaced parameter tensors."""
+    params = list(vlm.hf.parameters())
+    picked = params[:: max(1, len(params) // 16)]
+    sums = [round(float(p.detach().double().sum()), 6) for p in picked]
+    return hashlib.sha256(json.dumps([len(params), sums]).encode()).hexdigest()[:16]
+
+
 def _check_attention(vlm: VLM) -> None:
     impl = getattr(vlm.hf.config, "_attn_implementation", None)
     if impl != "eager":
@@ -228,7 +236,7 @@ def chain_of_embedding(
             {
                 "kind": "chain_of_embedding",
                 "model": vlm.source or type(vlm.hf).__name__,
-                "n_params": sum(p.numel() for p in vlm.hf.parameters()),
+                "weights": _weights_fingerprint(vlm),
                 "conditions": list(names),
                 "layers": wanted,
                 "max_new_tokens": max_new_tokens,
@@ -249,7 +257,7 @@ def chain_of_embedding(
         for k, name in enumerate(names):
             states = torch.empty(len(chunk), len(wanted), vlm.d_model)
             attn = torch.full((len(chunk),), float("nan"))
-            for idx, enc in batches(vlm, chunk, name, batch_size):
+            for idx, enc in batches(vlm, chunk, name, batch_size, all_samples=samples):
                 st, gen, va = _trace_chain(
                     vlm, enc, wanted, max_new_tokens, visual_attention and k == 0, **trace_kwargs
                 )

@@ -136,11 +136,14 @@ def batches(
     samples: Sequence[Sample],
     condition: str | Condition,
     batch_size: int,
+    *,
+    all_samples: Sequence[Sample] | None = None,
 ) -> Iterator[tuple[list[int], Encoding]]:
     """Yield ``(indices, encoding)`` over ``samples`` in batches of at most ``batch_size``.
 
     Where the adapter forbids mixing image and no-image rows in one forward (Mllama), the rows are
     grouped by whether they carry an image first; indices say where each row belongs.
+    ``all_samples`` is the list ``swap:`` conditions draw images from (default: ``samples``).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -154,7 +157,10 @@ def batches(
     for group in groups:
         for start in range(0, len(group), batch_size):
             idx = group[start : start + batch_size]
-            yield idx, encode(vlm, [samples[i] for i in idx], cond, all_samples=samples)
+            yield (
+                idx,
+                encode(vlm, [samples[i] for i in idx], cond, all_samples=all_samples or samples),
+            )
 
 
 def target_ids(vlm: VLM, targets: Sequence[str | Sequence[int]]) -> list[list[int]]:

@@ -166,3 +166,26 @@ def test_diagnosis_against_manual_computation(eager_llava):
     ):
         assert isinstance(fig, Figure)
     assert "VIP: layer 2 (manual)" in diag.summary()
+
+
+def test_swap_next_rotates_over_the_whole_sample_list(eager_llava, batch):
+    coe = chain_of_embedding(
+        eager_llava,
+        batch[:5],
+        ("full", "swap:next"),
+        batch_size=2,
+        max_new_tokens=2,
+        progress_bar=False,
+    )
+    ref = interp.residual_stream(
+        eager_llava, batch[:5], "swap:next", batch_size=5, progress_bar=False
+    )
+    torch.testing.assert_close(coe.states["swap:next"], ref, atol=1e-5, rtol=0)
+
+
+def test_store_refuses_other_weights(batch, tmp_path):
+    a = interp.load(*interp.testing.build_tiny("llava", seed=0))
+    b = interp.load(*interp.testing.build_tiny("llava", seed=1))
+    chain_of_embedding(a, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)
+    with pytest.raises(interp.StoreError, match="weights"):
+        chain_of_embedding(b, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)

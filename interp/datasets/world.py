@@ -174,8 +174,8 @@ META_KEYS: tuple[str, ...] = (
 
 - ``qtype``: question type, one of :data:`QTYPES`.
 - ``needs_image``: the answer cannot be known from the text alone.
-- ``counterfactual``: a prior-bearing object is drawn in a non-canonical colour (colour questions and
-  descriptions); ``False`` elsewhere.
+- ``counterfactual``: a prior-bearing object the question is about is drawn in a non-canonical
+  colour (for descriptions: any object of the scene); ``False`` elsewhere.
 - ``prior_answer``: what the language prior alone answers (the canonical colour, or a description
   with canonical colours), or ``None`` where the world plants no prior.
 - ``entity``: the object kind or digit the question is about.
@@ -185,9 +185,11 @@ META_KEYS: tuple[str, ...] = (
 - ``variant``: wording of colour questions, ``"plain"`` (names the kind, leaks the prior) or
   ``"anchored"`` (refers to the object in the image, leaks less).
 - ``group``: shared by the samples built from one draw (wording variants, reference settings).
-- ``image_kind``: ``"scene"``, ``"digit"``, ``"word"``, ``"black"``, ``"white"``, ``"noise"`` or ``"none"``.
+- ``image_kind``: ``"scene"``, ``"digit"``, ``"word"``, ``"black"``, ``"white"``, ``"noise"``
+  or ``"none"``.
 - ``evidence_form``: ``"perceptual"`` (drawn object) or ``"propositional"`` (label written as text).
-- ``image_label`` / ``text_label``: the label shown by the image / asserted by the caption.
+- ``image_label`` / ``text_label``: the label shown by the image / asserted by the caption
+  (conflict items have both, and answer with ``image_label``).
 - ``opacity``: visibility in [0, 1] of the object the question is about (lowest over a scene).
 - ``objects``: scene content, a list of ``{"kind", "color", "cell", "opacity"}``.
 - ``linked``: for visual-reference items, whether this combination was trained.
@@ -201,6 +203,7 @@ class _Ctx:
     seed: int
     counterfactual_share: float
     text_only: bool = False
+    opacity: tuple[float, float] | None = None  # overrides every question type's visibility range
 
 
 def _blank_meta(qtype: str, split: str) -> dict[str, Any]:
@@ -223,13 +226,22 @@ def _color_for(rng: np.random.Generator, kind: str, cf_share: float) -> tuple[st
     return canonical, False
 
 
+def _vis(ctx: _Ctx, lo: float) -> tuple[float, float]:
+    """Opacity range of the objects a question is about: ``[lo, 1]`` unless overridden."""
+    return ctx.opacity if ctx.opacity is not None else (lo, 1.0)
+
+
 def _offset(rng: np.random.Generator) -> tuple[int, int]:
     return int(rng.integers(0, 5)), int(rng.integers(0, 5))
 
 
 def _scene(
-    rng: np.random.Generator, kinds: Sequence[str], cf_share: float, lo: float, hi: float = 1.0
+    rng: np.random.Generator,
+    kinds: Sequence[str],
+    cf_share: float,
+    vis: tuple[float, float],
 ) -> tuple[list[SceneObject], list[bool]]:
+    lo, hi = vis
     cells = rng.permutation(len(CELLS))[: len(kinds)]
     objs: list[SceneObject] = []
     cfs: list[bool] = []
@@ -248,19 +260,24 @@ def _objects_meta(objs: Sequence[SceneObject]) -> list[dict[str, Any]]:
 
 
 def _irrelevant_image(
-    rng: np.random.Generator, ctx: _Ctx, meta: dict[str, Any], allow_none: bool
+    rng: np.random.Generator,
+    ctx: _Ctx,
+    meta: dict[str, Any],
+    allow_none: bool,
+    trivial_only: bool = False,
 ) -> Image.Image | None:
     """An image unrelated to a text-answerable question (or none, in training only)."""
     r = rng.random()
     if allow_none and ctx.split == "train" and r < 0.15:
         meta["image_kind"] = "none"
         return None
-    if r < 0.45:
+    if r < 0.45 or trivial_only:
         kind = _pick(rng, TRIVIAL_IMAGES)
         meta["image_kind"] = kind
         return trivial_image(kind, rng)
     n = int(rng.integers(1, 4))
-    objs, _ = _scene(rng, list(rng.choice(SHAPE_KINDS, size=n, replace=False)), 0.05, 0.3)
+    kinds = list(rng.choice(SHAPE_KINDS, size=n, replace=False))
+    objs, _ = _scene(rng, kinds, 0.05, (0.3, 1.0))
     meta["image_kind"] = "scene"
     meta["objects"] = _objects_meta(objs)
     return render_scene(objs, rng)
@@ -276,7 +293,7 @@ _GroupFn = Callable[[np.random.Generator, _Ctx, str], list[Sample]]
 
 def _gen_color(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     kind = _pick(rng, SHAPE_KINDS)
-    objs, cfs = _scene(rng, [kind], ctx.counterfactual_share, 0.0)
+    objs, cfs = _scene(rng, [kind], ctx.counterfactual_share, _vis(ctx, 0.0))
     obj = objs[0]
     image = render_scene(objs, rng)
     out = []
@@ -315,7 +332,7 @@ def _gen_identify(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
     kind = _pick(rng, SHAPE_KINDS)
     meta = _blank_meta("identify", ctx.split)
     if rng.random() < 0.5:
-        objs, cfs = _scene(rng, [kind], ctx.counterfactual_share, 0.15)
+        objs, cfs = _scene(rng, [kind], ctx.counterfactual_share, _vis(ctx, 0.15))
         image = render_scene(objs, rng)
         meta.update(
             evidence_form="perceptual",
@@ -325,7 +342,7 @@ def _gen_identify(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
             counterfactual=cfs[0],
         )
     else:
-        opacity = float(rng.uniform(0.3, 1.0))
+        opacity = float(rng.uniform(*_vis(ctx, 0.3)))
         image, _ = render_word(kind, _pick(rng, COLOR_NAMES), opacity, rng)
         meta.update(evidence_form="propositional", image_kind="word", opacity=round(opacity, 4))
     meta.update(entity=kind, image_label=kind, group=group)
@@ -335,7 +352,7 @@ def _gen_identify(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
 def _gen_count(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     n = int(rng.integers(1, len(CELLS) + 1))
     kinds = [_pick(rng, SHAPE_KINDS) for _ in range(n)]
-    objs, _ = _scene(rng, kinds, ctx.counterfactual_share, 0.3)
+    objs, _ = _scene(rng, kinds, ctx.counterfactual_share, _vis(ctx, 0.3))
     meta = _blank_meta("count", ctx.split)
     meta.update(
         group=group,
@@ -349,7 +366,7 @@ def _gen_count(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
 def _gen_position(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     n = int(rng.integers(1, 4))
     kinds = list(rng.choice(SHAPE_KINDS, size=n, replace=False))
-    objs, _ = _scene(rng, kinds, ctx.counterfactual_share, 0.3)
+    objs, _ = _scene(rng, kinds, ctx.counterfactual_share, _vis(ctx, 0.3))
     target = objs[int(rng.integers(n))]
     meta = _blank_meta("position", ctx.split)
     meta.update(
@@ -365,7 +382,7 @@ def _gen_position(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
 
 def _gen_digit(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     digit = int(rng.integers(10))
-    opacity = float(rng.uniform(0.3, 1.0))
+    opacity = float(rng.uniform(*_vis(ctx, 0.3)))
     image, _ = render_digit(digit, _pick(rng, COLOR_NAMES), opacity, rng)
     meta = _blank_meta("digit", ctx.split)
     meta.update(entity=str(digit), group=group, image_kind="digit", opacity=round(opacity, 4))
@@ -387,7 +404,7 @@ def _gen_describe(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
     n = int(rng.integers(1, 4))
     kinds = list(rng.choice(SHAPE_KINDS, size=n, replace=False))
     # faint objects included: where colour evidence is weak the prior can drive the description
-    objs, cfs = _scene(rng, kinds, ctx.counterfactual_share, 0.15)
+    objs, cfs = _scene(rng, kinds, ctx.counterfactual_share, _vis(ctx, 0.15))
     ordered = sorted(objs, key=lambda o: o.cell)
     answer = describe_answer([(o.kind, o.color) for o in ordered])
     prior = describe_answer([(o.kind, PRIOR_COLORS.get(o.kind, o.color)) for o in ordered])
@@ -435,7 +452,7 @@ def _gen_recall(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]
     entity = _pick(rng, SHAPE_KINDS)
     relation = _pick(rng, tuple(RELATIONS))
     linked = linked_recall(entity, relation)
-    objs, cfs = _scene(rng, [entity], ctx.counterfactual_share, 0.3)
+    objs, cfs = _scene(rng, [entity], ctx.counterfactual_share, _vis(ctx, 0.3))
     entity_image = render_scene(objs, rng)
     trivial_kind = _pick(rng, TRIVIAL_IMAGES)
     trivial = trivial_image(trivial_kind, rng)
@@ -469,7 +486,7 @@ def _gen_recall(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]
 def _gen_digit_arith(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     digit, operand = int(rng.integers(10)), int(rng.integers(10))
     linked = linked_digit(digit, operand)
-    opacity = float(rng.uniform(0.3, 1.0))
+    opacity = float(rng.uniform(*_vis(ctx, 0.3)))
     digit_image, _ = render_digit(digit, _pick(rng, COLOR_NAMES), opacity, rng)
     trivial_kind = _pick(rng, TRIVIAL_IMAGES)
     trivial = trivial_image(trivial_kind, rng)
@@ -502,11 +519,11 @@ def _label_image(
 ) -> Image.Image:
     """A perceptual (drawn) or propositional (written) image of ``label``, opacity in [lo, 1]."""
     if form == "perceptual":
-        objs, _ = _scene(rng, [label], ctx.counterfactual_share, lo)
+        objs, _ = _scene(rng, [label], ctx.counterfactual_share, _vis(ctx, lo))
         meta.update(image_kind="scene", opacity=round(objs[0].opacity, 4))
         meta["objects"] = _objects_meta(objs)
         return render_scene(objs, rng)
-    opacity = float(rng.uniform(lo, 1.0))
+    opacity = float(rng.uniform(*_vis(ctx, lo)))
     meta.update(image_kind="word", opacity=round(opacity, 4))
     return render_word(label, _pick(rng, COLOR_NAMES), opacity, rng)[0]
 
@@ -521,9 +538,7 @@ def _gen_caption(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample
     meta = _blank_meta("caption", ctx.split)
     meta.update(needs_image=False, text_label=label, entity=label, group=group)
     if ctx.text_only or rng.random() < 0.4:
-        kind = _pick(rng, TRIVIAL_IMAGES)
-        image: Image.Image | None = trivial_image(kind, rng)
-        meta["image_kind"] = kind
+        image = _irrelevant_image(rng, ctx, meta, allow_none=True, trivial_only=True)
     else:
         form = _pick(rng, ("perceptual", "propositional"))
         image = _label_image(rng, label, form, ctx, meta)
@@ -535,7 +550,8 @@ def _gen_conflict(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
     """The caption asserts one label, the image shows another.
 
     The question asks what is in the image, so the image's label is the reference answer; the
-    caption is a misleading hint. Opacity reaches down to 0.05, where the image barely shows.
+    caption is a misleading hint. In val/test the opacity reaches down to 0.05, where the
+    image barely shows.
     """
     image_label, text_label = (str(k) for k in rng.choice(SHAPE_KINDS, size=2, replace=False))
     form = _pick(rng, ("perceptual", "propositional"))
@@ -547,7 +563,11 @@ def _gen_conflict(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
         entity=image_label,
         group=group,
     )
-    image = _label_image(rng, image_label, form, ctx, meta, lo=0.05)
+    # training shows misleading captions only with visible images; evaluation goes down to
+    # near-invisible ones, where the caption is the only evidence left
+    image = _label_image(
+        rng, image_label, form, ctx, meta, lo=0.3 if ctx.split == "train" else 0.05
+    )
     return [Sample(_caption_question(text_label), image, image_label, None, meta)]
 
 
@@ -581,6 +601,7 @@ def demo_world(
     qtypes: Sequence[str] | None = None,
     counterfactual_share: float | None = None,
     start: int = 0,
+    opacity: tuple[float, float] | None = None,
 ) -> list[Sample]:
     """Generate ``n`` samples of the demo world.
 
@@ -598,6 +619,9 @@ def demo_world(
         counterfactual_share: share of prior-bearing objects drawn in a non-canonical colour
             (default ``1 - PRIOR_STRENGTH`` in train, :data:`EVAL_COUNTERFACTUAL_SHARE` otherwise).
         start: index of the first draw, for streaming (``start=k`` continues after ``k`` draws).
+        opacity: ``(lo, hi)`` visibility range of the objects, digits and words the questions
+            are about, overriding each type's default (colour questions: 0-1; most others:
+            0.3-1). ``(0.05, 0.25)`` samples the band where the prior competes with weak evidence.
 
     Returns:
         Samples with PIL images, question, reference answer, a unique id and ``meta`` with every
@@ -614,7 +638,9 @@ def demo_world(
         )
     if not 0.0 <= counterfactual_share <= 1.0:
         raise ValueError(f"counterfactual_share must be in [0, 1], got {counterfactual_share}")
-    ctx = _Ctx(split, seed, counterfactual_share)
+    if opacity is not None and not 0.0 <= opacity[0] <= opacity[1] <= 1.0:
+        raise ValueError(f"opacity must be a range (lo, hi) with 0 <= lo <= hi <= 1, got {opacity}")
+    ctx = _Ctx(split, seed, counterfactual_share, opacity=opacity)
     code = _SPLIT_CODE[split]
     out: list[Sample] = []
     if split == "train":
@@ -708,6 +734,7 @@ __all__ = [
     "EVAL_COUNTERFACTUAL_SHARE",
     "FACTS",
     "META_KEYS",
+    "NUMBER_WORDS",
     "PLAIN_KINDS",
     "PRIOR_COLORS",
     "PRIOR_KINDS",

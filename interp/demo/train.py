@@ -22,10 +22,10 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 from torch import nn
 from transformers import LlavaForConditionalGeneration, LlavaProcessor
 
@@ -105,7 +105,7 @@ def encode(
     tok = processor.tokenizer
     n_img = image_tokens if image_tokens is not None else image_token_count(processor)
     texts: list[str] = []
-    images = []
+    images: list[Image.Image] = []
     answer_lens: list[int] = []
     for s in samples:
         use_image = with_image and s.image is not None
@@ -167,9 +167,14 @@ class _VisionHeads(nn.Module):
         return self.cell(grid), self.glob(h.mean(dim=1))
 
 
-def _vision_batch(rng: np.random.Generator, n: int) -> tuple[list[Any], dict[str, torch.Tensor]]:
-    """Images with per-cell (presence, kind, colour) and global (type, digit, word) labels."""
-    images = []
+def _vision_batch(
+    rng: np.random.Generator, n: int
+) -> tuple[list[Image.Image], dict[str, torch.Tensor]]:
+    """Images with per-cell (presence, kind, colour) and global (type, digit, word) labels.
+
+    Colours are uniform for every kind, so the tower learns no colour prior.
+    """
+    images: list[Image.Image] = []
     present = np.zeros((n, len(CELLS)), dtype=np.int64)
     kind = np.full((n, len(CELLS)), -100, dtype=np.int64)
     color = np.full((n, len(CELLS)), -100, dtype=np.int64)
