@@ -30,9 +30,10 @@ from ..datasets.world import (
     SHAPE_KINDS,
     demo_world,
 )
+from ..generation import generate
+from ..model import VLM
 from ..samples import Sample, ensure_samples
 from . import CHECKPOINT_DIR
-from .model import sample_prompt
 
 # Chance accuracy of a uniform guess over each question type's answer set.
 CHANCE: dict[str, float] = {
@@ -53,7 +54,6 @@ CHANCE: dict[str, float] = {
 _PAIR = re.compile(r"the (\w+) is (\w+)")
 
 
-@torch.no_grad()
 def greedy_answers(
     model: PreTrainedModel,
     processor: ProcessorMixin,
@@ -62,34 +62,20 @@ def greedy_answers(
     batch_size: int = 64,
     max_new_tokens: int = 20,
 ) -> list[str]:
-    """Greedy answers (special tokens removed, whitespace normalised), batched with left padding.
-
-    ``with_image=False`` drops the image item from the chat turn (the blind prompt).
+    """Greedy answers (special tokens removed, whitespace normalised) through the library's
+    :func:`interp.generate`: one nnsight generate trace per left-padded batch, under the ``full``
+    condition or, with ``with_image=False``, ``blind`` (the chat turn with the image item removed).
     """
-    tok = processor.tokenizer
-    answers = [""] * len(samples)
-    for lo in range(0, len(samples), batch_size):
-        chunk = samples[lo : lo + batch_size]
-        use = [with_image and s.image is not None for s in chunk]
-        # the processor wants all rows with or all without images: split mixed chunks
-        for flag in (True, False):
-            idx = [i for i, u in enumerate(use) if u == flag]
-            if not idx:
-                continue
-            texts = [sample_prompt(processor, chunk[i], flag) for i in idx]
-            images = [chunk[i].load_image() for i in idx] if flag else None
-            enc = processor(text=texts, images=images, padding=True, return_tensors="pt")
-            out = model.generate(
-                **enc,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=tok.pad_token_id,
-                eos_token_id=tok.eos_token_id,
-            )
-            new = out[:, enc["input_ids"].shape[1] :]
-            for i, row in zip(idx, new, strict=True):
-                answers[lo + i] = " ".join(tok.decode(row, skip_special_tokens=True).split())
-    return answers
+    condition = "full" if with_image else "blind"
+    gen = generate(
+        VLM(model, processor),
+        list(samples),
+        condition,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        progress_bar=False,
+    )
+    return [" ".join(text.split()) for text in gen.texts]
 
 
 def _conflict_outcome(pred: str, meta: dict[str, Any]) -> str:
