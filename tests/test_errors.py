@@ -141,7 +141,12 @@ def test_store_of_another_run_is_refused(tmp_path):
 
 def test_unsupported_checkpoint_folder_fails_before_loading_weights(tmp_path):
     tok = tiny_tokenizer()
-    LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                num_attention_heads=2).save_pretrained(tmp_path)  # a config without weights
+    LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+    ).save_pretrained(tmp_path)  # a config without weights
     with pytest.raises(interp.UnsupportedArchitectureError, match="model_type='llama'"):
         interp.load(tmp_path)
