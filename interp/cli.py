@@ -33,7 +33,7 @@ matplotlib.use("Agg")  # the CLI only writes files
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .errors import InterpError  # noqa: E402
+from .errors import InterpError, NoVIPError  # noqa: E402
 
 DEMO_SETS = {
     "demo": ("color",),
@@ -82,16 +82,30 @@ def _diagnose_command(args: argparse.Namespace) -> int:
         store=out / "store",
         progress_bar=not args.no_progress,
     )
-    diag = diagnose(
-        coe,
-        metric=args.metric,
-        split=args.split,
-        vip=args.vip,
-        beta=args.beta,
-        alpha=args.alpha or None,
-        fallback_vip=args.fallback_vip,
-        match=args.match,
-    )
+    try:
+        diag = diagnose(
+            coe,
+            metric=args.metric,
+            split=args.split,
+            vip=args.vip,
+            beta=args.beta,
+            alpha=args.alpha or None,
+            fallback_vip=args.fallback_vip,
+            match=args.match,
+        )
+    except NoVIPError:
+        # Still write what needs no VIP, so the curves can be read to choose one by hand.
+        without = diagnose(
+            coe, metric=args.metric, split=args.split, vip=vlm.n_layers, match=args.match
+        )
+        plot_distance_curves(
+            without.distances,
+            without.in_vt,
+            metric=args.metric,
+            title=f"{args.model} on {args.data} (no automatic VIP)",
+        ).savefig(out / "fig2_distance_curves.png", dpi=130)
+        without.layer_frame().drop(columns="is_vip").to_csv(out / "layers.csv", index_label="layer")
+        raise
 
     fig = plot_distance_curves(diag, title=f"{args.model} on {args.data}")
     fig.savefig(out / "fig2_distance_curves.png", dpi=130)

@@ -23,7 +23,7 @@ from probes.tvi import pre_vip_tvi, tvi, weighted_tvi
 from probes.vip import VIPDetector
 
 from .chain import ChainOfEmbedding
-from .errors import EmptyGroupError, TooFewSamplesError
+from .errors import EmptyGroupError, NoVIPError, TooFewSamplesError
 
 SplitSpec = Literal["agreement"] | str | Sequence[bool] | np.ndarray
 MatchMode = Literal["exact", "inclusion"]
@@ -225,6 +225,7 @@ def diagnose(
 
     Raises:
         EmptyGroupError: the split leaves D_VT or D_T empty.
+        NoVIPError: the automatic rule found no VIP and no ``fallback_vip`` was given.
     """
     distances = coe.distance(metric)
     in_vt = _split(coe, split)
@@ -242,9 +243,12 @@ def diagnose(
     layer, method = detector.layer_, detector.method_
     if layer is None:
         if fallback_vip is None:
-            raise TooFewSamplesError(
-                "the automatic rule (Eq. 9) found no VIP: the two groups never separate by the rule. "
-                "Pass vip= (manual) or fallback_vip=."
+            stats = ", ".join(f"{t:.1f}" for t in detector.statistic_)
+            raise NoVIPError(
+                "the automatic rule (Eq. 9) found no VIP: no layer's two-sample statistic rises to "
+                f"beta={beta} times the mean of the earlier layers' (statistics by layer: {stats}). "
+                "Pass vip= (CLI: --vip), a manual VIP read off the distance curves, or fallback_vip= "
+                "(--fallback-vip)."
             )
         layer, method = int(fallback_vip), "fallback (automatic rule found none)"
     correct = correctness(coe, match)

@@ -48,6 +48,10 @@ class TooFewSamplesError(InterpError, ValueError):
     """A statistic needs more samples than were given."""
 
 
+class NoVIPError(InterpError, ValueError):
+    """The automatic VIP rule found no layer; a manual VIP is needed."""
+
+
 class StoreError(InterpError, RuntimeError):
     """A result store is inconsistent with the run asked of it (other model, data or settings)."""
 
@@ -66,6 +70,7 @@ __all__ = [
     "ImageTokenMismatchError",
     "InterpError",
     "MissingImageError",
+    "NoVIPError",
     "StoreError",
     "TooFewSamplesError",
     "UnsupportedArchitectureError",
