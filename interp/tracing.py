@@ -4,7 +4,9 @@ positions inside an nnsight trace, and the batched loop with a progress bar.
 Layer index convention (SPEC §3): index 0 is the decoder's input embeddings (``layers[0].input``,
 after any image-feature scatter), index l in 1..L is the output of decoder layer l (the residual
 stream before the final norm). Index L therefore differs from HF ``hidden_states[-1]``, which is
-post-norm.
+post-norm. Qwen3-VL's DeepStack adds image features to the residual stream after its first decoder
+layers, outside the layer modules and only at image positions: there index l is the layer's output
+before that addition, as in HF ``hidden_states`` (last-token reads are unaffected).
 """
 
 from __future__ import annotations
