@@ -67,6 +67,12 @@ class TrainConfig:
     vision_lr: float = 3e-3
     lr: float = 1e-3
     tower_lr_scale: float = 0.3  # the pretrained tower moves slower in the joint stage
+    # The decoder's lower layers keep (most of) their language pretraining in the joint stage, as a
+    # pretrained LLM's early layers barely move in visual instruction tuning: learning-rate scale
+    # of decoder layers 0..lower_layers-1 (0 = frozen), and whether the token embeddings are frozen.
+    lower_layers: int = 6
+    lower_lr_scale: float = 0.0
+    freeze_embeddings: bool = False
     warmup: int = 100
     weight_decay: float = 0.01
     threads: int = 1
@@ -83,6 +89,7 @@ SMOKE = TrainConfig(
     batch=8,
     vision_batch=8,
     warmup=2,
+    lower_layers=1,
     model=DemoModelConfig(
         vision_hidden=32, vision_layers=1, vision_mlp=64, hidden=32, layers=2, mlp=64
     ),
@@ -296,17 +303,21 @@ def train_joint(
     model: LlavaForConditionalGeneration, processor: LlavaProcessor, cfg: TrainConfig, t0: float
 ) -> float:
     """Stage 3: the whole model on training-split items, loss on answers. Returns last loss."""
-    tower = set(model.model.vision_tower.parameters())
-    rest = [p for p in model.parameters() if p not in tower]
-    opt = torch.optim.AdamW(
-        [
-            {"params": rest, "scale": 1.0},
-            {"params": list(model.model.vision_tower.parameters()), "scale": cfg.tower_lr_scale},
-        ],
-        lr=cfg.lr,
-        weight_decay=cfg.weight_decay,
-        betas=(0.9, 0.98),
-    )
+    decoder = model.model.language_model
+    tower = list(model.model.vision_tower.parameters())
+    lower = [p for layer in decoder.layers[: cfg.lower_layers] for p in layer.parameters()]
+    frozen = list(decoder.embed_tokens.parameters()) if cfg.freeze_embeddings else []
+    if cfg.lower_lr_scale == 0:
+        frozen += lower
+        lower = []
+    special = {id(p) for p in [*tower, *lower, *frozen]}
+    rest = [p for p in model.parameters() if id(p) not in special]
+    groups = [{"params": rest, "scale": 1.0}, {"params": tower, "scale": cfg.tower_lr_scale}]
+    if lower:
+        groups.append({"params": lower, "scale": cfg.lower_lr_scale})
+    for p in frozen:
+        p.requires_grad_(False)
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     loss_avg = float("nan")
     model.train()
     for step in range(cfg.joint_steps):
@@ -322,6 +333,8 @@ def train_joint(
         loss_avg = loss.item() if step == 0 else 0.95 * loss_avg + 0.05 * loss.item()
         if step % 100 == 0 or step == cfg.joint_steps - 1:
             _log(f"joint  {step:5d}/{cfg.joint_steps} loss {loss_avg:.4f}", t0)
+    for p in frozen:
+        p.requires_grad_(True)
     return loss_avg
 
 
@@ -341,6 +354,11 @@ def train(cfg: TrainConfig, out: str | Path, command: str | None = None) -> Path
 
 
 def _train(cfg: TrainConfig, out: Path, command: str | None) -> Path:
+    if not 0 <= cfg.lower_layers < cfg.model.layers:
+        raise ValueError(
+            f"lower_layers={cfg.lower_layers} must leave trainable decoder layers "
+            f"(0 <= lower_layers < layers={cfg.model.layers})"
+        )
     t0 = time.time()
     processor = build_processor(cfg.model)
     torch.manual_seed(cfg.seed)
@@ -382,6 +400,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--vision-steps", type=int)
     parser.add_argument("--joint-steps", type=int)
     parser.add_argument("--layers", type=int, help="decoder layers")
+    parser.add_argument("--lower-layers", type=int, help="decoder layers with their own joint LR")
+    parser.add_argument("--lower-lr-scale", type=float, help="their LR scale (0 = frozen)")
+    parser.add_argument("--freeze-embeddings", action="store_true", default=None)
     args = parser.parse_args(argv)
     cfg = SMOKE if args.smoke else TrainConfig()
     cfg = replace(cfg, seed=args.seed, threads=args.threads)
@@ -389,6 +410,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "text_steps": args.text_steps,
         "vision_steps": args.vision_steps,
         "joint_steps": args.joint_steps,
+        "lower_layers": args.lower_layers,
+        "lower_lr_scale": args.lower_lr_scale,
+        "freeze_embeddings": args.freeze_embeddings,
     }
     cfg = replace(cfg, **{k: v for k, v in steps.items() if v is not None})
     if args.layers is not None:
