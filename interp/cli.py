@@ -102,12 +102,12 @@ def _diagnose_command(args: argparse.Namespace) -> int:
             without.distances,
             without.in_vt,
             metric=args.metric,
-            title=f"{args.model} on {args.data} (no automatic VIP)",
+            title=f"model {args.model!r}, data {args.data!r} (no automatic VIP)",
         ).savefig(out / "fig2_distance_curves.png", dpi=130)
         without.layer_frame().drop(columns="is_vip").to_csv(out / "layers.csv", index_label="layer")
         raise
 
-    fig = plot_distance_curves(diag, title=f"{args.model} on {args.data}")
+    fig = plot_distance_curves(diag, title=f"model {args.model!r}, data {args.data!r}")
     fig.savefig(out / "fig2_distance_curves.png", dpi=130)
     groups = {"D_VT": diag.tvi[diag.in_vt], "D_T": diag.tvi[~diag.in_vt]}
     frame = diag.to_frame()
