@@ -26,21 +26,13 @@ from transformers import (
     PaliGemmaConfig,
     PaliGemmaForConditionalGeneration,
     PaliGemmaProcessor,
-    PreTrainedModel,
-    PreTrainedTokenizerFast,
     ProcessorMixin,
     SiglipImageProcessorPil,
     SiglipVisionConfig,
 )
 
 from ..tokenizer import chat_template, tiny_tokenizer
-
-TEXT_HIDDEN = 64
-TEXT_LAYERS = 3
-HEAD_DIM = 16
-VISION_HIDDEN = 32
-# Larger than HF's 0.02 so that an image changes the logits well above float noise.
-INIT_STD = 0.1
+from .common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, VISION_HIDDEN, finish, text_kwargs
 
 GEMMA3_IMAGE_SIZE = 32
 GEMMA3_PATCH_SIZE = 4  # 8 x 8 patches, average-pooled 2 x 2 ...
@@ -66,24 +58,6 @@ PALIGEMMA_TEMPLATE = (
 )
 
 
-def _text_kwargs(tok: PreTrainedTokenizerFast) -> dict[str, Any]:
-    """Decoder sizes shared by both families; the vocabulary covers every tokenizer id."""
-    return {
-        "vocab_size": len(tok),
-        "hidden_size": TEXT_HIDDEN,
-        "intermediate_size": 2 * TEXT_HIDDEN,
-        "num_hidden_layers": TEXT_LAYERS,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": HEAD_DIM,
-        "max_position_embeddings": 512,
-        "initializer_range": INIT_STD,
-        "pad_token_id": tok.pad_token_id,
-        "bos_token_id": tok.bos_token_id,
-        "eos_token_id": tok.eos_token_id,
-    }
-
-
 def _vision_config(image_size: int, patch_size: int) -> SiglipVisionConfig:
     return SiglipVisionConfig(
         hidden_size=VISION_HIDDEN,
@@ -95,18 +69,6 @@ def _vision_config(image_size: int, patch_size: int) -> SiglipVisionConfig:
         vision_use_head=False,
         initializer_range=INIT_STD,
     )
-
-
-def _finish(
-    model: PreTrainedModel, tok: PreTrainedTokenizerFast, attn_implementation: str
-) -> PreTrainedModel:
-    """fp32, eval mode, checkpoint-like ``architectures`` and generation ids from the tokenizer."""
-    model.config.architectures = [type(model).__name__]
-    model.set_attn_implementation(attn_implementation)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.bos_token_id = tok.bos_token_id
-    return model.float().eval()
 
 
 def build_gemma3(
@@ -127,11 +89,10 @@ def build_gemma3(
         image_placeholder=GEMMA3_BOI_TOKEN,
     )
     text_config = Gemma3TextConfig(
-        **_text_kwargs(tok),
+        **text_kwargs(tok, head_dim=HEAD_DIM, tie_word_embeddings=True),
         query_pre_attn_scalar=HEAD_DIM,
         sliding_window=32,
         layer_types=["sliding_attention", "sliding_attention", "full_attention"],
-        tie_word_embeddings=True,
     )
     config = Gemma3Config(
         text_config=text_config,
@@ -155,7 +116,7 @@ def build_gemma3(
         chat_template=chat_template(GEMMA3_BOI_TOKEN),
         image_seq_length=GEMMA3_TOKENS_PER_IMAGE,
     )
-    return _finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 class BlindCapablePaliGemmaProcessor(PaliGemmaProcessor):
@@ -211,7 +172,7 @@ def build_paligemma(
         chat_template=PALIGEMMA_TEMPLATE,
     )
     # The processor grows the vocabulary (location/segmentation tokens): size the model after it.
-    text_config = GemmaConfig(**_text_kwargs(tok), tie_word_embeddings=True)
+    text_config = GemmaConfig(**text_kwargs(tok, head_dim=HEAD_DIM, tie_word_embeddings=True))
     config = PaliGemmaConfig(
         text_config=text_config,
         vision_config=_vision_config(PALIGEMMA_IMAGE_SIZE, PALIGEMMA_PATCH_SIZE),
@@ -223,7 +184,7 @@ def build_paligemma(
     )
     torch.manual_seed(seed)
     model = PaliGemmaForConditionalGeneration(config)
-    return _finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 __all__ = [

@@ -18,7 +18,6 @@ from transformers import (
     Idefics3ImageProcessorPil,
     Idefics3Processor,
     LlamaConfig,
-    PreTrainedModel,
     PreTrainedTokenizerFast,
     ProcessorMixin,
     SmolVLMConfig,
@@ -30,15 +29,13 @@ from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionCo
 from transformers.models.smolvlm.configuration_smolvlm import SmolVLMVisionConfig
 
 from ..tokenizer import tiny_tokenizer
+from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
 
 IMAGE_SIZE = 48  # processor output side in pixels (every image is resized to this square)
 PATCH_SIZE = 8
 SCALE_FACTOR = 2
 # 6 x 6 patches, pixel-shuffled by 2 -> 9 image tokens per image
 IMAGE_SEQ_LEN = (IMAGE_SIZE // PATCH_SIZE) ** 2 // SCALE_FACTOR**2
-
-# Larger than HF's 0.02 so that an image changes the logits well above float noise.
-INIT_STD = 0.1
 
 IMAGE_TOKEN = "<image>"
 _NAMED_TOKENS = {
@@ -68,45 +65,16 @@ def _image_processor_kwargs() -> dict[str, Any]:
     }
 
 
-def _text_config(tok: PreTrainedTokenizerFast) -> LlamaConfig:
-    return LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        initializer_range=INIT_STD,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        tie_word_embeddings=False,
-    )
-
-
 def _vision_kwargs() -> dict[str, Any]:
     return {
-        "hidden_size": 32,
-        "intermediate_size": 64,
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
         "num_hidden_layers": 2,
         "num_attention_heads": 4,
         "image_size": IMAGE_SIZE,
         "patch_size": PATCH_SIZE,
         "initializer_range": INIT_STD,
     }
-
-
-def _finish(
-    model: PreTrainedModel, tok: PreTrainedTokenizerFast, attn_implementation: str
-) -> PreTrainedModel:
-    """fp32, eval mode, checkpoint-like ``architectures`` and generation ids from the tokenizer."""
-    model.config.architectures = [type(model).__name__]
-    model.set_attn_implementation(attn_implementation)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.bos_token_id = tok.bos_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    return model.float().eval()
 
 
 def build_idefics3(
@@ -125,7 +93,7 @@ def build_idefics3(
         chat_template=tok.chat_template,
     )
     config = Idefics3Config(
-        text_config=_text_config(tok),
+        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
         vision_config=Idefics3VisionConfig(**_vision_kwargs()),
         image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
         scale_factor=SCALE_FACTOR,
@@ -134,7 +102,7 @@ def build_idefics3(
     )
     torch.manual_seed(seed)
     model = Idefics3ForConditionalGeneration(config)
-    return _finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 class OfflineSmolVLMProcessor(SmolVLMProcessor):
@@ -187,7 +155,7 @@ def build_smolvlm(
         chat_template=tok.chat_template,
     )
     config = SmolVLMConfig(
-        text_config=_text_config(tok),
+        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
         vision_config=SmolVLMVisionConfig(**_vision_kwargs()),
         image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
         scale_factor=SCALE_FACTOR,
@@ -196,7 +164,7 @@ def build_smolvlm(
     )
     torch.manual_seed(seed)
     model = SmolVLMForConditionalGeneration(config)
-    return _finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 __all__ = [

@@ -23,16 +23,13 @@ from transformers import (
 )
 
 from ..tokenizer import chat_template, tiny_tokenizer
+from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
 
 IMAGE_TOKEN = "<image>"
 IMAGE_SIZE = 32
 PATCH_SIZE = 8
 NUM_QUERY_TOKENS = 8
-TEXT_HIDDEN = 64
 QFORMER_HIDDEN = 32
-VISION_HIDDEN = 32
-# HF's InstructBLIP vision default is 1e-10, which would make every image look the same.
-INIT_STD = 0.1
 
 
 def build_instructblip(
@@ -56,6 +53,7 @@ def build_instructblip(
             num_attention_heads=2,
             image_size=IMAGE_SIZE,
             patch_size=PATCH_SIZE,
+            # HF's InstructBLIP vision default is 1e-10, which would make every image look the same.
             initializer_range=INIT_STD,
         ),
         qformer_config=InstructBlipQFormerConfig(
@@ -69,20 +67,7 @@ def build_instructblip(
             pad_token_id=qformer_tok.pad_token_id,
             initializer_range=INIT_STD,
         ),
-        text_config=LlamaConfig(
-            vocab_size=len(tok),
-            hidden_size=TEXT_HIDDEN,
-            intermediate_size=2 * TEXT_HIDDEN,
-            num_hidden_layers=3,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=512,
-            initializer_range=INIT_STD,
-            pad_token_id=tok.pad_token_id,
-            bos_token_id=tok.bos_token_id,
-            eos_token_id=tok.eos_token_id,
-            tie_word_embeddings=False,
-        ),
+        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
         num_query_tokens=NUM_QUERY_TOKENS,
         image_token_index=tok.convert_tokens_to_ids(IMAGE_TOKEN),
         initializer_range=INIT_STD,
@@ -92,12 +77,12 @@ def build_instructblip(
     # HF initialises the learned queries to zero; random queries make each query token distinct.
     with torch.no_grad():
         model.query_tokens.normal_(0.0, INIT_STD)
-    model.config.architectures = [type(model).__name__]
-    model.set_attn_implementation(attn_implementation)
-    for gen_config in (model.generation_config, model.language_model.generation_config):
-        gen_config.pad_token_id = tok.pad_token_id
-        gen_config.eos_token_id = tok.eos_token_id
-        gen_config.bos_token_id = tok.bos_token_id
+    model = finish(model, tok, attn_implementation)
+    # The decoder keeps a generation config of its own (``model.language_model.generate``).
+    lm_generation = model.language_model.generation_config
+    lm_generation.pad_token_id = tok.pad_token_id
+    lm_generation.bos_token_id = tok.bos_token_id
+    lm_generation.eos_token_id = tok.eos_token_id
     processor = InstructBlipProcessor(
         image_processor=BlipImageProcessorPil(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}),
         tokenizer=tok,
@@ -106,7 +91,7 @@ def build_instructblip(
     )
     # The constructor does not forward ``chat_template`` to the base class, so set it afterwards.
     processor.chat_template = chat_template("")
-    return model.float().eval(), processor
+    return model, processor
 
 
 __all__ = ["build_instructblip"]

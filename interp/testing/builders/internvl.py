@@ -20,6 +20,7 @@ from transformers import (
 )
 
 from ..tokenizer import tiny_tokenizer
+from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
 from .qwen_vl import processor_without_video
 
 IMAGE_TOKEN = "<IMG_CONTEXT>"
@@ -29,17 +30,12 @@ VIDEO_TOKEN = "<video>"
 # What the chat template writes for an image item; the processor expands the <IMG_CONTEXT> in it.
 IMAGE_PLACEHOLDER = IMAGE_TOKEN + "\n"
 
-TEXT_HIDDEN = 64
-TEXT_LAYERS = 3
-VISION_HIDDEN = 32
 TILE_SIZE = 32
 PATCH_SIZE = 8
 DOWNSAMPLE_RATIO = 0.5
 # (32/8)^2 = 16 patches per tile, pixel-shuffled by 0.5 per side: 4 tokens per tile.
 TOKENS_PER_TILE = int((TILE_SIZE // PATCH_SIZE) ** 2 * DOWNSAMPLE_RATIO**2)
 MAX_TILES = 4
-# Larger than HF's 0.02 so that an image changes the logits well above float noise.
-INIT_STD = 0.1
 
 
 def internvl_tokenizer() -> PreTrainedTokenizerFast:
@@ -65,20 +61,7 @@ def build_internvl(
     """
     tok = internvl_tokenizer()
     config = InternVLConfig(
-        text_config={
-            "model_type": "qwen2",
-            "vocab_size": len(tok),
-            "hidden_size": TEXT_HIDDEN,
-            "intermediate_size": 2 * TEXT_HIDDEN,
-            "num_hidden_layers": TEXT_LAYERS,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 512,
-            "initializer_range": INIT_STD,
-            "pad_token_id": tok.pad_token_id,
-            "bos_token_id": tok.bos_token_id,
-            "eos_token_id": tok.eos_token_id,
-        },
+        text_config={"model_type": "qwen2", **text_kwargs(tok)},
         vision_config={
             "hidden_size": VISION_HIDDEN,
             "intermediate_size": 2 * VISION_HIDDEN,
@@ -103,9 +86,6 @@ def build_internvl(
     with torch.no_grad():
         embeddings.cls_token.normal_(0.0, INIT_STD)
         embeddings.position_embeddings.normal_(0.0, INIT_STD)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.bos_token_id = tok.bos_token_id
 
     processor = processor_without_video(
         InternVLProcessor,
@@ -119,7 +99,7 @@ def build_internvl(
         image_seq_length=TOKENS_PER_TILE,
         chat_template=tok.chat_template,
     )
-    return model.float().eval(), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 __all__ = ["IMAGE_PLACEHOLDER", "build_internvl", "internvl_tokenizer"]

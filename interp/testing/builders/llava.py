@@ -25,7 +25,6 @@ from transformers import (
     LlavaOnevisionProcessor,
     LlavaProcessor,
     PreTrainedConfig,
-    PreTrainedModel,
     PreTrainedTokenizerFast,
     Qwen2Config,
     SiglipImageProcessorPil,
@@ -33,17 +32,12 @@ from transformers import (
 )
 
 from ..tokenizer import chat_template, tiny_tokenizer
+from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
 
 IMAGE_TOKEN = "<image>"
 VIDEO_TOKEN = "<video>"
 # What the chat template writes for an image item; the processor expands the <image> in it.
 IMAGE_PLACEHOLDER = IMAGE_TOKEN + "\n"
-
-TEXT_HIDDEN = 64
-TEXT_LAYERS = 3
-VISION_HIDDEN = 32
-# Larger than HF's 0.02 so that an image changes the logits well above float noise.
-INIT_STD = 0.1
 
 
 def _tokenizer(with_video: bool = False) -> PreTrainedTokenizerFast:
@@ -51,24 +45,6 @@ def _tokenizer(with_video: bool = False) -> PreTrainedTokenizerFast:
     if with_video:
         specials["video_token"] = VIDEO_TOKEN
     return tiny_tokenizer(extra_special_tokens=specials, image_placeholder=IMAGE_PLACEHOLDER)
-
-
-def _text_kwargs(tok: PreTrainedTokenizerFast) -> dict[str, object]:
-    """Decoder sizes shared by the family; the vocabulary covers every tokenizer id."""
-    return {
-        "vocab_size": len(tok),
-        "hidden_size": TEXT_HIDDEN,
-        "intermediate_size": 2 * TEXT_HIDDEN,
-        "num_hidden_layers": TEXT_LAYERS,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 512,
-        "initializer_range": INIT_STD,
-        "pad_token_id": tok.pad_token_id,
-        "bos_token_id": tok.bos_token_id,
-        "eos_token_id": tok.eos_token_id,
-        "tie_word_embeddings": False,
-    }
 
 
 def _vision_kwargs(image_size: int, patch_size: int) -> dict[str, object]:
@@ -81,18 +57,6 @@ def _vision_kwargs(image_size: int, patch_size: int) -> dict[str, object]:
         "patch_size": patch_size,
         "initializer_range": INIT_STD,
     }
-
-
-def _finish(
-    model: PreTrainedModel, tok: PreTrainedTokenizerFast, attn_implementation: str
-) -> PreTrainedModel:
-    """fp32, eval mode, checkpoint-like ``architectures`` and generation ids from the tokenizer."""
-    model.config.architectures = [type(model).__name__]
-    model.set_attn_implementation(attn_implementation)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.bos_token_id = tok.bos_token_id
-    return model.float().eval()
 
 
 def _common_config(tok: PreTrainedTokenizerFast, strategy: str) -> dict[str, object]:
@@ -115,7 +79,7 @@ def _build_llava(
     tok = _tokenizer()
     config = LlavaConfig(
         vision_config=vision_config,
-        text_config=LlamaConfig(**_text_kwargs(tok)),
+        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
         **_common_config(tok, strategy),
     )
     torch.manual_seed(seed)
@@ -128,7 +92,7 @@ def _build_llava(
         num_additional_image_tokens=num_additional_image_tokens,
         chat_template=chat_template(IMAGE_PLACEHOLDER),
     )
-    return _finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 def build_llava(
@@ -177,7 +141,7 @@ def build_llava_next(
     pinpoints = [[ANYRES_SIZE, 2 * ANYRES_SIZE], [2 * ANYRES_SIZE, ANYRES_SIZE]]
     config = LlavaNextConfig(
         vision_config=CLIPVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
-        text_config=LlamaConfig(**_text_kwargs(tok)),
+        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
         image_grid_pinpoints=pinpoints,
         **_common_config(tok, "default"),
     )
@@ -195,7 +159,7 @@ def build_llava_next(
         num_additional_image_tokens=1,
         chat_template=chat_template(IMAGE_PLACEHOLDER),
     )
-    return _finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 class ImageOnlyLlavaOnevisionProcessor(LlavaOnevisionProcessor):
@@ -224,7 +188,7 @@ def build_llava_onevision(
     ]
     config = LlavaOnevisionConfig(
         vision_config=SiglipVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
-        text_config=Qwen2Config(**_text_kwargs(tok)),
+        text_config=Qwen2Config(**text_kwargs(tok, tie_word_embeddings=False)),
         image_grid_pinpoints=pinpoints,
         video_token_id=tok.convert_tokens_to_ids(VIDEO_TOKEN),
         **_common_config(tok, "full"),
@@ -241,7 +205,7 @@ def build_llava_onevision(
         vision_feature_select_strategy="full",
         chat_template=chat_template(IMAGE_PLACEHOLDER),
     )
-    return _finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 __all__ = ["build_llava", "build_llava_next", "build_llava_onevision", "build_llava_siglip"]

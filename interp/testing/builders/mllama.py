@@ -16,11 +16,11 @@ from transformers import (
     MllamaForConditionalGeneration,
     MllamaImageProcessorPil,
     MllamaProcessor,
-    PreTrainedTokenizerFast,
 )
 from transformers.models.mllama.configuration_mllama import MllamaTextConfig, MllamaVisionConfig
 
 from ..tokenizer import chat_template, tiny_tokenizer
+from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
 
 IMAGE_TOKEN = "<|image|>"
 TILE_SIZE = 32  # pixels per tile side; an image becomes 1 or 2 tiles
@@ -31,12 +31,8 @@ ASPECT_RATIOS = [[1, 1], [1, 2], [2, 1]]
 # Per tile: 4 x 4 patches + a class embedding.
 VECTORS_PER_TILE = (TILE_SIZE // PATCH_SIZE) ** 2 + 1
 
-TEXT_HIDDEN = 64
-VISION_HIDDEN = 32
 # Decoder layer 1 of 0..2 is the cross-attention layer; 0 and 2 are self-attention layers.
 CROSS_ATTENTION_LAYERS = [1]
-# Larger than HF's 0.02 so that an image changes the logits well above float noise.
-INIT_STD = 0.1
 # HF starts the tanh gates at 0 (image ignored); drawn from this range they are open for every seed.
 GATE_RANGE = (0.25, 0.75)
 
@@ -54,19 +50,7 @@ def build_mllama(
         extra_special_tokens={"image_token": IMAGE_TOKEN}, image_placeholder=IMAGE_TOKEN
     )
     text_config = MllamaTextConfig(
-        vocab_size=len(tok),
-        hidden_size=TEXT_HIDDEN,
-        intermediate_size=2 * TEXT_HIDDEN,
-        num_hidden_layers=3,
-        cross_attention_layers=CROSS_ATTENTION_LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        initializer_range=INIT_STD,
-        pad_token_id=tok.pad_token_id,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        tie_word_embeddings=False,
+        **text_kwargs(tok, cross_attention_layers=CROSS_ATTENTION_LAYERS, tie_word_embeddings=False)
     )
     intermediate_layers = [0]  # vision features = last layer ++ these local layers' outputs
     vision_config = MllamaVisionConfig(
@@ -91,9 +75,6 @@ def build_mllama(
     torch.manual_seed(seed)
     model = MllamaForConditionalGeneration(config)
     _open_gates(model)
-    model.config.architectures = [type(model).__name__]
-    model.set_attn_implementation(attn_implementation)
-    _set_generation_ids(model, tok)
     processor = MllamaProcessor(
         image_processor=MllamaImageProcessorPil(
             size={"height": TILE_SIZE, "width": TILE_SIZE}, max_image_tiles=MAX_TILES
@@ -101,7 +82,7 @@ def build_mllama(
         tokenizer=tok,
         chat_template=chat_template(IMAGE_TOKEN),
     )
-    return model.float().eval(), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 def _open_gates(model: MllamaForConditionalGeneration) -> None:
@@ -118,14 +99,6 @@ def _open_gates(model: MllamaForConditionalGeneration) -> None:
     with torch.no_grad():
         for gate in gates:
             gate.uniform_(*GATE_RANGE)
-
-
-def _set_generation_ids(
-    model: MllamaForConditionalGeneration, tok: PreTrainedTokenizerFast
-) -> None:
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.bos_token_id = tok.bos_token_id
 
 
 __all__ = ["CROSS_ATTENTION_LAYERS", "IMAGE_TOKEN", "VECTORS_PER_TILE", "build_mllama"]

@@ -31,6 +31,7 @@ from transformers import (
 )
 
 from ..tokenizer import tiny_tokenizer
+from .common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, VISION_HIDDEN, finish, text_kwargs
 
 IMAGE_TOKEN = "<|image_pad|>"
 VIDEO_TOKEN = "<|video_pad|>"
@@ -39,19 +40,13 @@ VISION_END = "<|vision_end|>"
 # What the chat template writes for an image item; the processor expands the <|image_pad|> in it.
 IMAGE_PLACEHOLDER = VISION_START + IMAGE_TOKEN + VISION_END
 
-TEXT_HIDDEN = 64
-TEXT_LAYERS = 3
-HEAD_DIM = 16  # 64 / 4 heads
 # M-RoPE splits head_dim/2 rotary frequencies into (temporal, height, width) sections.
 MROPE_SECTION = [2, 3, 3]
-VISION_HIDDEN = 32
 PATCH_SIZE = 8
 MERGE_SIZE = 2
 # Bounds on the resized image area: at least one 16 px merge unit, at most 64x64 px (16 tokens).
 MIN_PIXELS = (PATCH_SIZE * MERGE_SIZE) ** 2
 MAX_PIXELS = 64 * 64
-# Larger than HF's 0.02 so that an image changes the logits well above float noise.
-INIT_STD = 0.1
 
 P = TypeVar("P", bound=ProcessorMixin)
 
@@ -104,26 +99,16 @@ def qwen_vl_image_processor() -> Qwen2VLImageProcessorPil:
     )
 
 
-def _text_kwargs(tok: PreTrainedTokenizerFast) -> dict[str, Any]:
-    """Decoder sizes shared by the family; the vocabulary covers every tokenizer id."""
-    return {
-        "vocab_size": len(tok),
-        "hidden_size": TEXT_HIDDEN,
-        "intermediate_size": 2 * TEXT_HIDDEN,
-        "num_hidden_layers": TEXT_LAYERS,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 512,
-        "initializer_range": INIT_STD,
-        "pad_token_id": tok.pad_token_id,
-        "bos_token_id": tok.bos_token_id,
-        "eos_token_id": tok.eos_token_id,
-        "rope_parameters": {
-            "rope_type": "default",
-            "rope_theta": 10000.0,
-            "mrope_section": list(MROPE_SECTION),
-        },
+def _rope_parameters(interleaved: bool = False) -> dict[str, Any]:
+    """M-RoPE over ``MROPE_SECTION``; Qwen3-VL interleaves the three sections."""
+    rope: dict[str, Any] = {
+        "rope_type": "default",
+        "rope_theta": 10000.0,
+        "mrope_section": list(MROPE_SECTION),
     }
+    if interleaved:
+        rope["mrope_interleaved"] = True
+    return rope
 
 
 def _vision_kwargs() -> dict[str, Any]:
@@ -159,22 +144,19 @@ def _build(
     seed: int,
     attn_implementation: str,
 ) -> tuple[M, P]:
-    """Seeded fp32 construction; checkpoint-like ``architectures`` and generation ids."""
+    """Seeded fp32 construction (``architectures`` set before it), then :func:`finish`."""
     config.architectures = [model_cls.__name__]
     torch.manual_seed(seed)
     model = model_cls._from_config(
         config, attn_implementation=attn_implementation, dtype=torch.float32
     )
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.bos_token_id = tok.bos_token_id
     processor = processor_without_video(
         processor_cls,
         image_processor=qwen_vl_image_processor(),
         tokenizer=tok,
         chat_template=tok.chat_template,
     )
-    return model.float().eval(), processor
+    return finish(model, tok, attn_implementation), processor
 
 
 def build_qwen2_vl(
@@ -183,7 +165,7 @@ def build_qwen2_vl(
     """Qwen2-VL: ViT (embed 32, 2 blocks) + patch merger into a 3-layer M-RoPE decoder."""
     tok = qwen_vl_tokenizer()
     config = Qwen2VLConfig(
-        text_config=_text_kwargs(tok),
+        text_config=text_kwargs(tok, rope_parameters=_rope_parameters()),
         vision_config={
             **_vision_kwargs(),
             "embed_dim": VISION_HIDDEN,
@@ -203,7 +185,7 @@ def build_qwen2_5_vl(
     """Qwen2.5-VL: windowed-attention ViT (block 0 windowed at 32 px, block 1 full) + merger."""
     tok = qwen_vl_tokenizer()
     config = Qwen2_5_VLConfig(
-        text_config=_text_kwargs(tok),
+        text_config=text_kwargs(tok, rope_parameters=_rope_parameters()),
         vision_config={
             **_vision_kwargs(),
             "hidden_size": VISION_HIDDEN,
@@ -234,11 +216,10 @@ def build_qwen3_vl(
     (outside the layer module), so the image enters both the input embeddings and layer 1's input.
     """
     tok = qwen_vl_tokenizer()
-    text = _text_kwargs(tok)
-    text["head_dim"] = HEAD_DIM
-    text["rope_parameters"]["mrope_interleaved"] = True
     config = Qwen3VLConfig(
-        text_config=text,
+        text_config=text_kwargs(
+            tok, head_dim=HEAD_DIM, rope_parameters=_rope_parameters(interleaved=True)
+        ),
         vision_config={
             **_vision_kwargs(),
             "hidden_size": VISION_HIDDEN,
