@@ -33,7 +33,7 @@ from probes.split import agreement_split
 from .conditions import Condition
 from .encoding import Encoding, batches
 from .errors import InterpError
-from .generation import cut_at_eos
+from .generation import cut_at_eos, greedy_trace
 from .samples import Sample, ensure_samples
 from .store import ResultStore
 from .tracing import progress, read_states, resolve_layers
@@ -171,17 +171,7 @@ def _trace_chain(
     image_mask = enc.image_mask.to(torch.float32) if attention else None
     skipped = vlm.adapter.skipped_layers(vlm.hf, enc.has_image)
     saved_attn = None  # only saved values leave a trace block, so the default is set out here
-    with (
-        torch.no_grad(),
-        vlm.trace_encoding(
-            enc,
-            generate=True,
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=vlm.tokenizer.pad_token_id,
-            **trace_kwargs,
-        ) as tracer,
-    ):
+    with torch.no_grad(), greedy_trace(vlm, enc, max_new_tokens, **trace_kwargs) as tracer:
         states, mass = read_states(
             vlm, layers, rows, enc.last_index, skipped=skipped, image_mask=image_mask
         )

@@ -62,22 +62,25 @@ def _stop_ids(vlm: VLM) -> set[int]:
     return ids
 
 
+def greedy_trace(vlm: VLM, enc: Encoding, max_new_tokens: int, **trace_kwargs: Any) -> Any:
+    """The nnsight trace of greedy generation (temperature 0) on one encoded batch; use it as a
+    ``with`` block: reads and edits inside apply to the prompt's forward unless ``tracer.iter``
+    selects other steps, and ``tracer.result`` holds the prompt + generated ids."""
+    return vlm.trace_encoding(
+        enc,
+        generate=True,
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        pad_token_id=vlm.tokenizer.pad_token_id,
+        **trace_kwargs,
+    )
+
+
 def trace_generate(
     vlm: VLM, enc: Encoding, max_new_tokens: int, **trace_kwargs: Any
 ) -> list[list[int]]:
     """Greedy-decode one batch inside one nnsight ``generate`` trace; new ids per row, cut at EOS."""
-    pad = vlm.tokenizer.pad_token_id
-    with (
-        torch.no_grad(),
-        vlm.trace_encoding(
-            enc,
-            generate=True,
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            pad_token_id=pad,
-            **trace_kwargs,
-        ) as tracer,
-    ):
+    with torch.no_grad(), greedy_trace(vlm, enc, max_new_tokens, **trace_kwargs) as tracer:
         result = nnsight.save(tracer.result)
     return cut_at_eos(vlm, result[:, enc.input_ids.shape[1] :])
 
@@ -122,4 +125,4 @@ def generate(
     return Generation(texts, ids, [str(s.id) for s in samples], str(Condition.parse(condition)))
 
 
-__all__ = ["Generation", "cut_at_eos", "generate", "trace_generate"]
+__all__ = ["Generation", "cut_at_eos", "generate", "greedy_trace", "trace_generate"]
