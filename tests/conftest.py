@@ -32,6 +32,12 @@ QUESTIONS = [
 SIZES = [(32, 32), (48, 40), (40, 48), (32, 32), (64, 32), (36, 36), (32, 48), (48, 48), (40, 40)]
 
 
+def random_image(height: int, width: int, seed: int) -> Image.Image:
+    """A uniform-noise RGB image, reproducible from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8), "RGB")
+
+
 def make_samples(n: int = 9, seed: int = 0) -> list[interp.Sample]:
     """n samples with random images of varied sizes and questions of varied lengths."""
     rng = np.random.default_rng(seed)

@@ -11,14 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
+from conftest import random_image
 from nnsight import NNsight
 from PIL import Image
 from transformers import BatchFeature, PreTrainedModel, ProcessorMixin
 from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
 
+from interp.adapters import chat_prompt
 from interp.testing.builders import gemma, idefics3, mllama
 
 Builder = Callable[..., tuple[PreTrainedModel, ProcessorMixin]]
@@ -74,19 +75,11 @@ def built(request: pytest.FixtureRequest) -> Built:
     return Built(request.param, model, processor)
 
 
-def _image(height: int, width: int, seed: int) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8), "RGB")
-
-
-IMAGES = [_image(32, 32, 0), _image(40, 48, 1)]  # different sizes (height x width)
+IMAGES = [random_image(32, 32, 0), random_image(40, 48, 1)]  # different sizes (height x width)
 
 
 def _prompt(processor: ProcessorMixin, question: str = QUESTION, image: bool = True) -> str:
-    content: list[dict[str, str]] = [{"type": "image"}] if image else []
-    content.append({"type": "text", "text": question})
-    messages = [{"role": "user", "content": content}]
-    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return chat_prompt(processor, question, image)
 
 
 def _encode(b: Built, questions: list[str], images: list[Image.Image] | None) -> BatchFeature:
@@ -333,8 +326,8 @@ def test_mllama_image_reaches_the_text_through_cross_attention_states() -> None:
 
 
 def test_different_images_give_different_logits(built: Built) -> None:
-    a = _last_logits(built, _encode(built, [QUESTION], [_image(32, 32, 0)]))
-    b = _last_logits(built, _encode(built, [QUESTION], [_image(32, 32, 7)]))
+    a = _last_logits(built, _encode(built, [QUESTION], [random_image(32, 32, 0)]))
+    b = _last_logits(built, _encode(built, [QUESTION], [random_image(32, 32, 7)]))
     assert (a - b).abs().max() > 1e-2
 
 

@@ -10,14 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
+from conftest import random_image
 from nnsight import NNsight
 from PIL import Image
 from transformers import BatchFeature, PreTrainedModel, ProcessorMixin
 from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
 
+from interp.adapters import chat_prompt
 from interp.testing.builders.instructblip import NUM_QUERY_TOKENS, build_instructblip
 from interp.testing.builders.llava import (
     build_llava,
@@ -71,16 +72,8 @@ def built(request: pytest.FixtureRequest) -> Built:
     return Built(request.param, model, processor)
 
 
-def _image(height: int, width: int, seed: int) -> Image.Image:
-    rng = np.random.default_rng(seed)
-    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8), "RGB")
-
-
 def _prompt(processor: ProcessorMixin, question: str = QUESTION, image: bool = True) -> str:
-    content: list[dict[str, str]] = [{"type": "image"}] if image else []
-    content.append({"type": "text", "text": question})
-    messages = [{"role": "user", "content": content}]
-    return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return chat_prompt(processor, question, image)
 
 
 def _encode(
@@ -194,7 +187,7 @@ def test_chat_template_image_item_renders_the_placeholder(built: Built) -> None:
 
 
 def test_batch_with_images_of_different_sizes_forward_and_generate(built: Built) -> None:
-    images = [_image(32, 32, 0), _image(40, 48, 1)]
+    images = [random_image(32, 32, 0), random_image(40, 48, 1)]
     enc = _encode(built, [QUESTION, LONG_QUESTION], images)
     assert enc["input_ids"].shape[0] == 2
     assert (enc["attention_mask"] == 0).any()  # the rows really have different lengths
@@ -229,7 +222,7 @@ def test_blind_batch_forward_and_generate(built: Built) -> None:
 
 def test_image_token_positions_receive_exactly_the_image_features(built: Built) -> None:
     # A 4:1 image gets fewer any-res tokens than the near-square ones (its crops are unpadded).
-    images = [_image(32, 32, 0), _image(40, 48, 1), _image(16, 64, 2)]
+    images = [random_image(32, 32, 0), random_image(40, 48, 1), random_image(16, 64, 2)]
     enc = _encode(built, [QUESTION, LONG_QUESTION, "describe the image."], images)
     mask = enc["input_ids"] == built.model.config.image_token_id
     feats = _image_features(built, enc)
@@ -252,7 +245,7 @@ def test_feature_module_output_is_what_gets_placed(built: Built) -> None:
     path = FEATURE_MODULE[built.name]
     if path is None:
         pytest.skip(f"{built.name}: placed features are the projector output unpadded + newlines")
-    enc = _encode(built, [QUESTION], [_image(32, 32, 0)])
+    enc = _encode(built, [QUESTION], [random_image(32, 32, 0)])
     captured: list[torch.Tensor] = []
     module = built.model.get_submodule(path)
     handle = module.register_forward_hook(lambda _m, _i, o: captured.append(o))
@@ -268,15 +261,15 @@ def test_feature_module_output_is_what_gets_placed(built: Built) -> None:
 
 
 def test_different_images_give_different_logits(built: Built) -> None:
-    a = _forward(built, _encode(built, [QUESTION], [_image(32, 32, 0)])).logits[0, -1]
-    b = _forward(built, _encode(built, [QUESTION], [_image(32, 32, 7)])).logits[0, -1]
+    a = _forward(built, _encode(built, [QUESTION], [random_image(32, 32, 0)])).logits[0, -1]
+    b = _forward(built, _encode(built, [QUESTION], [random_image(32, 32, 7)])).logits[0, -1]
     assert (a - b).abs().max() > 1e-2
 
 
 @pytest.mark.parametrize("with_image", [True, False])
 def test_left_padded_batch_matches_rows_alone(built: Built, with_image: bool) -> None:
     questions = [QUESTION, LONG_QUESTION]
-    images = [_image(32, 32, 0), _image(40, 48, 1)]
+    images = [random_image(32, 32, 0), random_image(40, 48, 1)]
     enc = _encode(built, questions, images if with_image else None, image=with_image)
     assert (enc["attention_mask"] == 0).any()
     batched = _forward(built, enc).logits[:, -1]
@@ -292,7 +285,7 @@ def test_instructblip_padding_quirk_needs_mask_based_positions() -> None:
     model, processor = build_instructblip()
     b = Built("instructblip", model, processor)
     questions = [QUESTION, LONG_QUESTION]
-    images = [_image(32, 32, 0), _image(40, 48, 1)]
+    images = [random_image(32, 32, 0), random_image(40, 48, 1)]
     enc = _encode(b, questions, images)
     mask = enc["attention_mask"]
     short = int(mask.sum(-1).argmin())
@@ -317,7 +310,9 @@ def test_hidden_states_are_layer_outputs_except_last_which_is_post_norm(built: B
         layer.register_forward_hook(lambda _m, _i, o: outputs.append(o)) for layer in decoder.layers
     ]
     try:
-        enc = _encode(built, [QUESTION, LONG_QUESTION], [_image(32, 32, 0), _image(40, 48, 1)])
+        enc = _encode(
+            built, [QUESTION, LONG_QUESTION], [random_image(32, 32, 0), random_image(40, 48, 1)]
+        )
         hs = _hidden_states(built, _forward(built, enc, output_hidden_states=True))
     finally:
         for h in handles:
@@ -334,7 +329,9 @@ def test_hidden_states_are_layer_outputs_except_last_which_is_post_norm(built: B
 
 
 def test_nnsight_layer_reads_equal_hidden_states(built: Built) -> None:
-    enc = _encode(built, [QUESTION, LONG_QUESTION], [_image(32, 32, 0), _image(40, 48, 1)])
+    enc = _encode(
+        built, [QUESTION, LONG_QUESTION], [random_image(32, 32, 0), random_image(40, 48, 1)]
+    )
     hs = _hidden_states(built, _forward(built, enc, output_hidden_states=True))
     path = {m: n for n, m in built.model.named_modules()}[built.model.get_decoder()]
     lm = NNsight(built.model)
@@ -356,7 +353,7 @@ def test_nnsight_layer_reads_equal_hidden_states(built: Built) -> None:
 
 
 def test_mixed_batch(built: Built) -> None:
-    image = _image(40, 48, 1)
+    image = random_image(40, 48, 1)
     texts = [_prompt(built.processor, QUESTION), _prompt(built.processor, LONG_QUESTION, False)]
     if built.name == "instructblip":
         # No per-row placeholder: the processor prepends image tokens to every row, so a row
