@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import nnsight
@@ -35,7 +35,6 @@ class Generation:
     token_ids: list[list[int]]
     sample_ids: list[str]
     condition: str
-    meta: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.texts)
