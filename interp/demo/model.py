@@ -2,10 +2,12 @@
 
 The model is a standard ``LlavaForConditionalGeneration``: a SigLIP vision tower (every patch token
 is used, ``vision_feature_select_strategy="full"``, no pooling head), the LLaVA two-layer projector
-and a Llama decoder. The tokenizer is word-level over the demo world's closed vocabulary; its
-ChatML template renders ``{"type": "image"}`` as ``<image>``, which the processor expands to one
-token per patch. The word-level pre-tokenizer drops newlines, so a generation prompt ends with the
-tokens ``<|im_start|> assistant``: the last prompt token is ``assistant``.
+and a Llama decoder. The tokenizer is word-level over the demo world's closed vocabulary; it
+lowercases its input and splits punctuation off words ("What colour is the banana?" ->
+``what colour is the banana ?``). Its ChatML template renders ``{"type": "image"}`` as ``<image>``,
+which the processor expands to one token per patch; a prompt may hold several images (a flat image
+list, in prompt order). The word-level pre-tokenizer drops newlines, so a generation prompt ends
+with the tokens ``<|im_start|> assistant``: the last prompt token is ``assistant``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from PIL import Image
-from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import (
     LlamaConfig,
     LlavaConfig,
@@ -28,7 +30,7 @@ from transformers import (
 from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
 
 from ..datasets.render import IMAGE_SIZE
-from ..datasets.world import world_vocabulary
+from ..datasets.world import IMAGE_SLOT, world_vocabulary
 from ..samples import Sample
 from ..testing.tokenizer import chat_template
 
@@ -65,11 +67,18 @@ class DemoModelConfig:
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
-    """Word-level tokenizer: specials, role words, then the world's sorted vocabulary."""
+    """Word-level tokenizer: specials, role words, then the world's sorted vocabulary.
+
+    Text is lowercased, split on whitespace, and every punctuation character becomes a word of
+    its own; markup tokens (``<image>``, ``<|im_start|>`` ...) are matched before that, verbatim.
+    """
     vocab_words = [*SPECIAL_TOKENS, *ROLE_WORDS, *world_vocabulary()]
     vocab = {w: i for i, w in enumerate(vocab_words)}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.normalizer = normalizers.Lowercase()
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation(behavior="isolated")]
+    )
     # markup is matched whole, before the pre-tokenizer splits on punctuation
     core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     tok = PreTrainedTokenizerFast(
@@ -150,18 +159,49 @@ def build_model(
     return model
 
 
-def messages(question: str, with_image: bool) -> list[dict[str, Any]]:
-    """One user turn; the image item comes first, as in training."""
-    content: list[dict[str, str]] = [{"type": "image"}] if with_image else []
-    content.append({"type": "text", "text": question})
+def messages(question: str, images: int | bool) -> list[dict[str, Any]]:
+    """One user turn holding ``images`` images (``True`` = 1, ``False``/0 = the blind turn).
+
+    The question is split at its :data:`~interp.datasets.world.IMAGE_SLOT` markers (``{image}``),
+    each piece stripped and empty pieces dropped; text and image items alternate in that order.
+    Without markers every image comes first. The blind turn (no images) is one text item: the
+    stripped pieces joined by single spaces. This is the content the core library builds.
+    """
+    n = int(images)
+    pieces = [p.strip() for p in question.split(IMAGE_SLOT)]
+    if n == 0:
+        content: list[dict[str, str]] = [{"type": "text", "text": " ".join(p for p in pieces if p)}]
+    elif len(pieces) == 1:
+        content = [{"type": "image"} for _ in range(n)]
+        content.append({"type": "text", "text": pieces[0]})
+    else:
+        if len(pieces) != n + 1:
+            raise ValueError(
+                f"the question has {len(pieces) - 1} {IMAGE_SLOT!r} slots for {n} image(s): "
+                f"{question!r}"
+            )
+        content = []
+        for i, piece in enumerate(pieces):
+            if piece:
+                content.append({"type": "text", "text": piece})
+            if i < n:
+                content.append({"type": "image"})
     return [{"role": "user", "content": content}]
 
 
-def prompt(processor: LlavaProcessor, question: str, with_image: bool) -> str:
+def prompt(processor: LlavaProcessor, question: str, images: int | bool) -> str:
     """The chat prompt with the generation prompt appended (ends in the role word)."""
     return processor.apply_chat_template(
-        messages(question, with_image), add_generation_prompt=True, tokenize=False
+        messages(question, images), add_generation_prompt=True, tokenize=False
     )
+
+
+def sample_images(sample: Sample) -> list[Image.Image]:
+    """A sample's images as RGB PIL images, in prompt order (empty for a text-only item)."""
+    if sample.image is None:
+        return []
+    items = sample.image if isinstance(sample.image, (list, tuple)) else [sample.image]
+    return [Sample("", im, id=sample.id).load_image() for im in items]
 
 
 def pixel_values(images: list[Image.Image]) -> torch.Tensor:
@@ -183,8 +223,11 @@ def image_token_count(processor: LlavaProcessor) -> int:
 
 
 def sample_prompt(processor: LlavaProcessor, sample: Sample, with_image: bool = True) -> str:
-    """Prompt for a world sample; ``with_image=False`` gives the blind prompt (no image item)."""
-    return prompt(processor, sample.question, with_image and sample.image is not None)
+    """Prompt for a world sample; ``with_image=False`` gives the blind prompt (no image items)."""
+    if not with_image or sample.image is None:
+        return prompt(processor, sample.question, 0)
+    n = len(sample.image) if isinstance(sample.image, (list, tuple)) else 1
+    return prompt(processor, sample.question, n)
 
 
 __all__ = [
@@ -202,5 +245,6 @@ __all__ = [
     "messages",
     "pixel_values",
     "prompt",
+    "sample_images",
     "sample_prompt",
 ]

@@ -49,6 +49,7 @@ from .model import (
     build_processor,
     image_token_count,
     pixel_values,
+    sample_images,
     sample_prompt,
 )
 
@@ -62,6 +63,7 @@ class TrainConfig:
     vision_steps: int = 2400
     joint_steps: int = 2200
     batch: int = 48
+    chunks: int = 2  # joint-stage batches run as this many length-sorted chunks (less padding)
     vision_batch: int = 96
     text_lr: float = 2e-3
     vision_lr: float = 3e-3
@@ -105,7 +107,8 @@ def encode(
 ) -> dict[str, torch.Tensor]:
     """Tokenise a batch as the processor would (left padding), plus ``labels`` for answers.
 
-    The image placeholder is expanded to ``image_tokens`` copies and pixels are normalised by
+    Each image placeholder is expanded to ``image_tokens`` copies (a sample may hold several
+    images; pixels form one flat list in prompt order) and pixels are normalised by
     :func:`pixel_values`; the tests check equality with ``processor(...)``. With ``with_answer``
     the answer and ``<|im_end|>`` are appended and ``labels`` keeps only those tokens (-100 else).
     """
@@ -118,7 +121,7 @@ def encode(
         use_image = with_image and s.image is not None
         text = sample_prompt(processor, s, use_image).replace(IMAGE, IMAGE * n_img)
         if use_image:
-            images.append(s.load_image())
+            images.extend(sample_images(s))
         if with_answer:
             if s.answer is None:
                 raise ValueError(f"sample {s.id!r} has no answer to train on")
@@ -139,6 +142,36 @@ def encode(
         for i, k in enumerate(answer_lens):  # left padding: the answer ends every row
             labels[i, width - k :] = enc["input_ids"][i, width - k :]
         out["labels"] = labels
+    return out
+
+
+def length_chunks(
+    enc: dict[str, torch.Tensor], chunks: int, image_token_id: int, image_tokens: int
+) -> list[dict[str, torch.Tensor]]:
+    """Split a left-padded batch into ``chunks`` row groups of similar length, padding trimmed.
+
+    Rows are sorted by length (stable) and cut into near-equal groups; each group keeps its rows in
+    batch order and only the columns of its longest row; ``pixel_values`` follow their rows
+    (``image_tokens`` positions of ``image_token_id`` per image). A forward over the groups costs
+    the sum of their padded sizes instead of ``rows x longest``; each row's tokens and mask are
+    unchanged.
+    """
+    if chunks <= 1:
+        return [enc]
+    lengths = enc["attention_mask"].sum(dim=1)
+    n_images = (enc["input_ids"] == image_token_id).sum(dim=1) // image_tokens
+    first_image = torch.cumsum(n_images, 0) - n_images
+    out = []
+    for rows in torch.tensor_split(torch.argsort(lengths, stable=True), chunks):
+        if len(rows) == 0:
+            continue
+        rows = torch.sort(rows).values
+        width = int(lengths[rows].max())
+        part = {k: v[rows, -width:] for k, v in enc.items() if k != "pixel_values"}
+        images = [int(first_image[r]) + j for r in rows for j in range(int(n_images[r]))]
+        if images:
+            part["pixel_values"] = enc["pixel_values"][images]
+        out.append(part)
     return out
 
 
@@ -318,6 +351,8 @@ def train_joint(
     for p in frozen:
         p.requires_grad_(False)
     opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
+    image_tokens = image_token_count(processor)
+    image_token_id = processor.tokenizer.convert_tokens_to_ids(IMAGE)
     loss_avg = float("nan")
     model.train()
     for step in range(cfg.joint_steps):
@@ -325,9 +360,14 @@ def train_joint(
         enc = encode(processor, batch, with_answer=True)
         for g in opt.param_groups:
             g["lr"] = g["scale"] * cfg.lr * _schedule(step, cfg.joint_steps, cfg.warmup)
-        loss = model(**enc).loss
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        n_answer = int((enc["labels"] != -100).sum())
+        loss = torch.zeros(())
+        for part in length_chunks(enc, cfg.chunks, image_token_id, image_tokens):
+            # the mean over all answer tokens of the batch, accumulated chunk by chunk
+            part_loss = model(**part).loss * (int((part["labels"] != -100).sum()) / n_answer)
+            part_loss.backward()
+            loss = loss + part_loss.detach()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         loss_avg = loss.item() if step == 0 else 0.95 * loss_avg + 0.05 * loss.item()
