@@ -93,8 +93,8 @@ CO_OCCURRENCE: dict[str, str] = {
 }
 """Partner of each kind in the training scenes of existence questions (symmetric)."""
 # Probability that a kind drawn into a training existence scene brings its partner along.
-CO_OCCURRENCE_STRENGTH = 0.85
-KIND_FREQUENCY: dict[str, float] = {k: 1.0 for k in SHAPE_KINDS} | {"circle": 5.0, "triangle": 3.5}
+CO_OCCURRENCE_STRENGTH = 0.9
+KIND_FREQUENCY: dict[str, float] = {k: 1.0 for k in SHAPE_KINDS} | {"circle": 4.0, "triangle": 3.0}
 """Relative frequency of each kind in the training scenes of existence questions."""
 POPULAR_KINDS: tuple[str, ...] = ("circle", "triangle")
 """The most frequent kinds, most frequent first (the candidates of POPE's popular negatives)."""
@@ -240,28 +240,35 @@ QTYPES: tuple[str, ...] = VISION_QTYPES + TEXT_QTYPES + REFERENCE_QTYPES + CONFL
 TRAIN_MIX: dict[str, float] = {
     "color": 0.13,
     "identify": 0.08,
-    "count": 0.05,
-    "position": 0.06,
+    "count": 0.04,
+    "position": 0.04,
     "digit": 0.05,
-    "describe": 0.10,
-    "exist": 0.12,
+    "describe": 0.12,
+    "exist": 0.14,
     "arith": 0.02,
     "fact_color": 0.02,
     "recall": 0.07,
     "digit_arith": 0.07,
     "letters": 0.06,
-    "conflict": 0.17,
+    "conflict": 0.16,
 }
-# Text-only stage (language pretraining): only what text can answer, no images.
+# Text-only corpus (language pretraining, and rehearsed during visual training): what text can
+# answer, and vision questions without their image answered as text alone would: the prior of a
+# named kind, one of two offered options, otherwise a guess.
 TEXT_MIX: dict[str, float] = {
-    "color": 0.15,  # naming wordings, answered by the prior alone: the planted language prior
-    "describe": 0.10,  # descriptions of named objects, canonical colours where there is a prior
-    "fact_color": 0.08,
-    "arith": 0.12,
-    "recall": 0.18,
-    "digit_arith": 0.12,
-    "letters": 0.12,
-    "conflict": 0.13,  # the caption alone
+    "color": 0.12,  # naming wordings answered by the prior alone: the planted language prior
+    "describe": 0.08,  # named objects described with their canonical colours
+    "identify": 0.03,
+    "count": 0.03,
+    "position": 0.03,
+    "digit": 0.03,
+    "exist": 0.03,
+    "fact_color": 0.06,
+    "arith": 0.10,
+    "recall": 0.14,
+    "digit_arith": 0.10,
+    "letters": 0.10,
+    "conflict": 0.15,  # the caption alone
 }
 
 META_KEYS: tuple[str, ...] = (
@@ -429,10 +436,7 @@ def _maybe_image(img: Image.Image | None, ctx: _Ctx) -> Image.Image | None:
 
 
 def _variants(rng: np.random.Generator, ctx: _Ctx) -> tuple[str, ...]:
-    """Wordings emitted for one draw: all four in evaluation splits, one at random in training,
-    a naming one in the text-only corpus (text states what naming wordings leak)."""
-    if ctx.text_only:
-        return (_pick(rng, NAMING_VARIANTS),)
+    """Wordings emitted for one draw: all four in evaluation splits, one at random in training."""
     if ctx.train:
         return (_pick(rng, VARIANTS),)
     return VARIANTS
@@ -463,11 +467,12 @@ def _gen_color(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     obj = objs[0]
     image = render_scene(objs, rng)
     cw = _pick(rng, COLOR_WORDS)
-    answer = obj.color
-    if ctx.text_only:  # language pretraining states the prior: canonical or unknown colour
-        answer = PRIOR_COLORS.get(kind, _pick(rng, COLOR_NAMES))
     out = []
     for variant in _variants(rng, ctx):
+        answer = obj.color
+        if ctx.text_only:  # text states the prior of a named kind; otherwise a colour at random
+            named = variant in NAMING_VARIANTS
+            answer = PRIOR_COLORS.get(kind, obj.color) if named else _pick(rng, COLOR_NAMES)
         meta = _blank_meta("color", ctx.split)
         meta.update(
             variant=variant,
@@ -536,7 +541,10 @@ def _worded(
         naming = variant in NAMING_VARIANTS
         meta.update(variant=variant, leaks=naming, options=[a, b] if naming else None)
         q = _choice_question(qtype, variant, a, b, kind)
-        out.append(Sample(q, image, answer, None, meta))
+        said = answer
+        if ctx.text_only:  # without the image: one of the offered options, else any answer
+            said = _pick(rng, (a, b)) if naming else _pick(rng, pool)
+        out.append(Sample(q, _maybe_image(image, ctx), said, None, meta))
     return out
 
 
@@ -636,15 +644,18 @@ def _gen_describe(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
     # faint objects included: where colour evidence is weak the prior can drive the description
     objs, cfs = _scene(rng, kinds, ctx.counterfactual_share, _vis(ctx, 0.1))
     ordered = sorted(objs, key=lambda o: o.cell)
-    colors = [o.color for o in ordered]
-    if ctx.text_only:  # text states the prior: canonical colours, unknown ones at random
-        colors = [PRIOR_COLORS.get(o.kind, _pick(rng, COLOR_NAMES)) for o in ordered]
-    answer = describe_answer([(o.kind, c) for o, c in zip(ordered, colors, strict=True)])
+    answer = describe_answer([(o.kind, o.color) for o in ordered])
     prior = describe_answer([(o.kind, PRIOR_COLORS.get(o.kind, o.color)) for o in ordered])
     has_prior = any(o.kind in PRIOR_COLORS for o in objs)
     image = render_scene(objs, rng)
     out = []
     for variant in _variants(rng, ctx):
+        if ctx.text_only:  # text states the prior of named kinds; unnamed objects are a guess
+            if variant in NAMING_VARIANTS:
+                answer = prior
+            else:
+                guess = rng.choice(SHAPE_KINDS, size=len(ordered), replace=False)
+                answer = describe_answer([(str(k), _pick(rng, COLOR_NAMES)) for k in guess])
         meta = _blank_meta("describe", ctx.split)
         meta.update(
             variant=variant,
@@ -700,7 +711,9 @@ def _gen_exist(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     ``adversarial`` (the absent partner of a present kind).
     """
     kinds = _existence_kinds_train(rng) if ctx.train else _existence_kinds_eval(rng)
-    objs, _ = _scene(rng, kinds, ctx.counterfactual_share, _vis(ctx, 0.0))
+    # training draws objects down to invisible (a present kind may not show: where the
+    # co-occurrence prior can act); evaluation scenes are visible, as annotated objects are
+    objs, _ = _scene(rng, kinds, ctx.counterfactual_share, _vis(ctx, 0.0 if ctx.train else 0.3))
     image = render_scene(objs, rng)
     absent = [k for k in SHAPE_KINDS if k not in kinds]
     partners = {CO_OCCURRENCE[k] for k in kinds if k in CO_OCCURRENCE}
@@ -736,7 +749,8 @@ def _gen_exist(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
             objects=_objects_meta(sorted(objs, key=lambda o: o.cell)),
         )
         q = f"is there a {kind} in the image ?"
-        out.append(Sample(q, image, "yes" if present else "no", None, meta))
+        answer = _pick(rng, ("yes", "no")) if ctx.text_only else ("yes" if present else "no")
+        out.append(Sample(q, _maybe_image(image, ctx), answer, None, meta))
     return out
 
 
@@ -983,8 +997,8 @@ def demo_world(
             (default ``1 - PRIOR_STRENGTH`` in train, :data:`EVAL_COUNTERFACTUAL_SHARE` otherwise).
         start: index of the first draw, for streaming (``start=k`` continues after ``k`` draws).
         opacity: ``(lo, hi)`` visibility range of the objects, digits and words the questions
-            are about, overriding each type's default (colour, existence, conflicts: 0-1;
-            descriptions 0.1-1; most others: 0.3-1). ``(0.05, 0.25)`` samples the band where the
+            are about, overriding each type's default (colour questions, conflicts and training
+            existence scenes: 0-1; descriptions 0.1-1; most others: 0.3-1). ``(0.05, 0.25)`` samples the band where the
             prior competes with weak evidence.
 
     Returns:
@@ -1034,7 +1048,10 @@ def text_corpus(n: int, seed: int = 0, start: int = 0) -> list[Sample]:
     """Text-only training items for language pretraining (image ``None``), from :data:`TEXT_MIX`.
 
     Colour questions and descriptions that name the kind are answered with the canonical colour
-    (and a random colour for kinds without a prior): the language prior as text states it.
+    (the language prior as text states it; kinds without a prior get the drawn colour, i.e. a
+    random one). Vision questions without their image are answered as text alone can: one of the
+    two options a wording offers, otherwise a guess (a random answer): these answers are not
+    labels of any image.
     """
     ctx = _Ctx("train", seed, 0.0, text_only=True)
     names, weights = _normalised(TEXT_MIX)

@@ -7,7 +7,8 @@ Three stages, each from fixed seeds, so one seed and thread count give the same 
 2. vision: the SigLIP tower learns per-cell object presence, kind and colour (colours uniform, so
    the tower itself carries no prior), digits and written words, through throw-away linear heads;
 3. joint: the whole Llava learns image-question-answer items of the training split (loss on the
-   answer tokens only), where prior-bearing objects have their canonical colour 95% of the time.
+   answer tokens only), where prior-bearing objects have their canonical colour 95% of the time,
+   with a tenth of each batch rehearsing the text-only corpus.
 
 ``--smoke`` trains a tiny configuration for a few steps (for the test suite).
 """
@@ -64,6 +65,9 @@ class TrainConfig:
     joint_steps: int = 2200
     batch: int = 48
     chunks: int = 2  # joint-stage batches run as this many length-sorted chunks (less padding)
+    # Share of each joint-stage batch taken from the text-only corpus (as visual instruction
+    # tuning mixes in text-only data), which keeps the language prior and blind answers alive.
+    joint_text_share: float = 0.1
     vision_batch: int = 96
     text_lr: float = 2e-3
     vision_lr: float = 3e-3
@@ -356,7 +360,11 @@ def train_joint(
     loss_avg = float("nan")
     model.train()
     for step in range(cfg.joint_steps):
-        batch = demo_world("train", cfg.batch, seed=cfg.seed, start=step * cfg.batch)
+        n_text = round(cfg.batch * cfg.joint_text_share)
+        n_world = cfg.batch - n_text
+        batch = demo_world("train", n_world, seed=cfg.seed, start=step * n_world)
+        # text-only rehearsal continues the language stage's stream
+        batch += text_corpus(n_text, seed=cfg.seed, start=(cfg.text_steps + step) * cfg.batch)
         enc = encode(processor, batch, with_answer=True)
         for g in opt.param_groups:
             g["lr"] = g["scale"] * cfg.lr * _schedule(step, cfg.joint_steps, cfg.warmup)
