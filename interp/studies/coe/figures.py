@@ -10,18 +10,11 @@ import numpy as np
 from jaxtyping import Bool, Float
 from matplotlib.figure import Figure
 
+from interp.figures import plot_band
+
 from .diagnosis import Diagnosis
 
 VT_COLOR, T_COLOR = "#d62728", "#1f77b4"
-
-
-def _band(ax, x, values: np.ndarray, color: str, label: str) -> None:
-    mean, std = (
-        values.mean(0),
-        values.std(0, ddof=1) if len(values) > 1 else np.zeros(values.shape[1]),
-    )
-    ax.plot(x, mean, color=color, label=f"{label} (n={len(values)})", lw=2)
-    ax.fill_between(x, mean - std, mean + std, color=color, alpha=0.2)
 
 
 def plot_distance_curves(
@@ -44,8 +37,8 @@ def plot_distance_curves(
     distances, in_vt = np.asarray(distances), np.asarray(in_vt, dtype=bool)
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5.5, 3.6))
     x = np.arange(distances.shape[1])
-    _band(ax, x, distances[in_vt], VT_COLOR, r"$\mathcal{D}_{VT}$")
-    _band(ax, x, distances[~in_vt], T_COLOR, r"$\mathcal{D}_{T}$")
+    plot_band(ax, x, distances[in_vt], VT_COLOR, r"$\mathcal{D}_{VT}$")
+    plot_band(ax, x, distances[~in_vt], T_COLOR, r"$\mathcal{D}_{T}$")
     if vip is not None:
         ax.axvline(vip, color="k", ls="--", lw=1)
         ax.annotate(
