@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import current_rss_mib, peak_rss_mib, run_child, timed, workload  # noqa: E402
 
 import interp  # noqa: E402
-from interp.chain import chain_of_embedding  # noqa: E402
 from interp.encoding import batches  # noqa: E402
+from interp.studies.coe import chain_of_embedding  # noqa: E402
 
 
 def hf_reference(

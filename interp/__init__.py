@@ -2,42 +2,59 @@
 
 Is the model looking at the image, or answering from its language prior? Load any supported Hugging
 Face VLM with :func:`load`, describe items as :class:`Sample`, and measure inside the model under
-conditions such as ``"full"``, ``"blind"`` or ``"null:black"``.
+conditions such as ``"full"``, ``"blind"``, ``"null:black"`` or ``"blind+no_question"`` — with any
+:class:`Intervention` applied (``edits=[...]``). The studies of the five papers live in
+:mod:`interp.studies`; statistics in the separate :mod:`probes` package.
 """
 
 from .adapters import ADAPTERS, Adapter, adapter_for, register_adapter, supported_architectures
-from .conditions import Condition, null_image
+from .conditions import (
+    Condition,
+    null_image,
+    register_image_condition,
+    register_question_condition,
+)
+from .edits import Batch, EditContext, Intervention
 from .encoding import Encoding, encode
 from .errors import (
     ConditionError,
     DataFormatError,
+    DuplicateSampleError,
     EmptyGroupError,
     EmptyInputError,
     EmptyTargetError,
     ImageError,
     ImageTokenMismatchError,
     InterpError,
+    InterventionError,
     MissingImageError,
+    ModelNotFoundError,
     NoVIPError,
     StoreError,
+    StoreLockedError,
     TooFewSamplesError,
+    UnknownTokenWarning,
     UnsupportedArchitectureError,
 )
-from .generation import Generation, generate
+from .generation import Generation, Sampling, generate
 from .model import VLM, load
 from .residual import residual_stream
-from .samples import Sample, ensure_samples, read_jsonl, write_jsonl
+from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
 from .scoring import TokenScores, score
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ADAPTERS",
+    "IMAGE_SLOT",
     "VLM",
     "Adapter",
+    "Batch",
     "Condition",
     "ConditionError",
     "DataFormatError",
+    "DuplicateSampleError",
+    "EditContext",
     "EmptyGroupError",
     "EmptyInputError",
     "EmptyTargetError",
@@ -46,12 +63,18 @@ __all__ = [
     "ImageError",
     "ImageTokenMismatchError",
     "InterpError",
+    "Intervention",
+    "InterventionError",
     "MissingImageError",
+    "ModelNotFoundError",
     "NoVIPError",
     "Sample",
+    "Sampling",
     "StoreError",
+    "StoreLockedError",
     "TokenScores",
     "TooFewSamplesError",
+    "UnknownTokenWarning",
     "UnsupportedArchitectureError",
     "adapter_for",
     "encode",
@@ -61,6 +84,8 @@ __all__ = [
     "null_image",
     "read_jsonl",
     "register_adapter",
+    "register_image_condition",
+    "register_question_condition",
     "residual_stream",
     "score",
     "supported_architectures",

@@ -28,21 +28,45 @@ import torch
 from transformers import PretrainedConfig, PreTrainedModel
 
 from .errors import UnsupportedArchitectureError
+from .samples import IMAGE_SLOT
 
 Fusion = Literal["tokens", "cross_attention"]
 
-# Build the text prompt of one sample: (processor, question, with_image) -> str.
-PromptBuilder = Callable[[Any, str, bool], str]
+PixelLayout = Literal["images", "patches", "rows", "tiles", "cross_tiles"]
+
+# Build the text prompt of one sample: (processor, question, n_images) -> str.
+PromptBuilder = Callable[[Any, str, int], str]
 
 
-def chat_prompt(processor: Any, question: str, with_image: bool) -> str:
-    """Default prompt: one user turn through the processor's chat template.
+def chat_content(question: str, n_images: int) -> list[dict[str, str]]:
+    """The user turn's content items for a question with ``n_images`` images.
 
-    The image item comes first, as the model cards of the supported families do; the blind prompt is
-    the same turn with the image item removed (Z_blind of Eq. 2 of the chain-of-embedding paper).
+    A question with one :data:`IMAGE_SLOT` (``"{image}"``) per image interleaves text and images
+    in that order (each text piece stripped, empty pieces dropped); otherwise the images come
+    first, then the question, as the model cards of the supported families do. Without images the
+    text pieces are joined by one space into one text item — the blind prompt is the image prompt
+    with its image items removed (Z_blind of Eq. 2 of the chain-of-embedding paper).
     """
-    content: list[dict[str, str]] = [{"type": "image"}] if with_image else []
-    content.append({"type": "text", "text": question})
+    pieces = [p.strip() for p in question.split(IMAGE_SLOT)]
+    if n_images == 0:
+        return [{"type": "text", "text": " ".join(p for p in pieces if p)}]
+    if len(pieces) - 1 != n_images:
+        return [{"type": "image"} for _ in range(n_images)] + [
+            {"type": "text", "text": " ".join(p for p in pieces if p)}
+        ]
+    content: list[dict[str, str]] = []
+    for k, piece in enumerate(pieces):
+        if piece:
+            content.append({"type": "text", "text": piece})
+        if k < n_images:
+            content.append({"type": "image"})
+    return content
+
+
+def chat_prompt(processor: Any, question: str, n_images: int | bool) -> str:
+    """Default prompt: one user turn (see :func:`chat_content`) through the processor's chat
+    template, with the generation prompt appended."""
+    content = chat_content(question, int(n_images))
     return processor.apply_chat_template(
         [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
     )
@@ -94,6 +118,21 @@ class Adapter:
             families whose full forward requires an image (InstructBLIP's ``language_model``).
         forward_inputs: a fix-up applied to the model inputs of a single forward (not of
             ``generate``, which derives what it needs itself), e.g. mask-derived ``position_ids``.
+        blind_by_stripping: the stock processor refuses a batch without images (PaliGemma):
+            a text-only batch is encoded as the image prompt of a placeholder image with the image
+            tokens and pixels then removed, so the blind prompt is the stock layout minus the image.
+            Implies that image and text-only rows are batched apart (``mixed_batches=False``).
+        pixel_layout: how the processor lays out ``pixel_values``, to find each row's pixels (for
+            pixel-stage conditions such as ``distort``): ``"images"`` — dim 0 enumerates images in
+            row order; ``"patches"`` — dim 0 enumerates patches, ``image_grid_thw`` gives each
+            image's count (Qwen-VL); ``"rows"`` — dim 0 is the batch row, dim 1 its images, padding
+            images all zero (Idefics3/SmolVLM); ``"tiles"`` — dim 0 enumerates tiles, a row has
+            ``image tokens / processor.image_seq_length`` of them (InternVL); ``"cross_tiles"`` —
+            ``[batch, images, tiles, ...]`` with ``aspect_ratio_mask`` marking real tiles (Mllama).
+        attention_module: attribute of a decoder layer holding its self-attention.
+        attention_scores_site: the path, through nnsight's ``.source``, from the attention module
+            to the call whose input is the pre-softmax attention scores ``[batch, heads, query,
+            key]`` (mask already added): the site of attention knockout and PAI's boost.
         notes: caveats users should know (shown by ``VLM.__repr__``).
     """
 
@@ -111,7 +150,15 @@ class Adapter:
     cross_attention_layers_attr: str | None = None
     text_only_module: str | None = None
     forward_inputs: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    blind_by_stripping: bool = False
+    pixel_layout: PixelLayout = "images"
+    attention_module: str = "self_attn"
+    attention_scores_site: tuple[str, ...] = ("attention_interface_1", "nn_functional_softmax_0")
     notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.blind_by_stripping and self.mixed_batches:
+            object.__setattr__(self, "mixed_batches", False)
 
     # -- module resolution ------------------------------------------------------------------------
 
@@ -150,13 +197,69 @@ class Adapter:
         config = model.config.get_text_config()
         return frozenset(int(i) for i in getattr(config, self.cross_attention_layers_attr))
 
-    def processor_images(self, images: Sequence[Any | None]) -> list[Any] | None:
-        """Images in the form the processor takes, from one entry (or None) per row."""
-        if all(im is None for im in images):
+    def processor_images(self, images: Sequence[Sequence[Any]]) -> list[Any] | None:
+        """Images in the form the processor takes, from each row's list of images."""
+        if not any(images):
             return None
         if self.images_per_row:
-            return [[im] if im is not None else [] for im in images]
-        return [im for im in images if im is not None]
+            return [list(row) for row in images]
+        return [im for row in images for im in row]
+
+    def pixel_rows(
+        self,
+        inputs: dict[str, Any],
+        images_per_row: Sequence[int],
+        image_mask: torch.Tensor,
+        processor: Any,
+    ) -> list[Any]:
+        """Per row, an index into ``inputs["pixel_values"]`` selecting that row's real image
+        pixels (``None`` for a row without images); see ``pixel_layout``."""
+        pixels = inputs["pixel_values"]
+        out: list[Any] = []
+        if self.pixel_layout in ("rows", "cross_tiles"):
+            for row, n in enumerate(images_per_row):
+                if not n:
+                    out.append(None)
+                elif self.pixel_layout == "cross_tiles":
+                    out.append((row, inputs["aspect_ratio_mask"][row].bool()))
+                else:
+                    real = pixels[row].reshape(pixels.shape[1], -1).ne(0).any(-1)
+                    out.append((row, real))
+            return out
+        if self.pixel_layout == "patches":
+            grid = inputs["image_grid_thw"]
+            sizes = grid.prod(-1).tolist()
+            counts, k = [], 0
+            for n in images_per_row:
+                counts.append(int(sum(sizes[k : k + n])))
+                k += n
+        elif self.pixel_layout == "tiles":
+            seq = int(processor.image_seq_length)
+            counts = [int(c) // seq for c in image_mask.sum(1).tolist()]
+        else:
+            counts = list(images_per_row)
+        start = 0
+        for n in counts:
+            out.append(slice(start, start + n) if n else None)
+            start += n
+        return out
+
+    def deepstack_layers(self, model: PreTrainedModel) -> int:
+        """How many DeepStack feature sets the vision model adds after early decoder layers (Qwen3-VL's
+        ``vision_config.deepstack_visual_indexes``); 0 for families without DeepStack."""
+        vision = getattr(model.config, "vision_config", None)
+        return len(getattr(vision, "deepstack_visual_indexes", None) or ())
+
+    def vectors_per_tile(self, model: PreTrainedModel) -> int:
+        """Cross-attention fusion: the vision model's vectors per tile (patches + class embedding),
+        what HF's forward reshapes the projector output with."""
+        vision = getattr(getattr(model, "model", model), "vision_model", None)
+        per_tile = getattr(vision, "num_patches", None)
+        if per_tile is None:
+            raise UnsupportedArchitectureError(
+                f"adapter {self.name!r}: cannot find the vision model's num_patches (vectors per tile)"
+            )
+        return int(per_tile)
 
 
 ADAPTERS: dict[str, Adapter] = {}
@@ -211,12 +314,12 @@ def adapter_for(model: PreTrainedModel | PretrainedConfig) -> Adapter:
 # -- the supported families ----------------------------------------------------------------------
 
 
-def _prefix_prompt(processor: Any, question: str, with_image: bool) -> str:
+def _prefix_prompt(processor: Any, question: str, n_images: int | bool) -> str:
     """PaliGemma has no chat markup: the prompt is the question (the processor adds image tokens and
     BOS); a processor that does carry a chat template uses it."""
     if getattr(processor, "chat_template", None):
-        return chat_prompt(processor, question, with_image)
-    return question
+        return chat_prompt(processor, question, n_images)
+    return " ".join(p.strip() for p in question.split(IMAGE_SLOT) if p.strip())
 
 
 def _mask_positions(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -254,29 +357,36 @@ for _adapter in (
         name="qwen2_vl",
         model_types=("qwen2_vl",),
         image_features="model.visual",
+        pixel_layout="patches",
         notes=_QWEN_VISUAL,
     ),
     Adapter(
         name="qwen2_5_vl",
         model_types=("qwen2_5_vl",),
         image_features="model.visual",
+        pixel_layout="patches",
         notes=_QWEN_VISUAL,
     ),
     Adapter(
         name="qwen3_vl",
         model_types=("qwen3_vl",),
         image_features="model.visual",
+        pixel_layout="patches",
         notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
         "early decoder layers (outside the layer modules), at image positions only",
     ),
     Adapter(
-        name="internvl", model_types=("internvl",), image_features="model.multi_modal_projector"
+        name="internvl",
+        model_types=("internvl",),
+        image_features="model.multi_modal_projector",
+        pixel_layout="tiles",
     ),
     Adapter(
         name="idefics3",
         model_types=("idefics3", "smolvlm"),
         image_features="model.connector",
         images_per_row=True,
+        pixel_layout="rows",
     ),
     Adapter(
         name="gemma3",
@@ -290,8 +400,10 @@ for _adapter in (
         image_features="model.multi_modal_projector",
         build_prompt=_prefix_prompt,
         target_fields={"token_type_ids": 1},
+        blind_by_stripping=True,
         notes="the prompt is a bidirectional prefix; teacher-forced answers are marked as suffix "
-        "(token_type_ids = 1) so they do not leak into the prefix",
+        "(token_type_ids = 1) so they do not leak into the prefix; the stock processor needs an "
+        "image, so a blind prompt is the image prompt with its image tokens removed",
     ),
     Adapter(
         name="mllama",
@@ -300,6 +412,7 @@ for _adapter in (
         fusion="cross_attention",
         images_per_row=True,
         mixed_batches=False,
+        pixel_layout="cross_tiles",
         cross_attention_layers_attr="cross_attention_layers",
         notes="cross-attention fusion: image_token_mask marks the single <|image|> token; a text-only "
         "batch skips the cross-attention layers, so blind rows are never batched with image rows "
@@ -321,7 +434,9 @@ for _adapter in (
 
 __all__ = [
     "ADAPTERS",
+    "IMAGE_SLOT",
     "Adapter",
+    "chat_content",
     "adapter_for",
     "chat_prompt",
     "module_path",

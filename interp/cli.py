@@ -1,210 +1,222 @@
-"""Command line: ``interp diagnose`` — the chain-of-embedding diagnosis of a model on a dataset.
+"""Command line: ``interp <study> ...``.
 
-    interp diagnose --model demo --data demo --out results/
+Each study registers its subcommand through the ``interp.studies`` entry-point group of the
+package metadata (``pyproject.toml``), so this module never imports a study: a study (or a third
+party's) adds ``<name> = "<module>:register"``, where ``register(subparsers)`` adds its parser and
+sets ``func``. The main job is ``interp diagnose`` (the chain-of-embedding study).
 
-runs agreement split → chain of embedding → VIP → TVI → correlations and writes into ``--out``:
-
-- ``fig2_distance_curves.png`` — mean ± std distance per layer for D_VT and D_T, VIP marked;
-- ``fig4_tvi_by_group.png`` — TVI distributions per group;
-- ``per_sample.csv`` — per-sample answers, group, TVI variants, baselines, correctness, labels;
-- ``layers.csv`` — per-layer group means/stds, two-sample statistic and p-value;
-- ``correlations.csv`` — Spearman ρ of TVI (and baselines) with correctness;
-- ``summary.txt`` — VIP layer, statistic, Spearman ρ with p;
-- ``store/`` — the resumable result store: re-running the same command after a crash or kill
-  continues where it stopped and gives identical outputs.
-
-``--data`` is ``demo`` (the embedded demo world's language-prior benchmark: colour questions, half the
-prior-bearing objects drawn in a counterfactual colour), ``demo:general`` (all question types),
-``demo:<qtype>[,...]``, or a JSONL file with one object per line:
-``{"image": "relative/or/absolute.png", "question": "...", "answer": "...", "id": "..."}`` (``image``
-may be null; other keys become labels usable with ``--group-by`` and ``--split``).
+Every user error prints one line ``error: ...`` and exits with status 2 — bad arguments, missing
+files, unreadable images, stores written by another run — and as much as possible is checked
+before the model is loaded. This module also holds the helpers the studies' commands share:
+common options, demo/JSONL data loading, validation of the data and output folder, and silencing
+progress bars.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any, NoReturn
 
-import matplotlib
+from .errors import DataFormatError, InterpError
 
-matplotlib.use("Agg")  # the CLI only writes files
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .errors import InterpError, NoVIPError  # noqa: E402
-
-DEMO_SETS = {
-    "demo": ("color",),
-    "demo:prior": ("color",),
-}
+ENTRY_POINT_GROUP = "interp.studies"
 
 
-def _load_data(spec: str, n: int | None, seed: int) -> list:
-    """``demo`` / ``demo:prior`` — the demo world's language-prior benchmark (colour questions, half
-    the prior-bearing objects in a counterfactual colour); ``demo:general`` — every vision and
-    vision-independent question type; ``demo:<qtype>[,<qtype>...]``; otherwise a JSONL file."""
-    from .samples import read_jsonl
+class UsageError(InterpError, ValueError):
+    """A command-line argument is invalid."""
 
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one ``error: ...`` line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {message} (see {self.prog.split()[0]} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+# -- shared options and validation ----------------------------------------------------------------
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> None:
+    """Options every study command takes: model, data, output folder, sample count, batching,
+    store handling, sharding and progress bars."""
+    parser.add_argument("--model", required=True, help="'demo', a local model folder or a hub id")
+    parser.add_argument("--data", required=True, help=data_help)
+    parser.add_argument("--out", required=True, help="output folder (holds the resumable store)")
+    parser.add_argument(
+        "--n", type=int, default=None, help="number of samples (default: demo 600, JSONL all)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="demo world seed")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="discard results already in --out (the store) instead of resuming them",
+    )
+    parser.add_argument(
+        "--shard",
+        default="auto",
+        help="'i/n': compute every n-th sample starting at i into the shared store, then wait for "
+        "the other processes ('auto': from accelerate launch / torchrun, else one process)",
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bars (transformers' included)"
+    )
+
+
+def silence_progress() -> None:
+    """Turn off every progress bar: the library's, transformers' (e.g. "Loading weights") and
+    tqdm's defaults."""
+    os.environ["TQDM_DISABLE"] = "1"
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def check_output_dir(out: str | Path) -> Path:
+    """Create ``out`` if needed and check it is writable.
+
+    Raises:
+        UsageError: it cannot be created or written.
+    """
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".interp-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise UsageError(f"--out {str(path)!r} is not a writable folder ({err.strerror})") from None
+    return path
+
+
+DEMO_HELP = (
+    "'demo' (the demo world's language-prior benchmark), 'demo:general' (every question type), "
+    "'demo:<qtype,...>', or a JSONL file (image, question, answer, labels)"
+)
+
+
+def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[str]) -> list:
+    """Samples from a data spec: ``demo`` / ``demo:prior`` (``default_qtypes``), ``demo:general``
+    (every vision and vision-independent question type), ``demo:<qtype>[,...]``, or a JSONL file
+    (see :func:`interp.read_jsonl`). Every image is opened, so a missing or unreadable file is
+    reported before any model is loaded.
+
+    Raises:
+        MissingImageError, ImageError, DataFormatError, UsageError.
+    """
+    from .samples import ensure_samples, read_jsonl
+
+    if n is not None and n < 1:
+        raise UsageError(f"--n must be >= 1, got {n}")
     if spec == "demo" or spec.startswith("demo:"):
-        from .datasets import TEXT_QTYPES, VISION_QTYPES, demo_world
+        from .datasets import QTYPES, TEXT_QTYPES, VISION_QTYPES, demo_world
 
-        if spec in DEMO_SETS:
-            qtypes = list(DEMO_SETS[spec])
+        if spec in ("demo", "demo:prior"):
+            qtypes = list(default_qtypes)
         elif spec == "demo:general":
             qtypes = list(VISION_QTYPES) + list(TEXT_QTYPES)
         else:
-            qtypes = spec.split(":", 1)[1].split(",")
+            qtypes = [q for q in spec.split(":", 1)[1].split(",") if q]
+            bad = [q for q in qtypes if q not in QTYPES]
+            if bad or not qtypes:
+                raise UsageError(
+                    f"--data {spec!r}: unknown demo question types {bad}; choose from "
+                    f"{', '.join(QTYPES)}"
+                )
         return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
-    samples = read_jsonl(spec)
-    return samples[:n] if n else samples
-
-
-def _diagnose_command(args: argparse.Namespace) -> int:
-    from .chain import chain_of_embedding
-    from .diagnosis import diagnose
-    from .figures import plot_distance_curves, plot_tvi_distributions
-    from .model import load
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    vlm = load(args.model, attn_implementation="eager" if args.visual_attention else None)
-    samples = _load_data(args.data, args.n, args.seed)
-    print(f"{vlm}\n{len(samples)} samples from {args.data!r}", flush=True)
-    coe = chain_of_embedding(
-        vlm,
-        samples,
-        tuple(args.conditions.split(",")),
-        max_new_tokens=args.max_new_tokens,
-        visual_attention=args.visual_attention,
-        batch_size=args.batch_size,
-        store=out / "store",
-        progress_bar=not args.no_progress,
-    )
-    try:
-        diag = diagnose(
-            coe,
-            metric=args.metric,
-            split=args.split,
-            vip=args.vip,
-            beta=args.beta,
-            alpha=args.alpha or None,
-            fallback_vip=args.fallback_vip,
-            match=args.match,
+    path = Path(spec)
+    if not path.is_file():
+        raise DataFormatError(
+            f"--data {spec!r}: no such file; give a JSONL file or one of 'demo', 'demo:general', "
+            "'demo:<qtype,...>'"
         )
-    except NoVIPError:
-        # Still write what needs no VIP, so the curves can be read to choose one by hand.
-        without = diagnose(
-            coe, metric=args.metric, split=args.split, vip=vlm.n_layers, match=args.match
+    samples = read_jsonl(path)
+    samples = samples[:n] if n else samples
+    for s in samples:
+        s.load_images()  # every image opens, before the model is loaded
+    return ensure_samples(samples)
+
+
+def check_label(samples: Sequence[Any], name: str | None, option: str) -> None:
+    """``name`` must be a ``meta`` label of at least one sample.
+
+    Raises:
+        UsageError: no sample carries it (the message lists the labels that exist).
+    """
+    if name is None:
+        return
+    labels = sorted({k for s in samples for k in s.meta})
+    if not any(name in s.meta for s in samples):
+        raise UsageError(
+            f"{option} {name!r}: no sample has this label; labels in the data: "
+            f"{', '.join(labels) or '(none)'}"
         )
-        plot_distance_curves(
-            without.distances,
-            without.in_vt,
-            metric=args.metric,
-            title=f"model {args.model!r}, data {args.data!r} (no automatic VIP)",
-        ).savefig(out / "fig2_distance_curves.png", dpi=130)
-        without.layer_frame().drop(columns="is_vip").to_csv(out / "layers.csv", index_label="layer")
-        raise
 
-    fig = plot_distance_curves(diag, title=f"model {args.model!r}, data {args.data!r}")
-    fig.savefig(out / "fig2_distance_curves.png", dpi=130)
-    groups = {"D_VT": diag.tvi[diag.in_vt], "D_T": diag.tvi[~diag.in_vt]}
-    frame = diag.to_frame()
-    if args.group_by:
-        for value in sorted(frame[args.group_by].dropna().unique(), key=str):
-            groups[f"{args.group_by}={value}"] = diag.tvi[np.asarray(frame[args.group_by] == value)]
-    fig4 = plot_tvi_distributions(groups, title=f"TVI (VIP = {diag.vip})")
-    fig4.savefig(out / "fig4_tvi_by_group.png", dpi=130)
-    plt.close("all")
 
-    frame.to_csv(out / "per_sample.csv", index=False)
-    diag.layer_frame().to_csv(out / "layers.csv", index_label="layer")
-    summary = diag.summary()
-    if diag.correct is not None:
-        corr = diag.correlations(by=args.group_by)
-        corr.to_csv(out / "correlations.csv", index=False)
-        if args.group_by:
-            post = corr[corr["score"] == "TVI (post-VIP)"]
-            summary += "\n\nSpearman(TVI post-VIP, correct) per group:\n" + post.to_string(
-                index=False
-            )
-    (out / "summary.txt").write_text(summary + "\n")
-    print(summary)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
-    return 0
+def model_layers(model: str) -> int:
+    """The decoder depth L of a model, read from its configuration only (no weights), for
+    validating layer options before the model is loaded."""
+    from .model import model_config
+
+    config = model_config(model)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    layers = getattr(text, "num_hidden_layers", None)
+    if layers is None:
+        raise UsageError(f"cannot read the number of decoder layers from {model!r}'s config")
+    return int(layers)
+
+
+# -- the program ------------------------------------------------------------------------------------
+
+
+def _studies() -> list[Any]:
+    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="interp", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser(
-        "diagnose",
-        help="chain of embedding → VIP → TVI → correlations",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    from . import __version__
+
+    parser = Parser(
+        prog="interp",
+        description="Is this vision-language model looking at the image, or answering from its "
+        "language prior? Studies of the vlm-interp library.",
     )
-    d.add_argument("--model", required=True, help="'demo', a hub id or a local model folder")
-    d.add_argument(
-        "--data",
-        required=True,
-        help="'demo', 'demo:general', 'demo:<qtype,...>' or a JSONL file (image, question, answer)",
-    )
-    d.add_argument("--out", required=True, help="output folder (holds the resumable store)")
-    d.add_argument(
-        "--n", type=int, default=None, help="number of samples (default: demo 600, JSONL all)"
-    )
-    d.add_argument("--seed", type=int, default=0, help="demo world seed")
-    d.add_argument(
-        "--conditions",
-        default="full,blind",
-        help="two conditions, e.g. full,blind or full,null:black",
-    )
-    d.add_argument("--metric", default="cosine", choices=["cosine", "l2", "kl", "js"])
-    d.add_argument(
-        "--split",
-        default="agreement",
-        help="'agreement' (answers with vs without the image differ) or a boolean label name",
-    )
-    d.add_argument(
-        "--vip", type=int, default=None, help="manual VIP layer (default: automatic, Eq. 9)"
-    )
-    d.add_argument(
-        "--fallback-vip",
-        type=int,
-        default=None,
-        help="VIP to use if the automatic rule finds none (default: fail)",
-    )
-    d.add_argument("--beta", type=float, default=2.0, help="β of the automatic VIP rule (Eq. 9)")
-    d.add_argument(
-        "--alpha",
-        type=float,
-        default=0.05,
-        help="significance floor of the automatic rule (0 = Eq. 9 alone)",
-    )
-    d.add_argument(
-        "--match", default="exact", choices=["exact", "inclusion"], help="answer matching"
-    )
-    d.add_argument("--group-by", default=None, help="label to break TVI and correlations down by")
-    d.add_argument(
-        "--visual-attention",
-        action="store_true",
-        help="also measure the Eq. 10 attention baseline (eager)",
-    )
-    d.add_argument("--max-new-tokens", type=int, default=8)
-    d.add_argument("--batch-size", type=int, default=16)
-    d.add_argument("--no-progress", action="store_true")
-    d.set_defaults(func=_diagnose_command)
+    parser.add_argument("--version", action="version", version=f"vlm-interp {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    studies = _studies()
+    if not studies:
+        raise UsageError(
+            "no study commands are registered: install the package (pip install -e .) so its "
+            f"'{ENTRY_POINT_GROUP}' entry points exist"
+        )
+    for ep in studies:
+        ep.load()(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        args = build_parser().parse_args(argv)
+        if getattr(args, "no_progress", False):
+            silence_progress()
+        return int(args.func(args))
     except InterpError as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(
+            "error: interrupted; re-run the same command to resume from the store", file=sys.stderr
+        )
+        return 130
 
 
 if __name__ == "__main__":

@@ -7,17 +7,23 @@ correct whatever the padding side.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 from jaxtyping import Bool, Int
 from torch import Tensor
 
-from .conditions import Condition, condition_inputs
-from .errors import EmptyTargetError, ImageTokenMismatchError
-from .samples import Sample
+from .conditions import Condition, nominal_size, null_image, prepare
+from .errors import (
+    EmptyTargetError,
+    ImageTokenMismatchError,
+    InterventionError,
+    UnknownTokenWarning,
+)
+from .samples import IMAGE_SLOT, Sample
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -35,6 +41,9 @@ class Encoding:
         image_mask: True at image-token positions.
         has_image: whether each row carries an image.
         prompts: the rendered text prompts.
+        questions: each row's question text as the model sees it (after the condition).
+        n_images: images per row.
+        sample_ids: ``Sample.id`` of each row.
     """
 
     inputs: dict[str, Tensor]
@@ -42,6 +51,9 @@ class Encoding:
     image_mask: Bool[Tensor, "batch seq"]
     has_image: list[bool]
     prompts: list[str]
+    questions: list[str] = field(default_factory=list)
+    n_images: list[int] = field(default_factory=list)
+    sample_ids: list[str] = field(default_factory=list)
 
     @property
     def input_ids(self) -> Int[Tensor, "batch seq"]:
@@ -72,6 +84,63 @@ def _to_model(inputs: dict[str, Any], vlm: VLM) -> dict[str, Tensor]:
     return out
 
 
+def _per_token(inputs: dict[str, Any]) -> dict[str, Tensor]:
+    """The fields laid out like ``input_ids`` (``[batch, seq, ...]``)."""
+    batch, seq = inputs["input_ids"].shape
+    return {
+        k: v
+        for k, v in inputs.items()
+        if isinstance(v, Tensor) and v.dim() >= 2 and tuple(v.shape[:2]) == (batch, seq)
+    }
+
+
+def _repack(inputs: dict[str, Any], keep: Tensor, pad_id: int) -> dict[str, Any]:
+    """Keep the positions where ``keep`` is True in every per-token field, re-padded on the left."""
+    fields = _per_token(inputs)
+    batch = keep.shape[0]
+    lengths = keep.sum(1).tolist()
+    width = max(lengths)
+    out = dict(inputs)
+    for key, value in fields.items():
+        fill = pad_id if key == "input_ids" else 0
+        new = torch.full((batch, width, *value.shape[2:]), fill, dtype=value.dtype)
+        for row in range(batch):
+            n = lengths[row]
+            new[row, width - n :] = value[row][keep[row]]
+        out[key] = new
+    return out
+
+
+def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
+    stripped = vlm.adapter.blind_by_stripping and not any(images)
+    if stripped:
+        # The stock processor needs an image: encode a placeholder image's prompt and remove the
+        # image afterwards, so the text layout is exactly the processor's.
+        placeholder = null_image("black", nominal_size(vlm.processor))
+        images = [[placeholder] for _ in prompts]
+    processed = vlm.adapter.processor_images(images)
+    if processed is not None:
+        kwargs["images"] = processed
+    try:
+        raw = dict(vlm.processor(**kwargs))
+    except ValueError as err:
+        if "image" in str(err).lower() and "token" in str(err).lower():
+            raise ImageTokenMismatchError(
+                f"the processor could not match images to image tokens ({err}). Check that no "
+                "question contains an image placeholder string and that each image-bearing row "
+                "has as many images as image slots."
+            ) from err
+        raise
+    raw.pop("labels", None)  # some processors add training labels; measurements never use them
+    if stripped:
+        keep = (raw["input_ids"] != vlm.image_token_id) & raw["attention_mask"].bool()
+        raw = _repack(raw, keep, vlm.tokenizer.pad_token_id)
+        for key in [k for k in raw if k not in _per_token(raw)]:
+            del raw[key]  # pixel values and image sizes of the placeholder
+    return raw
+
+
 def encode(
     vlm: VLM,
     samples: Sequence[Sample],
@@ -85,32 +154,25 @@ def encode(
         ImageTokenMismatchError: a row with an image has no image token, or a row without one has
             image tokens (e.g. a literal placeholder such as ``<image>`` inside the question text).
     """
-    pairs = condition_inputs(samples, condition, vlm.processor, all_samples=all_samples)
-    for sample, (question, _) in zip(samples, pairs):
-        if vlm.image_token_id in vlm.tokenizer(question, add_special_tokens=False)["input_ids"]:
+    cond = Condition.parse(condition)
+    prepared = prepare(samples, cond, vlm.processor, all_samples=all_samples)
+    for original, p in zip(samples, prepared):
+        if (
+            vlm.image_token_id
+            in vlm.tokenizer(p.sample.question, add_special_tokens=False)["input_ids"]
+        ):
             raise ImageTokenMismatchError(
-                f"sample {sample.id!r}: the question contains the model's image placeholder token "
-                f"({vlm.tokenizer.convert_ids_to_tokens(vlm.image_token_id)!r}); remove it from the "
-                "text and pass the image through Sample.image"
+                f"sample {original.id!r}: the question contains the model's image placeholder "
+                f"token ({vlm.tokenizer.convert_ids_to_tokens(vlm.image_token_id)!r}); remove it "
+                "from the text and pass the image through Sample.image (with '{image}' slots to "
+                "place several images)"
             )
-    prompts = [vlm.adapter.build_prompt(vlm.processor, q, img is not None) for q, img in pairs]
-    images = vlm.adapter.processor_images([img for _, img in pairs])
-    kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
-    if images is not None:
-        kwargs["images"] = images
-    try:
-        raw = vlm.processor(**kwargs)
-    except ValueError as err:
-        if "image" in str(err).lower() and "token" in str(err).lower():
-            raise ImageTokenMismatchError(
-                f"the processor could not match images to image tokens ({err}). Check that no "
-                "question contains an image placeholder string and that each image-bearing row "
-                "has exactly one image."
-            ) from err
-        raise
-    inputs = dict(raw)
-    inputs.pop("labels", None)  # some processors add training labels; measurements never use them
-    has_image = [img is not None for _, img in pairs]
+    prompts = [
+        vlm.adapter.build_prompt(vlm.processor, p.sample.question, len(p.images)) for p in prepared
+    ]
+    inputs = _processor_call(vlm, prompts, [p.images for p in prepared])
+    has_image = [p.has_image for p in prepared]
+    n_images = [len(p.images) for p in prepared]
     image_mask = inputs["input_ids"] == vlm.image_token_id
     counts = image_mask.sum(dim=1)
     for row, (flag, count) in enumerate(zip(has_image, counts.tolist())):
@@ -121,6 +183,12 @@ def encode(
                 f"{'with' if flag else 'without'} an image. A question text must not contain the "
                 "model's image placeholder; pass the image through Sample.image instead."
             )
+    if any(p.pixels is not None for p in prepared):
+        pixels = inputs["pixel_values"]
+        where = vlm.adapter.pixel_rows(inputs, n_images, image_mask, vlm.processor)
+        for p, index in zip(prepared, where):
+            if p.pixels is not None and index is not None:
+                pixels[index] = p.pixels(pixels[index], 0)
     inputs = _to_model(inputs, vlm)
     return Encoding(
         inputs=inputs,
@@ -128,7 +196,84 @@ def encode(
         image_mask=image_mask.to(vlm.device),
         has_image=has_image,
         prompts=prompts,
+        questions=[p.sample.question for p in prepared],
+        n_images=n_images,
+        sample_ids=[str(s.id) for s in samples],
     )
+
+
+def question_mask(vlm: VLM, enc: Encoding) -> Bool[Tensor, "batch seq"]:
+    """True at the prompt positions that hold each row's question text.
+
+    The question's tokens are found as a contiguous run in the row, searched from the end of the
+    prompt (the question closes the user turn in every supported template); tokenizers that merge a
+    word with the space before it are tried with a leading space too.
+
+    Raises:
+        InterventionError: a row's question tokens cannot be located.
+    """
+    mask = torch.zeros_like(enc.image_mask)
+    for row, question in enumerate(enc.questions):
+        pieces = [p for p in (q.strip() for q in question.split(IMAGE_SLOT)) if p]
+        ids = enc.input_ids[row, : int(enc.last_index[row]) + 1].tolist()
+        for piece in pieces:
+            span = _find_tokens(vlm, ids, piece)
+            if span is None:
+                raise InterventionError(
+                    f"cannot locate the question tokens of row {row} ({piece!r}) in its prompt"
+                )
+            mask[row, span[0] : span[1]] = True
+    return mask
+
+
+def _find_tokens(vlm: VLM, ids: list[int], text: str) -> tuple[int, int] | None:
+    for variant in (text, " " + text):
+        target = vlm.tokenizer(variant, add_special_tokens=False)["input_ids"]
+        n = len(target)
+        for start in range(len(ids) - n, -1, -1):
+            if ids[start : start + n] == target:
+                return start, start + n
+        # boundary merges: the run without its first and last token
+        inner = target[1:-1]
+        if len(inner) >= 2:
+            for start in range(len(ids) - len(inner), -1, -1):
+                if ids[start : start + len(inner)] == inner:
+                    return max(start - 1, 0), min(start + len(inner) + 1, len(ids))
+    return None
+
+
+def unknown_words(vlm: VLM, texts: Sequence[str]) -> tuple[int, list[str]]:
+    """How many of ``texts`` hold words the tokenizer maps to its unknown token, and those words
+    (first occurrence order)."""
+    unk = vlm.tokenizer.unk_token_id
+    if unk is None:
+        return 0, []
+    count, words = 0, []
+    for text in texts:
+        if not text:
+            continue
+        enc = vlm.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        bad = [text[a:b] for t, (a, b) in zip(enc["input_ids"], enc["offset_mapping"]) if t == unk]
+        if bad:
+            count += 1
+            words.extend(w for w in bad if w not in words)
+    return count, words
+
+
+def warn_unknown_tokens(vlm: VLM, samples: Sequence[Sample]) -> None:
+    """One :class:`~interp.errors.UnknownTokenWarning` if any question has words the tokenizer
+    cannot represent (they reach the model as its unknown token)."""
+    texts = [" ".join(p for p in s.question.split(IMAGE_SLOT)) for s in samples]
+    count, words = unknown_words(vlm, texts)
+    if count:
+        shown = ", ".join(repr(w) for w in words[:5])
+        warnings.warn(
+            f"{count} of {len(samples)} questions hold words the tokenizer maps to its unknown "
+            f"token {vlm.tokenizer.unk_token!r} (e.g. {shown}); the model sees "
+            f"{vlm.tokenizer.unk_token!r} in their place. Check the wording and spelling.",
+            UnknownTokenWarning,
+            stacklevel=3,
+        )
 
 
 def batches(
@@ -141,15 +286,16 @@ def batches(
 ) -> Iterator[tuple[list[int], Encoding]]:
     """Yield ``(indices, encoding)`` over ``samples`` in batches of at most ``batch_size``.
 
-    Where the adapter forbids mixing image and no-image rows in one forward (Mllama), the rows are
-    grouped by whether they carry an image first; indices say where each row belongs.
+    Where the adapter forbids mixing image and no-image rows in one forward (Mllama, InstructBLIP,
+    PaliGemma), the rows are grouped by whether they carry an image first; indices say where each
+    row belongs.
     ``all_samples`` is the list ``swap:`` conditions draw images from (default: ``samples``).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     cond = Condition.parse(condition)
     order = list(range(len(samples)))
-    if not vlm.adapter.mixed_batches and cond.kind == "full":
+    if not vlm.adapter.mixed_batches and cond.uses_image:
         with_image = [i for i in order if samples[i].has_image]
         groups = [with_image, [i for i in order if not samples[i].has_image]]
     else:

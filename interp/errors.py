@@ -2,18 +2,22 @@
 
 All errors derive from :class:`InterpError`, and each also derives from the built-in exception a
 caller would naturally catch (``ValueError``, ``TypeError``, ``FileNotFoundError``), so both
-``except InterpError`` and ``except ValueError`` work.
+``except InterpError`` and ``except ValueError`` work. The root and the statistics errors are
+defined in :mod:`probes.errors` (the statistics package needs them and must not import ``interp``)
+and are the same classes here.
 """
 
 from __future__ import annotations
 
-
-class InterpError(Exception):
-    """Base class of every error raised by this library."""
+from probes.errors import EmptyGroupError, EmptyInputError, InterpError, TooFewSamplesError
 
 
 class UnsupportedArchitectureError(InterpError, TypeError):
     """The model's class has no adapter entry."""
+
+
+class ModelNotFoundError(InterpError, FileNotFoundError):
+    """The model folder does not exist (or a hub id cannot be reached offline)."""
 
 
 class ImageError(InterpError, ValueError):
@@ -28,50 +32,68 @@ class ImageTokenMismatchError(InterpError, ValueError):
     """The number of image-token positions does not match the image features."""
 
 
-class EmptyInputError(InterpError, ValueError):
-    """An empty list of samples (or an empty target) was given."""
-
-
 class EmptyTargetError(EmptyInputError):
     """A teacher-forcing target tokenises to no tokens."""
+
+
+class DuplicateSampleError(InterpError, ValueError):
+    """Two samples share an id."""
 
 
 class ConditionError(InterpError, ValueError):
     """An unknown or malformed condition string."""
 
 
-class EmptyGroupError(InterpError, ValueError):
-    """A split left one group empty, so a two-group statistic cannot be computed."""
-
-
-class TooFewSamplesError(InterpError, ValueError):
-    """A statistic needs more samples than were given."""
+class InterventionError(InterpError, ValueError):
+    """An intervention cannot be applied as asked (bad layer, shape, position or model)."""
 
 
 class NoVIPError(InterpError, ValueError):
-    """The automatic VIP rule found no layer; a manual VIP is needed."""
+    """The automatic VIP rule found no layer; a manual VIP is needed.
+
+    Attributes:
+        cause: ``"eq9"`` (no layer meets Eq. 9) or ``"alpha"`` (some layer meets Eq. 9, but its
+            two-sample test misses the significance floor).
+    """
+
+    def __init__(self, message: str, cause: str = "eq9") -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 class StoreError(InterpError, RuntimeError):
     """A result store is inconsistent with the run asked of it (other model, data or settings)."""
 
 
+class StoreLockedError(StoreError):
+    """Another process is writing the same store (or the same shard of it)."""
+
+
 class DataFormatError(InterpError, ValueError):
     """A data file (e.g. JSONL) is malformed."""
+
+
+class UnknownTokenWarning(UserWarning):
+    """Prompt words that the model's tokenizer maps to its unknown token."""
 
 
 __all__ = [
     "ConditionError",
     "DataFormatError",
+    "DuplicateSampleError",
     "EmptyGroupError",
     "EmptyInputError",
     "EmptyTargetError",
     "ImageError",
     "ImageTokenMismatchError",
     "InterpError",
+    "InterventionError",
     "MissingImageError",
+    "ModelNotFoundError",
     "NoVIPError",
     "StoreError",
+    "StoreLockedError",
     "TooFewSamplesError",
+    "UnknownTokenWarning",
     "UnsupportedArchitectureError",
 ]

@@ -4,8 +4,9 @@ A :class:`VLM` holds the transformers model (``.hf``), its processor (``.process
 wrapper that every measurement traces through (``.nn``) and the architecture's
 :class:`~interp.adapters.Adapter`. Whatever the architecture, it offers the same accessors:
 
-- ``layers`` — the L decoder layers as nnsight envoys (``vlm.layers[i].output`` inside a trace is the
-  residual stream after layer i+1 in the SPEC's 1-based numbering);
+- ``residual[l]`` — the residual stream at index l in 0..L inside a trace (0 = the decoder's input
+  embeddings, l = the output of decoder layer l), readable and writable (see :class:`Residual`);
+- ``layers`` — the L decoder layers as nnsight envoys (``vlm.layers[i].output`` is ``residual[i + 1]``);
 - ``final_norm``, ``lm_head`` — envoys of the decoder's final norm and the unembedding;
 - ``image_features`` — envoy of the module whose output are the image features the decoder consumes;
 - ``n_layers``, ``d_model``, ``image_token_id``, ``image_token_mask(input_ids)``.
@@ -17,6 +18,7 @@ Invariants (tested for every supported architecture): ``len(vlm.layers) == vlm.n
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,17 @@ import torch
 from jaxtyping import Bool, Int
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
-from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor, PreTrainedModel
+from transformers import (
+    AutoConfig,
+    AutoModelForImageTextToText,
+    AutoProcessor,
+    PretrainedConfig,
+    PreTrainedModel,
+)
 
 from .adapters import Adapter, adapter_for, get_path, module_path
 from .encoding import Encoding
+from .errors import ModelNotFoundError
 
 
 class _TracedVLM(TransformersModel):
@@ -47,6 +56,50 @@ class _TracedVLM(TransformersModel):
         return super()._batch(invokes, fn)
 
 
+class Residual:
+    """``vlm.residual[l]``: the residual stream in the 0..L layer convention, inside a trace.
+
+    Index 0 is the decoder's input embeddings (``layers[0].input``, after any image features are
+    placed), index l in 1..L the output of decoder layer l (before the final norm); negative
+    indices count from L. Reads return the tensor ``[batch, seq, d]`` the model passes on, so an
+    in-place edit (``vlm.residual[6][:, -1] += v``) changes what the next layer sees; assignment
+    (``vlm.residual[6] = h``) replaces it. Accesses follow nnsight's rule: in execution order
+    within one invoke. On Mllama, decoder layers listed by ``Adapter.cross_attention_layers_attr``
+    do not run in a text-only batch; their index cannot be read there.
+    """
+
+    def __init__(self, vlm: VLM) -> None:
+        self._vlm = vlm
+
+    def __len__(self) -> int:
+        return self._vlm.n_layers + 1
+
+    def index(self, layer: int) -> int:
+        """Normalise ``layer`` to 0..L (negative counts from the end)."""
+        n = self._vlm.n_layers
+        layer = int(layer)
+        if layer < 0:
+            layer += n + 1
+        if not 0 <= layer <= n:
+            raise IndexError(f"residual index {layer} out of range: valid indices are 0..{n}")
+        return layer
+
+    def __getitem__(self, layer: int) -> Any:
+        layer = self.index(layer)
+        value = self._vlm.layers[0].input if layer == 0 else self._vlm.layers[layer - 1].output
+        # transformers 5 decoder layers return a tensor; older ones (and some families) a tuple.
+        return value[0] if isinstance(value, tuple) else value
+
+    def __setitem__(self, layer: int, value: Tensor) -> None:
+        layer = self.index(layer)
+        if layer == 0:
+            self._vlm.layers[0].input = value
+            return
+        envoy = self._vlm.layers[layer - 1]
+        current = envoy.output
+        envoy.output = (value, *current[1:]) if isinstance(current, tuple) else value
+
+
 class VLM:
     """A loaded vision-language model with standardised accessors; see the module docstring."""
 
@@ -59,13 +112,13 @@ class VLM:
         nn: TransformersModel | None = None,
         source: str | None = None,
     ) -> None:
-        self.hf = hf
         self.processor = processor
         self.adapter = adapter if adapter is not None else adapter_for(hf)
         self.source = source
         self.nn = (
             nn if nn is not None else _TracedVLM(hf, task="image-text-to-text", processor=processor)
         )
+        self.residual = Residual(self)
         self._layers_path = module_path(hf, self.adapter.layers(hf))
         self._norm_path = module_path(hf, self.adapter.final_norm(hf))
         self._head_path = module_path(hf, self.adapter.lm_head(hf))
@@ -76,6 +129,11 @@ class VLM:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
+
+    @property
+    def hf(self) -> PreTrainedModel:
+        """The transformers model (on the meta device until a lazily loaded model's first trace)."""
+        return self.nn._module
 
     # -- standardised accessors (nnsight envoys, for use inside traces) ----------------------------
 
@@ -112,8 +170,17 @@ class VLM:
         return self.adapter.image_token_id(self.hf)
 
     @property
+    def dispatched(self) -> bool:
+        """Whether the weights are loaded (False for a lazily loaded model before its first
+        local trace)."""
+        return next(self.hf.parameters()).device.type != "meta"
+
+    @property
     def device(self) -> torch.device:
-        return next(self.hf.parameters()).device
+        """Where inputs go: the first parameter's device (the CPU while the weights are not
+        loaded yet)."""
+        device = next(self.hf.parameters()).device
+        return torch.device("cpu") if device.type == "meta" else device
 
     @property
     def dtype(self) -> torch.dtype:
@@ -128,11 +195,10 @@ class VLM:
         """``self.nn.trace``; nnsight options such as ``remote=True`` pass through untouched."""
         return self.nn.trace(*args, **kwargs)
 
-    def trace_encoding(self, enc: Encoding, *, generate: bool = False, **kwargs: Any) -> Any:
-        """Open the nnsight trace of one encoded batch: a forward, or greedy ``generate`` (kwargs
-        such as ``max_new_tokens`` go to it). Adapter quirks are applied here, once for every
-        measurement: input fix-ups, and the text-only module for image-less batches of families whose
-        full forward needs an image."""
+    def _call(self, enc: Encoding, generate: bool) -> tuple[dict[str, Any], Any]:
+        """The inputs and the callable nnsight should trace for ``enc``: adapter quirks are
+        applied here, once for every measurement (input fix-ups, and the text-only module for
+        image-less batches of families whose full forward needs an image)."""
         inputs = dict(enc.inputs)
         if not generate and self.adapter.forward_inputs is not None:
             inputs = self.adapter.forward_inputs(inputs)
@@ -144,13 +210,39 @@ class VLM:
                 if k in ("input_ids", "attention_mask", "position_ids")
             }
             run = lm.generate if generate else lm
-            return self.nn.trace(**text, **kwargs, fn=lambda **kw: run(**kw))
+            return text, lambda **kw: run(**kw)
         if generate:
             # nnsight's generate only opens a trace when called in the `with` line itself; trace it
-            # explicitly so this method can hand the context manager back.
-            run_generate = type(self.nn).generate.__wrapped__.__get__(self.nn)
-            return self.nn.trace(**inputs, **kwargs, fn=run_generate)
+            # explicitly so these methods can hand the context manager back.
+            return inputs, type(self.nn).generate.__wrapped__.__get__(self.nn)
+        return inputs, None
+
+    def trace_encoding(self, enc: Encoding, *, generate: bool = False, **kwargs: Any) -> Any:
+        """Open the nnsight trace of one encoded batch (one implicit invoke): a forward, or
+        ``generate`` (kwargs such as ``max_new_tokens`` go to it)."""
+        inputs, fn = self._call(enc, generate)
+        if fn is not None:
+            kwargs["fn"] = fn
         return self.nn.trace(**inputs, **kwargs)
+
+    def open_trace(
+        self, enc: Encoding, *, generate: bool = False, **kwargs: Any
+    ) -> tuple[Any, dict[str, Any]]:
+        """The trace of ``enc`` in nnsight's invoke mode, and the inputs of its data invoke.
+
+        Measurements read inside ``with tracer.invoke(**inputs):`` and add one empty invoke per
+        edit (:func:`interp.edits.apply_edits`), so edits compose in any order::
+
+            trace, inputs = vlm.open_trace(enc)
+            with trace as tracer:
+                with tracer.invoke(**inputs):
+                    h = nnsight.save(vlm.residual[4][:, -1])
+                apply_edits(tracer, vlm, batch, edits, states)
+        """
+        inputs, fn = self._call(enc, generate)
+        if fn is not None:
+            kwargs["fn"] = fn
+        return self.nn.trace(**kwargs), inputs
 
     def unembed(self, hidden: Tensor) -> Tensor:
         """Logit lens: ``lm_head(final_norm(h))`` on residual-stream states (plain torch, no trace)."""
@@ -176,6 +268,44 @@ def _resolve_source(model: str | Path) -> str:
     return str(model)
 
 
+def _looks_like_path(text: str) -> bool:
+    return (
+        text.startswith((".", "/", "~"))
+        or text.count("/") > 1
+        or os.sep != "/"
+        and os.sep in text
+        or "/" not in text
+    )
+
+
+def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
+    """The model's configuration (no weights are read), with a clear error when it cannot be
+    found.
+
+    Raises:
+        ModelNotFoundError: no such local folder, or a hub id that cannot be fetched (offline).
+    """
+    source = _resolve_source(model)
+    path = Path(source).expanduser()
+    if not path.is_dir() and _looks_like_path(source):
+        raise ModelNotFoundError(
+            f"model folder not found: {source!r}. Give an existing folder holding config.json "
+            "(and the weights), a hub id such as 'llava-hf/llava-1.5-7b-hf', or 'demo'."
+        )
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise ModelNotFoundError(
+            f"{source!r} is a folder without config.json: not a saved Hugging Face model"
+        )
+    try:
+        return AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
+    except OSError as err:
+        raise ModelNotFoundError(
+            f"cannot load {source!r}: it is not a local folder, and the Hugging Face hub did not "
+            f"provide it ({str(err).splitlines()[0]}). Without network access, give a local "
+            "model folder or 'demo'."
+        ) from None
+
+
 def load(
     model: str | Path | PreTrainedModel,
     processor: Any = None,
@@ -184,6 +314,8 @@ def load(
     device_map: Any = None,
     attn_implementation: str | None = None,
     adapter: Adapter | None = None,
+    dispatch: bool = True,
+    remote: bool = False,
     **hf_kwargs: Any,
 ) -> VLM:
     """Load a VLM and standardise it.
@@ -195,9 +327,17 @@ def load(
         dtype, device_map, attn_implementation: passed to ``from_pretrained``. Use
             ``attn_implementation="eager"`` for attention-based measures.
         adapter: use this entry instead of resolving one from ``config.model_type``.
+        dispatch: load the weights now (default). ``dispatch=False`` builds the model on the meta
+            device through nnsight's loader: no weight is read until the first trace, which loads
+            them (locally) — or never, for traces run remotely on NDIF. Adapter facts
+            (``n_layers``, ``d_model``, module paths, the image-token id) come from the meta
+            model; every measurement runs on it.
+        remote: the model will be traced on NDIF (pass ``remote=True`` to each measurement as
+            well); implies ``dispatch=False``, so no weights are needed on this machine.
         **hf_kwargs: further ``from_pretrained`` arguments (``revision``, ``trust_remote_code`` ...).
 
     Raises:
+        ModelNotFoundError: the folder does not exist, or a hub id cannot be fetched.
         UnsupportedArchitectureError: no adapter serves the model's architecture.
     """
     if isinstance(model, PreTrainedModel):
@@ -207,6 +347,10 @@ def load(
             model.set_attn_implementation(attn_implementation)
         return VLM(model.eval(), processor, adapter=adapter)
     source = _resolve_source(model)
+    config_kwargs = {k: v for k, v in hf_kwargs.items() if k in ("revision", "trust_remote_code")}
+    config = model_config(source, **config_kwargs)
+    if adapter is None:  # fail before loading weights, with the supported list
+        adapter_for(config)
     kwargs: dict[str, Any] = dict(hf_kwargs)
     if dtype is not None:
         kwargs["dtype"] = dtype
@@ -214,17 +358,15 @@ def load(
         kwargs["device_map"] = device_map
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
-    if adapter is None:  # fail before loading weights, with the supported list
-        config = AutoConfig.from_pretrained(
-            source, **{k: v for k, v in hf_kwargs.items() if k in ("revision", "trust_remote_code")}
-        )
-        adapter_for(config)
-    hf = AutoModelForImageTextToText.from_pretrained(source, **kwargs).eval()
     if processor is None:
-        processor = AutoProcessor.from_pretrained(
-            source, **{k: v for k, v in hf_kwargs.items() if k in ("revision", "trust_remote_code")}
+        processor = AutoProcessor.from_pretrained(source, **config_kwargs)
+    if remote or not dispatch:
+        nn = _TracedVLM(
+            source, task="image-text-to-text", processor=processor, dispatch=False, **kwargs
         )
+        return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model))
+    hf = AutoModelForImageTextToText.from_pretrained(source, **kwargs).eval()
     return VLM(hf, processor, adapter=adapter, source=str(model))
 
 
-__all__ = ["VLM", "load"]
+__all__ = ["VLM", "Residual", "load", "model_config"]

@@ -7,17 +7,120 @@ question, an optional answer/target, an id and free metadata (dataset labels suc
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from .errors import DataFormatError, EmptyInputError, ImageError, MissingImageError
+from .errors import (
+    DataFormatError,
+    DuplicateSampleError,
+    EmptyInputError,
+    ImageError,
+    ImageTokenMismatchError,
+    MissingImageError,
+)
 
-ImageLike = Image.Image | str | Path
+# A PIL image, a path to an image file, an ``H×W×3`` uint8 array, or a torch tensor (``3×H×W`` or
+# ``H×W×3``; floats in [0, 1], integers in 0..255).
+ImageLike = Any
+
+IMAGE_SLOT = "{image}"
+"""Marker placing an image inside the question text of a multi-image sample (see :class:`Sample`)."""
+
+
+def _is_tensor(obj: Any) -> bool:
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
+
+
+def _check_image_like(image: Any, sid: Any) -> None:
+    if isinstance(image, (Image.Image, str, Path)):
+        return
+    if isinstance(image, np.ndarray) or _is_tensor(image):
+        _array_to_pil(image, sid)  # validates shape and dtype up front
+        return
+    raise ImageError(
+        f"Sample {sid!r}: an image must be a PIL.Image, a path, an H×W×3 uint8 numpy array or a "
+        f"torch tensor (3×H×W or H×W×3), got {type(image).__name__}"
+    )
+
+
+def _array_to_pil(array: Any, sid: Any) -> Image.Image:
+    """An RGB PIL image from an ``H×W×3`` / ``H×W`` array or a ``3×H×W`` / ``H×W×3`` tensor."""
+    if _is_tensor(array):
+        array = array.detach().cpu()
+        if array.dim() == 3 and array.shape[0] in (1, 3) and array.shape[-1] not in (1, 3):
+            array = array.permute(1, 2, 0)
+        array = array.numpy()
+    arr = np.asarray(array)
+    if arr.ndim == 3 and arr.shape[-1] == 1:
+        arr = arr[..., 0]
+    if not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[-1] == 3)) or 0 in arr.shape:
+        raise ImageError(
+            f"Sample {sid!r}: an image array must be H×W×3 (or H×W, or a 3×H×W tensor), got shape "
+            f"{tuple(arr.shape)}"
+        )
+    if np.issubdtype(arr.dtype, np.floating):
+        if arr.size and (np.nanmin(arr) < 0.0 or np.nanmax(arr) > 1.0):
+            raise ImageError(
+                f"Sample {sid!r}: a float image must hold values in [0, 1], got "
+                f"[{np.nanmin(arr):.3g}, {np.nanmax(arr):.3g}]; pass uint8 pixels for 0..255"
+            )
+        arr = np.round(arr * 255.0).astype(np.uint8)
+    elif arr.dtype != np.uint8:
+        if arr.size and (arr.min() < 0 or arr.max() > 255):
+            raise ImageError(f"Sample {sid!r}: integer image values must lie in 0..255")
+        arr = arr.astype(np.uint8)
+    return Image.fromarray(np.ascontiguousarray(arr)).convert("RGB")
+
+
+def _load_one(image: ImageLike, sid: Any) -> Image.Image:
+    if isinstance(image, Image.Image):
+        return image.convert("RGB")
+    if isinstance(image, np.ndarray) or _is_tensor(image):
+        return _array_to_pil(image, sid)
+    path = Path(image)
+    if not path.is_file():
+        raise MissingImageError(
+            f"Sample {sid!r}: image file not found: {str(path)!r}. "
+            "Check the path (relative paths are resolved from the working directory "
+            "or, for JSONL data, from the JSONL file's folder)."
+        )
+    try:
+        with Image.open(path) as im:
+            return im.convert("RGB")
+    except (UnidentifiedImageError, OSError) as err:
+        raise ImageError(
+            f"Sample {sid!r}: cannot read image {str(path)!r} ({err}); "
+            "give a PNG/JPEG file or a PIL image"
+        ) from err
+
+
+def image_digest(image: ImageLike, sid: Any = None) -> str:
+    """A content hash of one image: the file's bytes for a path, the decoded pixels otherwise.
+
+    Raises:
+        MissingImageError: a path that does not exist.
+    """
+    h = hashlib.sha256()
+    if isinstance(image, (str, Path)):
+        path = Path(image)
+        if not path.is_file():
+            raise MissingImageError(f"Sample {sid!r}: image file not found: {str(path)!r}")
+        h.update(b"file:")
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+    pil = _load_one(image, sid)
+    h.update(f"pixels:{pil.mode}:{pil.size}:".encode())
+    h.update(pil.tobytes())
+    return h.hexdigest()
 
 
 @dataclass
@@ -25,15 +128,23 @@ class Sample:
     """An image-question item.
 
     Attributes:
-        question: the user's text, without any chat markup.
-        image: a PIL image, a path to an image file, or ``None`` for a text-only item.
+        question: the user's text, without any chat markup. A multi-image sample may place its
+            images inside the text with :data:`IMAGE_SLOT` markers (``"{image}"``), one per image,
+            e.g. ``"the caption says leaf . {image} {image} what is drawn ?"``; without markers the
+            images come first, as the model cards of the supported families do.
+        image: one image (a PIL image, a path, an ``H×W×3`` uint8 array or a torch tensor), a list
+            of them (several images in one prompt), or ``None`` for a text-only item.
         answer: the reference answer (also the default teacher-forcing target), if known.
         id: a stable identifier; used by result stores to resume and by seeded null images.
         meta: free labels (``needs_image``, ``counterfactual``, ``qtype`` ...), copied into tables.
+
+    Raises:
+        ImageError: an image of an unusable type or shape.
+        ImageTokenMismatchError: the question holds image slots but not one per image.
     """
 
     question: str
-    image: ImageLike | None = None
+    image: ImageLike | list[ImageLike] | None = None
     answer: str | None = None
     id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -41,18 +152,45 @@ class Sample:
     def __post_init__(self) -> None:
         if not isinstance(self.question, str):
             raise TypeError(f"Sample.question must be a str, got {type(self.question).__name__}")
-        if self.image is not None and not isinstance(self.image, (Image.Image, str, Path)):
-            raise ImageError(
-                f"Sample {self.id!r}: image must be a PIL.Image, a path or None, "
-                f"got {type(self.image).__name__}"
+        if isinstance(self.image, tuple):
+            self.image = list(self.image)
+        if isinstance(self.image, list) and not self.image:
+            self.image = None
+        for image in self.images:
+            _check_image_like(image, self.id)
+        slots = self.question.count(IMAGE_SLOT)
+        if slots and slots != len(self.images):
+            raise ImageTokenMismatchError(
+                f"Sample {self.id!r}: the question has {slots} {IMAGE_SLOT!r} slot(s) for "
+                f"{len(self.images)} image(s); give one slot per image, or none (images first)"
             )
+
+    @property
+    def images(self) -> list[ImageLike]:
+        """The sample's images, in prompt order (empty for a text-only item)."""
+        if self.image is None:
+            return []
+        return list(self.image) if isinstance(self.image, list) else [self.image]
+
+    @property
+    def n_images(self) -> int:
+        return len(self.images)
 
     @property
     def has_image(self) -> bool:
         return self.image is not None
 
+    def load_images(self) -> list[Image.Image]:
+        """Every image as an RGB PIL image, in prompt order.
+
+        Raises:
+            MissingImageError: a path does not exist.
+            ImageError: a file cannot be decoded.
+        """
+        return [_load_one(image, self.id) for image in self.images]
+
     def load_image(self) -> Image.Image:
-        """Return the image as an RGB PIL image.
+        """The sample's (first) image as an RGB PIL image.
 
         Raises:
             MissingImageError: the path does not exist.
@@ -60,27 +198,30 @@ class Sample:
         """
         if self.image is None:
             raise ImageError(f"Sample {self.id!r} has no image; use the 'blind' condition for it")
-        if isinstance(self.image, Image.Image):
-            return self.image.convert("RGB")
-        path = Path(self.image)
-        if not path.is_file():
-            raise MissingImageError(
-                f"Sample {self.id!r}: image file not found: {str(path)!r}. "
-                "Check the path (relative paths are resolved from the working directory "
-                "or, for JSONL data, from the JSONL file's folder)."
-            )
-        try:
-            with Image.open(path) as im:
-                return im.convert("RGB")
-        except (UnidentifiedImageError, OSError) as err:
-            raise ImageError(
-                f"Sample {self.id!r}: cannot read image {str(path)!r} ({err}); "
-                "give a PNG/JPEG file or a PIL image"
-            ) from err
+        return _load_one(self.images[0], self.id)
+
+    def text_parts(self) -> list[str]:
+        """The question split at its image slots (stripped): ``n_images + 1`` pieces when the
+        question has slots, else the whole question as one piece."""
+        return [part.strip() for part in self.question.split(IMAGE_SLOT)]
+
+    def fingerprint(self) -> str:
+        """A content hash of everything that defines the sample as a model input: id, question,
+        answer and the content of every image (file bytes or pixels). ``meta`` is not included."""
+        h = hashlib.sha256()
+        h.update(json.dumps([str(self.id), self.question, self.answer]).encode())
+        for image in self.images:
+            h.update(image_digest(image, self.id).encode())
+        return h.hexdigest()[:32]
 
 
 def ensure_samples(samples: Iterable[Sample] | Sample) -> list[Sample]:
-    """Validate a sample collection and give every sample an id (its position) if it has none."""
+    """Validate a sample collection and give every sample an id (its position) if it has none.
+
+    Raises:
+        EmptyInputError: no samples.
+        DuplicateSampleError: two samples share an id (ids key stores, seeds and ``swap:<id>``).
+    """
     if isinstance(samples, Sample):
         samples = [samples]
     out = list(samples)
@@ -91,13 +232,23 @@ def ensure_samples(samples: Iterable[Sample] | Sample) -> list[Sample]:
             raise TypeError(f"item {i} is a {type(s).__name__}, expected interp.Sample")
         if s.id is None:
             s.id = str(i)
+    seen: dict[str, int] = {}
+    for i, s in enumerate(out):
+        sid = str(s.id)
+        if sid in seen:
+            raise DuplicateSampleError(
+                f"samples {seen[sid]} and {i} share the id {sid!r}; sample ids must be unique "
+                "(they key result stores, seeded null images and 'swap:<id>')"
+            )
+        seen[sid] = i
     return out
 
 
 def read_jsonl(path: str | Path) -> list[Sample]:
     """Read samples from a JSONL file, one JSON object per line.
 
-    Fields: ``question`` (required), ``image`` (path, relative to the file's folder, or null),
+    Fields: ``question`` (required), ``image`` (a path relative to the file's folder, a list of
+    paths for a multi-image sample, or null),
     ``answer`` (optional), ``id`` (optional; defaults to the line number) and any other keys, which
     go to ``meta``. Blank lines are skipped.
 
@@ -120,10 +271,10 @@ def read_jsonl(path: str | Path) -> list[Sample]:
                 f"{path}:{lineno}: each line must be an object with at least a 'question' key"
             )
         image = obj.pop("image", None)
-        if image is not None:
-            image = Path(image)
-            if not image.is_absolute():
-                image = path.parent / image
+        if isinstance(image, list):
+            image = [_relative_to(path, p) for p in image]
+        elif image is not None:
+            image = _relative_to(path, image)
         samples.append(
             Sample(
                 question=obj.pop("question"),
@@ -138,35 +289,65 @@ def read_jsonl(path: str | Path) -> list[Sample]:
     return samples
 
 
+def _relative_to(jsonl: Path, image: Any) -> Path:
+    if not isinstance(image, str):
+        raise DataFormatError(f"{jsonl}: an image entry must be a path string, got {image!r}")
+    p = Path(image)
+    return p if p.is_absolute() else jsonl.parent / p
+
+
 def write_jsonl(
     samples: Sequence[Sample], path: str | Path, image_dir: str | Path | None = None
 ) -> Path:
-    """Write samples as JSONL; in-memory images are saved as PNG files under ``image_dir``."""
+    """Write samples as JSONL; in-memory images (PIL, arrays, tensors) are saved as PNG files
+    under ``image_dir`` (default: ``images/`` beside the file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     image_dir = Path(image_dir) if image_dir is not None else path.parent / "images"
     lines = []
     for i, s in enumerate(samples):
         sid = s.id if s.id is not None else str(i)
-        image: str | None = None
-        if isinstance(s.image, Image.Image):
+        names: list[str] = []
+        for k, image in enumerate(s.images):
+            if isinstance(image, (str, Path)):
+                names.append(str(image))
+                continue
             image_dir.mkdir(parents=True, exist_ok=True)
-            target = image_dir / f"{sid}.png"
-            s.image.save(target)
-            image = (
+            target = image_dir / (f"{sid}.png" if s.n_images == 1 else f"{sid}-{k}.png")
+            _load_one(image, sid).save(target)
+            names.append(
                 str(target.relative_to(path.parent))
                 if target.is_relative_to(path.parent)
                 else str(target)
             )
-        elif s.image is not None:
-            image = str(s.image)
+        image_field: str | list[str] | None = (
+            None
+            if not names
+            else names[0]
+            if s.n_images == 1 and not isinstance(s.image, list)
+            else names
+        )
         lines.append(
             json.dumps(
-                {"id": sid, "image": image, "question": s.question, "answer": s.answer, **s.meta}
+                {
+                    "id": sid,
+                    "image": image_field,
+                    "question": s.question,
+                    "answer": s.answer,
+                    **s.meta,
+                }
             )
         )
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-__all__ = ["ImageLike", "Sample", "ensure_samples", "read_jsonl", "write_jsonl"]
+__all__ = [
+    "IMAGE_SLOT",
+    "ImageLike",
+    "Sample",
+    "ensure_samples",
+    "image_digest",
+    "read_jsonl",
+    "write_jsonl",
+]

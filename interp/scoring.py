@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nnsight
@@ -13,10 +14,11 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from .conditions import Condition
-from .encoding import Encoding, append_targets, batches, target_ids
+from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
+from .encoding import append_targets, batches, target_ids
 from .errors import EmptyInputError
+from .runner import Job, Shard, run
 from .samples import Sample, ensure_samples
-from .tracing import progress
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -63,18 +65,43 @@ class TokenScores:
 
 
 def trace_target_logprobs(
-    vlm: VLM, enc: Encoding, targets: Sequence[Sequence[int]], **trace_kwargs: Any
+    vlm: VLM,
+    batch: Batch,
+    targets: Sequence[Sequence[int]],
+    edits: Sequence[Intervention] = (),
+    **trace_kwargs: Any,
 ) -> Float[Tensor, "batch tgt"]:
-    """One forward of prompt+targets; log p of each target token given everything before it."""
-    extended, positions, valid = append_targets(vlm, enc, targets)
-    tgt = torch.zeros_like(positions)
+    """One teacher-forced forward: log p of each target token given everything before it.
+
+    With the prefix kept, the forward holds prompt + target and the logit at position p predicts
+    the token at p + 1. With the prefix removed (``no_prefix``), the forward holds the prompt only
+    and every target token is scored by the last prompt position's distribution: p(a_t | x),
+    without a_<t.
+    """
+    enc = batch.encoding
+    width = max(len(t) for t in targets)
+    tgt = torch.zeros(len(enc), width, dtype=torch.long, device=enc.input_ids.device)
+    valid = torch.zeros(len(enc), width, dtype=torch.bool, device=enc.input_ids.device)
     for row, ids in enumerate(targets):
         tgt[row, : len(ids)] = torch.tensor(ids, device=tgt.device)
-    rows = torch.arange(len(enc), device=positions.device)[:, None]
-    with torch.no_grad(), vlm.trace_encoding(extended, **trace_kwargs):
-        # The logit at position p predicts the token at p + 1.
-        logits = vlm.lm_head.output[rows, positions - 1].float()
-        picked = nnsight.save(logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0])
+        valid[row, : len(ids)] = True
+    rows = torch.arange(len(enc), device=tgt.device)[:, None]
+    if batch.condition.prefix == "removed":
+        traced, where = enc, enc.last_index[:, None].expand(-1, width)
+        answer = torch.zeros_like(enc.image_mask)
+    else:
+        traced, positions, valid = append_targets(vlm, enc, targets)
+        where = positions - 1  # the logit at position p predicts the token at p + 1
+        answer = torch.zeros_like(traced.image_mask)
+        answer[rows.expand_as(positions)[valid], positions[valid]] = True
+    batch.traced, batch.answer_mask = traced, answer
+    states = prepare_edits(vlm, batch, edits)
+    trace, inputs = vlm.open_trace(traced, **trace_kwargs)
+    with torch.no_grad(), trace as tracer:
+        with tracer.invoke(**inputs):
+            logits = vlm.lm_head.output[rows, where].float()
+            picked = nnsight.save(logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0])
+        apply_edits(tracer, vlm, batch, edits, states)
     return (picked * valid).detach().cpu()
 
 
@@ -84,7 +111,11 @@ def score(
     targets: Sequence[str | Sequence[int]] | None = None,
     condition: str | Condition = "full",
     *,
+    edits: Sequence[Intervention] | None = None,
     batch_size: int = 8,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    shard: Shard = None,
     progress_bar: bool = True,
     **trace_kwargs: Any,
 ) -> TokenScores:
@@ -93,12 +124,18 @@ def score(
     Args:
         targets: one per sample, a string (tokenised without special tokens) or token ids (e.g. a
             generated answer's); defaults to each sample's ``answer``.
+        condition: how samples become inputs; with the ``no_prefix`` part each target token is
+            scored right after the prompt, without the target tokens before it.
+        edits: interventions applied during the teacher-forced forward (``ctx.positions("answer")``
+            are the target positions).
+        store, overwrite, shard: see :func:`interp.residual_stream`.
 
     Raises:
         EmptyTargetError: a target tokenises to nothing.
         EmptyInputError: no targets given and a sample has no answer.
     """
     samples = ensure_samples(samples)
+    cond = Condition.parse(condition)
     if targets is None:
         missing = [s.id for s in samples if not s.answer]
         if missing:
@@ -107,24 +144,40 @@ def score(
     if len(targets) != len(samples):
         raise ValueError(f"{len(targets)} targets for {len(samples)} samples: give one per sample")
     ids = target_ids(vlm, targets)
+    by_id = {str(s.id): t for s, t in zip(samples, ids)}
+    edits = check_edits(vlm, edits)
+    job = Job("score", {}, conditions=[cond], edits=edits, extras=ids, pool=samples)
+
+    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
+        chunk_ids = [by_id[str(s.id)] for s in chunk]
+        out = torch.zeros(len(chunk), max(len(t) for t in chunk_ids))
+        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
+            batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "score", samples)
+            lp = trace_target_logprobs(
+                vlm, batch, [chunk_ids[i] for i in idx], edits, **trace_kwargs
+            )
+            for row, i in enumerate(idx):
+                out[i, : len(chunk_ids[i])] = lp[row, : len(chunk_ids[i])]
+        return {"logprobs": out}, [{"n": len(t)} for t in chunk_ids]
+
+    _, tensors, records = run(
+        vlm,
+        samples,
+        job,
+        compute,
+        batch_size=batch_size,
+        store=store,
+        overwrite=overwrite,
+        shard=shard,
+        progress_bar=progress_bar,
+    )
     width = max(len(t) for t in ids)
     logprobs = torch.zeros(len(samples), width)
     mask = torch.zeros(len(samples), width, dtype=torch.bool)
-    for idx, enc in progress(
-        batches(vlm, samples, condition, batch_size),
-        total=len(samples),
-        desc=f"score[{condition}]",
-        enabled=progress_bar,
-    ):
-        batch_ids = [ids[i] for i in idx]
-        lp = trace_target_logprobs(vlm, enc, batch_ids, **trace_kwargs)
-        for row, i in enumerate(idx):
-            n = len(ids[i])
-            logprobs[i, :n] = lp[row, :n]
-            mask[i, :n] = True
-    return TokenScores(
-        logprobs, mask, ids, [str(s.id) for s in samples], str(Condition.parse(condition))
-    )
+    for i, r in enumerate(records):
+        logprobs[i, : r["n"]] = tensors["logprobs"][i, : r["n"]]
+        mask[i, : r["n"]] = True
+    return TokenScores(logprobs, mask, ids, [str(s.id) for s in samples], str(cond))
 
 
 __all__ = ["TokenScores", "score", "trace_target_logprobs"]

@@ -1,12 +1,13 @@
 """Low-level trace helpers shared by the measurements: reading residual-stream states at chosen
-positions inside an nnsight trace, and the batched loop with a progress bar.
+positions inside an nnsight trace, and the progress bar.
 
-Layer index convention (SPEC §3): index 0 is the decoder's input embeddings (``layers[0].input``,
-after any image-feature scatter), index l in 1..L is the output of decoder layer l (the residual
-stream before the final norm). Index L therefore differs from HF ``hidden_states[-1]``, which is
-post-norm. Qwen3-VL's DeepStack adds image features to the residual stream after its first decoder
-layers, outside the layer modules and only at image positions: there index l is the layer's output
-before that addition, as in HF ``hidden_states`` (last-token reads are unaffected).
+Layer index convention (``docs/conventions.md``): index 0 is the decoder's input embeddings
+(``layers[0].input``, after any image-feature scatter), index l in 1..L is the output of decoder
+layer l (the residual stream before the final norm). Index L therefore differs from HF
+``hidden_states[-1]``, which is post-norm. Qwen3-VL's DeepStack adds image features to the residual
+stream after its first decoder layers, outside the layer modules and only at image positions: there
+index l is the layer's output before that addition, as in HF ``hidden_states`` (last-token reads
+are unaffected).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 from tqdm.auto import tqdm
+
+from .edits import Batch, Intervention, apply_edits, prepare_edits
 
 if TYPE_CHECKING:
     from .encoding import Encoding
@@ -67,13 +70,8 @@ def resolve_positions(enc: Encoding, position: Position) -> Int[Tensor, " batch"
 
 
 def layer_output(vlm: VLM, layer: int) -> Any:
-    """The residual stream at ``layer`` (0..L) inside a trace: embeddings for 0, else layer output."""
-    if layer == 0:
-        value = vlm.layers[0].input
-    else:
-        value = vlm.layers[layer - 1].output
-    # transformers 5 decoder layers return a tensor; older ones (and some families) a tuple.
-    return value[0] if isinstance(value, tuple) else value
+    """The residual stream at ``layer`` (0..L) inside a trace: ``vlm.residual[layer]``."""
+    return vlm.residual[layer]
 
 
 def _stand_in(layer: int, skipped: frozenset[int]) -> int:
@@ -124,22 +122,30 @@ def read_states(
 
 def trace_states(
     vlm: VLM,
-    enc: Encoding,
+    batch: Batch,
     layers: Sequence[int],
     position: Position = "last",
+    edits: Sequence[Intervention] = (),
     **trace_kwargs: Any,
 ) -> Float[Tensor, "batch layer d"]:
-    """One forward of ``enc``: residual-stream states at ``layers`` and ``position`` (float32, CPU).
+    """One forward of ``batch``: residual-stream states at ``layers`` and ``position`` (float32,
+    CPU), with ``edits`` applied.
 
-    The run stops right after the last layer read: nothing after it is computed.
+    Without edits the run stops right after the last layer read: nothing after it is computed.
     """
+    enc = batch.encoding
     index = resolve_positions(enc, position)
     rows = torch.arange(len(enc), device=index.device)
-    skipped = vlm.adapter.skipped_layers(vlm.hf, enc.has_image)
-    with torch.no_grad(), vlm.trace_encoding(enc, **trace_kwargs) as tracer:
-        states = nnsight.save(read_states(vlm, layers, rows, index, skipped=skipped)[0])
-        tracer.stop()
-    return states.detach().to("cpu", torch.float32)
+    skipped = batch.skipped_layers
+    states = prepare_edits(vlm, batch, edits)
+    trace, inputs = vlm.open_trace(enc, **trace_kwargs)
+    with torch.no_grad(), trace as tracer:
+        with tracer.invoke(**inputs):
+            read = nnsight.save(read_states(vlm, layers, rows, index, skipped=skipped)[0])
+            if not edits:
+                tracer.stop()
+        apply_edits(tracer, vlm, batch, edits, states)
+    return read.detach().to("cpu", torch.float32)
 
 
 def progress(iterable: Iterable[T], *, total: int | None, desc: str, enabled: bool) -> Iterator[T]:

@@ -5,9 +5,9 @@ trivial images (black, white, noise) in the visual-reference paper's Text-Only s
 black image of the temporal-causal-drives reference P0 and its mismatched-image sensitivity check,
 the distorted image x' of contrastive decoding. Swapping only the visual tokens inside one trace
 keeps everything else (prompt, positions, masks) fixed, and composes with reads and other edits.
-ENVIRONMENT.md measured that overwriting the decoder's ``inputs_embeds`` at image-token positions
-(for Mllama the ``multi_modal_projector`` output) with a null image's gives exactly the logits of a
-real null-image run.
+Overwriting the decoder's ``inputs_embeds`` at image-token positions (for Mllama the
+``multi_modal_projector`` output) with a null image's gives exactly the logits of a real null-image
+run (tested on every supported architecture).
 
 Where the image enters the language model depends on the fusion family (``Adapter.fusion``):
 
@@ -34,7 +34,13 @@ Invariants (tested on every supported architecture against plain HF forwards):
 - ``ablate_image_tokens(mode="zero")`` equals a plain HF forward whose image positions hold zero
   vectors (and, with DeepStack, zero DeepStack features).
 
-Usage::
+Usage, as an edit of any measurement (the intervention objects :class:`SwapImage` and
+:class:`AblateImage`)::
+
+    interp.residual_stream(vlm, samples, edits=[SwapImage("null:black")])
+    interp.generate(vlm, samples, edits=[AblateImage("mean")])
+
+or by hand inside a trace (the functions)::
 
     swap = swap_image(vlm, samples, "null:black")
     with torch.no_grad(), vlm.trace_encoding(swap.encoding):
@@ -57,6 +63,7 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from interp.conditions import Condition
+from interp.edits import Batch, EditContext, Intervention
 from interp.encoding import Encoding, encode
 from interp.errors import ConditionError, ImageTokenMismatchError
 from interp.samples import Sample, ensure_samples
@@ -89,35 +96,23 @@ class ImageInputs:
         return int(self.embeddings.shape[0])
 
 
-# -- per-family facts (candidates for adapter fields) --------------------------------------------
+# -- per-family facts (from the adapter) ---------------------------------------------------------
 
 
 def _cross_attention_tiles(vlm: VLM, enc: Encoding) -> tuple[Bool[Tensor, "batch img tile"], int]:
-    """Cross-attention fusion (Mllama): the real-tile mask and the vectors per tile slot.
-
-    The tile mask is the processor's ``aspect_ratio_mask``; vectors per tile is the vision model's
-    ``num_patches`` (patches + class embedding), exactly what HF's forward reshapes with.
-    """
+    """Cross-attention fusion (Mllama): the real-tile mask (the processor's ``aspect_ratio_mask``)
+    and the vectors per tile slot (``Adapter.vectors_per_tile``)."""
     tiles = enc.inputs.get("aspect_ratio_mask")
     if tiles is None:
         raise ImageTokenMismatchError(
             f"{vlm.adapter.name}: the encoding has no 'aspect_ratio_mask', so its image tiles are "
             "unknown; encode the batch with interp.encode"
         )
-    vision = getattr(getattr(vlm.hf, "model", vlm.hf), "vision_model", None)
-    per_tile = getattr(vision, "num_patches", None)
-    if per_tile is None:
-        raise ImageTokenMismatchError(
-            f"{vlm.adapter.name}: cannot find the vision model's num_patches (vectors per tile)"
-        )
-    return tiles.bool(), int(per_tile)
+    return tiles.bool(), vlm.adapter.vectors_per_tile(vlm.hf)
 
 
 def _deepstack_layers(vlm: VLM) -> int:
-    """How many DeepStack feature sets the vision model adds after early decoder layers (Qwen3-VL's
-    ``vision_config.deepstack_visual_indexes``); 0 for families without DeepStack."""
-    vision = getattr(vlm.hf.config, "vision_config", None)
-    return len(getattr(vision, "deepstack_visual_indexes", None) or ())
+    return vlm.adapter.deepstack_layers(vlm.hf)
 
 
 # -- where the image enters ----------------------------------------------------------------------
@@ -393,8 +388,73 @@ def swap_image(
     return ImageSwap(vlm=vlm, encoding=tgt, inputs=inputs, source=str(src_cond))
 
 
+# -- as interventions ------------------------------------------------------------------------------
+
+
+class SwapImage(Intervention):
+    """Put another condition's visual tokens (by default a black image's) in place of the real
+    ones, at the prompt forward of any measurement.
+
+    ``prepare`` encodes the batch's samples under ``source`` and reads its image inputs (one
+    forward, outside the trace); ``apply`` writes them at the image positions. The run then equals
+    a real run with the source image (tested on every supported architecture), everything else
+    (prompt, positions, masks) unchanged. Use it with image-bearing conditions (``full``,
+    ``distort:<t>`` ...): the source images must have the same layout as the traced ones.
+
+    Args:
+        source: an image condition: ``null:black|white|noise|mean``, ``swap:<id|next>``,
+            ``distort:<t>`` or a registered one.
+    """
+
+    def __init__(self, source: str = "null:black") -> None:
+        cond = Condition.parse(source)
+        if not cond.uses_image:
+            raise ConditionError(
+                f"SwapImage source {source!r} carries no image; use an image condition such as "
+                "'null:black' (to compare with no image at all, run the 'blind' condition)"
+            )
+        self.source = str(cond)
+
+    def prepare(self, vlm: VLM, batch: Batch) -> ImageInputs | None:
+        if not any(batch.encoding.has_image):
+            return None
+        src = encode(vlm, batch.samples, self.source, all_samples=batch.all_samples)
+        src_layout, tgt_layout = _swap_layout(vlm, src), _swap_layout(vlm, batch.encoding)
+        if src_layout != tgt_layout:
+            bad = [
+                f"{s.id!r}: {a} vs {b}"
+                for s, a, b in zip(batch.samples, src_layout, tgt_layout)
+                if a != b
+            ]
+            raise ImageTokenMismatchError(
+                f"SwapImage({self.source!r}): the source images of {len(bad)} sample(s) differ in "
+                f"layout from the traced ones ({'; '.join(bad[:5])})"
+            )
+        return read_image_inputs(vlm, src)
+
+    def apply(self, ctx: EditContext) -> None:
+        if ctx.state is not None:
+            replace_image_embeddings(ctx.vlm, ctx.batch.traced, ctx.state)
+
+
+class AblateImage(Intervention):
+    """Ablate the visual tokens at the prompt forward: ``"zero"`` sets every image-position vector
+    (and Qwen3-VL's DeepStack features) to 0; ``"mean"`` replaces each by the mean of its row's
+    image vectors. See :func:`ablate_image_tokens`."""
+
+    def __init__(self, mode: AblationMode = "zero") -> None:
+        if mode not in ABLATION_MODES:
+            raise ValueError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
+        self.mode = mode
+
+    def apply(self, ctx: EditContext) -> None:
+        ablate_image_tokens(ctx.vlm, ctx.batch.traced, self.mode)
+
+
 __all__ = [
     "ABLATION_MODES",
+    "AblateImage",
+    "SwapImage",
     "AblationMode",
     "ImageInputs",
     "ImageSwap",

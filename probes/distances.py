@@ -12,13 +12,26 @@ give a zero-variance, zero-statistic layer rather than rounding noise.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-import torch
 from jaxtyping import Float
 
-ArrayLike = np.ndarray | torch.Tensor
-"""What the probes accept: a numpy array or a torch tensor (any device, any float dtype)."""
+ArrayLike = Any
+"""What the probes accept: a numpy array, a sequence, or a torch tensor (any device, any float dtype;
+recognised by duck typing, so this package never imports torch)."""
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """``x`` as a numpy array; torch tensors (found by their ``detach`` method, without importing
+    torch) are detached, moved to the CPU and converted, bfloat16 through float32."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):
+        t = x.detach().cpu()
+        if not t.dtype.is_floating_point or t.element_size() > 2:
+            return t.numpy()
+        return t.float().numpy()
+    return np.asarray(x)
+
 
 LOG2 = float(np.log(2.0))
 # A log-probability row whose logsumexp is further than this from 0 is taken for logits.
@@ -28,8 +41,8 @@ _LOGPROB_ATOL = 1e-2
 
 def as_float64(x: ArrayLike | float | list, name: str = "input") -> np.ndarray:
     """Return ``x`` as a float64 numpy array (torch tensors are detached and moved to the CPU)."""
-    if isinstance(x, torch.Tensor):
-        return x.detach().to("cpu", torch.float64).numpy()
+    if hasattr(x, "detach") and hasattr(x, "cpu"):
+        return to_numpy(x).astype(np.float64)
     arr = np.asarray(x)
     if arr.dtype == object:
         raise TypeError(f"{name}: expected a numeric array, got an object array")

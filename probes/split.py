@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from jaxtyping import Bool
 
-from interp.errors import EmptyInputError
+from .errors import EmptyInputError
 
 # Sentence-level punctuation only: closing brackets and quotes stay, so "(A)" keeps its shape.
 _TRAILING = ".,!?;:…。，！？；：、"

@@ -21,13 +21,11 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
-import torch
 from jaxtyping import Bool, Float, Shaped
 from scipy import stats as _sps
 
-from interp.errors import EmptyGroupError, InterpError, TooFewSamplesError
-
-from .distances import ArrayLike, as_float64
+from .distances import ArrayLike, as_float64, to_numpy
+from .errors import EmptyGroupError, InterpError, TooFewSamplesError
 
 
 class ConstantInputWarning(RuntimeWarning):
@@ -67,7 +65,7 @@ def _vector(x: ArrayLike | Sequence[float], name: str) -> np.ndarray:
 
 def as_binary_labels(y: ArrayLike | Sequence[Any], n: int, name: str = "labels") -> np.ndarray:
     """Binary labels as a bool array; accepts bool or numbers in {0, 1}."""
-    arr = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+    arr = to_numpy(y)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ValueError(f"{name} must be 1-D of length {n}, got shape {arr.shape}")
     if arr.dtype == bool:
@@ -123,7 +121,7 @@ def spearman(
 
 
 def _as_rows(a: ArrayLike | Sequence[Any]) -> np.ndarray:
-    return a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+    return to_numpy(a)
 
 
 def bootstrap_ci(

@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import Float
 
-from interp.errors import TooFewSamplesError
-
 from .distances import ArrayLike, as_float64
+from .errors import TooFewSamplesError
 from .vip import as_distance_matrix
 
 

@@ -26,9 +26,8 @@ from scipy import special as _special
 from scipy import stats as _sps
 from sklearn.base import BaseEstimator
 
-from interp.errors import EmptyGroupError, TooFewSamplesError
-
 from .distances import ArrayLike, as_float64
+from .errors import EmptyGroupError, TooFewSamplesError
 from .stats import as_binary_labels
 
 

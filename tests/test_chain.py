@@ -11,11 +11,17 @@ from scipy.spatial.distance import cosine as scipy_cosine
 from scipy.stats import spearmanr
 
 import interp
-from interp import chain as chain_module
-from interp.chain import chain_of_embedding
-from interp.diagnosis import diagnose, distance_ablation, vip_methods
-from interp.figures import plot_distance_curves, plot_tvi_distributions, plot_vip_comparison
 from interp.store import ResultStore
+from interp.studies.coe import chain as chain_module
+from interp.studies.coe import (
+    chain_of_embedding,
+    diagnose,
+    distance_ablation,
+    plot_distance_curves,
+    plot_tvi_distributions,
+    plot_vip_comparison,
+    vip_methods,
+)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +97,7 @@ def test_store_resumes_after_a_crash_without_recomputing(eager_llava, batch, tmp
         eager_llava, batch, max_new_tokens=3, batch_size=2, progress_bar=False
     )
     calls = {"n": 0, "crash_at": 5}  # two batches (x two conditions) done, crash in the third
-    original = chain_module._trace_chain
+    original = chain_module.generate_batch
 
     def counting(*args, **kwargs):
         calls["n"] += 1
@@ -99,12 +105,13 @@ def test_store_resumes_after_a_crash_without_recomputing(eager_llava, batch, tmp
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(chain_module, "_trace_chain", counting)
+    monkeypatch.setattr(chain_module, "generate_batch", counting)
     with pytest.raises(KeyboardInterrupt):
         chain_of_embedding(
             eager_llava, batch, max_new_tokens=3, batch_size=2, store=tmp_path, progress_bar=False
         )
-    assert len(ResultStore(tmp_path, _config_of(tmp_path))) == 4
+    with ResultStore(tmp_path, _config_of(tmp_path)) as store:
+        assert len(store) == 4
     calls.update(n=0, crash_at=-1)
     resumed = chain_of_embedding(
         eager_llava, batch, max_new_tokens=3, batch_size=2, store=tmp_path, progress_bar=False
@@ -136,6 +143,10 @@ def test_diagnosis_against_manual_computation(eager_llava):
         eager_llava, samples, max_new_tokens=2, visual_attention=True, progress_bar=False
     )
     labels = np.array([i % 2 == 0 for i in range(12)])
+    # references that the model's own answer matches for every third sample: correctness is
+    # mixed by construction, so the Spearman check below always runs
+    for i, (s, a) in enumerate(zip(samples, coe.answers["full"])):
+        s.answer = a if i % 3 == 0 else a + " not"
     diag = diagnose(coe, split=labels, vip=2)
     d = coe.distance("cosine")
     np.testing.assert_allclose(diag.tvi, d[:, 2:].mean(1))
@@ -143,7 +154,7 @@ def test_diagnosis_against_manual_computation(eager_llava):
     np.testing.assert_allclose(diag.output_divergence, d[:, -1])
     sigma = d.std(0, ddof=1)
     np.testing.assert_allclose(diag.weighted_tvi, (d[:, 2:] * sigma[2:]).mean(1))
-    correct = np.array([a == s.answer for a, s in zip(coe.answers["full"], samples)])
+    correct = np.array([i % 3 == 0 for i in range(12)], dtype=float)
     np.testing.assert_array_equal(diag.correct, correct)
     table = diag.correlations()
     assert set(table["score"]) >= {
@@ -152,9 +163,8 @@ def test_diagnosis_against_manual_computation(eager_llava):
         "visual attention",
         "output divergence",
     }
-    if correct.any() and not correct.all():
-        rho = table.set_index("score").loc["TVI (post-VIP)", "rho"]
-        assert rho == pytest.approx(spearmanr(diag.tvi, correct).statistic)
+    rho = table.set_index("score").loc["TVI (post-VIP)", "rho"]
+    assert rho == pytest.approx(spearmanr(diag.tvi, correct).statistic)
     frame = diag.to_frame()
     assert list(frame["group"]) == ["D_VT" if x else "D_T" for x in labels]
     assert len(distance_ablation(diag, ("cosine", "l2"))) == 2

@@ -9,9 +9,8 @@ from __future__ import annotations
 import pytest
 
 import interp
-from interp.chain import chain_of_embedding
 from interp.datasets import demo_world
-from interp.diagnosis import diagnose
+from interp.studies.coe import chain_of_embedding, diagnose
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,8 @@ from PIL import Image
 from transformers import LlamaConfig, LlamaForCausalLM
 
 import interp
-from interp.chain import chain_of_embedding
-from interp.diagnosis import diagnose
 from interp.store import ResultStore
+from interp.studies.coe import chain_of_embedding, diagnose
 from interp.testing import tiny_tokenizer
 
 
@@ -38,7 +37,11 @@ def test_unreadable_image_file(llava, tmp_path):
 
 def test_image_of_wrong_type():
     with pytest.raises(interp.ImageError, match="PIL.Image"):
-        interp.Sample("q", image=np.zeros((4, 4, 3)))
+        interp.Sample("q", image=12)
+    with pytest.raises(interp.ImageError, match=r"H×W×3"):
+        interp.Sample("q", image=np.zeros((4, 4, 5), dtype=np.uint8))
+    with pytest.raises(interp.ImageError, match=r"\[0, 1\]"):
+        interp.Sample("q", image=np.full((4, 4, 3), 2.0))
 
 
 def test_unsupported_architecture_lists_supported_and_how_to_register():

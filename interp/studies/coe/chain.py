@@ -1,4 +1,7 @@
-"""Contrasting chain-of-embedding (chain-of-embedding paper, §3.1): :func:`chain_of_embedding`.
+"""Contrasting chain of embedding: :func:`chain_of_embedding`.
+
+From "Does the Model Look at the Image? Chain-of-Embedding ..." — the chain-of-embedding paper of
+this study (see ``docs/papers.md``), §3.1.
 
 For every sample and each of two conditions (default: ``full`` = (x_v, x_t) and ``blind`` =
 (∅, x_t)), the last prompt token's residual stream at every layer,
@@ -13,33 +16,31 @@ Only last-token states are kept: memory is linear in N · (L+1) · d.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import nnsight
 import numpy as np
 import pandas as pd
 import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
-from probes.distances import get_distance
+from interp.conditions import Condition
+from interp.edits import Batch, Intervention, check_edits
+from interp.encoding import batches
+from interp.errors import InterpError
+from interp.generation import generate_batch
+from interp.runner import Job, Shard, run
+from interp.samples import Sample, ensure_samples
+from interp.tracing import read_states, resolve_layers
+from probes.distances import get_distance, to_numpy
 from probes.split import agreement_split
 
-from .conditions import Condition
-from .encoding import Encoding, batches
-from .errors import InterpError
-from .generation import cut_at_eos, greedy_trace
-from .samples import Sample, ensure_samples
-from .store import ResultStore
-from .tracing import progress, read_states, resolve_layers
-
 if TYPE_CHECKING:
-    from .model import VLM
+    from interp.model import VLM
 
 LOGIT_LENS_METRICS = ("kl", "js")
 
@@ -96,8 +97,8 @@ class ChainOfEmbedding:
         out = np.empty(a.shape[:2])
         for start in range(0, len(a), batch_size):
             sl = slice(start, start + batch_size)
-            la = model.unembed(a[sl]).float().log_softmax(-1).cpu()
-            lb = model.unembed(b[sl]).float().log_softmax(-1).cpu()
+            la = to_numpy(model.unembed(a[sl]).float().log_softmax(-1))
+            lb = to_numpy(model.unembed(b[sl]).float().log_softmax(-1))
             out[sl] = fn(la, lb)
         return out
 
@@ -127,23 +128,6 @@ class ChainOfEmbedding:
         return frame
 
 
-def _fingerprint(samples: Sequence[Sample]) -> str:
-    h = hashlib.sha256()
-    for s in samples:
-        h.update(json.dumps([str(s.id), s.question, s.answer], ensure_ascii=False).encode())
-        if isinstance(s.image, (str, Path)):
-            h.update(str(s.image).encode())
-    return h.hexdigest()[:16]
-
-
-def _weights_fingerprint(vlm: VLM) -> str:
-    """A cheap identity of the weights: sums of 16 evenly spaced parameter tensors."""
-    params = list(vlm.hf.parameters())
-    picked = params[:: max(1, len(params) // 16)]
-    sums = [round(float(p.detach().double().sum()), 6) for p in picked]
-    return hashlib.sha256(json.dumps([len(params), sums]).encode()).hexdigest()[:16]
-
-
 def _check_attention(vlm: VLM) -> None:
     impl = getattr(vlm.hf.config, "_attn_implementation", None)
     if impl != "eager":
@@ -158,32 +142,6 @@ def _check_attention(vlm: VLM) -> None:
         )
 
 
-def _trace_chain(
-    vlm: VLM,
-    enc: Encoding,
-    layers: list[int],
-    max_new_tokens: int,
-    attention: bool,
-    **trace_kwargs: Any,
-) -> tuple[Tensor, list[list[int]], Tensor | None]:
-    """One generate trace: states at ``layers`` (first forward), greedy ids, visual attention."""
-    rows = torch.arange(len(enc), device=enc.last_index.device)
-    image_mask = enc.image_mask.to(torch.float32) if attention else None
-    skipped = vlm.adapter.skipped_layers(vlm.hf, enc.has_image)
-    saved_attn = None  # only saved values leave a trace block, so the default is set out here
-    with torch.no_grad(), greedy_trace(vlm, enc, max_new_tokens, **trace_kwargs) as tracer:
-        states, mass = read_states(
-            vlm, layers, rows, enc.last_index, skipped=skipped, image_mask=image_mask
-        )
-        saved_states = nnsight.save(states)
-        if mass is not None:
-            saved_attn = nnsight.save(mass)
-        result = nnsight.save(tracer.result)
-    ids = cut_at_eos(vlm, result[:, enc.input_ids.shape[1] :])
-    attn = saved_attn.detach().cpu() if saved_attn is not None else None
-    return saved_states.detach().to("cpu", torch.float32), ids, attn
-
-
 def chain_of_embedding(
     vlm: VLM,
     samples: Sequence[Sample],
@@ -192,8 +150,11 @@ def chain_of_embedding(
     layers: Iterable[int] | None = None,
     max_new_tokens: int = 8,
     visual_attention: bool = False,
+    edits: Sequence[Intervention] | None = None,
     batch_size: int = 8,
-    store: str | Path | ResultStore | None = None,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    shard: Shard = None,
     progress_bar: bool = True,
     **trace_kwargs: Any,
 ) -> ChainOfEmbedding:
@@ -206,74 +167,76 @@ def chain_of_embedding(
         max_new_tokens: greedy answer budget (answers compared for the agreement split).
         visual_attention: also measure Eq. 10's visual attention under the first condition (needs
             ``attn_implementation="eager"``).
-        store: a folder (or :class:`ResultStore`) to write results to batch by batch; a re-run with
-            the same settings resumes where the last one stopped.
+        edits: interventions applied in both conditions' traces (prompt forward and, for
+            ``steps = "all"`` edits, every generated step).
+        store: a folder to write results to batch by batch; a re-run with the same settings
+            resumes where the last one stopped (``overwrite`` starts over, ``shard`` splits the
+            samples across processes; see :mod:`interp.runner`).
         **trace_kwargs: passed to nnsight untouched.
     """
     samples = ensure_samples(samples)
-    ids = [str(s.id) for s in samples]
-    if len(set(ids)) != len(ids):
-        raise ValueError("sample ids must be unique within a chain-of-embedding run")
-    names = tuple(str(Condition.parse(c)) for c in conditions)
+    conds = [Condition.parse(c) for c in conditions]
+    names = tuple(str(c) for c in conds)
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"give two different conditions, got {conditions!r}")
     wanted = resolve_layers(vlm, layers)
     if visual_attention:
         _check_attention(vlm)
-    if store is not None and not isinstance(store, ResultStore):
-        store = ResultStore(
-            store,
-            {
-                "kind": "chain_of_embedding",
-                "model": vlm.source or type(vlm.hf).__name__,
-                "weights": _weights_fingerprint(vlm),
-                "conditions": list(names),
-                "layers": wanted,
-                "max_new_tokens": max_new_tokens,
-                "visual_attention": visual_attention,
-                "samples": _fingerprint(samples),
-                "n": len(samples),
-                "batch_size": batch_size,
-            },
-        )
-    done = store.done_ids if store is not None else set()
-    todo = [s for s in samples if str(s.id) not in done]
+    edits = check_edits(vlm, edits)
+    job = Job(
+        "chain_of_embedding",
+        {
+            "layers": wanted,
+            "max_new_tokens": max_new_tokens,
+            "visual_attention": visual_attention,
+        },
+        conditions=conds,
+        edits=edits,
+        pool=samples,
+    )
 
-    results: dict[str, dict[str, Any]] = {}
-    chunks = [todo[start : start + batch_size] for start in range(0, len(todo), batch_size)]
-    for chunk in progress(chunks, total=len(todo), desc="chain_of_embedding", enabled=progress_bar):
+    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         tensors: dict[str, Tensor] = {}
-        records: list[dict[str, Any]] = [{"id": str(s.id)} for s in chunk]
-        for k, name in enumerate(names):
+        records: list[dict[str, Any]] = [{} for _ in chunk]
+        for k, (cond, name) in enumerate(zip(conds, names)):
+            attend = visual_attention and k == 0
             states = torch.empty(len(chunk), len(wanted), vlm.d_model)
             attn = torch.full((len(chunk),), float("nan"))
-            for idx, enc in batches(vlm, chunk, name, batch_size, all_samples=samples):
-                st, gen, va = _trace_chain(
-                    vlm, enc, wanted, max_new_tokens, visual_attention and k == 0, **trace_kwargs
+            for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
+                batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "generate", samples)
+                read = partial(
+                    read_states,
+                    vlm,
+                    wanted,
+                    torch.arange(len(enc), device=enc.last_index.device),
+                    enc.last_index,
+                    skipped=batch.skipped_layers,
+                    image_mask=enc.image_mask.to(torch.float32) if attend else None,
                 )
-                states[idx] = st
-                if va is not None:
-                    attn[idx] = va
+                ids, (st, mass) = generate_batch(
+                    vlm, batch, max_new_tokens, edits=edits, on_prompt=read, **trace_kwargs
+                )
+                states[idx] = st.detach().to("cpu", torch.float32)
+                if mass is not None:
+                    attn[idx] = mass.detach().cpu().float()
                 for row, i in enumerate(idx):
-                    records[i][f"ids:{name}"] = gen[row]
+                    records[i][f"ids:{name}"] = ids[row]
             tensors[f"states:{name}"] = states
-            if visual_attention and k == 0:
+            if attend:
                 tensors["visual_attention"] = attn
-        if store is not None:
-            store.write([str(s.id) for s in chunk], tensors, records)
-        else:
-            for row, s in enumerate(chunk):
-                results[str(s.id)] = {
-                    "tensors": {k: v[row] for k, v in tensors.items()},
-                    "record": records[row],
-                }
+        return tensors, records
 
-    if store is not None:
-        tensors, records = store.load(ids)
-    else:
-        keys = next(iter(results.values()))["tensors"].keys()
-        tensors = {k: torch.stack([results[i]["tensors"][k] for i in ids]) for k in keys}
-        records = [results[i]["record"] for i in ids]
+    _, tensors, records = run(
+        vlm,
+        samples,
+        job,
+        compute,
+        batch_size=batch_size,
+        store=store,
+        overwrite=overwrite,
+        shard=shard,
+        progress_bar=progress_bar,
+    )
     answer_ids = {name: [r[f"ids:{name}"] for r in records] for name in names}
     answers = {
         name: [vlm.tokenizer.decode(t, skip_special_tokens=True).strip() for t in answer_ids[name]]

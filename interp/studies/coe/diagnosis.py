@@ -1,6 +1,6 @@
 """From a chain of embedding to the paper's findings: split → VIP → TVI → correlations.
 
-:func:`diagnose` turns a :class:`~interp.chain.ChainOfEmbedding` into a :class:`Diagnosis`: the
+:func:`diagnose` turns a :class:`~interp.studies.coe.chain.ChainOfEmbedding` into a :class:`Diagnosis`: the
 per-layer distances d(z_vis^l, z_blind^l), the D_VT / D_T split, the VIP (automatic, Eq. 9, or
 manual), per-sample TVI (Eq. 4), its pre-VIP and std-reweighted (Eq. 11) variants, the Eq. 10
 baselines, correctness, and the Spearman correlations of Tables 1, 3, 4, 6 and 9 as DataFrames.
@@ -16,14 +16,15 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from jaxtyping import Bool, Float
+from scipy.stats import norm
 
+from interp.errors import EmptyGroupError, NoVIPError, TooFewSamplesError
 from probes.split import is_correct
 from probes.stats import ConstantInputWarning, CorrelationResult, spearman
 from probes.tvi import pre_vip_tvi, tvi, weighted_tvi
-from probes.vip import VIPDetector
+from probes.vip import VIPDetector, automatic_vip
 
 from .chain import ChainOfEmbedding
-from .errors import EmptyGroupError, NoVIPError, TooFewSamplesError
 
 SplitSpec = Literal["agreement"] | str | Sequence[bool] | np.ndarray
 MatchMode = Literal["exact", "inclusion"]
@@ -184,6 +185,32 @@ class Diagnosis:
         return "\n".join(lines)
 
 
+def _no_vip_error(detector: VIPDetector, beta: float, alpha: float | None) -> NoVIPError:
+    """Why the automatic rule found no VIP: Eq. 9 itself, or the significance floor."""
+    stats = detector.statistic_
+    shown = ", ".join(f"{t:.1f}" for t in stats)
+    eq9 = automatic_vip(stats, beta, None) if alpha is not None else None
+    fix = (
+        "Pass vip= (CLI: --vip), a manual VIP read off the distance curves, or fallback_vip= "
+        "(--fallback-vip)."
+    )
+    if eq9 is not None:
+        n_layers = len(stats) - 1
+        floor = float(norm.isf(alpha / (n_layers - 2)))  # type: ignore[operator]
+        return NoVIPError(
+            f"Eq. 9 is met at layer {eq9} (t = {stats[eq9]:.2f}), but no layer meeting it passes "
+            f"the significance floor alpha={alpha} (t >= {floor:.2f}, one-sided, Bonferroni over "
+            f"{n_layers - 2} layers), so the groups' difference there may be noise. Lower alpha "
+            f"(alpha=None / --alpha 0 is Eq. 9 alone) or: {fix} Statistics by layer: {shown}.",
+            cause="alpha",
+        )
+    return NoVIPError(
+        f"the automatic rule (Eq. 9) found no VIP: no layer's two-sample statistic rises to "
+        f"beta={beta} times the mean of the earlier layers' (statistics by layer: {shown}). {fix}",
+        cause="eq9",
+    )
+
+
 def correctness(coe: ChainOfEmbedding, mode: MatchMode = "exact") -> Float[np.ndarray, " n"] | None:
     """1.0 / 0.0: whether the first condition's greedy answer matches each sample's reference answer;
     NaN where a sample has none (None if no sample has one)."""
@@ -243,13 +270,7 @@ def diagnose(
     layer, method = detector.layer_, detector.method_
     if layer is None:
         if fallback_vip is None:
-            stats = ", ".join(f"{t:.1f}" for t in detector.statistic_)
-            raise NoVIPError(
-                "the automatic rule (Eq. 9) found no VIP: no layer's two-sample statistic rises to "
-                f"beta={beta} times the mean of the earlier layers' (statistics by layer: {stats}). "
-                "Pass vip= (CLI: --vip), a manual VIP read off the distance curves, or fallback_vip= "
-                "(--fallback-vip)."
-            )
+            raise _no_vip_error(detector, beta, alpha)
         layer, method = int(fallback_vip), "fallback (automatic rule found none)"
     correct = correctness(coe, match)
     return Diagnosis(

@@ -1,0 +1,355 @@
+"""The intervention protocol: how an edit plugs into every measurement.
+
+An intervention is a small object with two steps (see :class:`Intervention`):
+
+- ``prepare(vlm, batch)`` — optional, once per batch, **outside** the trace: compute what the edit
+  needs for these rows (e.g. encode a null image and read its visual tokens); its return value is
+  the edit's *state* for the batch;
+- ``apply(ctx)`` — **inside** the trace, at the prompt forward and, for ``steps = "all"``, at every
+  generated step; ``ctx`` (:class:`EditContext`) holds the model, the batch, the state, the step
+  and the positions of this forward (``ctx.positions("last")``, ``"image"``, ``"question"`` ...).
+
+Every measurement (``residual_stream``, ``generate``, ``score``, each study) accepts ``edits=[...]``
+and runs each edit in its own nnsight invoke over the whole batch, so edits compose in any order
+with each other and with the measurement's reads (nnsight orders each invoke's accesses by itself;
+two edits on the same site apply in list order). A user-written edit is a subclass::
+
+    class Steer5(interp.Intervention):
+        steps = "all"                       # prompt forward and every generated step
+
+        def __init__(self, vector):
+            self.vector = vector
+
+        def apply(self, ctx):
+            h = ctx.vlm.residual[5]                      # residual stream after decoder layer 5
+            h[ctx.positions("all")] += self.vector       # in place: the model continues with it
+
+    interp.generate(vlm, samples, edits=[Steer5(v)])
+
+Stores key their results on ``fingerprint()``, which by default hashes the edit's class and its
+attributes (tensors by content): override it if an edit holds something it cannot hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+import torch
+from jaxtyping import Bool
+from torch import Tensor
+
+from .conditions import Condition
+from .encoding import Encoding, question_mask
+from .errors import InterventionError
+from .samples import Sample
+
+if TYPE_CHECKING:
+    from .model import VLM
+
+Steps = Literal["prompt", "all"]
+Kind = Literal["forward", "generate", "score"]
+PositionSpec = str | int | Sequence[int] | Tensor
+
+POSITION_NAMES = ("all", "prompt", "last", "image", "text", "question", "answer")
+
+
+@dataclass
+class Batch:
+    """One batch of a measurement, as edits see it.
+
+    Attributes:
+        vlm: the model.
+        encoding: the prompt encoding of the rows (under the measurement's condition).
+        samples: the rows' samples as given (before the condition).
+        condition: the measurement's condition.
+        kind: ``"forward"`` (one forward of the prompts), ``"generate"`` (a prompt forward, then
+            one forward per generated token) or ``"score"`` (one forward of prompt + target).
+        all_samples: every sample of the measurement (``swap`` conditions draw from it).
+        traced: what the prompt forward traces: ``encoding``, or for ``"score"`` the encoding
+            extended with the target tokens.
+        answer_mask: True at target positions of ``traced`` (teacher forcing), else all False.
+    """
+
+    vlm: VLM
+    encoding: Encoding
+    samples: list[Sample]
+    condition: Condition
+    kind: Kind = "forward"
+    all_samples: list[Sample] = field(default_factory=list)
+    traced: Encoding | None = None
+    answer_mask: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.traced is None:
+            self.traced = self.encoding
+        if self.answer_mask is None:
+            self.answer_mask = torch.zeros_like(self.traced.image_mask)
+        if not self.all_samples:
+            self.all_samples = list(self.samples)
+        self._question: Tensor | None = None
+
+    def __len__(self) -> int:
+        return len(self.encoding)
+
+    @property
+    def skipped_layers(self) -> frozenset[int]:
+        """0-based decoder layers that do not run on this batch (Mllama's cross-attention layers
+        in a text-only batch)."""
+        return self.vlm.adapter.skipped_layers(self.vlm.hf, self.encoding.has_image)
+
+    def prompt_mask(self) -> Bool[Tensor, "batch seq"]:
+        """True at attended prompt positions of ``traced``."""
+        enc = self.traced
+        assert enc is not None
+        seq = enc.input_ids.shape[1]
+        pos = torch.arange(seq, device=enc.input_ids.device)
+        return enc.attention_mask.bool() & (pos[None, :] <= enc.last_index[:, None])
+
+    def question_mask(self) -> Bool[Tensor, "batch seq"]:
+        if self._question is None:
+            assert self.traced is not None
+            self._question = question_mask(self.vlm, self.traced)
+        return self._question
+
+
+@dataclass
+class EditContext:
+    """What :meth:`Intervention.apply` receives inside the trace.
+
+    Attributes:
+        vlm: the model (use its accessors: ``vlm.residual[l]``, ``vlm.layers``, ``vlm.lm_head``).
+        batch: the batch being traced.
+        state: what the edit's ``prepare`` returned for this batch.
+        step: 0 for the prompt forward (or the teacher-forced forward), t ≥ 1 for the forward that
+            reads generated token t.
+    """
+
+    vlm: VLM
+    batch: Batch
+    state: Any
+    step: int = 0
+
+    @property
+    def is_prompt(self) -> bool:
+        return self.step == 0
+
+    @property
+    def seq_len(self) -> int:
+        """Sequence length of this forward (1 at generated steps, which reuse the KV cache)."""
+        assert self.batch.traced is not None
+        return int(self.batch.traced.input_ids.shape[1]) if self.step == 0 else 1
+
+    def positions(self, spec: PositionSpec) -> Bool[Tensor, "batch seq"]:
+        """A ``[batch, seq]`` boolean mask over this forward's positions.
+
+        Names: ``"all"`` (every attended token), ``"prompt"``, ``"last"`` (the last prompt token,
+        which predicts the first answer token), ``"image"`` (image-token positions), ``"text"``
+        (prompt tokens that are not image tokens), ``"question"`` (the question text's tokens),
+        ``"answer"`` (teacher-forced target tokens; at generated steps, the token being read).
+        Integers select prompt positions counted from each row's first prompt token (0, 1 ...) or
+        from its end (-1 = the last prompt token). A boolean tensor ``[batch, seq]`` is used as it
+        is (prompt forward only). At generated steps (seq = 1) only ``"all"`` and ``"answer"``
+        select the position.
+        """
+        batch = self.batch
+        enc = batch.traced
+        assert enc is not None and batch.answer_mask is not None
+        device = enc.input_ids.device
+        if self.step > 0:
+            on = isinstance(spec, str) and spec in ("all", "answer")
+            if isinstance(spec, str) and spec not in POSITION_NAMES:
+                _bad_position(spec)
+            return torch.full((len(batch), 1), on, dtype=torch.bool, device=device)
+        if isinstance(spec, Tensor):
+            if spec.dtype != torch.bool or tuple(spec.shape) != tuple(enc.input_ids.shape):
+                raise InterventionError(
+                    f"a position mask must be a bool tensor of shape {tuple(enc.input_ids.shape)}, "
+                    f"got {spec.dtype} {tuple(spec.shape)}"
+                )
+            return spec.to(device)
+        prompt = batch.prompt_mask()
+        if isinstance(spec, str):
+            if spec == "all":
+                return enc.attention_mask.bool()
+            if spec == "prompt":
+                return prompt
+            if spec == "last":
+                mask = torch.zeros_like(prompt)
+                mask[torch.arange(len(batch), device=device), enc.last_index] = True
+                return mask
+            if spec == "image":
+                return enc.image_mask & prompt
+            if spec == "text":
+                return prompt & ~enc.image_mask
+            if spec == "question":
+                return batch.question_mask()
+            if spec == "answer":
+                return batch.answer_mask.to(device)
+            _bad_position(spec)
+        offsets = [spec] if isinstance(spec, int) else list(spec)
+        first = enc.attention_mask.to(torch.long).argmax(dim=1)
+        mask = torch.zeros_like(prompt)
+        for k in offsets:
+            idx = enc.last_index + k + 1 if k < 0 else first + k
+            if bool(((idx < first) | (idx > enc.last_index)).any()):
+                raise InterventionError(
+                    f"position {k} falls outside the prompt of some row (prompt lengths "
+                    f"{(enc.last_index - first + 1).tolist()})"
+                )
+            mask[torch.arange(len(batch), device=device), idx] = True
+        return mask
+
+
+def _bad_position(spec: Any) -> None:
+    raise InterventionError(
+        f"unknown position {spec!r}; use one of {', '.join(POSITION_NAMES)}, prompt offsets "
+        "(ints), or a bool mask"
+    )
+
+
+class Intervention:
+    """Base class of every intervention; see the module docstring for the protocol.
+
+    Class attribute ``steps``: ``"prompt"`` (apply at the prompt forward only — right for edits of
+    image positions, which only that forward holds) or ``"all"`` (also at every generated step).
+    """
+
+    steps: ClassVar[Steps] = "prompt"
+
+    def check(self, vlm: VLM) -> None:
+        """Validate the edit against the model before any compute (layer ranges, widths...).
+        Raise :class:`~interp.errors.InterventionError`; the default accepts everything."""
+
+    def prepare(self, vlm: VLM, batch: Batch) -> Any:
+        """Outside the trace, once per batch: return the state ``apply`` needs (default None)."""
+        return None
+
+    def apply(self, ctx: EditContext) -> None:
+        """Inside the trace: edit the model's tensors (``ctx.vlm.residual[l]`` ...)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement apply(ctx)")
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies this edit in a result store (class and attributes, tensors by
+        content)."""
+        return {
+            "type": f"{type(self).__module__}.{type(self).__qualname__}",
+            "params": _digest(vars(self)),
+        }
+
+    def __repr__(self) -> str:
+        params = ", ".join(
+            f"{k}={_short(v)}" for k, v in vars(self).items() if not k.startswith("_")
+        )
+        return f"{type(self).__name__}({params})"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return f"Tensor{tuple(value.shape)}"
+    if isinstance(value, np.ndarray):
+        return f"array{value.shape}"
+    text = repr(value)
+    return text if len(text) < 40 else text[:37] + "..."
+
+
+def _digest(value: Any) -> Any:
+    """A JSON-able, content-based description of ``value``."""
+    if isinstance(value, Tensor):
+        data = value.detach().to("cpu").contiguous()
+        h = hashlib.sha256(str((tuple(data.shape), str(data.dtype))).encode())
+        h.update(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+        return {"tensor": h.hexdigest()[:24]}
+    if isinstance(value, np.ndarray):
+        return {"array": hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:24]}
+    if isinstance(value, dict):
+        return {
+            str(k): _digest(v)
+            for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
+            if not str(k).startswith("_")
+        }
+    if isinstance(value, (list, tuple)):
+        return [_digest(v) for v in value]
+    if isinstance(value, Intervention):
+        return value.fingerprint()
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "fingerprint") and callable(value.fingerprint):
+        return value.fingerprint()
+    return repr(value)
+
+
+def edits_fingerprint(edits: Sequence[Intervention]) -> str:
+    """One hash of a list of edits (order matters)."""
+    text = json.dumps([e.fingerprint() for e in edits], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def check_edits(vlm: VLM, edits: Sequence[Intervention] | None) -> list[Intervention]:
+    """Validate a list of edits up front (types, then each edit's own ``check``)."""
+    out = list(edits or [])
+    for i, edit in enumerate(out):
+        if not isinstance(edit, Intervention):
+            raise InterventionError(
+                f"edits[{i}] is a {type(edit).__name__}; an edit is an interp.Intervention "
+                "(see interventions.* or subclass interp.Intervention)"
+            )
+        if edit.steps not in ("prompt", "all"):
+            raise InterventionError(
+                f"{type(edit).__name__}.steps must be 'prompt' or 'all', got {edit.steps!r}"
+            )
+        edit.check(vlm)
+    return out
+
+
+def prepare_edits(vlm: VLM, batch: Batch, edits: Sequence[Intervention]) -> list[Any]:
+    """Outside the trace: each edit's state for ``batch``."""
+    return [edit.prepare(vlm, batch) for edit in edits]
+
+
+def apply_edits(
+    tracer: Any,
+    vlm: VLM,
+    batch: Batch,
+    edits: Sequence[Intervention],
+    states: Sequence[Any],
+    *,
+    generating: bool = False,
+) -> None:
+    """Inside a trace opened in invoke mode (see :meth:`VLM.open_trace`): one empty invoke per
+    edit over the whole batch, looping over the generated steps for ``steps = "all"`` edits."""
+    for edit, state in zip(edits, states):
+        with tracer.invoke():
+            if generating and edit.steps == "all":
+                for step in tracer.iter[:]:
+                    edit.apply(EditContext(vlm, batch, state, int(step)))
+            else:
+                edit.apply(EditContext(vlm, batch, state, 0))
+
+
+@contextmanager
+def quiet_unreached() -> Iterator[None]:
+    """Silence nnsight's notice that an open-ended step loop asked for a step the generation did
+    not make: loops over generated steps end when generation ends, by design."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*was never reached.*")
+        yield
+
+
+__all__ = [
+    "POSITION_NAMES",
+    "Batch",
+    "EditContext",
+    "Intervention",
+    "apply_edits",
+    "check_edits",
+    "edits_fingerprint",
+    "prepare_edits",
+    "quiet_unreached",
+]

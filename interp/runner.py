@@ -1,0 +1,216 @@
+"""The loop every measurement shares: validate the samples, key them, resume from a store, split
+the work across processes, run batches with a progress bar, and put the results back in order.
+
+A measurement describes itself with a :class:`Job` (its name and run-level settings, which become
+the store's configuration) and a ``compute(chunk)`` function that turns a list of samples into
+per-sample tensors and JSON records; :func:`run` does the rest. Scale-out: with ``shard=(i, n)``
+(or ``shard="auto"`` under ``accelerate launch`` / ``torchrun``, read from ``RANK`` and
+``WORLD_SIZE``) process i computes samples i, i+n, i+2n ... into the shared store, then waits for
+the others and returns the merged result — equal to a single-process run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from torch import Tensor
+
+from .conditions import Condition, condition_sources
+from .edits import Intervention, edits_fingerprint
+from .encoding import warn_unknown_tokens
+from .errors import StoreError
+from .samples import Sample, ensure_samples
+from .store import ResultStore, content_key, lock_is_free, stack_rows
+from .tracing import progress
+
+if TYPE_CHECKING:
+    from .model import VLM
+
+Compute = Callable[[list[Sample]], tuple[dict[str, Tensor], list[dict[str, Any]]]]
+Shard = tuple[int, int] | str | None
+
+
+@dataclass
+class Job:
+    """What identifies a measurement run: its name, run-level settings (JSON-able), the
+    conditions it uses, its edits, and optional per-sample extras (e.g. teacher-forcing targets)
+    that enter each sample's key."""
+
+    name: str
+    settings: dict[str, Any]
+    conditions: Sequence[str | Condition] = ("full",)
+    edits: Sequence[Intervention] = ()
+    extras: Sequence[Any] | None = None
+    pool: Sequence[Sample] = field(default_factory=list)
+
+
+def weights_fingerprint(vlm: VLM) -> str:
+    """A cheap identity of the weights: sums of 16 evenly spaced parameter tensors, or for a
+    model not loaded yet (meta device) the names, sizes and first megabyte of its weight files."""
+    params = list(vlm.hf.parameters())
+    if params and params[0].device.type == "meta":
+        h = hashlib.sha256(str(vlm.source).encode())
+        folder = Path(str(vlm.source))
+        if folder.is_dir():
+            for file in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+                h.update(f"{file.name}:{file.stat().st_size}".encode())
+                with file.open("rb") as f:
+                    h.update(f.read(1 << 20))
+        return "files:" + h.hexdigest()[:16]
+    picked = params[:: max(1, len(params) // 16)]
+    sums = [round(float(p.detach().double().sum()), 6) for p in picked]
+    return hashlib.sha256(json.dumps([len(params), sums]).encode()).hexdigest()[:16]
+
+
+def resolve_shard(shard: Shard) -> tuple[int, int] | None:
+    """``(i, n)`` from a tuple, an ``"i/n"`` string, or ``"auto"`` (``RANK`` / ``WORLD_SIZE`` of
+    ``accelerate launch`` and ``torchrun``; None when they are absent or the world is one
+    process)."""
+    if shard is None:
+        return None
+    if shard == "auto":
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
+        return (rank, world) if world > 1 else None
+    if isinstance(shard, str):
+        try:
+            i, n = (int(x) for x in shard.split("/"))
+        except ValueError:
+            raise ValueError(f"a shard is 'i/n' (e.g. '0/2'), got {shard!r}") from None
+    else:
+        i, n = shard
+    if not (n >= 1 and 0 <= i < n):
+        raise ValueError(f"shard {i}/{n}: need n >= 1 and 0 <= i < n")
+    return (i, n) if n > 1 else None
+
+
+def sample_keys(job: Job, samples: Sequence[Sample], vlm: VLM) -> list[str]:
+    """Each sample's content key: its fingerprint, the fingerprints of the samples its
+    conditions draw from, and its per-sample extra."""
+    pool = list(job.pool) or list(samples)
+    keys = []
+    for i, s in enumerate(samples):
+        parts: list[Any] = [s.fingerprint()]
+        for cond in job.conditions:
+            parts.extend(p.fingerprint() for p in condition_sources(s, cond, pool, vlm.processor))
+        if job.extras is not None:
+            parts.append(job.extras[i])
+        keys.append(content_key(*parts))
+    return keys
+
+
+def store_config(vlm: VLM, job: Job) -> dict[str, Any]:
+    return {
+        "measurement": job.name,
+        "model": vlm.source or type(vlm.hf).__name__,
+        "weights": weights_fingerprint(vlm),
+        "conditions": [str(Condition.parse(c)) for c in job.conditions],
+        "edits": edits_fingerprint(job.edits),
+        **job.settings,
+    }
+
+
+def run(
+    vlm: VLM,
+    samples: Sequence[Sample] | Sample,
+    job: Job,
+    compute: Compute,
+    *,
+    batch_size: int,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    shard: Shard = None,
+    progress_bar: bool = True,
+    wait_timeout: float = 24 * 3600.0,
+) -> tuple[list[Sample], dict[str, Tensor], list[dict[str, Any]]]:
+    """Run ``compute`` over ``samples`` in chunks of ``batch_size``; returns the samples and the
+    results in sample order.
+
+    Raises:
+        DuplicateSampleError / EmptyInputError: bad sample list (before any compute).
+        StoreError / StoreLockedError: see :class:`~interp.store.ResultStore`.
+    """
+    samples = ensure_samples(samples)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    warn_unknown_tokens(vlm, samples)
+    where = resolve_shard(shard)
+    if where is not None and store is None:
+        raise StoreError("a sharded run writes into a shared store: pass store=<folder>")
+    keys = sample_keys(job, samples, vlm) if store is not None else [str(s.id) for s in samples]
+    opened = (
+        ResultStore(store, store_config(vlm, job), overwrite=overwrite, shard=where)
+        if store is not None
+        else None
+    )
+    try:
+        done = opened.done_keys if opened is not None else set()
+        mine = [
+            i
+            for i in range(len(samples))
+            if keys[i] not in done and (where is None or i % where[1] == where[0])
+        ]
+        kept: dict[str, tuple[dict[str, Tensor], dict[str, Any]]] = {}
+        chunks = [mine[k : k + batch_size] for k in range(0, len(mine), batch_size)]
+        label = job.name if where is None else f"{job.name} [{where[0]}/{where[1]}]"
+        for chunk in progress(chunks, total=len(mine), desc=label, enabled=progress_bar):
+            tensors, records = compute([samples[i] for i in chunk])
+            if opened is not None:
+                opened.write(
+                    [keys[i] for i in chunk], [str(samples[i].id) for i in chunk], tensors, records
+                )
+            else:
+                for row, i in enumerate(chunk):
+                    kept[keys[i]] = ({k: v[row] for k, v in tensors.items()}, records[row])
+        if opened is None:
+            names = sorted({k for t, _ in kept.values() for k in t})
+            tensors = {k: stack_rows([kept[key][0][k] for key in keys]) for k in names}
+            return samples, tensors, [kept[key][1] for key in keys]
+        if where is not None:
+            opened.mark_complete()
+            _wait_for_shards(opened, keys, where, wait_timeout)
+        tensors, records = opened.load(keys)
+        return samples, tensors, records
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _wait_for_shards(
+    store: ResultStore, keys: Sequence[str], where: tuple[int, int], timeout: float
+) -> None:
+    """Wait until every sample is stored; fail if a process whose share is missing is not
+    running (its lock is free and it did not mark its share finished) for a minute."""
+    start = time.monotonic()
+    idle_since: dict[int, float] = {}
+    while True:
+        store.refresh()
+        missing = set(keys) - store.done_keys
+        if not missing:
+            return
+        now = time.monotonic()
+        for i in range(where[1]):
+            running = not lock_is_free(store.shard_lock(i, where[1]))
+            if running or store.writer_complete(i, where[1]):
+                idle_since.pop(i, None)
+            else:
+                idle_since.setdefault(i, now)
+                if now - idle_since[i] > 60.0:
+                    raise StoreError(
+                        f"{len(missing)} samples are missing from the store and process {i}/"
+                        f"{where[1]} is not running; run it (shard {i}/{where[1]}) to complete "
+                        "the store"
+                    )
+        if now - start > timeout:
+            raise StoreError(f"timed out waiting for {len(missing)} samples from other processes")
+        time.sleep(0.5)
+
+
+__all__ = ["Job", "resolve_shard", "run", "sample_keys", "store_config", "weights_fingerprint"]

@@ -1,0 +1,25 @@
+"""The chain-of-embedding study: is the image integrated, where, and does it predict correctness?
+
+From the chain-of-embedding paper (see ``docs/papers.md``): :func:`chain_of_embedding` reads the last
+prompt token's residual stream at every layer with and without the image; :func:`diagnose` splits
+the samples by whether the image changes the answer, finds the Visual Integration Point (Eq. 9),
+computes Total Visual Integration (Eq. 4) and correlates it with correctness (Tables 1, 3, 4, 6, 9);
+:mod:`.figures` draws Figs. 2, 4 and 9.
+"""
+
+from .chain import ChainOfEmbedding, chain_of_embedding
+from .diagnosis import Diagnosis, correctness, diagnose, distance_ablation, vip_methods
+from .figures import plot_distance_curves, plot_tvi_distributions, plot_vip_comparison
+
+__all__ = [
+    "ChainOfEmbedding",
+    "Diagnosis",
+    "chain_of_embedding",
+    "correctness",
+    "diagnose",
+    "distance_ablation",
+    "plot_distance_curves",
+    "plot_tvi_distributions",
+    "plot_vip_comparison",
+    "vip_methods",
+]

@@ -1,0 +1,213 @@
+"""``interp diagnose`` — the chain-of-embedding diagnosis of a model on a dataset (the main job).
+
+    interp diagnose --model demo --data demo --out results/
+
+runs agreement split → chain of embedding → VIP → TVI → correlations and writes into ``--out``:
+
+- ``fig2_distance_curves.png`` — mean ± std distance per layer for D_VT and D_T, VIP marked;
+- ``fig4_tvi_by_group.png`` — TVI distributions per group;
+- ``per_sample.csv`` — per-sample answers, group, TVI variants, baselines, correctness, labels;
+- ``layers.csv`` — per-layer group means/stds, two-sample statistic and p-value;
+- ``correlations.csv`` — Spearman ρ of TVI (and baselines) with correctness;
+- ``summary.txt`` — VIP layer, statistic, Spearman ρ with p;
+- ``store/`` — the resumable result store: re-running the same command after a crash or kill
+  continues where it stopped and gives identical outputs (``--overwrite`` starts over).
+
+``--data`` is ``demo`` (the embedded demo world's language-prior benchmark: colour questions, half the
+prior-bearing objects drawn in a counterfactual colour), ``demo:general`` (all question types),
+``demo:<qtype>[,...]``, or a JSONL file with one object per line:
+``{"image": "relative/or/absolute.png", "question": "...", "answer": "...", "id": "..."}`` (``image``
+may be null; other keys become labels usable with ``--group-by`` and ``--split``).
+
+The automatic VIP is Eq. 9 of the paper plus a significance floor: the candidate layer's own
+one-sided two-sample test must pass at ``--alpha`` (Bonferroni-corrected over the candidate
+layers), which keeps noise in the early layers from triggering Eq. 9. ``--alpha 0`` is Eq. 9
+alone; ``--vip`` sets the layer by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interp.cli import (
+    DEMO_HELP,
+    UsageError,
+    add_common_arguments,
+    check_label,
+    check_output_dir,
+    load_data,
+    model_layers,
+)
+from interp.conditions import Condition
+from interp.errors import NoVIPError
+from interp.runner import resolve_shard
+
+DEFAULT_QTYPES = ("color",)
+
+
+def _validate(args: argparse.Namespace) -> tuple[list[Any], tuple[str, str], Path]:
+    """Everything that can be checked before the model is loaded."""
+    names = [c for c in args.conditions.split(",") if c.strip()]
+    if len(names) != 2:
+        raise UsageError(
+            f"--conditions needs two conditions separated by a comma, got {args.conditions!r} "
+            "(e.g. full,blind or full,null:black)"
+        )
+    conds = tuple(str(Condition.parse(c)) for c in names)
+    if conds[0] == conds[1]:
+        raise UsageError(f"--conditions: the two conditions are the same ({conds[0]!r})")
+    if args.alpha is not None and not 0.0 <= args.alpha < 1.0:
+        raise UsageError(f"--alpha must be in [0, 1) (0 = Eq. 9 alone), got {args.alpha}")
+    if args.vip is not None or args.fallback_vip is not None:
+        n_layers = model_layers(args.model)
+        for option, value in (("--vip", args.vip), ("--fallback-vip", args.fallback_vip)):
+            if value is not None and not 1 <= value <= n_layers:
+                raise UsageError(
+                    f"{option} {value} is outside the model's decoder layers 1..{n_layers}"
+                )
+    out = check_output_dir(args.out)
+    samples = load_data(args.data, args.n, args.seed, default_qtypes=DEFAULT_QTYPES)
+    check_label(samples, args.group_by, "--group-by")
+    if args.split != "agreement":
+        check_label(samples, args.split, "--split")
+    return samples, (conds[0], conds[1]), out
+
+
+def _diagnose_command(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")  # the command only writes files
+    import matplotlib.pyplot as plt
+
+    from interp.model import load
+
+    from .chain import chain_of_embedding
+    from .diagnosis import diagnose
+    from .figures import plot_distance_curves, plot_tvi_distributions
+
+    samples, conditions, out = _validate(args)
+    shard = resolve_shard(args.shard)
+    vlm = load(args.model, attn_implementation="eager" if args.visual_attention else None)
+    if shard is None or shard[0] == 0:
+        print(f"{vlm}\n{len(samples)} samples from {args.data!r}", flush=True)
+    coe = chain_of_embedding(
+        vlm,
+        samples,
+        conditions,
+        max_new_tokens=args.max_new_tokens,
+        visual_attention=args.visual_attention,
+        batch_size=args.batch_size,
+        store=out / "store",
+        overwrite=args.overwrite,
+        shard=shard,
+        progress_bar=not args.no_progress,
+    )
+    if shard is not None and shard[0] != 0:
+        return 0  # process 0 writes the outputs
+    alpha = args.alpha or None
+    try:
+        diag = diagnose(
+            coe,
+            metric=args.metric,
+            split=args.split,
+            vip=args.vip,
+            beta=args.beta,
+            alpha=alpha,
+            fallback_vip=args.fallback_vip,
+            match=args.match,
+        )
+    except NoVIPError:
+        # Still write what needs no VIP, so the curves can be read to choose one by hand.
+        without = diagnose(
+            coe, metric=args.metric, split=args.split, vip=vlm.n_layers, match=args.match
+        )
+        plot_distance_curves(
+            without.distances,
+            without.in_vt,
+            metric=args.metric,
+            title=f"model {args.model!r}, data {args.data!r} (no automatic VIP)",
+        ).savefig(out / "fig2_distance_curves.png", dpi=130)
+        without.layer_frame().drop(columns="is_vip").to_csv(out / "layers.csv", index_label="layer")
+        raise
+
+    fig = plot_distance_curves(diag, title=f"model {args.model!r}, data {args.data!r}")
+    fig.savefig(out / "fig2_distance_curves.png", dpi=130)
+    groups = {"D_VT": diag.tvi[diag.in_vt], "D_T": diag.tvi[~diag.in_vt]}
+    frame = diag.to_frame()
+    if args.group_by:
+        for value in sorted(frame[args.group_by].dropna().unique(), key=str):
+            groups[f"{args.group_by}={value}"] = diag.tvi[np.asarray(frame[args.group_by] == value)]
+    fig4 = plot_tvi_distributions(groups, title=f"TVI (VIP = {diag.vip})")
+    fig4.savefig(out / "fig4_tvi_by_group.png", dpi=130)
+    plt.close("all")
+
+    frame.to_csv(out / "per_sample.csv", index=False)
+    diag.layer_frame().to_csv(out / "layers.csv", index_label="layer")
+    summary = diag.summary()
+    if diag.correct is not None:
+        corr = diag.correlations(by=args.group_by)
+        corr.to_csv(out / "correlations.csv", index=False)
+        if args.group_by:
+            post = corr[corr["score"] == "TVI (post-VIP)"]
+            summary += "\n\nSpearman(TVI post-VIP, correct) per group:\n" + post.to_string(
+                index=False
+            )
+    (out / "summary.txt").write_text(summary + "\n")
+    print(summary)
+    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``diagnose`` to the ``interp`` command."""
+    d = sub.add_parser(
+        "diagnose",
+        help="chain of embedding → VIP → TVI → correlations (the main job)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common_arguments(d, data_help=DEMO_HELP)
+    d.add_argument(
+        "--conditions",
+        default="full,blind",
+        help="two conditions, e.g. full,blind or full,null:black",
+    )
+    d.add_argument("--metric", default="cosine", choices=["cosine", "l2", "kl", "js"])
+    d.add_argument(
+        "--split",
+        default="agreement",
+        help="'agreement' (answers with vs without the image differ) or a boolean label name",
+    )
+    d.add_argument(
+        "--vip", type=int, default=None, help="manual VIP layer (default: automatic, Eq. 9)"
+    )
+    d.add_argument(
+        "--fallback-vip",
+        type=int,
+        default=None,
+        help="VIP to use if the automatic rule finds none (default: fail)",
+    )
+    d.add_argument("--beta", type=float, default=2.0, help="β of the automatic VIP rule (Eq. 9)")
+    d.add_argument(
+        "--alpha",
+        type=float,
+        default=0.05,
+        help="significance floor of the automatic rule: the VIP layer's one-sided two-sample test "
+        "must pass at this level, Bonferroni-corrected over the candidate layers (0 = Eq. 9 "
+        "alone, as in the paper)",
+    )
+    d.add_argument(
+        "--match", default="exact", choices=["exact", "inclusion"], help="answer matching"
+    )
+    d.add_argument("--group-by", default=None, help="label to break TVI and correlations down by")
+    d.add_argument(
+        "--visual-attention",
+        action="store_true",
+        help="also measure the Eq. 10 attention baseline (eager)",
+    )
+    d.add_argument("--max-new-tokens", type=int, default=8)
+    d.set_defaults(func=_diagnose_command)

@@ -1,0 +1,28 @@
+"""Typed errors shared by the project's packages.
+
+The root :class:`InterpError` lives here, in the dependency-free statistics package, so that
+``probes`` stays importable without ``interp`` (and without torch) while every error of the project
+— raised by a statistic here or by a measurement in ``interp`` — is one ``InterpError``. Each also
+derives from the built-in exception a caller would naturally catch (``ValueError`` ...).
+"""
+
+from __future__ import annotations
+
+
+class InterpError(Exception):
+    """Base class of every error raised by the project (``interp``, ``interventions``, ``probes``)."""
+
+
+class EmptyInputError(InterpError, ValueError):
+    """An empty list of samples (or an empty target) was given."""
+
+
+class EmptyGroupError(InterpError, ValueError):
+    """A split left one group empty, so a two-group statistic cannot be computed."""
+
+
+class TooFewSamplesError(InterpError, ValueError):
+    """A statistic needs more samples than were given."""
+
+
+__all__ = ["EmptyGroupError", "EmptyInputError", "InterpError", "TooFewSamplesError"]
