@@ -16,7 +16,14 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 from interp.datasets import PRIOR_COLORS, demo_world, text_corpus
 from interp.demo import CHECKPOINT_DIR
 from interp.demo.evaluate import evaluate, greedy_answers, prior_table, summarize
-from interp.demo.model import build_processor, image_token_count, sample_prompt
+from interp.demo.model import (
+    build_model,
+    build_processor,
+    image_token_count,
+    messages,
+    sample_images,
+    sample_prompt,
+)
 from interp.demo.train import SMOKE, encode, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,11 +35,11 @@ def processor():
 
 
 def test_encode_matches_the_processor(processor) -> None:
-    samples = demo_world("test", 24, seed=0)
+    samples = demo_world("test", 90, seed=0)  # every question type, conflicts with two images
+    assert any(isinstance(s.image, list) for s in samples)
     texts = [sample_prompt(processor, s) for s in samples]
-    ref = processor(
-        text=texts, images=[s.image for s in samples], padding=True, return_tensors="pt"
-    )
+    images = [im for s in samples for im in sample_images(s)]
+    ref = processor(text=texts, images=images, padding=True, return_tensors="pt")
     ours = encode(processor, samples, with_answer=False)
     for key in ("input_ids", "attention_mask", "pixel_values"):
         assert torch.equal(ours[key], ref[key]), key
@@ -42,15 +49,16 @@ def test_processor_conventions(processor) -> None:
     tok = processor.tokenizer
     assert tok.padding_side == "left"
     assert image_token_count(processor) == (32 // 8) ** 2
-    samples = demo_world("test", 17, seed=0)
+    samples = demo_world("test", 90, seed=0)
     enc = processor(
         text=[sample_prompt(processor, s) for s in samples],
-        images=[s.image for s in samples],
+        images=[im for s in samples for im in sample_images(s)],
         padding=True,
         return_tensors="pt",
     )
     ids = enc["input_ids"]
-    assert ((ids == tok.image_token_id).sum(dim=1) == 16).all()
+    n_images = torch.tensor([len(s.image) if isinstance(s.image, list) else 1 for s in samples])
+    assert ((ids == tok.image_token_id).sum(dim=1) == 16 * n_images).all()
     assert (ids[:, -1] == tok.convert_tokens_to_ids("assistant")).all()  # last prompt token
     lengths = enc["attention_mask"].sum(dim=1)
     for row, n in zip(enc["attention_mask"], lengths, strict=True):  # pads on the left
@@ -60,13 +68,63 @@ def test_processor_conventions(processor) -> None:
     assert tok.convert_ids_to_tokens(blind)[-2:] == ["<|im_start|>", "assistant"]
 
 
+def test_tokenizer_lowercases_and_splits_punctuation(processor) -> None:
+    tok = processor.tokenizer
+    ids = tok("What colour is the banana?", add_special_tokens=False)["input_ids"]
+    assert tok.unk_token_id not in ids
+    assert tok.convert_ids_to_tokens(ids) == ["what", "colour", "is", "the", "banana", "?"]
+    assert (
+        tok("WHERE is the Leaf ?.", add_special_tokens=False)["input_ids"]
+        == tok("where is the leaf ? .", add_special_tokens=False)["input_ids"]
+    )
+    # markup is matched verbatim, before lowercasing
+    marked = tok("<|im_start|>user\n<image>Hi", add_special_tokens=False)["input_ids"]
+    assert tok.convert_ids_to_tokens(marked)[:3] == ["<|im_start|>", "user", "<image>"]
+
+
 def test_answers_tokenize_without_unknowns(processor) -> None:
     tok = processor.tokenizer
-    for s in demo_world("test", 300, seed=0) + text_corpus(100):
-        text = s.question + " " + (s.answer or "")
+    for s in demo_world("test", 450, seed=0) + text_corpus(200):
+        text = s.question.replace("{image}", " ") + " " + (s.answer or "")
         ids = tok(text, add_special_tokens=False)["input_ids"]
         assert tok.unk_token_id not in ids
         assert len(ids) == len(text.split())  # one word, one token
+
+
+def test_multi_image_messages() -> None:
+    """Slots place the images; pieces are stripped, empty ones dropped; blind joins the text."""
+    q = "{image} the caption says leaf . {image}  which object is it ?"
+    assert messages(q, 2)[0]["content"] == [
+        {"type": "image"},
+        {"type": "text", "text": "the caption says leaf ."},
+        {"type": "image"},
+        {"type": "text", "text": "which object is it ?"},
+    ]
+    assert messages(q, 0)[0]["content"] == [
+        {"type": "text", "text": "the caption says leaf . which object is it ?"}
+    ]
+    assert messages("what color is the leaf ?", 2)[0]["content"] == [
+        {"type": "image"},
+        {"type": "image"},
+        {"type": "text", "text": "what color is the leaf ?"},
+    ]
+    assert messages("digit ?", True) == messages("digit ?", 1)
+
+
+def test_training_prompts_are_the_library_prompts(processor) -> None:
+    """What training feeds the model is what ``interp.encode`` builds, two-image samples included."""
+    import interp
+
+    model = build_model(processor.tokenizer, SMOKE.model)
+    vlm = interp.load(model, processor)
+    samples = demo_world("test", 90, seed=0)
+    assert sum(isinstance(s.image, list) for s in samples) >= 6
+    for condition, with_image in (("full", True), ("blind", False)):
+        enc = interp.encode(vlm, samples, condition)
+        ours = encode(processor, samples, with_answer=False, with_image=with_image)
+        assert enc.prompts == [sample_prompt(processor, s, with_image) for s in samples]
+        for key in ("input_ids", "attention_mask", *(("pixel_values",) if with_image else ())):
+            assert torch.equal(enc.inputs[key], ours[key]), (condition, key)
 
 
 def test_prior_table_by_hand() -> None:

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ..samples import Sample
+from ..samples import IMAGE_SLOT, Sample
 from .render import (
     CELLS,
     COLORS,
@@ -56,9 +56,6 @@ from .render import (
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
 _SPLIT_CODE = {"train": 11, "val": 23, "test": 37}
-
-IMAGE_SLOT = "{image}"
-"""Marker placing an image inside a multi-image question (the core's ``interp.samples.IMAGE_SLOT``)."""
 
 COLOR_NAMES: tuple[str, ...] = tuple(COLORS)
 # Both spellings occur in the world's questions ("what colour is the banana ?"), at random.

@@ -1,16 +1,16 @@
 """Evaluate a VLM on the demo world: ``python -m interp.demo.evaluate``.
 
 :func:`evaluate` answers every sample greedily with the image and without it (the blind prompt:
-the same chat turn with the image item removed) and returns one row per sample.
-:func:`summarize` turns those rows into the evaluation tables: accuracy per question type against
-chance, the language-prior gap (canonical vs counterfactual colours, and which errors follow the
-prior), wording variants, textual vs visual reference, and which modality wins in conflicts.
+the same chat turn with the image items removed) and returns one row per sample.
+:func:`summarize` turns those rows into one table per planted phenomenon: accuracy per question
+type against chance, the colour prior (canonical vs counterfactual, which errors follow the
+prior), the no-image ablation across wordings, POPE object existence, modality conflicts,
+textual vs visual reference, and long answers labelled prior-driven vs grounded.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,19 +23,30 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedM
 
 from ..datasets.render import CELLS
 from ..datasets.world import (
+    AGREEMENTS,
+    CATEGORIES,
     COLOR_NAMES,
+    CONFLICT_ORDERS,
     FACTS,
+    FAMILIES,
+    NAMING_VARIANTS,
     NUMBER_WORDS,
+    POPE_NEGATIVES,
     PRIOR_COLORS,
     SHAPE_KINDS,
+    SOURCES,
+    VARIANTS,
+    WORDED_QTYPES,
     demo_world,
+    generation_label,
+    parse_description,
 )
 from ..generation import generate
 from ..model import VLM
 from ..samples import Sample, ensure_samples
 from . import CHECKPOINT_DIR
 
-# Chance accuracy of a uniform guess over each question type's answer set.
+# Chance accuracy of a uniform guess over each question type's answers (open wordings).
 CHANCE: dict[str, float] = {
     "color": 1 / len(COLOR_NAMES),
     "identify": 1 / len(SHAPE_KINDS),
@@ -43,15 +54,14 @@ CHANCE: dict[str, float] = {
     "position": 1 / len(CELLS),
     "digit": 1 / 10,
     "describe": 0.0,
+    "exist": 1 / 2,
     "arith": 1 / len(NUMBER_WORDS),
     "fact_color": 1 / len(COLOR_NAMES),
     "recall": 1 / sum(len(f) for f in FACTS.values()),
     "digit_arith": 1 / len(NUMBER_WORDS),
-    "caption": 1 / len(SHAPE_KINDS),
+    "letters": 1 / len({len(k) for k in SHAPE_KINDS}),
     "conflict": 1 / len(SHAPE_KINDS),
 }
-
-_PAIR = re.compile(r"the (\w+) is (\w+)")
 
 
 def greedy_answers(
@@ -64,7 +74,7 @@ def greedy_answers(
 ) -> list[str]:
     """Greedy answers (special tokens removed, whitespace normalised) through the library's
     :func:`interp.generate`: one nnsight generate trace per left-padded batch, under the ``full``
-    condition or, with ``with_image=False``, ``blind`` (the chat turn with the image item removed).
+    condition or, with ``with_image=False``, ``blind`` (the chat turn with the image items removed).
     """
     condition = "full" if with_image else "blind"
     gen = generate(
@@ -78,13 +88,17 @@ def greedy_answers(
     return [" ".join(text.split()) for text in gen.texts]
 
 
-def _conflict_outcome(pred: str, meta: dict[str, Any]) -> str:
-    """Which modality a conflict answer follows: ``image``, ``text`` or ``other``."""
-    if pred == meta["image_label"]:
-        return "image"
-    if pred == meta["text_label"]:
-        return "text"
-    return "other"
+def follows(pred: str, meta: dict[str, Any]) -> str:
+    """Which conflict sources an answer matches: the sources (in :data:`SOURCES` order) whose label
+    equals the answer, joined by ``+`` (``"perceptual+text"`` when those two agree), or
+    ``"other"`` (Tri-PvP's HALLUCINATION: no source's label)."""
+    labels = {
+        "perceptual": meta["image_label"],
+        "propositional": meta["propositional_label"],
+        "text": meta["text_label"],
+    }
+    matched = [s for s in SOURCES if labels[s] == pred]
+    return "+".join(matched) if matched else "other"
 
 
 def evaluate(
@@ -98,8 +112,10 @@ def evaluate(
 
     Columns: ``id``, ``question``, ``answer``, every ``meta`` key, ``pred_image``, ``pred_blind``,
     ``correct_image``, ``correct_blind`` (exact match; ``NaN`` where the sample has no answer),
-    ``prior_image`` / ``prior_blind`` (the prediction equals ``meta["prior_answer"]``) and
-    ``outcome_image`` (for conflict items: ``image``, ``text`` or ``other``).
+    ``prior_image`` / ``prior_blind`` (the prediction equals ``meta["prior_answer"]``),
+    ``follows_image`` (conflict items: :func:`follows`) and ``generation`` (items whose image
+    contradicts the prior: :func:`~interp.datasets.world.generation_label` of the answer with the
+    image).
     """
     samples = ensure_samples(list(samples))
     was_training = model.training
@@ -121,20 +137,25 @@ def evaluate(
         prior = meta.get("prior_answer")
         row["prior_image"] = np.nan if prior is None else float(pi == prior)
         row["prior_blind"] = np.nan if prior is None else float(pb == prior)
-        is_conflict = meta.get("image_label") and meta.get("text_label")
-        row["outcome_image"] = _conflict_outcome(pi, meta) if is_conflict else None
+        row["follows_image"] = follows(pi, meta) if meta.get("qtype") == "conflict" else None
+        row["generation"] = generation_label(pi, meta) if meta.get("qtype") else None
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _row_name(r: pd.Series) -> str:
-    if r["qtype"] in ("recall", "digit_arith"):
+    if r["qtype"] in FAMILIES:
         return f"{r['qtype']} ({r['setting']})"
     return str(r["qtype"])
 
 
 def _acc(df: pd.DataFrame, col: str) -> float:
     return float(df[col].mean()) if len(df) else float("nan")
+
+
+def _is(df: pd.DataFrame, col: str, value: Any) -> pd.Series:
+    """Rows whose ``col`` equals ``value`` (``None``/NaN-safe, for object columns)."""
+    return df[col].map(lambda v: v == value)
 
 
 def accuracy_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -155,7 +176,7 @@ def accuracy_table(frame: pd.DataFrame) -> pd.DataFrame:
             }
         )
     for flag, label in ((True, "ALL vision-dependent"), (False, "ALL vision-independent")):
-        g = df[df["needs_image"] == flag]
+        g = df[(df["needs_image"] == flag) & (df["qtype"] != "conflict")]
         out.append(
             {
                 "group": label,
@@ -170,17 +191,18 @@ def accuracy_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def prior_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The language-prior gap on prior-bearing kinds.
+    """The colour prior on prior-bearing kinds.
 
-    Colour questions (by wording), canonical vs counterfactual: accuracy with/without the image,
+    Colour questions by wording, canonical vs counterfactual: accuracy with/without the image,
     ``prior_share`` (answers equal to the canonical colour) and ``prior_of_errors`` (share of wrong
-    answers that are the canonical colour). Then counterfactual accuracy by opacity, beside the
-    colour accuracy of kinds without a prior (the control), and description objects.
+    answers that are the canonical colour), and the gap canonical - counterfactual. Then
+    counterfactual accuracy by opacity (all wordings), beside the colour accuracy of kinds without
+    a prior at the same opacity (the control).
     """
     out: list[dict[str, Any]] = []
     col = frame[(frame["qtype"] == "color")]
     prior_kind = col["entity"].isin(list(PRIOR_COLORS))
-    for variant in ("plain", "anchored"):
+    for variant in VARIANTS:
         v = col[prior_kind & (col["variant"] == variant)]
         for cf, label in ((False, "canonical"), (True, "counterfactual")):
             g = v[v["counterfactual"] == cf]
@@ -216,82 +238,120 @@ def prior_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "control_with_image": _acc(c, "correct_image"),
             }
         )
-    # descriptions: one record per prior-bearing object, matched by its place in reading order
-    # (a description with the wrong number of objects counts as wrong for all of them)
-    objs = []
-    for _, r in frame[frame["qtype"] == "describe"].iterrows():
-        said = _PAIR.findall(r["pred_image"])
-        shown = r["objects"] or []
-        for i, o in enumerate(shown):
-            if o["kind"] not in PRIOR_COLORS:
-                continue
-            canonical = PRIOR_COLORS[o["kind"]]
-            color = said[i][1] if len(said) == len(shown) else None
-            objs.append(
-                {
-                    "cf": o["color"] != canonical,
-                    "correct": float(color == o["color"]),
-                    "prior": float(color == canonical),
-                }
-            )
-    od = pd.DataFrame(objs, columns=["cf", "correct", "prior"])
-    for cfv, label in ((False, "canonical"), (True, "counterfactual")):
-        g = od[od["cf"] == cfv]
-        wrong = g[g["correct"] == 0]
+    return pd.DataFrame(out)
+
+
+def wording_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """No-image ablation across wordings: accuracy with/without the image and the drop, per
+    question category and wording, then naming (``plain``, ``polite``) vs non-naming
+    (``anchored``, ``terse``) wordings over all categories. Colour rows keep prior-bearing kinds
+    only (for the other kinds naming leaks nothing)."""
+    out = []
+    worded = frame[frame["qtype"].isin(WORDED_QTYPES)]
+    worded = worded[(worded["qtype"] != "color") | worded["entity"].isin(list(PRIOR_COLORS))]
+
+    def row(name: str, g: pd.DataFrame) -> dict[str, Any]:
+        wi, wo = _acc(g, "correct_image"), _acc(g, "correct_blind")
+        return {"group": name, "n": len(g), "with_image": wi, "without_image": wo, "drop": wi - wo}
+
+    for qtype in WORDED_QTYPES:
+        q = worded[worded["qtype"] == qtype]
+        for variant in VARIANTS:
+            out.append(row(f"{CATEGORIES[qtype]} ({qtype}), {variant}", q[q["variant"] == variant]))
+    naming = worded["variant"].isin(list(NAMING_VARIANTS))
+    out.append(row("all categories, naming wordings (plain, polite)", worded[naming]))
+    out.append(row("all categories, non-naming wordings (anchored, terse)", worded[~naming]))
+    return pd.DataFrame(out)
+
+
+def pope_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """POPE: for each way of drawing the absent kinds, the present-kind questions plus those
+    negatives (balanced): accuracy, precision, recall and F1 of ``yes``, the share of ``yes``
+    answers, and ``negatives_yes`` (the share of absent kinds answered ``yes``: hallucination)."""
+    ex = frame[frame["qtype"] == "exist"]
+    pos = ex[ex["answer"] == "yes"]
+    out = []
+    for setting in POPE_NEGATIVES:
+        neg = ex[_is(ex, "pope_negative", setting)]
+        g = pd.concat([pos, neg])
+        said_yes = g["pred_image"] == "yes"
+        is_yes = g["answer"] == "yes"
+        tp = float((said_yes & is_yes).sum())
+        precision = tp / said_yes.sum() if said_yes.sum() else float("nan")
+        recall = tp / is_yes.sum() if is_yes.sum() else float("nan")
         out.append(
             {
-                "group": f"describe objects: {label}",
+                "setting": setting,
                 "n": len(g),
-                "with_image": _acc(g, "correct"),
-                "prior_share": _acc(g, "prior"),
-                "prior_of_errors": _acc(wrong, "prior"),
+                "accuracy": _acc(g, "correct_image"),
+                "precision": precision,
+                "recall": recall,
+                "f1": 2 * precision * recall / (precision + recall) if tp else 0.0,
+                "yes_ratio": float(said_yes.mean()) if len(g) else float("nan"),
+                "negatives_yes": float((neg["pred_image"] == "yes").mean()) if len(neg) else np.nan,
+                "negatives_yes_blind": float((neg["pred_blind"] == "yes").mean())
+                if len(neg)
+                else np.nan,
             }
         )
     return pd.DataFrame(out)
 
 
-def wording_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """No-image ablation across wordings of colour questions: accuracy with/without, the drop."""
-    col = frame[frame["qtype"] == "color"]
+def _shares(g: pd.DataFrame) -> dict[str, float]:
+    """Share of answers matching each source's label (an answer may match two) and none."""
+    col = g["follows_image"].fillna("")
+    res = {s: float(col.str.contains(s).mean()) if len(g) else np.nan for s in SOURCES}
+    res["other"] = float((col == "other").mean()) if len(g) else np.nan
+    return res
+
+
+def conflict_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Modality conflicts: which source the answer follows.
+
+    Rows: each agreement pattern (and, for one disagreeing source, which one), the all-differ items
+    in each input order, and the all-differ items by the place (first, second, last) of each
+    source. Columns: the share of answers matching each source's label, ``other`` (no source),
+    and ``world_rule`` (agreement with the world's trust rule, the reference answer).
+    """
+    con = frame[frame["qtype"] == "conflict"]
     out = []
-    for kinds, label in (
-        (None, "all kinds"),
-        (True, "prior kinds"),
-        (False, "kinds without prior"),
-    ):
-        for variant in ("plain", "anchored"):
-            g = col[col["variant"] == variant]
-            if kinds is not None:
-                g = g[g["entity"].isin(list(PRIOR_COLORS)) == kinds]
-            wi, wo = _acc(g, "correct_image"), _acc(g, "correct_blind")
-            out.append(
-                {
-                    "group": f"{label}, {variant}",
-                    "n": len(g),
-                    "with_image": wi,
-                    "without_image": wo,
-                    "drop": wi - wo,
-                }
-            )
+
+    def row(name: str, g: pd.DataFrame) -> dict[str, Any]:
+        return {"group": name, "n": len(g), **_shares(g), "world_rule": _acc(g, "correct_image")}
+
+    for agreement in AGREEMENTS:
+        g = con[con["agreement"] == agreement]
+        out.append(row(agreement, g))
+        if agreement == "one_disagrees":
+            for src in SOURCES:
+                out.append(row(f"one_disagrees: {src} is odd", g[_is(g, "odd_source", src)]))
+    differ = con[con["agreement"] == "all_differ"]
+    for order in CONFLICT_ORDERS:
+        name = ",".join(order)
+        out.append(row(f"all_differ, order {name}", differ[differ["order"] == name]))
+    for src in SOURCES:
+        for pos, place in enumerate(("first", "second", "last")):
+            at = differ["order"].map(lambda o, s=src, p=pos: o.split(",")[p] == s)
+            out.append(row(f"all_differ, {src} {place}", differ[at]))
     return pd.DataFrame(out)
 
 
 def reference_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Textual vs visual reference to an entity (recall of facts, digit arithmetic)."""
+    """Textual vs visual reference to an entity, per reference family."""
     out = []
-    for qtype in ("recall", "digit_arith"):
+    for qtype, family in FAMILIES.items():
         q = frame[frame["qtype"] == qtype]
         parts = [
             ("text_only", q[q["setting"] == "text_only"]),
             ("full_info", q[q["setting"] == "full_info"]),
             ("visual", q[q["setting"] == "visual"]),
-            ("visual, trained link", q[(q["setting"] == "visual") & (q["linked"] == True)]),  # noqa: E712
-            ("visual, untrained link", q[(q["setting"] == "visual") & (q["linked"] == False)]),  # noqa: E712
+            ("visual, trained link", q[(q["setting"] == "visual") & _is(q, "linked", True)]),
+            ("visual, untrained link", q[(q["setting"] == "visual") & _is(q, "linked", False)]),
         ]
         for label, g in parts:
             out.append(
                 {
-                    "group": f"{qtype}: {label}",
+                    "group": f"{family} ({qtype}): {label}",
                     "n": len(g),
                     "with_image": _acc(g, "correct_image"),
                     "without_image": _acc(g, "correct_blind"),
@@ -300,24 +360,50 @@ def reference_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def conflict_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Which modality wins when the caption and the image disagree, by evidence form."""
+def generation_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Long answers (descriptions): answer length in tokens, exact match, and for counterfactual
+    items the share of generations labelled prior-driven / grounded / other from ``meta`` alone,
+    by wording and by the faintest object's opacity."""
+    desc = frame[frame["qtype"] == "describe"]
     out = []
-    con = frame[frame["qtype"] == "conflict"]
-    for form in ("perceptual", "propositional"):
-        g = con[con["evidence_form"] == form]
-        shares = g["outcome_image"].value_counts(normalize=True)
-        ident = frame[(frame["qtype"] == "identify") & (frame["evidence_form"] == form)]
-        out.append(
-            {
-                "group": f"conflict, {form} image",
-                "n": len(g),
-                "image_wins": float(shares.get("image", 0.0)) if len(g) else float("nan"),
-                "text_wins": float(shares.get("text", 0.0)) if len(g) else float("nan"),
-                "other": float(shares.get("other", 0.0)) if len(g) else float("nan"),
-                "identify_accuracy": _acc(ident, "correct_image"),
-            }
-        )
+
+    def row(name: str, g: pd.DataFrame) -> dict[str, Any]:
+        cf = g[g["counterfactual"] == True]  # noqa: E712
+        lab = cf["generation"]
+        words = g["answer"].str.split().str.len()
+        return {
+            "group": name,
+            "n": len(g),
+            "answer_tokens": f"{int(words.min())}-{int(words.max())}" if len(g) else "",
+            "exact_match": _acc(g, "correct_image"),
+            "n_counterfactual": len(cf),
+            "prior_driven": float((lab == "prior_driven").mean()) if len(cf) else np.nan,
+            "grounded": float((lab == "grounded").mean()) if len(cf) else np.nan,
+            "other": float((lab == "other").mean()) if len(cf) else np.nan,
+        }
+
+    out.append(row("describe, all wordings", desc))
+    for variant in VARIANTS:
+        out.append(row(f"describe, {variant}", desc[desc["variant"] == variant]))
+    for lo, hi in ((0.0, 0.25), (0.25, 0.5), (0.5, 1.01)):
+        g = desc[(desc["opacity"] >= lo) & (desc["opacity"] < hi)]
+        out.append(row(f"describe, faintest object {lo:.2f}-{min(hi, 1.0):.2f}", g))
+    # per object, colour answers on counterfactual objects (the prior acts object by object)
+    objs = []
+    for _, r in desc.iterrows():
+        said = parse_description(r["pred_image"])
+        shown = r["objects"] or []
+        for i, o in enumerate(shown):
+            if o["kind"] in PRIOR_COLORS and o["color"] != PRIOR_COLORS[o["kind"]]:
+                color = said[i][1] if len(said) == len(shown) else None
+                objs.append(float(color == PRIOR_COLORS[o["kind"]]))
+    out.append(
+        {
+            "group": "describe, counterfactual objects given the canonical colour",
+            "n": len(objs),
+            "prior_driven": float(np.mean(objs)) if objs else np.nan,
+        }
+    )
     return pd.DataFrame(out)
 
 
@@ -327,8 +413,10 @@ def summarize(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
         "accuracy": accuracy_table(frame),
         "prior": prior_table(frame),
         "wording": wording_table(frame),
-        "reference": reference_table(frame),
+        "pope": pope_table(frame),
         "conflict": conflict_table(frame),
+        "reference": reference_table(frame),
+        "generation": generation_table(frame),
     }
 
 
@@ -342,9 +430,9 @@ def to_markdown(tables: dict[str, pd.DataFrame], digits: int = 3) -> str:
             cells = []
             for c in cols:
                 v = r[c]
-                if isinstance(v, float) and np.isnan(v):
+                if v is None or (isinstance(v, float) and np.isnan(v)):
                     cells.append("")
-                elif c == "n":
+                elif c in ("n", "n_counterfactual"):
                     cells.append(str(int(v)))
                 elif isinstance(v, float):
                     cells.append(f"{v:.{digits}f}")
@@ -371,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Evaluate a checkpoint on the demo world.")
     parser.add_argument("--checkpoint", type=Path, default=CHECKPOINT_DIR)
     parser.add_argument("--split", default="test", choices=["val", "test"])
-    parser.add_argument("--n", type=int, default=1700, help="number of samples")
+    parser.add_argument("--n", type=int, default=4500, help="number of samples")
     parser.add_argument("--seed", type=int, default=0, help="world seed")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1)

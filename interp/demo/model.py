@@ -29,8 +29,9 @@ from transformers import (
 )
 from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
 
+from ..adapters import chat_content
 from ..datasets.render import IMAGE_SIZE
-from ..datasets.world import IMAGE_SLOT, world_vocabulary
+from ..datasets.world import world_vocabulary
 from ..samples import Sample
 from ..testing.tokenizer import chat_template
 
@@ -162,31 +163,13 @@ def build_model(
 def messages(question: str, images: int | bool) -> list[dict[str, Any]]:
     """One user turn holding ``images`` images (``True`` = 1, ``False``/0 = the blind turn).
 
-    The question is split at its :data:`~interp.datasets.world.IMAGE_SLOT` markers (``{image}``),
-    each piece stripped and empty pieces dropped; text and image items alternate in that order.
-    Without markers every image comes first. The blind turn (no images) is one text item: the
-    stripped pieces joined by single spaces. This is the content the core library builds.
+    The content is the core's :func:`interp.adapters.chat_content`, so training prompts are the
+    prompts the library builds: the question is split at its ``{image}`` slots, each piece
+    stripped and empty pieces dropped, text and image items alternating in that order; without
+    slots every image comes first; the blind turn is one text item, the stripped pieces joined by
+    single spaces.
     """
-    n = int(images)
-    pieces = [p.strip() for p in question.split(IMAGE_SLOT)]
-    if n == 0:
-        content: list[dict[str, str]] = [{"type": "text", "text": " ".join(p for p in pieces if p)}]
-    elif len(pieces) == 1:
-        content = [{"type": "image"} for _ in range(n)]
-        content.append({"type": "text", "text": pieces[0]})
-    else:
-        if len(pieces) != n + 1:
-            raise ValueError(
-                f"the question has {len(pieces) - 1} {IMAGE_SLOT!r} slots for {n} image(s): "
-                f"{question!r}"
-            )
-        content = []
-        for i, piece in enumerate(pieces):
-            if piece:
-                content.append({"type": "text", "text": piece})
-            if i < n:
-                content.append({"type": "image"})
-    return [{"role": "user", "content": content}]
+    return [{"role": "user", "content": chat_content(question, int(images))}]
 
 
 def prompt(processor: LlavaProcessor, question: str, images: int | bool) -> str:
