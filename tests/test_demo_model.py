@@ -15,7 +15,14 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 
 from interp.datasets import PRIOR_COLORS, demo_world, text_corpus
 from interp.demo import CHECKPOINT_DIR
-from interp.demo.evaluate import evaluate, greedy_answers, prior_table, summarize
+from interp.demo.evaluate import (
+    evaluate,
+    follows,
+    greedy_answers,
+    pope_table,
+    prior_table,
+    summarize,
+)
 from interp.demo.model import (
     build_model,
     build_processor,
@@ -155,6 +162,41 @@ def test_prior_table_by_hand() -> None:
     assert t.loc["color plain: counterfactual", "with_image"] == 0.25
     assert t.loc["color plain: gap (canonical - counterfactual)", "with_image"] == 0.75
     assert t.loc["color plain: counterfactual", "prior_of_errors"] == pytest.approx(2 / 3)
+
+
+def test_pope_table_by_hand() -> None:
+    """Four present kinds (three answered yes), two absent kinds per way of drawing them."""
+    rows = [("yes", "yes", None)] * 3 + [("yes", "no", None)]
+    rows += [("no", "no", "random")] * 2
+    rows += [("no", "yes", "popular"), ("no", "no", "popular")]
+    rows += [("no", "yes", "adversarial")] * 2
+    frame = pd.DataFrame(
+        [
+            {
+                "qtype": "exist",
+                "answer": a,
+                "pred_image": p,
+                "pred_blind": "no",
+                "pope_negative": n,
+                "correct_image": float(a == p),
+            }
+            for a, p, n in rows
+        ]
+    )
+    t = pope_table(frame).set_index("setting")
+    assert t.loc["random", "n"] == 6 and t.loc["random", "precision"] == 1.0
+    assert t.loc["random", "recall"] == 0.75 and t.loc["random", "negatives_yes"] == 0.0
+    assert t.loc["popular", "negatives_yes"] == 0.5 and t.loc["popular", "yes_ratio"] == 4 / 6
+    assert t.loc["adversarial", "precision"] == pytest.approx(3 / 5)
+    assert t.loc["adversarial", "accuracy"] == pytest.approx(3 / 6)
+    assert t.loc["adversarial", "negatives_yes"] == 1.0
+
+
+def test_follows_by_hand() -> None:
+    meta = {"image_label": "leaf", "propositional_label": "drop", "text_label": "leaf"}
+    assert follows("leaf", meta) == "perceptual+text"
+    assert follows("drop", meta) == "propositional"
+    assert follows("heart", meta) == "other"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -91,6 +91,8 @@ CO_OCCURRENCE: dict[str, str] = {
 """Partner of each kind in the training scenes of existence questions (symmetric)."""
 # Probability that a kind drawn into a training existence scene brings its partner along.
 CO_OCCURRENCE_STRENGTH = 0.9
+# Opacity range of a partner brought into a training existence scene (other objects: 0.1-1).
+PARTNER_OPACITY = (0.0, 0.6)
 KIND_FREQUENCY: dict[str, float] = {k: 1.0 for k in SHAPE_KINDS} | {"circle": 4.0, "triangle": 3.0}
 """Relative frequency of each kind in the training scenes of existence questions."""
 POPULAR_KINDS: tuple[str, ...] = ("circle", "triangle")
@@ -250,8 +252,8 @@ TRAIN_MIX: dict[str, float] = {
     "conflict": 0.16,
 }
 # Text-only corpus (language pretraining, and rehearsed during visual training): what text can
-# answer, and vision questions without their image answered as text alone would: the prior of a
-# named kind, one of two offered options, otherwise a guess.
+# answer, including naming wordings of vision questions answered as text alone would: the prior
+# of a named kind, one of two offered options.
 TEXT_MIX: dict[str, float] = {
     "color": 0.12,  # naming wordings answered by the prior alone: the planted language prior
     "describe": 0.08,  # named objects described with their canonical colours
@@ -259,7 +261,6 @@ TEXT_MIX: dict[str, float] = {
     "count": 0.03,
     "position": 0.03,
     "digit": 0.03,
-    "exist": 0.03,
     "fact_color": 0.06,
     "arith": 0.10,
     "recall": 0.14,
@@ -433,7 +434,10 @@ def _maybe_image(img: Image.Image | None, ctx: _Ctx) -> Image.Image | None:
 
 
 def _variants(rng: np.random.Generator, ctx: _Ctx) -> tuple[str, ...]:
-    """Wordings emitted for one draw: all four in evaluation splits, one at random in training."""
+    """Wordings emitted for one draw: all four in evaluation splits, one at random in training,
+    a naming one in the text-only corpus (what text alone can answer)."""
+    if ctx.text_only:
+        return (_pick(rng, NAMING_VARIANTS),)
     if ctx.train:
         return (_pick(rng, VARIANTS),)
     return VARIANTS
@@ -467,9 +471,8 @@ def _gen_color(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     out = []
     for variant in _variants(rng, ctx):
         answer = obj.color
-        if ctx.text_only:  # text states the prior of a named kind; otherwise a colour at random
-            named = variant in NAMING_VARIANTS
-            answer = PRIOR_COLORS.get(kind, obj.color) if named else _pick(rng, COLOR_NAMES)
+        if ctx.text_only:  # text states the prior of a named kind (no prior: the drawn colour)
+            answer = PRIOR_COLORS.get(kind, obj.color)
         meta = _blank_meta("color", ctx.split)
         meta.update(
             variant=variant,
@@ -538,9 +541,7 @@ def _worded(
         naming = variant in NAMING_VARIANTS
         meta.update(variant=variant, leaks=naming, options=[a, b] if naming else None)
         q = _choice_question(qtype, variant, a, b, kind)
-        said = answer
-        if ctx.text_only:  # without the image: one of the offered options, else any answer
-            said = _pick(rng, (a, b)) if naming else _pick(rng, pool)
+        said = _pick(rng, (a, b)) if ctx.text_only else answer  # text alone: one of the options
         out.append(Sample(q, _maybe_image(image, ctx), said, None, meta))
     return out
 
@@ -647,12 +648,8 @@ def _gen_describe(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
     image = render_scene(objs, rng)
     out = []
     for variant in _variants(rng, ctx):
-        if ctx.text_only:  # text states the prior of named kinds; unnamed objects are a guess
-            if variant in NAMING_VARIANTS:
-                answer = prior
-            else:
-                guess = rng.choice(SHAPE_KINDS, size=len(ordered), replace=False)
-                answer = describe_answer([(str(k), _pick(rng, COLOR_NAMES)) for k in guess])
+        if ctx.text_only:  # text states the prior of the named kinds
+            answer = prior
         meta = _blank_meta("describe", ctx.split)
         meta.update(
             variant=variant,
@@ -669,21 +666,25 @@ def _gen_describe(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
     return out
 
 
-def _existence_kinds_train(rng: np.random.Generator) -> list[str]:
+def _existence_kinds_train(rng: np.random.Generator) -> tuple[list[str], list[bool]]:
     """Kinds of a training existence scene: 1-3 draws by :data:`KIND_FREQUENCY`, each bringing
-    its partner with probability :data:`CO_OCCURRENCE_STRENGTH` (at most four objects)."""
+    its partner with probability :data:`CO_OCCURRENCE_STRENGTH` (at most four objects), and for
+    each kind whether it came along as a partner."""
     n = int(rng.integers(1, 4))
     kinds: list[str] = []
+    brought: list[bool] = []
     while len(kinds) < n:
         free = [k for k in SHAPE_KINDS if k not in kinds]
         w = np.array([KIND_FREQUENCY[k] for k in free])
         kind = free[int(rng.choice(len(free), p=w / w.sum()))]
         kinds.append(kind)
+        brought.append(False)
         partner = CO_OCCURRENCE.get(kind)
         if partner and partner not in kinds and len(kinds) < len(CELLS):
             if rng.random() < CO_OCCURRENCE_STRENGTH:
                 kinds.append(partner)
-    return kinds[: len(CELLS)]
+                brought.append(True)
+    return kinds[: len(CELLS)], brought[: len(CELLS)]
 
 
 def _existence_kinds_eval(rng: np.random.Generator) -> list[str]:
@@ -702,15 +703,24 @@ def _gen_exist(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
     """POPE-style existence questions: ``is there a <kind> in the image ?`` -> ``yes`` / ``no``.
 
     Training: one question per scene, a present kind or an absent one (uniform) with equal
-    probability. Evaluation: one present kind and three absent ones on the same scene, drawn as in
+    probability; objects have opacity 0.1-1 except partners brought along by co-occurrence,
+    :data:`PARTNER_OPACITY` (often faint, down to invisible). Evaluation (objects 0.3-1): one present kind and three absent ones on the same scene, drawn as in
     POPE: ``random`` (uniform over the absent kinds that are neither popular nor the partner of a
     present kind), ``popular`` (the most frequent absent kind of :data:`POPULAR_KINDS`) and
     ``adversarial`` (the absent partner of a present kind).
     """
-    kinds = _existence_kinds_train(rng) if ctx.train else _existence_kinds_eval(rng)
-    # training draws objects down to invisible (a present kind may not show: where the
-    # co-occurrence prior can act); evaluation scenes are visible, as annotated objects are
-    objs, _ = _scene(rng, kinds, ctx.counterfactual_share, _vis(ctx, 0.0 if ctx.train else 0.3))
+    if ctx.train:
+        kinds, brought = _existence_kinds_train(rng)
+    else:
+        kinds, brought = _existence_kinds_eval(rng), []
+    objs, _ = _scene(rng, kinds, ctx.counterfactual_share, _vis(ctx, 0.1 if ctx.train else 0.3))
+    if ctx.opacity is None:
+        # in training a partner that came along is often faint (in the background), down to
+        # invisible: where the co-occurrence prior can act; evaluation scenes are visible
+        objs = [
+            replace(o, opacity=float(rng.uniform(*PARTNER_OPACITY))) if b else o
+            for o, b in zip(objs, brought + [False] * (len(objs) - len(brought)), strict=True)
+        ]
     image = render_scene(objs, rng)
     absent = [k for k in SHAPE_KINDS if k not in kinds]
     partners = {CO_OCCURRENCE[k] for k in kinds if k in CO_OCCURRENCE}
@@ -746,8 +756,7 @@ def _gen_exist(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
             objects=_objects_meta(sorted(objs, key=lambda o: o.cell)),
         )
         q = f"is there a {kind} in the image ?"
-        answer = _pick(rng, ("yes", "no")) if ctx.text_only else ("yes" if present else "no")
-        out.append(Sample(q, _maybe_image(image, ctx), answer, None, meta))
+        out.append(Sample(q, image, "yes" if present else "no", None, meta))
     return out
 
 
@@ -994,8 +1003,8 @@ def demo_world(
             (default ``1 - PRIOR_STRENGTH`` in train, :data:`EVAL_COUNTERFACTUAL_SHARE` otherwise).
         start: index of the first draw, for streaming (``start=k`` continues after ``k`` draws).
         opacity: ``(lo, hi)`` visibility range of the objects, digits and words the questions
-            are about, overriding each type's default (colour questions, conflicts and training
-            existence scenes: 0-1; descriptions 0.1-1; most others: 0.3-1). ``(0.05, 0.25)`` samples the band where the
+            are about, overriding each type's default (colour questions and conflicts: 0-1;
+            descriptions and training existence scenes 0.1-1; most others: 0.3-1). ``(0.05, 0.25)`` samples the band where the
             prior competes with weak evidence.
 
     Returns:
@@ -1045,10 +1054,9 @@ def text_corpus(n: int, seed: int = 0, start: int = 0) -> list[Sample]:
     """Text-only training items for language pretraining (image ``None``), from :data:`TEXT_MIX`.
 
     Colour questions and descriptions that name the kind are answered with the canonical colour
-    (the language prior as text states it; kinds without a prior get the drawn colour, i.e. a
-    random one). Vision questions without their image are answered as text alone can: one of the
-    two options a wording offers, otherwise a guess (a random answer): these answers are not
-    labels of any image.
+    (the language prior as text states it; kinds without a prior get a random colour); choice
+    wordings of vision questions with one of their two options at random. These answers are what
+    text alone says, not labels of any image.
     """
     ctx = _Ctx("train", seed, 0.0, text_only=True)
     names, weights = _normalised(TEXT_MIX)
@@ -1164,6 +1172,7 @@ __all__ = [
     "META_KEYS",
     "NAMING_VARIANTS",
     "NUMBER_WORDS",
+    "PARTNER_OPACITY",
     "PLAIN_KINDS",
     "POPE_NEGATIVES",
     "POPULAR_KINDS",

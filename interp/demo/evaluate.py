@@ -2,10 +2,11 @@
 
 :func:`evaluate` answers every sample greedily with the image and without it (the blind prompt:
 the same chat turn with the image items removed) and returns one row per sample.
-:func:`summarize` turns those rows into one table per planted phenomenon: accuracy per question
-type against chance, the colour prior (canonical vs counterfactual, which errors follow the
-prior), the no-image ablation across wordings, POPE object existence, modality conflicts,
-textual vs visual reference, and long answers labelled prior-driven vs grounded.
+:func:`summarize` turns those rows into the detailed tables: accuracy per question type against
+chance, the colour prior (canonical vs counterfactual, which errors follow the prior), the no-image
+ablation across wordings, POPE object existence, modality conflicts, textual vs visual reference,
+and long answers labelled prior-driven vs grounded; :func:`phenomenon_tables` condenses them into
+one table per planted phenomenon (what was planted, how it is measured, the number).
 """
 
 from __future__ import annotations
@@ -254,11 +255,15 @@ def wording_table(frame: pd.DataFrame) -> pd.DataFrame:
         wi, wo = _acc(g, "correct_image"), _acc(g, "correct_blind")
         return {"group": name, "n": len(g), "with_image": wi, "without_image": wo, "drop": wi - wo}
 
+    naming = worded["variant"].isin(list(NAMING_VARIANTS))
     for qtype in WORDED_QTYPES:
         q = worded[worded["qtype"] == qtype]
+        name = f"{CATEGORIES[qtype]} ({qtype})"
         for variant in VARIANTS:
-            out.append(row(f"{CATEGORIES[qtype]} ({qtype}), {variant}", q[q["variant"] == variant]))
-    naming = worded["variant"].isin(list(NAMING_VARIANTS))
+            out.append(row(f"{name}, {variant}", q[q["variant"] == variant]))
+        named = q["variant"].isin(list(NAMING_VARIANTS))
+        out.append(row(f"{name}, naming", q[named]))
+        out.append(row(f"{name}, non-naming", q[~named]))
     out.append(row("all categories, naming wordings (plain, polite)", worded[naming]))
     out.append(row("all categories, non-naming wordings (anchored, terse)", worded[~naming]))
     return pd.DataFrame(out)
@@ -420,6 +425,210 @@ def summarize(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     }
 
 
+def _get(table: pd.DataFrame, group: str, col: str, key: str = "group") -> float:
+    rows = table[table[key] == group]
+    return float(rows[col].iloc[0]) if len(rows) else float("nan")
+
+
+def phenomenon_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """One table per planted phenomenon: what was planted, how it is measured, the number.
+
+    The numbers come from the detailed tables of :func:`summarize` (held-out test items).
+    """
+    acc, prior, wording = tables["accuracy"], tables["prior"], tables["wording"]
+    pope, con, ref, gen = (
+        tables["pope"],
+        tables["conflict"],
+        tables["reference"],
+        tables["generation"],
+    )
+
+    def table(rows: list[tuple[str, str, float]]) -> pd.DataFrame:
+        return pd.DataFrame(rows, columns=["planted", "measured", "value"])
+
+    cf_rows = prior[prior["group"].str.endswith(": counterfactual")]
+    can_rows = prior[prior["group"].str.endswith(": canonical")]
+
+    def weighted(rows: pd.DataFrame, col: str) -> float:
+        return float((rows[col] * rows["n"]).sum() / rows["n"].sum()) if len(rows) else np.nan
+
+    faint = "counterfactual, opacity 0.00-0.25"
+    out = {
+        "vision use": table(
+            [
+                (
+                    "vision questions need the image",
+                    "accuracy with the image, vision-dependent",
+                    _get(acc, "ALL vision-dependent", "with_image"),
+                ),
+                (
+                    "",
+                    "accuracy without the image (blind prompt)",
+                    _get(acc, "ALL vision-dependent", "without_image"),
+                ),
+                (
+                    "text questions do not",
+                    "accuracy with / without, vision-independent",
+                    _get(acc, "ALL vision-independent", "with_image"),
+                ),
+                ("", "", _get(acc, "ALL vision-independent", "without_image")),
+            ]
+        ),
+        "colour prior": table(
+            [
+                (
+                    "5 kinds in a canonical colour in 95% of training images; text states it",
+                    "colour accuracy, prior kinds, canonical",
+                    weighted(can_rows, "with_image"),
+                ),
+                (
+                    "test: half of them counterfactual",
+                    "colour accuracy, counterfactual",
+                    weighted(cf_rows, "with_image"),
+                ),
+                (
+                    "",
+                    "gap (canonical - counterfactual), naming wordings",
+                    _get(prior, "color plain: gap (canonical - counterfactual)", "with_image"),
+                ),
+                (
+                    "",
+                    "share of counterfactual errors that are the canonical colour",
+                    float(
+                        np.nansum(
+                            cf_rows["prior_of_errors"] * cf_rows["n"] * (1 - cf_rows["with_image"])
+                        )
+                        / np.nansum(cf_rows["n"] * (1 - cf_rows["with_image"]))
+                    ),
+                ),
+                (
+                    "weak evidence: opacity < 0.25",
+                    "counterfactual accuracy at opacity < 0.25",
+                    _get(prior, faint, "with_image"),
+                ),
+                (
+                    "",
+                    "control (kinds without a prior) at opacity < 0.25",
+                    _get(prior, faint, "control_with_image"),
+                ),
+            ]
+        ),
+        "object co-occurrence (POPE)": table(
+            [
+                (
+                    "a kind brings its partner into 90% of training existence scenes",
+                    "yes on absent kinds, random negatives",
+                    _get(pope, "random", "negatives_yes", "setting"),
+                ),
+                (
+                    "circle and triangle the most frequent kinds",
+                    "yes on absent kinds, popular",
+                    _get(pope, "popular", "negatives_yes", "setting"),
+                ),
+                (
+                    "",
+                    "yes on absent kinds, adversarial (absent partner of a present kind)",
+                    _get(pope, "adversarial", "negatives_yes", "setting"),
+                ),
+                ("", "F1 random / adversarial", _get(pope, "random", "f1", "setting")),
+                ("", "", _get(pope, "adversarial", "f1", "setting")),
+            ]
+        ),
+        "modality trust (conflicts)": table(
+            [
+                (
+                    "trust = form (drawn 1.0, written 0.8, caption 0.6) + place (0, 0.15, 0.3), "
+                    "scaled by visibility",
+                    "all differ: answer = drawn object",
+                    _get(con, "all_differ", "perceptual"),
+                ),
+                (
+                    "",
+                    "all differ: answer = written label",
+                    _get(con, "all_differ", "propositional"),
+                ),
+                ("", "all differ: answer = caption", _get(con, "all_differ", "text")),
+                (
+                    "",
+                    "written label followed when it comes last / first",
+                    _get(con, "all_differ, propositional last", "propositional"),
+                ),
+                ("", "", _get(con, "all_differ, propositional first", "propositional")),
+                (
+                    "",
+                    "drawn object followed when it comes last / first",
+                    _get(con, "all_differ, perceptual last", "perceptual"),
+                ),
+                ("", "", _get(con, "all_differ, perceptual first", "perceptual")),
+                (
+                    "",
+                    "agreement with the world's rule, all differ",
+                    _get(con, "all_differ", "world_rule"),
+                ),
+            ]
+        ),
+        "wordings (no-image ablation)": table(
+            [
+                (
+                    "naming wordings leak (the named kind's prior, two options, the objects)",
+                    "drop without the image, naming wordings",
+                    _get(wording, "all categories, naming wordings (plain, polite)", "drop"),
+                ),
+                (
+                    "",
+                    "drop without the image, non-naming wordings",
+                    _get(wording, "all categories, non-naming wordings (anchored, terse)", "drop"),
+                ),
+                *(
+                    (
+                        "",
+                        f"drop, {CATEGORIES[q]} ({q}), {kind}",
+                        _get(wording, f"{CATEGORIES[q]} ({q}), {kind}", "drop"),
+                    )
+                    for q in WORDED_QTYPES
+                    for kind in ("naming", "non-naming")
+                ),
+            ]
+        ),
+        "textual vs visual reference": table(
+            [
+                (
+                    f"visual reference trained for half the combinations ({family})",
+                    f"accuracy {setting}",
+                    _get(ref, f"{family} ({qtype}): {setting}", "with_image"),
+                )
+                for qtype, family in FAMILIES.items()
+                for setting in ("text_only", "visual")
+            ]
+        ),
+        "long answers": table(
+            [
+                (
+                    "descriptions of 1-2 objects (4-9 tokens) under the colour prior",
+                    "counterfactual descriptions labelled prior-driven",
+                    _get(gen, "describe, all wordings", "prior_driven"),
+                ),
+                ("", "labelled grounded", _get(gen, "describe, all wordings", "grounded")),
+                (
+                    "",
+                    "labelled other (wrong objects or colours)",
+                    _get(gen, "describe, all wordings", "other"),
+                ),
+                (
+                    "",
+                    "counterfactual objects given the canonical colour",
+                    _get(
+                        gen,
+                        "describe, counterfactual objects given the canonical colour",
+                        "prior_driven",
+                    ),
+                ),
+            ]
+        ),
+    }
+    return out
+
+
 def to_markdown(tables: dict[str, pd.DataFrame], digits: int = 3) -> str:
     """GitHub markdown for the tables (no extra dependency)."""
     blocks = []
@@ -473,13 +682,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     samples = demo_world(args.split, args.n, seed=args.seed)
     frame = evaluate(model, processor, samples, batch_size=args.batch_size)
     tables = summarize(frame)
-    md = to_markdown(tables)
+    planted = phenomenon_tables(tables)
+    md = (
+        "## planted phenomena\n\n" + to_markdown(planted) + "\n## details\n\n" + to_markdown(tables)
+    )
     print(md)
     print(f"{len(samples)} samples of the {args.split} split in {time.time() - t0:.1f}s")
     if args.markdown:
         args.markdown.write_text(md)
     if args.csv:
-        to_long(tables).to_csv(args.csv, index=False)
+        to_long({**{f"planted: {k}": v for k, v in planted.items()}, **tables}).to_csv(
+            args.csv, index=False
+        )
     if args.items:
         frame.to_csv(args.items, index=False)
 

@@ -60,9 +60,9 @@ class TrainConfig:
     """Schedule of the three stages. Steps of 0 skip a stage."""
 
     seed: int = 0
-    text_steps: int = 300
-    vision_steps: int = 2400
-    joint_steps: int = 2200
+    text_steps: int = 400
+    vision_steps: int = 2000
+    joint_steps: int = 2300
     batch: int = 48
     chunks: int = 2  # joint-stage batches run as this many length-sorted chunks (less padding)
     # Share of each joint-stage batch taken from the text-only corpus (as visual instruction
