@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
-from interp.datasets import PRIOR_COLORS, demo_world, text_corpus
+from interp.datasets import CO_OCCURRENCE, PRIOR_COLORS, demo_world, text_corpus
 from interp.demo import CHECKPOINT_DIR
 from interp.demo.evaluate import (
     evaluate,
@@ -215,11 +216,16 @@ def demo():
 
 @pytest.fixture(scope="module")
 def frame(demo) -> pd.DataFrame:
-    """Held-out test items: 30 draws of every question type plus 150 colour pairs."""
+    """Held-out test items: 30 draws of every question type (each wording, reference setting,
+    POPE question and conflict order), plus 100 draws each of colour, conflict, existence and
+    description questions."""
     model, proc = demo
-    mixed = demo_world("test", 510, seed=7)
-    colour = demo_world("test", 300, seed=8, qtypes=["color"])
-    return evaluate(model, proc, mixed + colour)
+    mixed = demo_world("test", 1350, seed=7)
+    colour = demo_world("test", 400, seed=8, qtypes=["color"])
+    conflict = demo_world("test", 600, seed=9, qtypes=["conflict"])
+    exist = demo_world("test", 400, seed=10, qtypes=["exist"])
+    describe = demo_world("test", 400, seed=11, qtypes=["describe"])
+    return evaluate(model, proc, mixed + colour + conflict + exist + describe)
 
 
 def test_checkpoint_architecture(demo) -> None:
@@ -230,18 +236,21 @@ def test_checkpoint_architecture(demo) -> None:
     assert type(proc.image_processor).__name__ == "SiglipImageProcessorPil"
     assert cfg.vision_feature_select_strategy == "full"
     assert cfg.vision_config.vision_use_head is False
-    assert cfg.text_config.num_hidden_layers >= 8
+    assert cfg.text_config.num_hidden_layers >= 12
     weights = CHECKPOINT_DIR / "model.safetensors"
     assert weights.stat().st_size <= 20 * 2**20
     n = sum(t.numel() for t in load_file(weights).values())
     assert n == sum(p.numel() for p in model.parameters())
+    # the shipped tokenizer lowercases and splits punctuation off words
+    ids = proc.tokenizer("What colour is the banana?", add_special_tokens=False)["input_ids"]
+    assert proc.tokenizer.convert_ids_to_tokens(ids) == "what colour is the banana ?".split()
 
 
 def test_greedy_answers_do_not_depend_on_batching(demo) -> None:
     model, proc = demo
-    samples = demo_world("test", 24, seed=9)
+    samples = demo_world("test", 45, seed=9)  # every question type, two-image conflicts included
     one = greedy_answers(model, proc, samples, batch_size=1)
-    many = greedy_answers(model, proc, samples, batch_size=24)
+    many = greedy_answers(model, proc, samples, batch_size=45)
     assert one == many
 
 
@@ -250,50 +259,135 @@ def test_accuracy_with_and_without_image(frame: pd.DataFrame) -> None:
     dep = acc.loc["ALL vision-dependent"]
     ind = acc.loc["ALL vision-independent"]
     assert dep["with_image"] >= 0.7
-    assert dep["without_image"] <= 0.25
+    assert dep["without_image"] <= 0.35  # naming wordings leak: see the wording test
     assert ind["with_image"] >= 0.95 and ind["without_image"] >= 0.9
     for q in ("color", "identify", "count", "position", "digit", "conflict"):
-        # far above a uniform guess with the image (position is the hardest: ~0.63-0.70)
         assert acc.loc[q, "with_image"] >= acc.loc[q, "chance"] + 0.35, q
-    # without the image, a colour question that does not name the kind is a guess
-    anchored = frame[(frame["qtype"] == "color") & (frame["variant"] == "anchored")]
-    assert anchored["correct_blind"].mean() <= 0.3
+    # without the image, a question that names nothing is a guess
+    for q in ("color", "identify", "digit"):
+        blind = frame[(frame["qtype"] == q) & frame["variant"].isin(["anchored", "terse"])]
+        assert blind["correct_blind"].mean() <= 0.3, q
 
 
 def test_language_prior_gap(frame: pd.DataFrame) -> None:
     col = frame[(frame["qtype"] == "color") & frame["entity"].isin(list(PRIOR_COLORS))]
     canonical = col[~col["counterfactual"].astype(bool)]
     cf = col[col["counterfactual"].astype(bool)]
-    assert len(cf) >= 80
+    assert len(cf) >= 140
     gap = canonical["correct_image"].mean() - cf["correct_image"].mean()
-    assert gap >= 0.05
+    assert gap >= 0.1
     wrong = cf[cf["correct_image"] == 0]
     expected = wrong["entity"].map(PRIOR_COLORS)
     # errors on counterfactual objects mostly answer the canonical colour
-    assert (wrong["pred_image"] == expected).mean() >= 0.5
+    assert (wrong["pred_image"] == expected).mean() >= 0.6
+    # the prior bites where the evidence is faint: a counterfactual colour is answered less often
+    # than a colour of a kind without a prior at the same visibility
+    faint = col["opacity"] < 0.25
+    control = frame[(frame["qtype"] == "color") & ~frame["entity"].isin(list(PRIOR_COLORS))]
+    assert (
+        cf[faint]["correct_image"].mean()
+        <= control[control["opacity"] < 0.25]["correct_image"].mean() - 0.1
+    )
     # blind, the plain wording answers the prior: right on canonical, wrong on counterfactual
     plain = col[col["variant"] == "plain"]
     assert plain[~plain["counterfactual"].astype(bool)]["correct_blind"].mean() >= 0.8
     assert plain[plain["counterfactual"].astype(bool)]["correct_blind"].mean() <= 0.2
 
 
+def test_pope_hallucination_gap(frame: pd.DataFrame) -> None:
+    """Absent kinds that co-occur with a present one are affirmed more often than random ones."""
+    ex = frame[frame["qtype"] == "exist"]
+    neg = ex[ex["answer"] == "no"]
+    yes = {k: (g["pred_image"] == "yes").mean() for k, g in neg.groupby("pope_negative")}
+    assert len(neg) >= 350 and set(yes) == {"random", "popular", "adversarial"}
+    assert yes["adversarial"] >= yes["random"] + 0.15
+    # the adversarial negatives are exactly the absent partners of present kinds
+    for _, r in neg[neg["pope_negative"] == "adversarial"].iterrows():
+        present = {o["kind"] for o in r["objects"]}
+        assert r["entity"] not in present
+        assert any(CO_OCCURRENCE.get(k) == r["entity"] for k in present)
+    # present kinds are mostly seen
+    assert (ex[ex["answer"] == "yes"]["pred_image"] == "yes").mean() >= 0.6
+
+
+def _share(g: pd.DataFrame, source: str) -> float:
+    """Share of conflict answers equal to ``source``'s label (ground truth from meta)."""
+    col = {"perceptual": "image_label", "propositional": "propositional_label"}.get(
+        source, "text_label"
+    )
+    return float((g["pred_image"] == g[col]).mean())
+
+
+def test_conflict_bias_depends_on_form_and_order(frame: pd.DataFrame) -> None:
+    con = frame[frame["qtype"] == "conflict"]
+    agree = con[con["agreement"] == "all_agree"]
+    assert (agree["pred_image"] == agree["text_label"]).mean() >= 0.9
+    differ = con[con["agreement"] == "all_differ"]
+    assert len(differ) >= 200
+    follows_a_source = sum(_share(differ, s) for s in ("perceptual", "propositional", "text"))
+    assert follows_a_source >= 0.75  # answers name one of the three labels
+    # evidence form: a drawn object is followed more than its written label
+    assert _share(differ, "perceptual") >= _share(differ, "propositional") + 0.2
+    # order: a source placed last (next to the question) is followed more than placed first
+    place = {p: differ["order"].str.split(",").str[i] for i, p in enumerate(("first", "2", "last"))}
+    for source, margin in (("perceptual", 0.15), ("propositional", 0.15)):
+        last = differ[place["last"] == source]
+        first = differ[place["first"] == source]
+        assert _share(last, source) >= _share(first, source) + margin, source
+
+
+def test_wording_drop_is_larger_when_the_wording_leaks_nothing(frame: pd.DataFrame) -> None:
+    """No-image ablation: naming wordings keep accuracy without the image, the others lose it."""
+    worded = frame[frame["variant"].isin(["plain", "polite", "anchored", "terse"])]
+    worded = worded[worded["qtype"] != "exist"]
+    # colour questions leak only for kinds with a prior
+    worded = worded[(worded["qtype"] != "color") | worded["entity"].isin(list(PRIOR_COLORS))]
+    naming = worded["variant"].isin(["plain", "polite"])
+
+    def drop(g: pd.DataFrame) -> float:
+        return g["correct_image"].mean() - g["correct_blind"].mean()
+
+    assert drop(worded[~naming]) >= drop(worded[naming]) + 0.1
+    for qtype in ("color", "identify", "count", "digit"):
+        q = worded[worded["qtype"] == qtype]
+        named = q["variant"].isin(["plain", "polite"])
+        assert drop(q[~named]) >= drop(q[named]) + 0.05, qtype
+    # in every category the naming wordings are answered better without the image
+    for qtype, q in worded.groupby("qtype"):
+        named = q["variant"].isin(["plain", "polite"])
+        assert q[named]["correct_blind"].mean() >= q[~named]["correct_blind"].mean() + 0.1, qtype
+
+
 def test_visual_reference_is_weaker_than_textual(frame: pd.DataFrame) -> None:
-    for qtype in ("recall", "digit_arith"):
+    for qtype in ("recall", "digit_arith", "letters"):
         q = frame[frame["qtype"] == qtype]
         text = q[q["setting"] == "text_only"]["correct_image"].mean()
         visual = q[q["setting"] == "visual"]
         assert text >= 0.9
-        assert visual["correct_image"].mean() <= text - 0.2
+        assert visual["correct_image"].mean() <= text - 0.2, qtype
         linked = visual[visual["linked"] == True]["correct_image"].mean()  # noqa: E712
         unlinked = visual[visual["linked"] == False]["correct_image"].mean()  # noqa: E712
-        assert linked >= unlinked + 0.2
+        assert linked >= unlinked + 0.2, qtype
 
 
-def test_conflicts_mostly_follow_a_modality(frame: pd.DataFrame) -> None:
-    con = frame[frame["qtype"] == "conflict"]
-    assert len(con) >= 25
-    assert (con["outcome_image"] == "image").mean() >= 0.5
-    assert (con["outcome_image"] != "other").mean() >= 0.7
+def test_long_answers_are_prior_driven_or_grounded(frame: pd.DataFrame) -> None:
+    """Counterfactual descriptions (4-9 tokens) labelled from meta alone, checked by hand here."""
+    desc = frame[(frame["qtype"] == "describe") & frame["counterfactual"].astype(bool)]
+    desc = desc[desc["variant"].isin(["plain", "polite"])]
+    prior, grounded = 0, 0
+    for _, r in desc.iterrows():
+        said = dict(re.findall(r"the (\w+) is (\w+)", r["pred_image"]))
+        cf = [o for o in r["objects"] if o["kind"] in PRIOR_COLORS]
+        cf = [o for o in cf if o["color"] != PRIOR_COLORS[o["kind"]]]
+        if any(said.get(o["kind"]) == PRIOR_COLORS[o["kind"]] for o in cf):
+            prior += 1
+            assert r["generation"] == "prior_driven"
+        elif r["pred_image"] == r["answer"]:
+            grounded += 1
+            assert r["generation"] == "grounded"
+    assert len(desc) >= 40
+    assert prior >= 0.1 * len(desc) and grounded >= 0.3 * len(desc)
+    assert all(4 <= len(a.split()) <= 12 for a in desc["answer"])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -320,7 +414,9 @@ def test_smoke_training_and_evaluation_cli(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "interp.demo.evaluate", "--checkpoint", str(out), "--n", "40"]
     cmd += ["--markdown", str(md), "--csv", str(csv)]
     subprocess.run(cmd, cwd=ROOT, check=True, timeout=60, capture_output=True)
-    assert "### accuracy" in md.read_text()
+    assert "### accuracy" in md.read_text() and "### colour prior" in md.read_text()
     table = pd.read_csv(csv)
-    assert {"accuracy", "prior", "wording", "reference", "conflict"} == set(table["table"])
+    details = {"accuracy", "prior", "wording", "pope", "conflict", "reference", "generation"}
+    assert details <= set(table["table"])
+    assert any(t.startswith("planted: ") for t in table["table"])
     assert np.isfinite(table["n"].dropna()).all()
