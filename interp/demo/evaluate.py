@@ -26,6 +26,7 @@ from ..datasets.render import CELLS
 from ..datasets.world import (
     AGREEMENTS,
     CATEGORIES,
+    CO_OCCURRENCE_STRENGTH,
     COLOR_NAMES,
     CONFLICT_ORDERS,
     FACTS,
@@ -33,8 +34,11 @@ from ..datasets.world import (
     NAMING_VARIANTS,
     NUMBER_WORDS,
     POPE_NEGATIVES,
+    POSITION_TRUST,
     PRIOR_COLORS,
+    PRIOR_STRENGTH,
     SHAPE_KINDS,
+    SOURCE_TRUST,
     SOURCES,
     VARIANTS,
     WORDED_QTYPES,
@@ -477,7 +481,8 @@ def phenomenon_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame
         "colour prior": table(
             [
                 (
-                    "5 kinds in a canonical colour in 95% of training images; text states it",
+                    f"{len(PRIOR_COLORS)} kinds in a canonical colour in {PRIOR_STRENGTH:.0%} of training "
+                    "images; text states it",
                     "colour accuracy, prior kinds, canonical",
                     weighted(can_rows, "with_image"),
                 ),
@@ -516,7 +521,8 @@ def phenomenon_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame
         "object co-occurrence (POPE)": table(
             [
                 (
-                    "a kind brings its partner into 90% of training existence scenes",
+                    f"a kind brings its partner into {CO_OCCURRENCE_STRENGTH:.0%} of training existence "
+                    "scenes",
                     "yes on absent kinds, random negatives",
                     _get(pope, "random", "negatives_yes", "setting"),
                 ),
@@ -537,8 +543,10 @@ def phenomenon_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame
         "modality trust (conflicts)": table(
             [
                 (
-                    "trust = form (drawn 1.0, written 0.8, caption 0.6) + place (0, 0.15, 0.3), "
-                    "scaled by visibility",
+                    "trust = form (drawn {perceptual}, written {propositional}, caption {text}) + "
+                    "place {places}, scaled by visibility".format(
+                        **SOURCE_TRUST, places=POSITION_TRUST
+                    ),
                     "all differ: answer = drawn object",
                     _get(con, "all_differ", "perceptual"),
                 ),
