@@ -120,7 +120,7 @@ def test_multi_image_messages() -> None:
 
 
 def test_training_prompts_are_the_library_prompts(processor) -> None:
-    """What training feeds the model is what ``interp.encode`` builds, two-image samples included."""
+    """What training feeds the model is what ``interp.encode`` builds, two-image samples too."""
     import interp
 
     model = build_model(processor.tokenizer, SMOKE.model)

@@ -197,7 +197,7 @@ def test_trivial_images() -> None:
 
 
 def test_counterfactual_shares() -> None:
-    """Train keeps the planted prior (~95% canonical); test has the requested counterfactual share."""
+    """Train keeps the planted prior (~95% canonical); test has the requested cf share."""
     train = [
         s
         for s in demo_world("train", 6000, seed=0, qtypes=["color"])

@@ -164,7 +164,7 @@ NUMBER_WORDS: tuple[str, ...] = tuple(str(i) for i in range(19))  # answers 0..1
 # modality conflict (three evidence sources)
 
 SOURCES: tuple[str, ...] = ("perceptual", "propositional", "text")
-"""Evidence sources of a conflict item: the drawn object, its label written in an image, a caption."""
+"""Evidence sources of a conflict item: the drawn object, a label written in an image, a caption."""
 SOURCE_TRUST: dict[str, float] = {"perceptual": 1.0, "propositional": 0.8, "text": 0.6}
 POSITION_TRUST: tuple[float, ...] = (0.0, 0.15, 0.3)
 """Trust added to a source by its place in the prompt (first, second, last before the question)."""
@@ -312,7 +312,7 @@ META_KEYS: tuple[str, ...] = (
 - ``prior_answer``: what the prior alone answers (the canonical colour, a description with
   canonical colours, ``"yes"`` for the partner of a present kind), ``None`` where there is none.
 - ``entity``: the object kind, digit or word the question is about.
-- ``reference``: ``"text"`` (the question names the entity) or ``"visual"`` (it refers to the image).
+- ``reference``: ``"text"`` (the question names the entity) or ``"visual"`` (refers to the image).
 - ``setting``: for reference items, ``"text_only"`` (trivial image), ``"full_info"`` (entity image
   and naming question) or ``"visual"`` (entity image and visual-reference question).
 - ``family``: reference family (:data:`FAMILIES`): ``"facts"``, ``"arithmetic"``, ``"words"``.
@@ -326,8 +326,8 @@ META_KEYS: tuple[str, ...] = (
   written in an image / asserted by the caption.
 - ``order``: conflict input order, the sources in prompt order joined by commas
   (``"text,perceptual,propositional"``); the question always comes last.
-- ``agreement``: ``"all_agree"``, ``"one_disagrees"`` or ``"all_differ"``; ``odd_source``: the source
-  that disagrees.
+- ``agreement``: ``"all_agree"``, ``"one_disagrees"`` or ``"all_differ"``; ``odd_source``: the
+  source that disagrees.
 - ``source_opacity``: opacity of each image source of a conflict, ``{"perceptual": .., ...}``.
 - ``pope_negative``: for existence questions, how an absent kind was drawn (``"random"``,
   ``"popular"``, ``"adversarial"``); ``None`` for a present kind.
@@ -704,10 +704,11 @@ def _gen_exist(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sample]:
 
     Training: one question per scene, a present kind or an absent one (uniform) with equal
     probability; objects have opacity 0.1-1 except partners brought along by co-occurrence,
-    :data:`PARTNER_OPACITY` (often faint, down to invisible). Evaluation (objects 0.3-1): one present kind and three absent ones on the same scene, drawn as in
-    POPE: ``random`` (uniform over the absent kinds that are neither popular nor the partner of a
-    present kind), ``popular`` (the most frequent absent kind of :data:`POPULAR_KINDS`) and
-    ``adversarial`` (the absent partner of a present kind).
+    :data:`PARTNER_OPACITY` (often faint, down to invisible). Evaluation (objects 0.3-1): one
+    present kind and three absent ones on the same scene, drawn as in POPE: ``random`` (uniform
+    over the absent kinds that are neither popular nor the partner of a present kind),
+    ``popular`` (the most frequent absent kind of :data:`POPULAR_KINDS`) and ``adversarial``
+    (the absent partner of a present kind).
     """
     if ctx.train:
         kinds, brought = _existence_kinds_train(rng)
@@ -1004,8 +1005,8 @@ def demo_world(
         start: index of the first draw, for streaming (``start=k`` continues after ``k`` draws).
         opacity: ``(lo, hi)`` visibility range of the objects, digits and words the questions
             are about, overriding each type's default (colour questions and conflicts: 0-1;
-            descriptions and training existence scenes 0.1-1; most others: 0.3-1). ``(0.05, 0.25)`` samples the band where the
-            prior competes with weak evidence.
+            descriptions and training existence scenes 0.1-1; most others: 0.3-1).
+            ``(0.05, 0.25)`` samples the band where the prior competes with weak evidence.
 
     Returns:
         Samples with PIL images (a list of two for conflicts, placed by ``{image}`` slots in the

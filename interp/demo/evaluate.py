@@ -481,8 +481,8 @@ def phenomenon_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame
         "colour prior": table(
             [
                 (
-                    f"{len(PRIOR_COLORS)} kinds in a canonical colour in {PRIOR_STRENGTH:.0%} of training "
-                    "images; text states it",
+                    f"{len(PRIOR_COLORS)} kinds in a canonical colour in {PRIOR_STRENGTH:.0%} of "
+                    "training images; text states it",
                     "colour accuracy, prior kinds, canonical",
                     weighted(can_rows, "with_image"),
                 ),
@@ -521,8 +521,8 @@ def phenomenon_tables(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame
         "object co-occurrence (POPE)": table(
             [
                 (
-                    f"a kind brings its partner into {CO_OCCURRENCE_STRENGTH:.0%} of training existence "
-                    "scenes",
+                    f"a kind brings its partner into {CO_OCCURRENCE_STRENGTH:.0%} of training "
+                    "existence scenes",
                     "yes on absent kinds, random negatives",
                     _get(pope, "random", "negatives_yes", "setting"),
                 ),
