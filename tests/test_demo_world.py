@@ -298,7 +298,7 @@ def test_cooccurrence_and_popularity_are_planted_in_training() -> None:
     assert 0.05 < np.mean(np.array(opacities) < 0.1) < 0.3
     for kind, partner in (("banana", "leaf"), ("carrot", "heart"), ("square", "diamond")):
         with_kind = [sc for sc in scenes if kind in sc]
-        assert np.mean([partner in sc for sc in with_kind]) > 0.7
+        assert np.mean([partner in sc for sc in with_kind]) > 0.8
     frequency = {k: np.mean([k in sc for sc in scenes]) for k in SHAPE_KINDS}
     others = [frequency[k] for k in SHAPE_KINDS if k not in POPULAR_KINDS]
     assert frequency["circle"] > 1.5 * max(others)

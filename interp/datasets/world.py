@@ -90,7 +90,7 @@ CO_OCCURRENCE: dict[str, str] = {
 }
 """Partner of each kind in the training scenes of existence questions (symmetric)."""
 # Probability that a kind drawn into a training existence scene brings its partner along.
-CO_OCCURRENCE_STRENGTH = 0.75
+CO_OCCURRENCE_STRENGTH = 0.9
 # Opacity range of a partner brought into a training existence scene (other objects: 0.1-1).
 PARTNER_OPACITY = (0.0, 0.6)
 KIND_FREQUENCY: dict[str, float] = {k: 1.0 for k in SHAPE_KINDS} | {"circle": 4.0, "triangle": 3.0}
@@ -238,18 +238,18 @@ QTYPES: tuple[str, ...] = VISION_QTYPES + TEXT_QTYPES + REFERENCE_QTYPES + CONFL
 # Training mixture of the joint image-text stage (share of training samples).
 TRAIN_MIX: dict[str, float] = {
     "color": 0.13,
-    "identify": 0.07,
+    "identify": 0.08,
     "count": 0.04,
     "position": 0.04,
     "digit": 0.05,
     "describe": 0.12,
-    "exist": 0.17,
+    "exist": 0.14,
     "arith": 0.02,
     "fact_color": 0.02,
     "recall": 0.07,
     "digit_arith": 0.07,
     "letters": 0.06,
-    "conflict": 0.14,
+    "conflict": 0.16,
 }
 # Text-only corpus (language pretraining, and rehearsed during visual training): what text can
 # answer, including naming wordings of vision questions answered as text alone would: the prior
