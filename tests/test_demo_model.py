@@ -342,12 +342,19 @@ def test_wording_drop_is_larger_when_the_wording_leaks_nothing(frame: pd.DataFra
     worded = worded[worded["qtype"] != "exist"]
     # colour questions leak only for kinds with a prior
     worded = worded[(worded["qtype"] != "color") | worded["entity"].isin(list(PRIOR_COLORS))]
-    naming = worded["variant"].isin(["plain", "polite"])
 
     def drop(g: pd.DataFrame) -> float:
         return g["correct_image"].mean() - g["correct_blind"].mean()
 
-    assert drop(worded[~naming]) >= drop(worded[naming]) + 0.1
+    # averaged over the six categories (each counts once, whatever its number of items)
+    by_category = worded.groupby("qtype")
+    mean_drop = {
+        flag: np.mean(
+            [drop(q[q["variant"].isin(["plain", "polite"]) == flag]) for _, q in by_category]
+        )
+        for flag in (True, False)
+    }
+    assert mean_drop[False] >= mean_drop[True] + 0.1
     for qtype in ("color", "identify", "count", "digit"):
         q = worded[worded["qtype"] == qtype]
         named = q["variant"].isin(["plain", "polite"])
