@@ -308,6 +308,8 @@ def pope_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _shares(g: pd.DataFrame) -> dict[str, float]:
     """Share of answers matching each source's label (an answer may match two) and none."""
+    if not len(g) or "follows_image" not in g:
+        return {**dict.fromkeys(SOURCES, np.nan), "other": np.nan}
     col = g["follows_image"].fillna("")
     res = {s: float(col.str.contains(s).mean()) if len(g) else np.nan for s in SOURCES}
     res["other"] = float((col == "other").mean()) if len(g) else np.nan
@@ -340,7 +342,7 @@ def conflict_table(frame: pd.DataFrame) -> pd.DataFrame:
         out.append(row(f"all_differ, order {name}", differ[differ["order"] == name]))
     for src in SOURCES:
         for pos, place in enumerate(("first", "second", "last")):
-            at = differ["order"].map(lambda o, s=src, p=pos: o.split(",")[p] == s)
+            at = differ["order"].map(lambda o, s=src, p=pos: o.split(",")[p] == s).astype(bool)
             out.append(row(f"all_differ, {src} {place}", differ[at]))
     return pd.DataFrame(out)
 
