@@ -58,7 +58,9 @@ def _pair(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _exact_zero_where_equal(out: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _exact_zero_where_equal(
+    out: np.ndarray | np.floating, x: np.ndarray, y: np.ndarray
+) -> np.ndarray | np.floating:
     """Force ``f(x, x) = 0`` where two rows are bitwise equal (rounding would leave ~1e-16)."""
     same = np.all(x == y, axis=-1)
     return np.where(same, 0.0, out)
@@ -102,7 +104,7 @@ def _check_log_probs(logp: np.ndarray, name: str) -> None:
         )
 
 
-def _kl_terms(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
+def _kl_terms(logp: np.ndarray, logq: np.ndarray) -> np.ndarray | np.floating:
     """Sum over the last axis of ``p (log p - log q)``, with ``0 log 0 = 0``."""
     p = np.exp(logp)
     with np.errstate(invalid="ignore"):

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from jaxtyping import Bool, Float
+from jaxtyping import Bool, Float, Shaped
 from scipy import special as _special
 from scipy import stats as _sps
 from sklearn.base import BaseEstimator
@@ -100,7 +100,7 @@ class TwoSampleResult:
 
 
 def two_sample_test(
-    distances: Float[ArrayLike, "n layer"], in_vt: Bool[ArrayLike, " n"] | Sequence[Any]
+    distances: Float[ArrayLike, "n layer"], in_vt: Shaped[ArrayLike, " n"] | Sequence[Any]
 ) -> TwoSampleResult:
     """Per-layer two-sample statistic of Lemma F.1 (Eq. 12) between D_VT and D_T.
 
@@ -232,7 +232,7 @@ class VIPDetector(BaseEstimator):
     def fit(
         self,
         distances: Float[ArrayLike, "n layer"],
-        in_vt: Bool[ArrayLike, " n"] | Sequence[Any],
+        in_vt: Shaped[ArrayLike, " n"] | Sequence[Any],
     ) -> VIPDetector:
         """Run :func:`two_sample_test` and pick the VIP; returns ``self``."""
         result = two_sample_test(distances, in_vt)

@@ -414,14 +414,13 @@ def test_store_refuses_other_runs_and_a_second_writer(tmp_path):
 
 
 SHARD_SCRIPT = """
-import sys, torch
+import torch
 torch.set_num_threads(1)
-sys.path.insert(0, {tests!r})
 import interp
-from conftest import make_samples
+from interp.datasets import demo_world
 from interp.testing import tiny_vlm
 vlm = tiny_vlm("llava")
-states = interp.residual_stream(vlm, make_samples(9), store={store!r}, shard="auto",
+states = interp.residual_stream(vlm, demo_world("test", n=9), store={store!r}, shard="auto",
                                 batch_size=2, progress_bar=False)
 torch.save(states, {out!r})
 """
@@ -433,14 +432,12 @@ def test_two_processes_share_a_store_and_give_the_single_process_result(tmp_path
     store = tmp_path / "store"
     procs = []
     for rank in range(2):
-        script = SHARD_SCRIPT.format(
-            tests=str(ROOT / "tests"), store=str(store), out=str(tmp_path / f"r{rank}.pt")
-        )
+        script = SHARD_SCRIPT.format(store=str(store), out=str(tmp_path / f"r{rank}.pt"))
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"}
         procs.append(subprocess.Popen([sys.executable, "-c", script], env=env))
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     single = interp.residual_stream(
-        get_vlm("llava"), make_samples(9), batch_size=2, progress_bar=False
+        get_vlm("llava"), demo_world("test", n=9), batch_size=2, progress_bar=False
     )
     for rank in range(2):
         torch.testing.assert_close(torch.load(tmp_path / f"r{rank}.pt"), single, atol=0, rtol=0)
@@ -543,3 +540,16 @@ def test_images_change_the_hash_used_by_stores():
     assert a.fingerprint() != b.fingerprint()
     c = interp.Sample("q", Image.fromarray(np.asarray(a.image)), id="x")
     assert a.fingerprint() == c.fingerprint()
+
+
+def test_jaxtyping_annotations_are_checked_at_run_time():
+    """The suite's import hook checks shapes: a wrong one fails the call (see conftest.py)."""
+    from jaxtyping import TypeCheckError
+
+    from interp.encoding import last_positions
+    from probes.tvi import tvi
+
+    with pytest.raises(TypeCheckError):
+        last_positions(torch.ones(4, dtype=torch.long))  # [seq] instead of [batch, seq]
+    with pytest.raises(TypeCheckError):
+        tvi(np.zeros((3, 5)), 2, weights=np.ones(4))  # weights must have one entry per layer
