@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from jaxtyping import Bool, Float, Shaped
+from jaxtyping import Float, Shaped
 from scipy import special as _special
 from scipy import stats as _sps
 from sklearn.base import BaseEstimator
