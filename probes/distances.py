@@ -66,6 +66,25 @@ def _exact_zero_where_equal(
     return np.where(same, 0.0, out)
 
 
+def as_distance_matrix(
+    distances: Float[ArrayLike, "n layer"], name: str = "distances"
+) -> np.ndarray:
+    """Validate a ``[N, L+1]`` per-layer distance matrix and return it as float64 numpy."""
+    d = as_float64(distances, name)
+    if d.ndim != 2:
+        raise ValueError(
+            f"{name} must have shape [N, L+1] (samples x layers incl. embeddings), got {d.shape}"
+        )
+    if d.shape[1] < 2:
+        raise ValueError(f"{name} has {d.shape[1]} layer column(s); expected L+1 >= 2")
+    if np.any(np.isnan(d)):
+        rows, cols = np.nonzero(np.isnan(d))
+        raise ValueError(
+            f"{name} contains NaN (first at sample {rows[0]}, layer {cols[0]}; {len(rows)} in all)"
+        )
+    return d
+
+
 def cosine_distance(
     a: Float[ArrayLike, "*batch d"], b: Float[ArrayLike, "*batch d"]
 ) -> Float[np.ndarray, "*batch"]:
@@ -168,6 +187,7 @@ def get_distance(name: str) -> DistanceFn:
 __all__ = [
     "DISTANCES",
     "ArrayLike",
+    "as_distance_matrix",
     "DistanceFn",
     "cosine_distance",
     "get_distance",

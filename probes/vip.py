@@ -26,32 +26,13 @@ from scipy import special as _special
 from scipy import stats as _sps
 from sklearn.base import BaseEstimator
 
-from .distances import ArrayLike, as_float64
+from .distances import ArrayLike, as_distance_matrix, as_float64
 from .errors import EmptyGroupError, TooFewSamplesError
 from .stats import as_binary_labels
 
 
 class NoVIPWarning(UserWarning):
     """The automatic rule found no layer that qualifies as the VIP."""
-
-
-def as_distance_matrix(
-    distances: Float[ArrayLike, "n layer"], name: str = "distances"
-) -> np.ndarray:
-    """Validate a ``[N, L+1]`` per-layer distance matrix and return it as float64 numpy."""
-    d = as_float64(distances, name)
-    if d.ndim != 2:
-        raise ValueError(
-            f"{name} must have shape [N, L+1] (samples x layers incl. embeddings), got {d.shape}"
-        )
-    if d.shape[1] < 2:
-        raise ValueError(f"{name} has {d.shape[1]} layer column(s); expected L+1 >= 2")
-    if np.any(np.isnan(d)):
-        rows, cols = np.nonzero(np.isnan(d))
-        raise ValueError(
-            f"{name} contains NaN (first at sample {rows[0]}, layer {cols[0]}; {len(rows)} in all)"
-        )
-    return d
 
 
 @dataclass(frozen=True)

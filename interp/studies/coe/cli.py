@@ -44,7 +44,6 @@ from interp.cli import (
     check_split_label,
     load_data,
 )
-from interp.conditions import Condition
 from interp.errors import NoVIPError
 
 DEFAULT_QTYPES = ("color",)
@@ -74,6 +73,8 @@ def _validate(
         InterpError (UsageError, ConditionError, ModelNotFoundError, DataFormatError, ImageError,
         ...): the first check that fails.
     """
+    from interp.conditions import Condition
+
     shard = check_common_arguments(args)
     names = [c.strip() for c in args.conditions.split(",") if c.strip()]
     if len(names) != 2:
