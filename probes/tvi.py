@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import Float
 
-from .distances import ArrayLike, as_float64
+from .distances import ArrayLike, as_distance_matrix, as_float64
 from .errors import TooFewSamplesError
-from .vip import as_distance_matrix
 
 
 def _check_vip(vip: object, n_layers: int, lowest: int = 1) -> int:

@@ -15,6 +15,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 
 import interp
+from interp.conditions import Condition
 from interp.datasets import demo_world
 from interp.encoding import encode
 from interp.testing import ARCHITECTURES, build_tiny
@@ -417,3 +418,44 @@ def test_edits_key_the_store(tmp_path):
         interp.residual_stream(
             vlm, batch, edits=[Steer(1, 2 * v)], store=tmp_path, progress_bar=False
         )
+
+
+@pytest.mark.parametrize("queries", ["last", "text"])
+def test_knockout_of_prompt_rows_in_generation_equals_a_no_cache_loop(queries, samples):
+    """A per-step edit that touches nothing at generated steps (the knocked-out rows are prompt
+    rows) still lets generation run; its answers equal a loop of plain forwards without the KV
+    cache through the hand-written attention, the prompt rows knocked out at every step."""
+    vlm = interp.load(*build_tiny("llava", attn_implementation="eager"))
+    batch = samples[:2]
+    edit = Knockout(keys="image", queries=queries, layers=[1, 2])
+    gen = interp.generate(vlm, batch, max_new_tokens=3, edits=[edit], progress_bar=False)
+    enc = encode(vlm, batch)
+    from interp.edits import Batch as EditBatch
+    from interp.edits import EditContext
+
+    rows = EditContext(vlm, EditBatch(vlm, enc, batch, Condition.parse("full")), None).positions(
+        queries
+    )
+    image = enc.image_mask
+
+    def knock(scores: torch.Tensor, layer_idx: int) -> torch.Tensor:
+        if layer_idx + 1 not in (1, 2):
+            return scores
+        q = torch.zeros(scores.shape[0], scores.shape[2], dtype=torch.bool)
+        q[:, : rows.shape[1]] = rows
+        k = torch.zeros(scores.shape[0], scores.shape[3], dtype=torch.bool)
+        k[:, : image.shape[1]] = image
+        block = q[:, None, :, None] & k[:, None, None, :]
+        return scores.masked_fill(block, torch.finfo(scores.dtype).min)
+
+    ref_vlm = _with_reference("llava", knock)
+    inputs = dict(enc.inputs)
+    tokens = []
+    for _ in range(3):
+        with torch.no_grad():
+            logits = ref_vlm.hf(**inputs).logits[:, -1].float()
+        tokens.append(logits.argmax(-1))
+        inputs = _per_token_growth(vlm, inputs, tokens[-1])
+    ref = torch.stack(tokens, 1).tolist()
+    for row, ids in enumerate(gen.token_ids):
+        assert ids == ref[row][: len(ids)]
