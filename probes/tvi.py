@@ -1,7 +1,7 @@
 """Total Visual Integration (TVI): per-sample averages of layer distances after the VIP.
 
 Inputs are distances ``d(z_vis^l, z_blind^l)`` of shape ``[N, L+1]`` (index 0 = embeddings,
-index l = decoder layer l, SPEC §3) and a VIP layer ``l*`` in ``1..L``; the output is ``[N]``.
+index l = decoder layer l, ``docs/conventions.md``) and a VIP layer ``l*`` in ``1..L``; the output is ``[N]``.
 """
 
 from __future__ import annotations

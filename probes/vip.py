@@ -1,7 +1,7 @@
 """The Visual Integration Point (VIP): a per-layer two-sample test and its change-point rule.
 
 Inputs are per-sample, per-layer distances ``d(z_vis^l, z_blind^l)`` of shape ``[N, L+1]``
-(SPEC §3: index 0 = input embeddings, index l = output of decoder layer l) and the agreement
+(``docs/conventions.md``: index 0 = input embeddings, index l = output of decoder layer l) and the agreement
 split ``in_vt`` (True = D_VT, the answer changed when the image was removed).
 
 - :func:`two_sample_test`: per layer, the group means of Eq. 2 and the statistic of Lemma F.1,
