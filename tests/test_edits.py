@@ -459,3 +459,27 @@ def test_knockout_of_prompt_rows_in_generation_equals_a_no_cache_loop(queries, s
     ref = torch.stack(tokens, 1).tolist()
     for row, ids in enumerate(gen.token_ids):
         assert ids == ref[row][: len(ids)]
+
+
+def test_residual_assignment_replaces_the_layer_output(samples):
+    """``vlm.residual[l] = h`` (assignment, not in place) gives what a hook returning h gives."""
+
+    class Double(interp.Intervention):
+        def apply(self, ctx: interp.EditContext) -> None:
+            ctx.vlm.residual[2] = 2 * ctx.vlm.residual[2]
+
+    vlm = get_vlm("qwen2_vl")
+    batch = samples[:3]
+    got = interp.residual_stream(vlm, batch, edits=[Double()], progress_bar=False)
+    enc = encode(vlm, batch)
+    module = vlm.adapter.layers(vlm.hf)[1]
+    handle = module.register_forward_hook(
+        lambda m, a, o: (2 * o[0], *o[1:]) if isinstance(o, tuple) else 2 * o, prepend=True
+    )
+    try:
+        hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
+    finally:
+        handle.remove()
+    n = vlm.n_layers
+    ref = torch.stack([h[torch.arange(3), enc.last_index] for h in hs[:n]], 1)
+    torch.testing.assert_close(got[:, :n], ref.float(), atol=1e-5, rtol=0)
