@@ -25,7 +25,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import current_rss_mib, peak_rss_mib, run_child, timed, workload  # noqa: E402
+from _common import (  # noqa: E402
+    current_rss_mib,
+    hf_generate,
+    peak_rss_mib,
+    run_child,
+    timed,
+    workload,
+)
 
 import interp  # noqa: E402
 from interp.encoding import batches  # noqa: E402
@@ -48,24 +55,12 @@ def hf_reference(
                 if h.shape[1] == enc.input_ids.shape[1]:  # the prompt forward only
                     seen.append(h[rows, enc.last_index].detach().clone())
 
-            hooks = [layers[0].register_forward_pre_hook(lambda m, a: keep(a[0]))]
+            hooks = [(layers[0], "pre", lambda m, a: keep(a[0]))]
             hooks += [
-                layer.register_forward_hook(
-                    lambda m, a, o: keep(o[0] if isinstance(o, tuple) else o)
-                )
+                (layer, "forward", lambda m, a, o: keep(o[0] if isinstance(o, tuple) else o))
                 for layer in layers
             ]
-            try:
-                with torch.no_grad():
-                    vlm.hf.generate(
-                        **enc.inputs,
-                        max_new_tokens=max_new_tokens,
-                        do_sample=False,
-                        pad_token_id=vlm.tokenizer.pad_token_id,
-                    )
-            finally:
-                for hook in hooks:
-                    hook.remove()
+            hf_generate(vlm, enc, max_new_tokens, hooks)
             out.setdefault(condition, []).append(torch.stack(seen, 1))
     return {k: torch.cat(v) for k, v in out.items()}
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import timed, workload  # noqa: E402
+from _common import hf_generate, timed, workload  # noqa: E402
 
 import interp  # noqa: E402
 from interp.encoding import batches  # noqa: E402
@@ -31,20 +31,9 @@ from interventions import Steer  # noqa: E402
 
 
 def bare_generate(vlm: interp.VLM, samples, batch_size: int, max_new_tokens: int, hook=None):
-    layer = vlm.adapter.layers(vlm.hf)[5]
-    handle = layer.register_forward_hook(hook) if hook is not None else None
-    try:
-        for _, enc in batches(vlm, samples, "full", batch_size):
-            with torch.no_grad():
-                vlm.hf.generate(
-                    **enc.inputs,
-                    max_new_tokens=max_new_tokens,
-                    do_sample=False,
-                    pad_token_id=vlm.tokenizer.pad_token_id,
-                )
-    finally:
-        if handle is not None:
-            handle.remove()
+    hooks = [(vlm.adapter.layers(vlm.hf)[5], "forward", hook)] if hook is not None else []
+    for _, enc in batches(vlm, samples, "full", batch_size):
+        hf_generate(vlm, enc, max_new_tokens, hooks)
 
 
 def main() -> None:
