@@ -553,3 +553,20 @@ def test_jaxtyping_annotations_are_checked_at_run_time():
         last_positions(torch.ones(4, dtype=torch.long))  # [seq] instead of [batch, seq]
     with pytest.raises(TypeCheckError):
         tvi(np.zeros((3, 5)), 2, weights=np.ones(4))  # weights must have one entry per layer
+
+
+def test_teacher_forced_batches_keep_their_question_positions(samples):
+    """Positions edits see in scoring (prompt + appended target) still find the question."""
+    from interp.edits import Batch, EditContext
+    from interp.encoding import append_targets, target_ids
+
+    vlm = get_vlm("llava")
+    batch = samples[:3]
+    enc = encode(vlm, batch)
+    ext, _, _ = append_targets(vlm, enc, target_ids(vlm, [s.answer for s in batch]))
+    ctx = EditContext(
+        vlm, Batch(vlm, enc, batch, Condition.parse("full"), "score", traced=ext), None
+    )
+    mask = ctx.positions("question")
+    for row, s in enumerate(batch):
+        assert vlm.tokenizer.decode(ext.input_ids[row][mask[row]]).strip() == s.question
