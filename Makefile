@@ -31,6 +31,7 @@ lint: install
 bench: install
 	$(PY) bench/residual_stream.py
 	$(PY) bench/chain_of_embedding.py
+	$(PY) bench/generation.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint

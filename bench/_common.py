@@ -45,6 +45,30 @@ def workload(n: int, seed: int = 0, model: str = "demo"):
     return vlm, demo_world(split="test", n=n, seed=seed)
 
 
+def hf_generate(vlm, enc, max_new_tokens: int, hooks=()) -> None:
+    """Bare HF greedy ``generate`` on one encoded batch, with torch hooks registered for the call:
+    ``hooks`` holds (module, kind, fn) with kind ``"forward"`` or ``"pre"``."""
+    import torch
+
+    handles = [
+        module.register_forward_hook(fn)
+        if kind == "forward"
+        else module.register_forward_pre_hook(fn)
+        for module, kind, fn in hooks
+    ]
+    try:
+        with torch.no_grad():
+            vlm.hf.generate(
+                **enc.inputs,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=vlm.tokenizer.pad_token_id,
+            )
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def run_child(script: str, *args: str) -> dict:
     """Run ``script`` in a fresh Python process (so peak memory is its own); parse its last line as
     JSON."""

@@ -7,42 +7,102 @@ conditions such as ``"full"``, ``"blind"``, ``"null:black"`` or ``"blind+no_ques
 :mod:`interp.studies`; statistics in the separate :mod:`probes` package.
 """
 
-from .adapters import ADAPTERS, Adapter, adapter_for, register_adapter, supported_architectures
-from .conditions import (
-    Condition,
-    null_image,
-    register_image_condition,
-    register_question_condition,
-)
-from .edits import Batch, EditContext, Intervention
-from .encoding import Encoding, encode
-from .errors import (
-    ConditionError,
-    DataFormatError,
-    DuplicateSampleError,
-    EmptyGroupError,
-    EmptyInputError,
-    EmptyTargetError,
-    ImageError,
-    ImageTokenMismatchError,
-    InterpError,
-    InterventionError,
-    MissingImageError,
-    ModelNotFoundError,
-    NoVIPError,
-    StoreError,
-    StoreLockedError,
-    TooFewSamplesError,
-    UnknownTokenWarning,
-    UnsupportedArchitectureError,
-)
-from .generation import Generation, Sampling, generate
-from .model import VLM, load
-from .residual import residual_stream
-from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
-from .scoring import TokenScores, score
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.2.0"
+
+# The public names, imported on first use (PEP 562): `import interp` stays cheap — the command
+# line answers --version, --help and argument errors without loading torch and transformers.
+_LAZY: dict[str, str] = {
+    "ADAPTERS": "adapters",
+    "Adapter": "adapters",
+    "Batch": "edits",
+    "Condition": "conditions",
+    "ConditionError": "errors",
+    "DataFormatError": "errors",
+    "DuplicateSampleError": "errors",
+    "EditContext": "edits",
+    "EmptyGroupError": "errors",
+    "EmptyInputError": "errors",
+    "EmptyTargetError": "errors",
+    "Encoding": "encoding",
+    "Generation": "generation",
+    "IMAGE_SLOT": "samples",
+    "ImageError": "errors",
+    "ImageTokenMismatchError": "errors",
+    "InterpError": "errors",
+    "Intervention": "edits",
+    "InterventionError": "errors",
+    "MissingImageError": "errors",
+    "ModelNotFoundError": "errors",
+    "NoVIPError": "errors",
+    "Sample": "samples",
+    "Sampling": "generation",
+    "StoreError": "errors",
+    "StoreLockedError": "errors",
+    "TokenScores": "scoring",
+    "TooFewSamplesError": "errors",
+    "UnknownTokenWarning": "errors",
+    "UnsupportedArchitectureError": "errors",
+    "VLM": "model",
+    "adapter_for": "adapters",
+    "encode": "encoding",
+    "ensure_samples": "samples",
+    "generate": "generation",
+    "load": "model",
+    "null_image": "conditions",
+    "read_jsonl": "samples",
+    "register_adapter": "adapters",
+    "register_image_condition": "conditions",
+    "register_question_condition": "conditions",
+    "residual_stream": "residual",
+    "score": "scoring",
+    "supported_architectures": "adapters",
+    "write_jsonl": "samples",
+}
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from .adapters import ADAPTERS, Adapter, adapter_for, register_adapter, supported_architectures
+    from .conditions import (
+        Condition,
+        null_image,
+        register_image_condition,
+        register_question_condition,
+    )
+    from .edits import Batch, EditContext, Intervention
+    from .encoding import Encoding, encode
+    from .errors import (
+        ConditionError,
+        DataFormatError,
+        DuplicateSampleError,
+        EmptyGroupError,
+        EmptyInputError,
+        EmptyTargetError,
+        ImageError,
+        ImageTokenMismatchError,
+        InterpError,
+        InterventionError,
+        MissingImageError,
+        ModelNotFoundError,
+        NoVIPError,
+        StoreError,
+        StoreLockedError,
+        TooFewSamplesError,
+        UnknownTokenWarning,
+        UnsupportedArchitectureError,
+    )
+    from .generation import Generation, Sampling, generate
+    from .model import VLM, load
+    from .residual import residual_stream
+    from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
+    from .scoring import TokenScores, score
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "ADAPTERS",

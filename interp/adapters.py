@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import torch
+from einops import reduce
 from transformers import PretrainedConfig, PreTrainedModel
 
 from .errors import UnsupportedArchitectureError
@@ -223,7 +224,8 @@ class Adapter:
                 elif self.pixel_layout == "cross_tiles":
                     out.append((row, inputs["aspect_ratio_mask"][row].bool()))
                 else:
-                    real = pixels[row].reshape(pixels.shape[1], -1).ne(0).any(-1)
+                    # padding images are all zero
+                    real = reduce(pixels[row].ne(0), "image ... -> image", "max")
                     out.append((row, real))
             return out
         if self.pixel_layout == "patches":

@@ -35,7 +35,7 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one ``error: ...`` line and exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"error: {self.prog}: {message} (see {self.prog.split()[0]} --help)", file=sys.stderr)
+        print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -81,13 +81,34 @@ def silence_progress() -> None:
         pass
 
 
-def check_output_dir(out: str | Path) -> Path:
-    """Create ``out`` if needed and check it is writable.
+def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
+    """Check that ``out`` is (or can become) a writable folder; create it if ``create``.
+
+    With ``create=False`` nothing is written: an existing ``out`` must be a folder the process
+    may write to, a missing one must have a writable folder as its nearest existing ancestor
+    (and no file on the way). Run that first, so that a command refused for another reason
+    leaves no empty folder behind.
 
     Raises:
-        UsageError: it cannot be created or written.
+        UsageError: ``out`` is a file, lies under a file, or cannot be created or written.
     """
     path = Path(out)
+    if not str(out).strip():
+        raise UsageError("--out is empty; give an output folder")
+    if not create:
+        existing = path.absolute()
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if existing.exists() and not existing.is_dir():
+            where = (
+                "is a file" if existing == path.absolute() else f"lies under the file {existing}"
+            )
+            raise UsageError(f"--out {str(path)!r} {where}; give a folder")
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise UsageError(
+                f"--out {str(path)!r} is not a writable folder (no write permission on {existing})"
+            )
+        return path
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".interp-write-test"
@@ -117,6 +138,8 @@ def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[s
 
     if n is not None and n < 1:
         raise UsageError(f"--n must be >= 1, got {n}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
     if spec == "demo" or spec.startswith("demo:"):
         from .datasets import QTYPES, TEXT_QTYPES, VISION_QTYPES, demo_world
 
@@ -128,15 +151,14 @@ def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[s
             qtypes = [q for q in spec.split(":", 1)[1].split(",") if q]
             bad = [q for q in qtypes if q not in QTYPES]
             if bad or not qtypes:
-                raise UsageError(
-                    f"--data {spec!r}: unknown demo question types {bad}; choose from "
-                    f"{', '.join(QTYPES)}"
-                )
+                what = f"unknown demo question types {bad}" if bad else "no question type given"
+                raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(QTYPES)}")
         return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
     path = Path(spec)
     if not path.is_file():
+        what = "is a folder, not a file" if path.is_dir() else "no such file"
         raise DataFormatError(
-            f"--data {spec!r}: no such file; give a JSONL file or one of 'demo', 'demo:general', "
+            f"--data {spec!r}: {what}; give a JSONL file or one of 'demo', 'demo:general', "
             "'demo:<qtype,...>'"
         )
     samples = read_jsonl(path)
@@ -162,17 +184,130 @@ def check_label(samples: Sequence[Any], name: str | None, option: str) -> None:
         )
 
 
+def _is_boolean(value: Any) -> bool:
+    """True/False, 0/1 or a numpy bool/integer 0/1 (not a string, float or other object)."""
+    import numpy as np
+
+    return isinstance(value, (bool, int, np.bool_, np.integer)) and value in (0, 1)
+
+
+def check_split_label(samples: Sequence[Any], name: str, option: str) -> None:
+    """``name`` must be a boolean ``meta`` label (``true``/``false``, or 0/1) of every sample,
+    with at least two samples on each side (the two-sample test needs a variance per group).
+
+    Raises:
+        UsageError: a sample lacks it, a value is not boolean, or a side has fewer than 2.
+    """
+    check_label(samples, name, option)
+    values = [s.meta.get(name) for s in samples]
+    missing = [s.id for s, v in zip(samples, values) if v is None]
+    if missing:
+        raise UsageError(
+            f"{option} {name!r}: {len(missing)} of {len(samples)} samples have no value for this "
+            f"label (e.g. sample {missing[0]!r}); every sample needs true or false"
+        )
+    bad = [v for v in values if not _is_boolean(v)]
+    if bad:
+        raise UsageError(
+            f"{option} {name!r}: not a boolean label (values such as {bad[0]!r}); give a label "
+            "whose values are true/false"
+        )
+    n_true = sum(bool(v) for v in values)
+    if min(n_true, len(values) - n_true) < 2:
+        raise UsageError(
+            f"{option} {name!r}: {n_true} samples are true and {len(values) - n_true} false; each "
+            "group needs at least 2 samples"
+        )
+
+
 def model_layers(model: str) -> int:
     """The decoder depth L of a model, read from its configuration only (no weights), for
     validating layer options before the model is loaded."""
     from .model import model_config
 
-    config = model_config(model)
+    return _decoder_layers(model_config(model), model)
+
+
+def _decoder_layers(config: Any, model: str) -> int:
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     layers = getattr(text, "num_hidden_layers", None)
     if layers is None:
         raise UsageError(f"cannot read the number of decoder layers from {model!r}'s config")
     return int(layers)
+
+
+def check_model(model: str) -> int:
+    """Check ``--model`` from its configuration alone (no weights are read) and return its
+    decoder depth L.
+
+    Checked: the option is not empty; a path that exists is a folder (not a file) and its ``~``
+    expands; a name that is no local folder is a well-formed hub id; the configuration can be
+    read (a missing folder, a folder without ``config.json`` or a hub id that cannot be fetched
+    offline are :class:`~interp.errors.ModelNotFoundError`); an adapter serves its architecture.
+
+    Raises:
+        UsageError, ModelNotFoundError, UnsupportedArchitectureError.
+    """
+    from .errors import ModelNotFoundError
+
+    if not model.strip():
+        raise UsageError("--model is empty; give 'demo', a local model folder or a hub id")
+    if model != "demo":
+        try:
+            path = Path(model).expanduser()
+        except RuntimeError as err:  # '~user' of an unknown user
+            raise ModelNotFoundError(f"model folder not found: {model!r} ({err})") from None
+        if path.exists() and not path.is_dir():
+            raise ModelNotFoundError(
+                f"--model {model!r} is a file; give the model's folder (holding config.json), a hub "
+                "id or 'demo'"
+            )
+        if not path.exists() and model.count("/") == 1 and not model.startswith((".", "/", "~")):
+            from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+            try:
+                validate_repo_id(model)
+            except HFValidationError as err:
+                raise ModelNotFoundError(
+                    f"model folder not found: {model!r}, and it is not a valid hub id either "
+                    f"({str(err).splitlines()[0]})"
+                ) from None
+    from .adapters import adapter_for
+    from .model import model_config
+
+    config = model_config(model)
+    adapter_for(config)  # UnsupportedArchitectureError lists the supported ones
+    return _decoder_layers(config, model)
+
+
+def check_common_arguments(args: argparse.Namespace) -> tuple[int, int] | None:
+    """Check the options of :func:`add_common_arguments` that need no data or model, and return
+    the resolved shard (``(i, n)``, or None for a single process).
+
+    Checked: ``--n`` and ``--batch-size`` are >= 1, ``--seed`` >= 0, ``--shard`` is ``auto`` or
+    ``i/n`` with 0 <= i < n, and ``--overwrite`` is not combined with a sharded run.
+
+    Raises:
+        UsageError: one of these does not hold.
+    """
+    from .runner import resolve_shard
+
+    if args.n is not None and args.n < 1:
+        raise UsageError(f"--n must be >= 1, got {args.n}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
+    try:
+        shard = resolve_shard(args.shard)
+    except ValueError as err:
+        raise UsageError(f"--shard: {err}") from None
+    if shard is not None and args.overwrite:
+        raise UsageError(
+            "--overwrite cannot be combined with a sharded run (the processes would wipe each "
+            "other's results); clear the store with one process (--overwrite, no --shard) first"
+        )
+    return shard
 
 
 # -- the program ------------------------------------------------------------------------------------
@@ -204,6 +339,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``interp <study> ...``; returns the exit status.
+
+    0: done. 2: a user error (an :class:`~interp.errors.InterpError`), printed as one line
+    ``error: <ErrorType>: <message>``; argparse's own errors (unknown option, missing required
+    one) are one ``error: ...`` line as well and raise ``SystemExit(2)``. 130: interrupted (the
+    store keeps what was finished). 1: stdout was closed early (a broken pipe). ``--version``
+    prints ``vlm-interp <version>`` and raises ``SystemExit(0)``.
+    """
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "no_progress", False):
@@ -212,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     except InterpError as err:
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # stdout closed early (e.g. piped into `head`): not an error of ours
+        try:  # so that the interpreter's final flush of stdout is silent
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 1
     except KeyboardInterrupt:
         print(
             "error: interrupted; re-run the same command to resume from the store", file=sys.stderr

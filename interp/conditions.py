@@ -149,38 +149,39 @@ def _split_part(text: str) -> Part:
 
 
 def _parse(value: str) -> Condition:
-    image: Part | None = None
-    question: Part | None = None
     prefix: Prefix = "kept"
     pieces: list[str] = []
     for raw in value.split("+"):
         if not raw.strip():
             raise ConditionError(f"empty part in condition {value!r}")
         pieces.extend(_ALIASES.get(raw.strip(), (raw,)))
+    parts: dict[str, Part] = {}
     for raw in pieces:
         part = _split_part(raw)
         if part.name == "no_prefix":
             if part.arg is not None:
                 raise ConditionError(f"'no_prefix' takes no argument, got {raw!r} in {value!r}")
             prefix = "removed"
-        elif part.name in IMAGE_CONDITIONS:
-            if image is not None:
-                raise ConditionError(
-                    f"condition {value!r} has two image parts ({image}, {part}); give one"
-                )
-            IMAGE_CONDITIONS[part.name].validate(part, value)
-            image = part
-        elif part.name in QUESTION_CONDITIONS:
-            if question is not None:
-                raise ConditionError(
-                    f"condition {value!r} has two question parts ({question}, {part}); give one"
-                )
-            QUESTION_CONDITIONS[part.name].validate(part, value)
-            question = part
-        else:
+            continue
+        kind = (
+            "image"
+            if part.name in IMAGE_CONDITIONS
+            else "question"
+            if part.name in QUESTION_CONDITIONS
+            else None
+        )
+        if kind is None:
             raise ConditionError(
                 f"unknown condition part {part.name!r} in {value!r}; {condition_help()}"
             )
+        if kind in parts:
+            raise ConditionError(
+                f"condition {value!r} has two {kind} parts ({parts[kind]}, {part}); give one"
+            )
+        registry = IMAGE_CONDITIONS if kind == "image" else QUESTION_CONDITIONS
+        registry[part.name].validate(part, value)
+        parts[kind] = part
+    image, question = parts.get("image"), parts.get("question")
     return Condition(image or Part("full"), question, prefix)
 
 
@@ -224,8 +225,23 @@ def _no_check(arg: str | None) -> None:
         raise ValueError("takes no argument")
 
 
+class _Registered:
+    """What image and question parts share: an argument check and its usage line."""
+
+    check: Callable[[str | None], Any]
+    usage: str
+
+    def validate(self, part: Part, whole: str) -> None:
+        try:
+            self.check(part.arg)
+        except (ValueError, TypeError) as err:
+            raise ConditionError(
+                f"bad argument in {str(part)!r} of condition {whole!r} ({err}); use {self.usage}"
+            ) from err
+
+
 @dataclass(frozen=True)
-class ImageCondition:
+class ImageCondition(_Registered):
     """A registered image part. ``pixels``, when set, runs on each image's *normalised* pixel
     values after the processor (VCD's distortion); ``images`` then gives the images to process."""
 
@@ -237,31 +253,15 @@ class ImageCondition:
     pixels: PixelFn | None = None
     sources: SourcesFn | None = None
 
-    def validate(self, part: Part, whole: str) -> None:
-        try:
-            self.check(part.arg)
-        except (ValueError, TypeError) as err:
-            raise ConditionError(
-                f"bad argument in {str(part)!r} of condition {whole!r} ({err}); use {self.usage}"
-            ) from err
-
 
 @dataclass(frozen=True)
-class QuestionCondition:
+class QuestionCondition(_Registered):
     """A registered question part: maps the question text to the text the model sees."""
 
     name: str
     question: QuestionFn
     check: Callable[[str | None], Any] = _no_check
     usage: str = ""
-
-    def validate(self, part: Part, whole: str) -> None:
-        try:
-            self.check(part.arg)
-        except (ValueError, TypeError) as err:
-            raise ConditionError(
-                f"bad argument in {str(part)!r} of condition {whole!r} ({err}); use {self.usage}"
-            ) from err
 
 
 IMAGE_CONDITIONS: dict[str, ImageCondition] = {}

@@ -329,6 +329,10 @@ def apply_edits(
             if generating and edit.steps == "all":
                 for step in tracer.iter[:]:
                     edit.apply(EditContext(vlm, batch, state, int(step)))
+                    # Every step waits for the model, also where the edit touched nothing (an
+                    # open-ended step loop that never waits would spin); a repeated read of the
+                    # same step's output is served the same value.
+                    _ = vlm.lm_head.output
             else:
                 edit.apply(EditContext(vlm, batch, state, 0))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -381,12 +381,11 @@ def append_targets(
         positions[row, : len(tgt)] = torch.arange(offset + n_prompt, total)
         valid[row, : len(tgt)] = True
     inputs = {**enc.inputs, **new}
-    extended = Encoding(
+    extended = replace(
+        enc,
         inputs=inputs,
         last_index=last.to(ids.device),
         image_mask=inputs["input_ids"] == vlm.image_token_id,
-        has_image=enc.has_image,
-        prompts=enc.prompts,
     )
     return extended, positions.to(ids.device), valid.to(ids.device)
 

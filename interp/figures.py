@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from jaxtyping import Float
+from jaxtyping import Float, Shaped
 
 
 def plot_band(
     ax: Any,
-    x: Float[np.ndarray, " layer"] | range,
+    x: Shaped[np.ndarray, " layer"] | range,
     values: Float[np.ndarray, "n layer"],
     color: str,
     label: str,

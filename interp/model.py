@@ -286,7 +286,12 @@ def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
         ModelNotFoundError: no such local folder, or a hub id that cannot be fetched (offline).
     """
     source = _resolve_source(model)
-    path = Path(source).expanduser()
+    if not source.strip():
+        raise ModelNotFoundError("the model name is empty; give 'demo', a local folder or a hub id")
+    try:
+        path = Path(source).expanduser()
+    except RuntimeError as err:  # '~user' with no such user
+        raise ModelNotFoundError(f"model folder not found: {source!r} ({err})") from None
     if not path.is_dir() and _looks_like_path(source):
         raise ModelNotFoundError(
             f"model folder not found: {source!r}. Give an existing folder holding config.json "

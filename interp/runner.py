@@ -5,8 +5,9 @@ A measurement describes itself with a :class:`Job` (its name and run-level setti
 the store's configuration) and a ``compute(chunk)`` function that turns a list of samples into
 per-sample tensors and JSON records; :func:`run` does the rest. Scale-out: with ``shard=(i, n)``
 (or ``shard="auto"`` under ``accelerate launch`` / ``torchrun``, read from ``RANK`` and
-``WORLD_SIZE``) process i computes samples i, i+n, i+2n ... into the shared store, then waits for
-the others and returns the merged result — equal to a single-process run.
+``WORLD_SIZE``) process i computes batches i, i+n, i+2n ... into the shared store, then waits for
+the others and returns the merged result — equal to a single-process run (each process takes
+whole batches of the sample order, so every batch is composed as in a single process).
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def run(
     shard: Shard = None,
     progress_bar: bool = True,
     wait_timeout: float = 24 * 3600.0,
+    idle_timeout: float = 60.0,
 ) -> tuple[list[Sample], dict[str, Tensor], list[dict[str, Any]]]:
     """Run ``compute`` over ``samples`` in chunks of ``batch_size``; returns the samples and the
     results in sample order.
@@ -152,10 +154,12 @@ def run(
     )
     try:
         done = opened.done_keys if opened is not None else set()
+        # A shard takes whole batches of the full sample order (batch k goes to process
+        # k mod n), so every batch has the composition a single process gives it.
         mine = [
             i
             for i in range(len(samples))
-            if keys[i] not in done and (where is None or i % where[1] == where[0])
+            if keys[i] not in done and (where is None or (i // batch_size) % where[1] == where[0])
         ]
         kept: dict[str, tuple[dict[str, Tensor], dict[str, Any]]] = {}
         chunks = [mine[k : k + batch_size] for k in range(0, len(mine), batch_size)]
@@ -175,7 +179,7 @@ def run(
             return samples, tensors, [kept[key][1] for key in keys]
         if where is not None:
             opened.mark_complete()
-            _wait_for_shards(opened, keys, where, wait_timeout)
+            _wait_for_shards(opened, keys, where, wait_timeout, idle_timeout)
         tensors, records = opened.load(keys)
         return samples, tensors, records
     finally:
@@ -184,10 +188,15 @@ def run(
 
 
 def _wait_for_shards(
-    store: ResultStore, keys: Sequence[str], where: tuple[int, int], timeout: float
+    store: ResultStore,
+    keys: Sequence[str],
+    where: tuple[int, int],
+    timeout: float,
+    idle_timeout: float,
 ) -> None:
     """Wait until every sample is stored; fail if a process whose share is missing is not
-    running (its lock is free and it did not mark its share finished) for a minute."""
+    running (its lock is free and it did not mark its share finished) for ``idle_timeout``
+    seconds."""
     start = time.monotonic()
     idle_since: dict[int, float] = {}
     while True:
@@ -202,7 +211,7 @@ def _wait_for_shards(
                 idle_since.pop(i, None)
             else:
                 idle_since.setdefault(i, now)
-                if now - idle_since[i] > 60.0:
+                if now - idle_since[i] > idle_timeout:
                     raise StoreError(
                         f"{len(missing)} samples are missing from the store and process {i}/"
                         f"{where[1]} is not running; run it (shard {i}/{where[1]}) to complete "

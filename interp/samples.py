@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from einops import rearrange
 from PIL import Image, UnidentifiedImageError
 
 from .errors import (
@@ -55,7 +56,7 @@ def _array_to_pil(array: Any, sid: Any) -> Image.Image:
     if _is_tensor(array):
         array = array.detach().cpu()
         if array.dim() == 3 and array.shape[0] in (1, 3) and array.shape[-1] not in (1, 3):
-            array = array.permute(1, 2, 0)
+            array = rearrange(array, "c h w -> h w c")
         array = array.numpy()
     arr = np.asarray(array)
     if arr.ndim == 3 and arr.shape[-1] == 1:

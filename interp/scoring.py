@@ -98,10 +98,10 @@ def trace_target_logprobs(
     states = prepare_edits(vlm, batch, edits)
     trace, inputs = vlm.open_trace(traced, **trace_kwargs)
     with torch.no_grad(), trace as tracer:
+        apply_edits(tracer, vlm, batch, edits, states)  # first: the read sees edited logits
         with tracer.invoke(**inputs):
             logits = vlm.lm_head.output[rows, where].float()
             picked = nnsight.save(logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0])
-        apply_edits(tracer, vlm, batch, edits, states)
     return (picked * valid).detach().cpu()
 
 

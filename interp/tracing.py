@@ -74,7 +74,7 @@ def layer_output(vlm: VLM, layer: int) -> Any:
     return vlm.residual[layer]
 
 
-def _stand_in(layer: int, skipped: frozenset[int]) -> int:
+def stand_in(layer: int, skipped: frozenset[int]) -> int:
     """The residual index whose value ``layer`` has: a skipped decoder layer passes its input on."""
     while layer > 0 and (layer - 1) in skipped:
         layer -= 1
@@ -100,7 +100,7 @@ def read_states(
     and heads of the attention weight of the read position on image tokens; this needs eager attention
     (the weights are the second output of each layer's ``self_attn``).
     """
-    source = {layer: _stand_in(layer, skipped) for layer in layers}
+    source = {layer: stand_in(layer, skipped) for layer in layers}
     wanted = set(source.values())
     cache: dict[int, Tensor] = {}
     masses: list[Tensor] = []
@@ -140,11 +140,12 @@ def trace_states(
     states = prepare_edits(vlm, batch, edits)
     trace, inputs = vlm.open_trace(enc, **trace_kwargs)
     with torch.no_grad(), trace as tracer:
+        # Edits first: at a site they share with a read, the read sees the edited value.
+        apply_edits(tracer, vlm, batch, edits, states)
         with tracer.invoke(**inputs):
             read = nnsight.save(read_states(vlm, layers, rows, index, skipped=skipped)[0])
             if not edits:
                 tracer.stop()
-        apply_edits(tracer, vlm, batch, edits, states)
     return read.detach().to("cpu", torch.float32)
 
 
@@ -174,5 +175,6 @@ __all__ = [
     "read_states",
     "resolve_layers",
     "resolve_positions",
+    "stand_in",
     "trace_states",
 ]

@@ -1,20 +1,37 @@
-"""Composable nnsight interventions on vision-language models.
+"""Interventions: one object per edit, usable by every measurement (``edits=[...]``).
 
-Each intervention is a function called *inside* ``with vlm.trace_encoding(enc):`` that edits the
-model's tensors there (no monkey-patching, no re-implemented forward), so interventions compose with
-each other and with reads in one trace.
+Each is an :class:`interp.Intervention` (see :mod:`interp.edits` for the protocol): an optional
+``prepare`` outside the trace and an ``apply`` inside it, at the prompt forward and, for edits that
+act on every token, at every generated step. They compose in any order with each other and with the
+measurement's reads.
 
-- :mod:`interventions.image` — the image's input to the decoder: read it
-  (:func:`image_embeddings`, :func:`read_image_inputs`), overwrite it
-  (:func:`replace_image_embeddings`), swap it for a null or another image (:func:`swap_image`) and
-  ablate it (:func:`ablate_image_tokens`).
+==========================  ====================================================================
+intervention                what it does
+==========================  ====================================================================
+:class:`SwapImage`          another condition's visual tokens (a null image's, another
+                            sample's) in place of the real ones — :mod:`interventions.image`
+:class:`AblateImage`        zero or mean-ablate the visual tokens
+:class:`Steer`              add a vector to the residual stream at chosen layers and positions —
+                            :mod:`interventions.steering`
+:class:`Patch`              activation patching from another condition's run of the same samples
+                            or from given states — :mod:`interventions.patching`
+:class:`Knockout`           block chosen query positions from attending to image or question
+                            tokens — :mod:`interventions.attention`
+:class:`AttentionBoost`     PAI's image-attention boost ``a + α·|a|`` before the softmax
+==========================  ====================================================================
+
+The functions of :mod:`interventions.image` (``swap_image``, ``replace_image_embeddings``,
+``ablate_image_tokens``, ``image_embeddings``) do the same by hand inside a trace.
 """
 
+from .attention import AttentionBoost, Knockout, attention_scores
 from .image import (
     ABLATION_MODES,
+    AblateImage,
     AblationMode,
     ImageInputs,
     ImageSwap,
+    SwapImage,
     ablate_image_tokens,
     image_counts,
     image_embeddings,
@@ -23,13 +40,23 @@ from .image import (
     replace_image_embeddings,
     swap_image,
 )
+from .patching import Patch
+from .steering import Steer, difference_of_means
 
 __all__ = [
     "ABLATION_MODES",
+    "AblateImage",
     "AblationMode",
+    "AttentionBoost",
     "ImageInputs",
     "ImageSwap",
+    "Knockout",
+    "Patch",
+    "Steer",
+    "SwapImage",
     "ablate_image_tokens",
+    "attention_scores",
+    "difference_of_means",
     "image_counts",
     "image_embeddings",
     "image_position_mask",

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import nnsight
 import torch
+from einops import reduce
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
@@ -140,7 +141,7 @@ def image_position_mask(vlm: VLM, enc: Encoding) -> Bool[Tensor, "batch ..."]:
 def image_counts(vlm: VLM, enc: Encoding) -> tuple[int, ...]:
     """Image positions per row of ``enc`` (see :func:`image_position_mask`)."""
     mask = image_position_mask(vlm, enc)
-    return tuple(int(c) for c in mask.reshape(len(enc), -1).sum(1).tolist())
+    return tuple(int(c) for c in reduce(mask.long(), "batch ... -> batch", "sum").tolist())
 
 
 def _site(vlm: VLM) -> Any:
@@ -318,7 +319,7 @@ def _swap_layout(vlm: VLM, enc: Encoding) -> list[str]:
     if not _cross_attention(vlm) or not any(enc.has_image):
         return [f"{c} image positions" for c in counts]
     tiles, _ = _cross_attention_tiles(vlm, enc)
-    real = tiles.reshape(len(enc), -1).sum(1).tolist()
+    real = reduce(tiles.long(), "batch image tile -> batch", "sum").tolist()
     return [f"{int(t)} image tiles" for t in real]
 
 

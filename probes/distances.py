@@ -58,10 +58,31 @@ def _pair(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _exact_zero_where_equal(out: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _exact_zero_where_equal(
+    out: np.ndarray | np.floating, x: np.ndarray, y: np.ndarray
+) -> np.ndarray | np.floating:
     """Force ``f(x, x) = 0`` where two rows are bitwise equal (rounding would leave ~1e-16)."""
     same = np.all(x == y, axis=-1)
     return np.where(same, 0.0, out)
+
+
+def as_distance_matrix(
+    distances: Float[ArrayLike, "n layer"], name: str = "distances"
+) -> np.ndarray:
+    """Validate a ``[N, L+1]`` per-layer distance matrix and return it as float64 numpy."""
+    d = as_float64(distances, name)
+    if d.ndim != 2:
+        raise ValueError(
+            f"{name} must have shape [N, L+1] (samples x layers incl. embeddings), got {d.shape}"
+        )
+    if d.shape[1] < 2:
+        raise ValueError(f"{name} has {d.shape[1]} layer column(s); expected L+1 >= 2")
+    if np.any(np.isnan(d)):
+        rows, cols = np.nonzero(np.isnan(d))
+        raise ValueError(
+            f"{name} contains NaN (first at sample {rows[0]}, layer {cols[0]}; {len(rows)} in all)"
+        )
+    return d
 
 
 def cosine_distance(
@@ -102,7 +123,7 @@ def _check_log_probs(logp: np.ndarray, name: str) -> None:
         )
 
 
-def _kl_terms(logp: np.ndarray, logq: np.ndarray) -> np.ndarray:
+def _kl_terms(logp: np.ndarray, logq: np.ndarray) -> np.ndarray | np.floating:
     """Sum over the last axis of ``p (log p - log q)``, with ``0 log 0 = 0``."""
     p = np.exp(logp)
     with np.errstate(invalid="ignore"):
@@ -166,6 +187,7 @@ def get_distance(name: str) -> DistanceFn:
 __all__ = [
     "DISTANCES",
     "ArrayLike",
+    "as_distance_matrix",
     "DistanceFn",
     "cosine_distance",
     "get_distance",

@@ -2,7 +2,7 @@
 
 - :func:`agreement_split` (Section 3.2 of the VIP/TVI paper): a sample is in D_VT when the
   greedy answer with the image differs from the one without it, D_T otherwise.
-- :func:`is_correct`: exact match or two-way substring inclusion (SPEC §4.2).
+- :func:`is_correct`: exact match or two-way substring inclusion (the visual-reference paper's answer metric).
 
 Both compare answers after :func:`normalize_answer` unless told otherwise.
 """

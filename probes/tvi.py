@@ -1,7 +1,7 @@
 """Total Visual Integration (TVI): per-sample averages of layer distances after the VIP.
 
 Inputs are distances ``d(z_vis^l, z_blind^l)`` of shape ``[N, L+1]`` (index 0 = embeddings,
-index l = decoder layer l, SPEC §3) and a VIP layer ``l*`` in ``1..L``; the output is ``[N]``.
+index l = decoder layer l, ``docs/conventions.md``) and a VIP layer ``l*`` in ``1..L``; the output is ``[N]``.
 """
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import Float
 
-from .distances import ArrayLike, as_float64
+from .distances import ArrayLike, as_distance_matrix, as_float64
 from .errors import TooFewSamplesError
-from .vip import as_distance_matrix
 
 
 def _check_vip(vip: object, n_layers: int, lowest: int = 1) -> int:
@@ -32,7 +31,7 @@ def _check_vip(vip: object, n_layers: int, lowest: int = 1) -> int:
 
 def tvi(
     distances: Float[ArrayLike, "n layer"],
-    vip: int,
+    vip: int | np.integer,
     *,
     weights: Float[ArrayLike, " layer"] | None = None,
 ) -> Float[np.ndarray, " n"]:
@@ -67,7 +66,9 @@ def layer_std(distances: Float[ArrayLike, "n layer"]) -> Float[np.ndarray, " lay
     return d.std(axis=0, ddof=1)
 
 
-def weighted_tvi(distances: Float[ArrayLike, "n layer"], vip: int) -> Float[np.ndarray, " n"]:
+def weighted_tvi(
+    distances: Float[ArrayLike, "n layer"], vip: int | np.integer
+) -> Float[np.ndarray, " n"]:
     """Std-reweighted TVI (Eq. 11): ``1/(L - l* + 1) * sum_{l=l*}^{L} sigma_l d_il``.
 
     ``sigma_l`` is :func:`layer_std` over the samples given, so the result for one sample
@@ -79,7 +80,9 @@ def weighted_tvi(distances: Float[ArrayLike, "n layer"], vip: int) -> Float[np.n
     return tvi(distances, vip, weights=layer_std(distances))
 
 
-def pre_vip_tvi(distances: Float[ArrayLike, "n layer"], vip: int) -> Float[np.ndarray, " n"]:
+def pre_vip_tvi(
+    distances: Float[ArrayLike, "n layer"], vip: int | np.integer
+) -> Float[np.ndarray, " n"]:
     """Pre-VIP aggregate (Table 1, pre-l*): ``1/(l* - 1) * sum_{l=1}^{l*-1} d_il``.
 
     Raises:

@@ -1,7 +1,7 @@
 """The Visual Integration Point (VIP): a per-layer two-sample test and its change-point rule.
 
 Inputs are per-sample, per-layer distances ``d(z_vis^l, z_blind^l)`` of shape ``[N, L+1]``
-(SPEC §3: index 0 = input embeddings, index l = output of decoder layer l) and the agreement
+(``docs/conventions.md``: index 0 = input embeddings, index l = output of decoder layer l) and the agreement
 split ``in_vt`` (True = D_VT, the answer changed when the image was removed).
 
 - :func:`two_sample_test`: per layer, the group means of Eq. 2 and the statistic of Lemma F.1,
@@ -21,37 +21,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from jaxtyping import Bool, Float
+from jaxtyping import Float, Shaped
 from scipy import special as _special
 from scipy import stats as _sps
 from sklearn.base import BaseEstimator
 
-from .distances import ArrayLike, as_float64
+from .distances import ArrayLike, as_distance_matrix, as_float64
 from .errors import EmptyGroupError, TooFewSamplesError
 from .stats import as_binary_labels
 
 
 class NoVIPWarning(UserWarning):
     """The automatic rule found no layer that qualifies as the VIP."""
-
-
-def as_distance_matrix(
-    distances: Float[ArrayLike, "n layer"], name: str = "distances"
-) -> np.ndarray:
-    """Validate a ``[N, L+1]`` per-layer distance matrix and return it as float64 numpy."""
-    d = as_float64(distances, name)
-    if d.ndim != 2:
-        raise ValueError(
-            f"{name} must have shape [N, L+1] (samples x layers incl. embeddings), got {d.shape}"
-        )
-    if d.shape[1] < 2:
-        raise ValueError(f"{name} has {d.shape[1]} layer column(s); expected L+1 >= 2")
-    if np.any(np.isnan(d)):
-        rows, cols = np.nonzero(np.isnan(d))
-        raise ValueError(
-            f"{name} contains NaN (first at sample {rows[0]}, layer {cols[0]}; {len(rows)} in all)"
-        )
-    return d
 
 
 @dataclass(frozen=True)
@@ -100,7 +81,7 @@ class TwoSampleResult:
 
 
 def two_sample_test(
-    distances: Float[ArrayLike, "n layer"], in_vt: Bool[ArrayLike, " n"] | Sequence[Any]
+    distances: Float[ArrayLike, "n layer"], in_vt: Shaped[ArrayLike, " n"] | Sequence[Any]
 ) -> TwoSampleResult:
     """Per-layer two-sample statistic of Lemma F.1 (Eq. 12) between D_VT and D_T.
 
@@ -232,7 +213,7 @@ class VIPDetector(BaseEstimator):
     def fit(
         self,
         distances: Float[ArrayLike, "n layer"],
-        in_vt: Bool[ArrayLike, " n"] | Sequence[Any],
+        in_vt: Shaped[ArrayLike, " n"] | Sequence[Any],
     ) -> VIPDetector:
         """Run :func:`two_sample_test` and pick the VIP; returns ``self``."""
         result = two_sample_test(distances, in_vt)

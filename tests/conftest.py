@@ -7,9 +7,20 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+# Check every jaxtyping annotation (dtype and shape, with dimensions consistent within a call) at
+# run time: the import hook decorates the project's functions before they are first imported.
+from jaxtyping import install_import_hook
+
+install_import_hook(["interp", "interventions", "probes"], "typechecking.typecheck")
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 import torch
+from jaxtyping import TypeCheckError
 from PIL import Image
 
 import interp
@@ -54,6 +65,24 @@ def make_samples(n: int = 9, seed: int = 0) -> list[interp.Sample]:
             )
         )
     return out
+
+
+@contextmanager
+def refused(*errors: type[BaseException], match: str | None = None) -> Iterator[None]:
+    """An input of the wrong type or shape is refused: by the library's own typed error (whose
+    message must match ``match``), or — when the suite's runtime type checker sees the wrong
+    annotation first — by a ``jaxtyping.TypeCheckError``."""
+    try:
+        yield
+    except TypeCheckError:
+        return
+    except errors as err:
+        if match is not None and not re.search(match, str(err)):
+            raise AssertionError(
+                f"{type(err).__name__} message {str(err)!r} misses {match!r}"
+            ) from err
+        return
+    raise AssertionError(f"expected {[e.__name__ for e in errors]} (or a TypeCheckError)")
 
 
 _CACHE: dict[str, interp.VLM] = {}

@@ -16,7 +16,7 @@ from typing import Any
 import nnsight
 import pytest
 import torch
-from conftest import get_vlm
+from conftest import get_vlm, refused
 
 import interp
 from interp.encoding import Encoding, encode
@@ -299,7 +299,7 @@ def test_bad_sources_and_modes(samples):
     with pytest.raises(interp.ConditionError):
         swap_image(vlm, samples[:1], "null:purple")
     enc = encode(vlm, samples[:1], "full")
-    with pytest.raises(ValueError, match="zero"):
+    with refused(ValueError, match="zero"):
         ablate_image_tokens(vlm, enc, "random")  # type: ignore[arg-type]
 
 

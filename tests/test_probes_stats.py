@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from conftest import refused
 from scipy import stats as sps
 from sklearn.metrics import average_precision_score, roc_auc_score
 
@@ -61,7 +62,7 @@ def test_spearman_perfect_monotone() -> None:
 def test_spearman_errors_and_constant_policy() -> None:
     with pytest.raises(TooFewSamplesError, match="at least 3"):
         spearman([1.0, 2.0], [2.0, 1.0])
-    with pytest.raises(ValueError, match="length"):
+    with refused(ValueError, match="length"):
         spearman([1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0])
     with pytest.raises(ValueError, match="NaN"):
         spearman([1.0, np.nan, 3.0], [1.0, 2.0, 3.0])
@@ -115,7 +116,7 @@ def test_bootstrap_errors() -> None:
     x = np.arange(10.0)
     with pytest.raises(ValueError, match="ci"):
         bootstrap_ci(np.mean, x, ci=95)
-    with pytest.raises(ValueError, match="length"):
+    with refused(ValueError, match="length"):
         bootstrap_ci(lambda a, b: 0.0, x, x[:5])
     with pytest.raises(TooFewSamplesError, match="at least 2"):
         bootstrap_ci(np.mean, x[:1])

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from conftest import refused
 from scipy import stats as sps
 from sklearn.base import clone
 
@@ -98,9 +99,9 @@ def test_two_sample_errors_name_the_problem() -> None:
         two_sample_test(d, np.ones(5, bool))
     with pytest.raises(TooFewSamplesError, match="D_VT group has 1 sample"):
         two_sample_test(d, np.array([1, 0, 0, 0, 0]))
-    with pytest.raises(ValueError, match=r"shape \[N, L\+1\]"):
+    with refused(ValueError, match=r"shape \[N, L\+1\]"):
         two_sample_test(d[0], np.ones(4, bool))
-    with pytest.raises(ValueError, match="length 5"):
+    with refused(ValueError, match="length 5"):
         two_sample_test(d, np.ones(4, bool))
     bad = d.copy()
     bad[2, 3] = np.nan

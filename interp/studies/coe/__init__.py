@@ -7,9 +7,30 @@ computes Total Visual Integration (Eq. 4) and correlates it with correctness (Ta
 :mod:`.figures` draws Figs. 2, 4 and 9.
 """
 
-from .chain import ChainOfEmbedding, chain_of_embedding
-from .diagnosis import Diagnosis, correctness, diagnose, distance_ablation, vip_methods
-from .figures import plot_distance_curves, plot_tvi_distributions, plot_vip_comparison
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from interp._lazy import lazy_exports
+
+_LAZY = {
+    "ChainOfEmbedding": "chain",
+    "chain_of_embedding": "chain",
+    "Diagnosis": "diagnosis",
+    "correctness": "diagnosis",
+    "diagnose": "diagnosis",
+    "distance_ablation": "diagnosis",
+    "vip_methods": "diagnosis",
+    "plot_distance_curves": "figures",
+    "plot_tvi_distributions": "figures",
+    "plot_vip_comparison": "figures",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+if TYPE_CHECKING:
+    from .chain import ChainOfEmbedding, chain_of_embedding
+    from .diagnosis import Diagnosis, correctness, diagnose, distance_ablation, vip_methods
+    from .figures import plot_distance_curves, plot_tvi_distributions, plot_vip_comparison
 
 __all__ = [
     "ChainOfEmbedding",

@@ -1,7 +1,7 @@
 """Contrasting chain of embedding: :func:`chain_of_embedding`.
 
-From "Does the Model Look at the Image? Chain-of-Embedding ..." — the chain-of-embedding paper of
-this study (see ``docs/papers.md``), §3.1.
+From *Understanding Language Prior of LVLMs by Contrasting Chain-of-Embedding* (see
+``docs/papers.md``), §3.1.
 
 For every sample and each of two conditions (default: ``full`` = (x_v, x_t) and ``blind`` =
 (∅, x_t)), the last prompt token's residual stream at every layer,

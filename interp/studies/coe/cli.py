@@ -37,21 +37,46 @@ from interp.cli import (
     DEMO_HELP,
     UsageError,
     add_common_arguments,
+    check_common_arguments,
     check_label,
+    check_model,
     check_output_dir,
+    check_split_label,
     load_data,
-    model_layers,
 )
-from interp.conditions import Condition
 from interp.errors import NoVIPError
-from interp.runner import resolve_shard
 
 DEFAULT_QTYPES = ("color",)
 
 
-def _validate(args: argparse.Namespace) -> tuple[list[Any], tuple[str, str], Path]:
-    """Everything that can be checked before the model is loaded."""
-    names = [c for c in args.conditions.split(",") if c.strip()]
+MIN_SAMPLES = 4  # two groups of at least two samples (each group's variance is needed)
+
+
+def _validate(
+    args: argparse.Namespace,
+) -> tuple[list[Any], tuple[str, str], Path, tuple[int, int] | None]:
+    """Everything that can be checked before the model is loaded, cheapest first.
+
+    Checked: the common options (``--n``, ``--seed``, ``--batch-size``, ``--shard``,
+    ``--overwrite``); ``--conditions`` names two different, known conditions; ``--alpha`` in
+    [0, 1), ``--beta`` > 0, ``--max-new-tokens`` >= 1; ``--out`` is or can become a writable
+    folder; the model's configuration is readable and its architecture supported (no weights
+    read); ``--vip`` / ``--fallback-vip`` lie in 1..L; the data loads with every image opened and
+    holds at least four samples; ``--group-by`` names an existing label and ``--split`` (unless
+    ``agreement``) a boolean label with two samples on each side. The output folder is created
+    last, so a refused command leaves nothing behind.
+
+    Returns:
+        the samples, the two conditions, the output folder and the resolved shard.
+
+    Raises:
+        InterpError (UsageError, ConditionError, ModelNotFoundError, DataFormatError, ImageError,
+        ...): the first check that fails.
+    """
+    from interp.conditions import Condition
+
+    shard = check_common_arguments(args)
+    names = [c.strip() for c in args.conditions.split(",") if c.strip()]
     if len(names) != 2:
         raise UsageError(
             f"--conditions needs two conditions separated by a comma, got {args.conditions!r} "
@@ -62,19 +87,28 @@ def _validate(args: argparse.Namespace) -> tuple[list[Any], tuple[str, str], Pat
         raise UsageError(f"--conditions: the two conditions are the same ({conds[0]!r})")
     if args.alpha is not None and not 0.0 <= args.alpha < 1.0:
         raise UsageError(f"--alpha must be in [0, 1) (0 = Eq. 9 alone), got {args.alpha}")
-    if args.vip is not None or args.fallback_vip is not None:
-        n_layers = model_layers(args.model)
-        for option, value in (("--vip", args.vip), ("--fallback-vip", args.fallback_vip)):
-            if value is not None and not 1 <= value <= n_layers:
-                raise UsageError(
-                    f"{option} {value} is outside the model's decoder layers 1..{n_layers}"
-                )
-    out = check_output_dir(args.out)
+    if not args.beta > 0:
+        raise UsageError(f"--beta must be > 0, got {args.beta}")
+    if args.max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    check_output_dir(args.out, create=False)
+    n_layers = check_model(args.model)
+    for option, value in (("--vip", args.vip), ("--fallback-vip", args.fallback_vip)):
+        if value is not None and not 1 <= value <= n_layers:
+            raise UsageError(
+                f"{option} {value} is outside the model's decoder layers 1..{n_layers}"
+            )
     samples = load_data(args.data, args.n, args.seed, default_qtypes=DEFAULT_QTYPES)
+    if len(samples) < MIN_SAMPLES:
+        raise UsageError(
+            f"the diagnosis compares two groups of at least 2 samples each: give at least "
+            f"{MIN_SAMPLES} samples (--data {args.data!r} gives {len(samples)})"
+        )
     check_label(samples, args.group_by, "--group-by")
     if args.split != "agreement":
-        check_label(samples, args.split, "--split")
-    return samples, (conds[0], conds[1]), out
+        check_split_label(samples, args.split, "--split")
+    out = check_output_dir(args.out)
+    return samples, (conds[0], conds[1]), out, shard
 
 
 def _diagnose_command(args: argparse.Namespace) -> int:
@@ -89,8 +123,7 @@ def _diagnose_command(args: argparse.Namespace) -> int:
     from .diagnosis import diagnose
     from .figures import plot_distance_curves, plot_tvi_distributions
 
-    samples, conditions, out = _validate(args)
-    shard = resolve_shard(args.shard)
+    samples, conditions, out, shard = _validate(args)
     vlm = load(args.model, attn_implementation="eager" if args.visual_attention else None)
     if shard is None or shard[0] == 0:
         print(f"{vlm}\n{len(samples)} samples from {args.data!r}", flush=True)
@@ -132,6 +165,11 @@ def _diagnose_command(args: argparse.Namespace) -> int:
             title=f"model {args.model!r}, data {args.data!r} (no automatic VIP)",
         ).savefig(out / "fig2_distance_curves.png", dpi=130)
         without.layer_frame().drop(columns="is_vip").to_csv(out / "layers.csv", index_label="layer")
+        print(
+            f"no automatic VIP: wrote fig2_distance_curves.png and layers.csv to {out} to choose "
+            "one by hand (--vip)",
+            flush=True,
+        )
         raise
 
     fig = plot_distance_curves(diag, title=f"model {args.model!r}, data {args.data!r}")

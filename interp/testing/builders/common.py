@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from transformers import PreTrainedModel, PreTrainedTokenizerFast
+from transformers import PreTrainedModel, PreTrainedTokenizerFast, ProcessorMixin
 
 TEXT_HIDDEN = 64
 TEXT_LAYERS = 3
@@ -53,12 +53,61 @@ def finish(model: M, tok: PreTrainedTokenizerFast, attn_implementation: str) -> 
     return model.float().eval()
 
 
+P = TypeVar("P", bound=ProcessorMixin)
+
+
+class NoVideoProcessor:
+    """Stands in for a video processor where torchvision (which every video processor needs) is
+    absent: it carries the sampling defaults that some processors read while rendering a chat
+    template (SmolVLM reads ``num_frames`` and ``fps``), and refuses videos."""
+
+    num_frames = None
+    fps = None
+    _auto_class = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("this processor was built without a video processor (no torchvision)")
+
+    def save_pretrained(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to save."""
+
+
+def processor_without_video(cls: type[P], *, stand_in: bool = False, **kwargs: Any) -> P:
+    """Construct the processor class ``cls`` (exactly that class) without a video processor.
+
+    ``ProcessorMixin.__init__`` type-checks every sub-processor against classes that only exist
+    when torchvision imports, so a ``None`` video processor is refused. The check is relaxed on
+    this one instance, for the video processor only, while ``__init__`` runs; the result is an
+    unmodified ``cls`` instance that handles text and images (passing videos fails). With
+    ``stand_in``, a :class:`NoVideoProcessor` takes the video processor's place, for processors
+    that read video defaults while rendering a chat template.
+    """
+    processor = cls.__new__(cls)
+    strict_check = processor.check_argument_for_proper_class
+
+    def check(argument_name: str, argument: object) -> object:
+        if argument_name == "video_processor" and argument is None:
+            return None
+        return strict_check(argument_name, argument)
+
+    processor.check_argument_for_proper_class = check  # type: ignore[method-assign]
+    try:
+        cls.__init__(processor, video_processor=None, **kwargs)
+    finally:
+        del processor.check_argument_for_proper_class
+    if stand_in:
+        processor.video_processor = NoVideoProcessor()
+    return processor
+
+
 __all__ = [
     "HEAD_DIM",
     "INIT_STD",
     "TEXT_HIDDEN",
     "TEXT_LAYERS",
     "VISION_HIDDEN",
+    "NoVideoProcessor",
     "finish",
+    "processor_without_video",
     "text_kwargs",
 ]

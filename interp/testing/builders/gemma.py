@@ -13,8 +13,6 @@ processor's ``token_type_ids`` are 0 over the prefix).
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from transformers import (
     Gemma3Config,
@@ -26,7 +24,6 @@ from transformers import (
     PaliGemmaConfig,
     PaliGemmaForConditionalGeneration,
     PaliGemmaProcessor,
-    ProcessorMixin,
     SiglipImageProcessorPil,
     SiglipVisionConfig,
 )
@@ -119,51 +116,20 @@ def build_gemma3(
     return finish(model, tok, attn_implementation), processor
 
 
-class BlindCapablePaliGemmaProcessor(PaliGemmaProcessor):
-    """``PaliGemmaProcessor`` that also encodes rows without an image.
-
-    The stock processor refuses ``images=None``, and in a batch with images it inserts ``<bos>``
-    at character 6 of a row that has no ``<image>`` (``rfind`` returns -1). Here every row gets
-    the stock layout, ``<image> * n + <bos> + text + "\\n"``, with ``n = 0`` for a blind row, so a
-    blind prompt is an image prompt minus its image tokens. Rows with images are unchanged.
-    """
-
-    def prepare_inputs_layout(  # type: ignore[override]
-        self, images: Any = None, text: Any = None, **kwargs: Any
-    ) -> tuple[Any, Any, None, None]:
-        rows = [text] if isinstance(text, str) else None if text is None else list(text)
-        if rows is None or (images is not None and not any(self.image_token in r for r in rows)):
-            # No text, or the stock "infer the placeholders" path: leave both to the parent.
-            return super().prepare_inputs_layout(images=images, text=text, **kwargs)
-        images, *_ = ProcessorMixin.prepare_inputs_layout(self, images=images, text=None, **kwargs)
-        return images, [self._prefix(r) for r in rows], None, None
-
-    def _prefix(self, row: str) -> str:
-        end = row.rfind(self.image_token) + len(self.image_token) if self.image_token in row else 0
-        return row[:end] + self.tokenizer.bos_token + row[end:] + "\n"
-
-    def validate_inputs(self, images: Any = None, text: Any = None, **kwargs: Any) -> None:  # type: ignore[override]
-        if images is None:
-            # Text only: the generic checks (they reject image tokens without images).
-            ProcessorMixin.validate_inputs(self, images=images, text=text, **kwargs)
-        else:
-            super().validate_inputs(images=images, text=text, **kwargs)
-
-
 def build_paligemma(
     seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PaliGemmaForConditionalGeneration, PaliGemmaProcessor]:
     """A tiny random ``PaliGemmaForConditionalGeneration`` (Gemma text model) and its processor.
 
-    Invariants: 16 ``<image>`` tokens per image (config ``image_token_id``); the processor is a
-    :class:`BlindCapablePaliGemmaProcessor`; the vocabulary includes the 1152 ``<locNNNN>`` /
+    Invariants: 16 ``<image>`` tokens per image (config ``image_token_id``); the processor is the
+    stock ``PaliGemmaProcessor``; the vocabulary includes the 1152 ``<locNNNN>`` /
     ``<segNNN>`` tokens the processor adds.
     """
     tok = tiny_tokenizer(
         extra_special_tokens={"image_token": PALIGEMMA_IMAGE_TOKEN},
         image_placeholder=PALIGEMMA_IMAGE_TOKEN,
     )
-    processor = BlindCapablePaliGemmaProcessor(
+    processor = PaliGemmaProcessor(
         image_processor=SiglipImageProcessorPil(
             size={"height": PALIGEMMA_IMAGE_SIZE, "width": PALIGEMMA_IMAGE_SIZE},
             image_seq_length=PALIGEMMA_TOKENS_PER_IMAGE,
@@ -188,7 +154,6 @@ def build_paligemma(
 
 
 __all__ = [
-    "BlindCapablePaliGemmaProcessor",
     "GEMMA3_TOKENS_PER_IMAGE",
     "PALIGEMMA_TOKENS_PER_IMAGE",
     "build_gemma3",

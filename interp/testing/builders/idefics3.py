@@ -19,7 +19,6 @@ from transformers import (
     Idefics3Processor,
     LlamaConfig,
     PreTrainedTokenizerFast,
-    ProcessorMixin,
     SmolVLMConfig,
     SmolVLMForConditionalGeneration,
     SmolVLMImageProcessorPil,
@@ -29,7 +28,7 @@ from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionCo
 from transformers.models.smolvlm.configuration_smolvlm import SmolVLMVisionConfig
 
 from ..tokenizer import tiny_tokenizer
-from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
+from .common import INIT_STD, VISION_HIDDEN, finish, processor_without_video, text_kwargs
 
 IMAGE_SIZE = 48  # processor output side in pixels (every image is resized to this square)
 PATCH_SIZE = 8
@@ -105,52 +104,20 @@ def build_idefics3(
     return finish(model, tok, attn_implementation), processor
 
 
-class OfflineSmolVLMProcessor(SmolVLMProcessor):
-    """``SmolVLMProcessor`` for images and text only.
-
-    The stock constructor requires a video processor (which needs torchvision, absent here) and
-    the ``num2words`` package (used only to describe videos). Image and text handling, placeholder
-    expansion and the encoding are the parent's, unchanged.
-    """
-
-    def __init__(
-        self,
-        image_processor: SmolVLMImageProcessorPil,
-        tokenizer: PreTrainedTokenizerFast,
-        image_seq_len: int = IMAGE_SEQ_LEN,
-        chat_template: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        # Same attributes as the parent sets, without its video/num2words requirements.
-        self.fake_image_token = tokenizer.fake_image_token
-        self.image_token = tokenizer.image_token
-        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
-        self.end_of_utterance_token = tokenizer.end_of_utterance_token
-        self.global_image_token = tokenizer.global_image_token
-        self.image_seq_len = image_seq_len
-        self.video_token = "<video>"
-        ProcessorMixin.__init__(
-            self, image_processor, tokenizer, chat_template=chat_template, **kwargs
-        )
-
-    def apply_chat_template(
-        self, conversation: Any, chat_template: str | None = None, **kwargs: Any
-    ) -> Any:
-        """Render a conversation; the parent's override only handles videos."""
-        return ProcessorMixin.apply_chat_template(self, conversation, chat_template, **kwargs)
-
-
 def build_smolvlm(
     seed: int = 0, attn_implementation: str = "eager"
-) -> tuple[SmolVLMForConditionalGeneration, OfflineSmolVLMProcessor]:
-    """A tiny random ``SmolVLMForConditionalGeneration`` and an image-only ``SmolVLMProcessor``.
+) -> tuple[SmolVLMForConditionalGeneration, SmolVLMProcessor]:
+    """A tiny random ``SmolVLMForConditionalGeneration`` and the stock ``SmolVLMProcessor``
+    (built without a video processor, which needs torchvision).
 
-    Invariants as :func:`build_idefics3`; the processor is :class:`OfflineSmolVLMProcessor`.
+    Invariants as :func:`build_idefics3`.
     """
     tok = _tokenizer()
-    processor = OfflineSmolVLMProcessor(
-        SmolVLMImageProcessorPil(**_image_processor_kwargs()),
-        tok,
+    processor = processor_without_video(
+        SmolVLMProcessor,
+        stand_in=True,  # its chat templating reads the video sampling defaults
+        image_processor=SmolVLMImageProcessorPil(**_image_processor_kwargs()),
+        tokenizer=tok,
         image_seq_len=IMAGE_SEQ_LEN,
         chat_template=tok.chat_template,
     )
@@ -170,7 +137,6 @@ def build_smolvlm(
 __all__ = [
     "IMAGE_SEQ_LEN",
     "IMAGE_TOKEN",
-    "OfflineSmolVLMProcessor",
     "build_idefics3",
     "build_smolvlm",
 ]

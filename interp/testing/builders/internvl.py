@@ -20,8 +20,7 @@ from transformers import (
 )
 
 from ..tokenizer import tiny_tokenizer
-from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
-from .qwen_vl import processor_without_video
+from .common import INIT_STD, VISION_HIDDEN, finish, processor_without_video, text_kwargs
 
 IMAGE_TOKEN = "<IMG_CONTEXT>"
 START_IMAGE = "<img>"

@@ -32,7 +32,7 @@ from transformers import (
 )
 
 from ..tokenizer import chat_template, tiny_tokenizer
-from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
+from .common import INIT_STD, VISION_HIDDEN, finish, processor_without_video, text_kwargs
 
 IMAGE_TOKEN = "<image>"
 VIDEO_TOKEN = "<video>"
@@ -162,20 +162,6 @@ def build_llava_next(
     return finish(model, tok, attn_implementation), processor
 
 
-class ImageOnlyLlavaOnevisionProcessor(LlavaOnevisionProcessor):
-    """``LlavaOnevisionProcessor`` without a video processor.
-
-    The base constructor type-checks ``video_processor`` against a class that only exists when
-    torchvision imports, so ``None`` is refused here; this subclass accepts ``None`` (videos then
-    cannot be passed) and is otherwise the unchanged real processor.
-    """
-
-    def check_argument_for_proper_class(self, argument_name: str, argument: object) -> object:
-        if argument_name == "video_processor" and argument is None:
-            return None
-        return super().check_argument_for_proper_class(argument_name, argument)
-
-
 def build_llava_onevision(
     seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[LlavaOnevisionForConditionalGeneration, LlavaOnevisionProcessor]:
@@ -195,12 +181,12 @@ def build_llava_onevision(
     )
     torch.manual_seed(seed)
     model = LlavaOnevisionForConditionalGeneration(config)
-    processor = ImageOnlyLlavaOnevisionProcessor(
+    processor = processor_without_video(
+        LlavaOnevisionProcessor,
         image_processor=LlavaOnevisionImageProcessorPil(
             size={"height": ANYRES_SIZE, "width": ANYRES_SIZE}, image_grid_pinpoints=pinpoints
         ),
         tokenizer=tok,
-        video_processor=None,
         num_image_tokens=(ANYRES_SIZE // ANYRES_PATCH) ** 2,
         vision_feature_select_strategy="full",
         chat_template=chat_template(IMAGE_PLACEHOLDER),

@@ -31,7 +31,15 @@ from transformers import (
 )
 
 from ..tokenizer import tiny_tokenizer
-from .common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, VISION_HIDDEN, finish, text_kwargs
+from .common import (
+    HEAD_DIM,
+    INIT_STD,
+    TEXT_HIDDEN,
+    VISION_HIDDEN,
+    finish,
+    processor_without_video,
+    text_kwargs,
+)
 
 IMAGE_TOKEN = "<|image_pad|>"
 VIDEO_TOKEN = "<|video_pad|>"
@@ -47,32 +55,6 @@ MERGE_SIZE = 2
 # Bounds on the resized image area: at least one 16 px merge unit, at most 64x64 px (16 tokens).
 MIN_PIXELS = (PATCH_SIZE * MERGE_SIZE) ** 2
 MAX_PIXELS = 64 * 64
-
-P = TypeVar("P", bound=ProcessorMixin)
-
-
-def processor_without_video(cls: type[P], **kwargs: Any) -> P:
-    """Construct the processor class ``cls`` (exactly that class) with ``video_processor=None``.
-
-    ``ProcessorMixin.__init__`` type-checks every sub-processor against classes that only exist
-    when torchvision imports, so a ``None`` video processor is refused. The check is relaxed on
-    this one instance, for the video processor only, while ``__init__`` runs; the result is an
-    unmodified ``cls`` instance that handles text and images (passing videos fails).
-    """
-    processor = cls.__new__(cls)
-    strict_check = processor.check_argument_for_proper_class
-
-    def check(argument_name: str, argument: object) -> object:
-        if argument_name == "video_processor" and argument is None:
-            return None
-        return strict_check(argument_name, argument)
-
-    processor.check_argument_for_proper_class = check  # type: ignore[method-assign]
-    try:
-        cls.__init__(processor, video_processor=None, **kwargs)
-    finally:
-        del processor.check_argument_for_proper_class
-    return processor
 
 
 def qwen_vl_tokenizer() -> PreTrainedTokenizerFast:
@@ -134,6 +116,7 @@ def _token_ids(tok: PreTrainedTokenizerFast) -> dict[str, int]:
 
 
 M = TypeVar("M", bound=PreTrainedModel)
+P = TypeVar("P", bound=ProcessorMixin)
 
 
 def _build(
@@ -241,7 +224,6 @@ __all__ = [
     "build_qwen2_5_vl",
     "build_qwen2_vl",
     "build_qwen3_vl",
-    "processor_without_video",
     "qwen_vl_image_processor",
     "qwen_vl_tokenizer",
 ]

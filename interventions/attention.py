@@ -1,0 +1,209 @@
+"""Edits inside attention: :class:`Knockout` and PAI's image-attention boost :class:`AttentionBoost`.
+
+Both edit the pre-softmax attention scores ``a`` (``[batch, heads, query, key]``, after the
+scaling and the attention mask are applied) of the chosen decoder layers, reached through nnsight's
+``.source`` at the site the architecture's adapter names (``Adapter.attention_scores_site``: the
+input of the softmax inside transformers' eager attention). They need the model loaded with
+``attn_implementation="eager"``.
+
+- **Knockout** (attention knockout, as in studies of information flow): chosen query positions may
+  not attend to chosen key positions — ``a[q, k] = min`` (the dtype's most negative value), so the
+  softmax gives them weight 0. Equal to a plain forward whose attention function applies the same
+  mask (tested).
+- **Boost** (PAI, "Paying More Attention to Image", Liu et al., ECCV 2024, arXiv:2407.21771): on the
+  chosen query rows (PAI: the last position, i.e. the token being generated), image-token columns
+  get ``a ← a + α·|a|`` before the softmax (α = 0.2 by default), at every decoding step, in the
+  chosen layers (PAI's code: every layer from the third on).
+
+Positions follow :meth:`interp.EditContext.positions`. At generated steps the query is the new
+token (``"all"``/``"answer"``); keys are every cached position, of which the prompt's keep their
+roles (``"image"``, ``"question"`` ...) and the generated ones count as ``"answer"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from jaxtyping import Bool
+from torch import Tensor
+
+from interp.edits import EditContext, Intervention, PositionSpec
+from interp.errors import InterventionError
+
+from .common import decoder_layers
+
+if TYPE_CHECKING:
+    from interp.model import VLM
+
+
+def check_eager(vlm: VLM, what: str) -> None:
+    impl = getattr(vlm.hf.config, "_attn_implementation", None)
+    if impl != "eager":
+        raise InterventionError(
+            f"{what} edits the attention scores, which only eager attention computes; the model "
+            f"uses {impl!r}: load it with interp.load(..., attn_implementation='eager')"
+        )
+
+
+def attention_scores(vlm: VLM, layer: int) -> Any:
+    """Inside a trace: the pre-softmax attention scores of decoder layer ``layer`` (1..L),
+    ``[batch, heads, query, key]``, editable in place. Raises for a layer without the adapter's
+    self-attention module (Mllama's cross-attention layers)."""
+    block = vlm.layers[layer - 1]
+    site = getattr(block, vlm.adapter.attention_module)
+    for name in vlm.adapter.attention_scores_site:
+        site = getattr(site.source, name)
+    return site.input
+
+
+def has_attention(vlm: VLM, layer: int) -> bool:
+    """Whether decoder layer ``layer`` (1..L) has the adapter's self-attention module."""
+    return hasattr(vlm.adapter.layers(vlm.hf)[layer - 1], vlm.adapter.attention_module)
+
+
+def key_mask(ctx: EditContext, spec: PositionSpec, keys: int) -> Bool[Tensor, "batch key"]:
+    """The ``[batch, keys]`` mask over this forward's keys: at the prompt forward the positions
+    themselves; at generated step t the prompt positions followed by t generated tokens (they count
+    as ``"answer"``/``"all"``), of which the last ``keys`` are attended (a sliding-window cache
+    keeps only the most recent)."""
+    prompt = EditContext(ctx.vlm, ctx.batch, ctx.state, 0).positions(spec)
+    if ctx.step == 0:
+        full = prompt
+    else:
+        generated = isinstance(spec, str) and spec in ("all", "answer")
+        tail = torch.full(
+            (prompt.shape[0], ctx.step), generated, dtype=torch.bool, device=prompt.device
+        )
+        full = torch.cat([prompt, tail], dim=1)
+    if full.shape[1] < keys:
+        raise InterventionError(
+            f"the attention scores have {keys} keys but the positions cover {full.shape[1]}"
+        )
+    return full[:, full.shape[1] - keys :]
+
+
+class _AttentionEdit(Intervention):
+    steps = "all"
+
+    def __init__(self, layers: Iterable[int] | int | None, queries: PositionSpec) -> None:
+        self.layers = layers if layers is None or isinstance(layers, int) else list(layers)
+        self.queries = queries
+
+    def _layers(self, vlm: VLM) -> list[int]:
+        return [
+            layer
+            for layer in decoder_layers(vlm, self.layers, first=self._first)
+            if has_attention(vlm, layer)
+        ]
+
+    _first = 1
+
+    def check(self, vlm: VLM) -> None:
+        check_eager(vlm, type(self).__name__)
+        if not self._layers(vlm):
+            raise InterventionError(
+                f"{type(self).__name__}: none of the chosen layers has a "
+                f"'{vlm.adapter.attention_module}' module"
+            )
+
+    def _edit(self, scores: Tensor, queries: Tensor, keys: Tensor) -> None:
+        raise NotImplementedError
+
+    def _queries(self, ctx: EditContext) -> Tensor:
+        return ctx.positions(self.queries)
+
+    def apply(self, ctx: EditContext) -> None:
+        queries = self._queries(ctx)
+        if not bool(queries.any()):
+            return
+        skipped = ctx.batch.skipped_layers
+        for layer in self._layers(ctx.vlm):
+            if layer - 1 in skipped:
+                continue
+            scores = attention_scores(ctx.vlm, layer)
+            keys = self._keys(ctx, scores.shape[-1])
+            self._edit(scores, queries.to(scores.device), keys.to(scores.device))
+
+    def _keys(self, ctx: EditContext, n_keys: int) -> Tensor:
+        raise NotImplementedError
+
+
+class Knockout(_AttentionEdit):
+    """Block ``queries`` from attending to ``keys`` in ``layers``.
+
+    Args:
+        keys: positions that may not be attended to: ``"image"`` (default), ``"question"``,
+            ``"text"``, prompt offsets, ...
+        queries: positions whose attention is cut: ``"last"`` (the last prompt token; default),
+            ``"all"`` (every position, generated tokens included), ``"answer"``, ``"text"`` ...
+        layers: decoder layers 1..L (default all). Layers without self-attention (Mllama's
+            cross-attention layers) are skipped.
+    """
+
+    def __init__(
+        self,
+        keys: PositionSpec = "image",
+        queries: PositionSpec = "last",
+        layers: Iterable[int] | int | None = None,
+    ) -> None:
+        super().__init__(layers, queries)
+        self.keys = keys
+
+    def check(self, vlm: VLM) -> None:
+        super().check(vlm)
+        if vlm.adapter.fusion == "cross_attention" and self.keys == "image":
+            raise InterventionError(
+                f"{vlm.adapter.name}: the image enters through cross-attention, not through image "
+                "tokens the text attends to; ablate it with interventions.AblateImage instead"
+            )
+
+    def _keys(self, ctx: EditContext, n_keys: int) -> Tensor:
+        return key_mask(ctx, self.keys, n_keys)
+
+    def _edit(self, scores: Tensor, queries: Tensor, keys: Tensor) -> None:
+        block = queries[:, None, :, None] & keys[:, None, None, :]
+        scores.masked_fill_(block, torch.finfo(scores.dtype).min)
+
+
+class AttentionBoost(_AttentionEdit):
+    """PAI's image-attention boost: ``a ← a + α·|a|`` on image-token columns of the ``queries``
+    rows, before the softmax, in ``layers``.
+
+    Args:
+        alpha: the boost α (PAI: 0.2).
+        layers: decoder layers 1..L (default: PAI's, every layer from the third on).
+        queries: the rows to boost (default ``"last"`` at the prompt forward — the position that
+            predicts the first answer token — and the new token at every generated step, as PAI
+            does; ``"all"`` boosts every row).
+        keys: the columns to boost (default ``"image"``).
+    """
+
+    _first = 3
+
+    def __init__(
+        self,
+        alpha: float = 0.2,
+        layers: Iterable[int] | int | None = None,
+        queries: PositionSpec = "last",
+        keys: PositionSpec = "image",
+    ) -> None:
+        super().__init__(layers, queries)
+        self.alpha = float(alpha)
+        self.keys = keys
+
+    def _keys(self, ctx: EditContext, n_keys: int) -> Tensor:
+        return key_mask(ctx, self.keys, n_keys)
+
+    def _queries(self, ctx: EditContext) -> Tensor:
+        if ctx.step > 0 and self.queries == "last":
+            return ctx.positions("all")  # PAI boosts the token being generated at every step
+        return ctx.positions(self.queries)
+
+    def _edit(self, scores: Tensor, queries: Tensor, keys: Tensor) -> None:
+        where = queries[:, None, :, None] & keys[:, None, None, :]
+        scores.add_(torch.where(where, self.alpha * scores.abs(), torch.zeros_like(scores)))
+
+
+__all__ = ["AttentionBoost", "Knockout", "attention_scores", "check_eager", "key_mask"]
