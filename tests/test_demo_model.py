@@ -282,10 +282,9 @@ def test_language_prior_gap(frame: pd.DataFrame) -> None:
     assert (wrong["pred_image"] == expected).mean() >= 0.6
     # the prior bites where the evidence is faint: a counterfactual colour is answered less often
     # than a colour of a kind without a prior at the same visibility
-    faint = col["opacity"] < 0.25
     control = frame[(frame["qtype"] == "color") & ~frame["entity"].isin(list(PRIOR_COLORS))]
     assert (
-        cf[faint]["correct_image"].mean()
+        cf.loc[cf["opacity"] < 0.25, "correct_image"].mean()
         <= control[control["opacity"] < 0.25]["correct_image"].mean() - 0.1
     )
     # blind, the plain wording answers the prior: right on canonical, wrong on counterfactual
