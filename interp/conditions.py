@@ -134,11 +134,6 @@ class Condition:
         """Whether inputs under this condition carry the images (False for ``blind``)."""
         return IMAGE_CONDITIONS[self.image.name].uses_image
 
-    @property
-    def is_plain(self) -> bool:
-        """The sample as given: the real image(s), the question, the prefix kept."""
-        return self.image.name == "full" and self.question is None and self.prefix == "kept"
-
 
 _ALIASES = {"null_question": ("full", "no_question")}
 

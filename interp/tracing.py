@@ -69,11 +69,6 @@ def resolve_positions(enc: Encoding, position: Position) -> Int[Tensor, " batch"
     )
 
 
-def layer_output(vlm: VLM, layer: int) -> Any:
-    """The residual stream at ``layer`` (0..L) inside a trace: ``vlm.residual[layer]``."""
-    return vlm.residual[layer]
-
-
 def stand_in(layer: int, skipped: frozenset[int]) -> int:
     """The residual index whose value ``layer`` has: a skipped decoder layer passes its input on."""
     while layer > 0 and (layer - 1) in skipped:
@@ -105,7 +100,7 @@ def read_states(
     cache: dict[int, Tensor] = {}
     masses: list[Tensor] = []
     if 0 in wanted:
-        cache[0] = layer_output(vlm, 0)[rows, index]
+        cache[0] = vlm.residual[0][rows, index]
     top = vlm.n_layers if image_mask is not None else max(wanted)
     for i in range(top):  # decoder layer i produces residual index i + 1
         if i in skipped:
@@ -114,7 +109,7 @@ def read_states(
             weights = vlm.layers[i].self_attn.output[1][rows, :, index]  # [batch, head, key]
             masses.append((weights.float() * image_mask[:, None, :]).sum(-1).mean(-1))
         if i + 1 in wanted:
-            cache[i + 1] = layer_output(vlm, i + 1)[rows, index]
+            cache[i + 1] = vlm.residual[i + 1][rows, index]
     states = torch.stack([cache[source[layer]] for layer in layers], dim=1)
     mass = torch.stack(masses, dim=1).mean(1) if masses else None
     return states, mass
@@ -170,7 +165,6 @@ def progress(iterable: Iterable[T], *, total: int | None, desc: str, enabled: bo
 
 
 __all__ = [
-    "layer_output",
     "progress",
     "read_states",
     "resolve_layers",

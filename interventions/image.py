@@ -68,7 +68,6 @@ from interp.edits import Batch, EditContext, Intervention
 from interp.encoding import Encoding, encode
 from interp.errors import ConditionError, ImageTokenMismatchError
 from interp.samples import Sample, ensure_samples
-from interp.tracing import layer_output
 
 if TYPE_CHECKING:
     from interp.model import VLM
@@ -148,7 +147,7 @@ def _site(vlm: VLM) -> Any:
     """Inside a trace: the tensor the image enters through (edited in place)."""
     if _cross_attention(vlm):
         return vlm.image_features.output
-    return layer_output(vlm, 0)
+    return vlm.residual[0]
 
 
 def _deepstack_site(vlm: VLM) -> Sequence[Tensor]:
