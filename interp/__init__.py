@@ -24,6 +24,8 @@ _LAZY: dict[str, str] = {
     "Condition": "conditions",
     "ConditionError": "errors",
     "DataFormatError": "errors",
+    "Decoding": "generation",
+    "DecodingError": "errors",
     "DuplicateSampleError": "errors",
     "EditContext": "edits",
     "EmptyGroupError": "errors",
@@ -78,6 +80,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .errors import (
         ConditionError,
         DataFormatError,
+        DecodingError,
         DuplicateSampleError,
         EmptyGroupError,
         EmptyInputError,
@@ -95,7 +98,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         UnknownTokenWarning,
         UnsupportedArchitectureError,
     )
-    from .generation import Generation, Sampling, generate
+    from .generation import Decoding, Generation, Sampling, generate
     from .model import VLM, load
     from .residual import residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
@@ -113,6 +116,8 @@ __all__ = [
     "Condition",
     "ConditionError",
     "DataFormatError",
+    "Decoding",
+    "DecodingError",
     "DuplicateSampleError",
     "EditContext",
     "EmptyGroupError",

@@ -75,6 +75,10 @@ class Batch:
         traced: what the prompt forward traces: ``encoding``, or for ``"score"`` the encoding
             extended with the target tokens.
         answer_mask: True at target positions of ``traced`` (teacher forcing), else all False.
+        experts: with contrastive decoding, the number of rows that hold the measurement's own
+            inputs; the rows after them are the same samples under the amateur conditions
+            (``conditions`` gives each row's). None: every row is the measurement's.
+        conditions: each row's condition (default: ``condition`` for every row).
     """
 
     vlm: VLM
@@ -85,8 +89,12 @@ class Batch:
     all_samples: list[Sample] = field(default_factory=list)
     traced: Encoding | None = None
     answer_mask: Tensor | None = None
+    experts: int | None = None
+    conditions: list[Condition] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if not self.conditions:
+            self.conditions = [self.condition] * len(self.samples)
         if self.traced is None:
             self.traced = self.encoding
         if self.answer_mask is None:
@@ -240,7 +248,7 @@ class Intervention:
         content)."""
         return {
             "type": f"{type(self).__module__}.{type(self).__qualname__}",
-            "params": _digest(vars(self)),
+            "params": digest(vars(self)),
         }
 
     def __repr__(self) -> str:
@@ -259,7 +267,7 @@ def _short(value: Any) -> str:
     return text if len(text) < 40 else text[:37] + "..."
 
 
-def _digest(value: Any) -> Any:
+def digest(value: Any) -> Any:
     """A JSON-able, content-based description of ``value``."""
     if isinstance(value, Tensor):
         data = value.detach().to("cpu").contiguous()
@@ -270,12 +278,12 @@ def _digest(value: Any) -> Any:
         return {"array": hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:24]}
     if isinstance(value, dict):
         return {
-            str(k): _digest(v)
+            str(k): digest(v)
             for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))
             if not str(k).startswith("_")
         }
     if isinstance(value, (list, tuple)):
-        return [_digest(v) for v in value]
+        return [digest(v) for v in value]
     if isinstance(value, Intervention):
         return value.fingerprint()
     if isinstance(value, (str, int, float, bool)) or value is None:
@@ -353,6 +361,7 @@ __all__ = [
     "Intervention",
     "apply_edits",
     "check_edits",
+    "digest",
     "edits_fingerprint",
     "prepare_edits",
     "quiet_unreached",

@@ -141,21 +141,42 @@ def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> di
     return raw
 
 
+def row_conditions(
+    condition: str | Condition | Sequence[str | Condition], n: int
+) -> list[Condition]:
+    """One parsed condition per row: ``condition`` for every row, or a sequence of ``n``."""
+    if isinstance(condition, (str, Condition)):
+        return [Condition.parse(condition)] * n
+    conds = [Condition.parse(c) for c in condition]
+    if len(conds) != n:
+        raise ValueError(f"{len(conds)} conditions for {n} rows; give one per row")
+    return conds
+
+
 def encode(
     vlm: VLM,
     samples: Sequence[Sample],
-    condition: str | Condition = "full",
+    condition: str | Condition | Sequence[str | Condition] = "full",
     *,
     all_samples: Sequence[Sample] | None = None,
 ) -> Encoding:
     """Encode ``samples`` under ``condition`` as one left-padded batch.
 
+    ``condition`` may also be a sequence with one condition per row: rows under different
+    conditions (an expert input and its contrastive-decoding amateur) share one batch.
+
     Raises:
         ImageTokenMismatchError: a row with an image has no image token, or a row without one has
             image tokens (e.g. a literal placeholder such as ``<image>`` inside the question text).
     """
-    cond = Condition.parse(condition)
-    prepared = prepare(samples, cond, vlm.processor, all_samples=all_samples)
+    conds = row_conditions(condition, len(samples))
+    pool = all_samples if all_samples is not None else samples
+    prepared: list[Any] = [None] * len(samples)
+    for cond in dict.fromkeys(conds):  # each distinct condition once, rows kept in place
+        rows = [i for i, c in enumerate(conds) if c == cond]
+        done = prepare([samples[i] for i in rows], cond, vlm.processor, all_samples=pool)
+        for i, p in zip(rows, done):
+            prepared[i] = p
     for original, p in zip(samples, prepared):
         if (
             vlm.image_token_id
@@ -291,6 +312,18 @@ def batches(
     row belongs.
     ``all_samples`` is the list ``swap:`` conditions draw images from (default: ``samples``).
     """
+    cond = Condition.parse(condition)
+    for idx in batch_indices(vlm, samples, cond, batch_size):
+        yield (
+            idx,
+            encode(vlm, [samples[i] for i in idx], cond, all_samples=all_samples or samples),
+        )
+
+
+def batch_indices(
+    vlm: VLM, samples: Sequence[Sample], condition: str | Condition, batch_size: int
+) -> Iterator[list[int]]:
+    """The row indices of each batch :func:`batches` forms (without encoding them)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     cond = Condition.parse(condition)
@@ -302,11 +335,7 @@ def batches(
         groups = [order]
     for group in groups:
         for start in range(0, len(group), batch_size):
-            idx = group[start : start + batch_size]
-            yield (
-                idx,
-                encode(vlm, [samples[i] for i in idx], cond, all_samples=all_samples or samples),
-            )
+            yield group[start : start + batch_size]
 
 
 def target_ids(vlm: VLM, targets: Sequence[str | Sequence[int]]) -> list[list[int]]:
@@ -390,4 +419,13 @@ def append_targets(
     return extended, positions.to(ids.device), valid.to(ids.device)
 
 
-__all__ = ["Encoding", "append_targets", "batches", "encode", "last_positions", "target_ids"]
+__all__ = [
+    "Encoding",
+    "append_targets",
+    "batch_indices",
+    "batches",
+    "encode",
+    "last_positions",
+    "row_conditions",
+    "target_ids",
+]

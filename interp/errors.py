@@ -48,6 +48,11 @@ class InterventionError(InterpError, ValueError):
     """An intervention cannot be applied as asked (bad layer, shape, position or model)."""
 
 
+class DecodingError(InterpError, ValueError):
+    """A decoding method cannot run as asked (unknown method, bad parameter, an amateur equal to
+    the expert, or a model family that cannot batch the expert and amateur inputs)."""
+
+
 class NoVIPError(InterpError, ValueError):
     """The automatic VIP rule found no layer; a manual VIP is needed.
 
@@ -80,6 +85,7 @@ class UnknownTokenWarning(UserWarning):
 __all__ = [
     "ConditionError",
     "DataFormatError",
+    "DecodingError",
     "DuplicateSampleError",
     "EmptyGroupError",
     "EmptyInputError",

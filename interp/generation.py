@@ -23,16 +23,26 @@ from typing import TYPE_CHECKING, Any
 import nnsight
 import pandas as pd
 import torch
+from einops import rearrange
 from jaxtyping import Float, Int
 from torch import Tensor
 from transformers import GenerationConfig
 
 from .conditions import Condition, stable_seed
-from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits, quiet_unreached
-from .encoding import batches
-from .errors import ConditionError
+from .edits import (
+    Batch,
+    Intervention,
+    apply_edits,
+    check_edits,
+    digest,
+    prepare_edits,
+    quiet_unreached,
+)
+from .encoding import batch_indices, encode
+from .errors import ConditionError, DecodingError
 from .runner import Job, Shard, run
 from .samples import Sample, ensure_samples
+from .store import stack_rows
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -105,6 +115,92 @@ class Sampling:
 GREEDY = Sampling()
 
 
+class Decoding:
+    """A decoding rule that combines the model's next-token logits on the input (the *expert*)
+    with its logits on the same sample under other conditions (the *amateurs*) — the protocol of
+    contrastive decoding (VCD, ICD, VDD, M3ID, PAI's guidance; see :mod:`interventions.decoding`
+    for the methods).
+
+    :func:`generate` runs the expert rows and one copy of them per amateur condition in one
+    batch: one forward per step, each row with its own KV cache. At every step it calls
+    :meth:`combine` on the last position's logits, chooses the token from the result (argmax or a
+    seeded draw) and feeds the same token to the expert row and its amateur rows.
+
+    Attributes:
+        amateurs: the amateur conditions (at least one).
+        edits: interventions the method needs besides the contrast (PAI's attention boost); they
+            run with the measurement's own edits, on every row.
+    """
+
+    amateurs: tuple[Condition, ...] = ()
+    edits: tuple[Intervention, ...] = ()
+
+    def check(self, vlm: VLM) -> None:
+        """Validate the method against the model before any compute (raise an InterpError)."""
+
+    def combine(
+        self,
+        expert: Float[Tensor, "batch vocab"],
+        amateurs: Float[Tensor, "amateurs batch vocab"],
+        t: int,
+    ) -> Float[Tensor, "batch vocab"]:
+        """The scores the next token is chosen from, given the expert's and the amateurs'
+        next-token logits (float32) at generated token ``t`` (1 for the first)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement combine()")
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies the method in a result store (class and attributes)."""
+        return {
+            "type": f"{type(self).__module__}.{type(self).__qualname__}",
+            "params": digest(vars(self)),
+        }
+
+
+def check_decoding(
+    vlm: VLM, condition: Condition, decoding: Decoding, samples: Sequence[Sample]
+) -> None:
+    """Validate a decoding method against the model, the condition and the samples, before any
+    compute.
+
+    Raises:
+        DecodingError: no amateur, an amateur equal to the expert's condition, or a family that
+            cannot run a sample's expert and amateur inputs in one forward (one with an image,
+            the other without, where ``Adapter.mixed_batches`` is False).
+    """
+    if not isinstance(decoding, Decoding):
+        raise DecodingError(
+            f"decoding must be an interp.Decoding (e.g. interventions.decoding.vcd()), got "
+            f"{type(decoding).__name__}"
+        )
+    if not decoding.amateurs:
+        raise DecodingError(f"{decoding!r} has no amateur condition")
+    for amateur in decoding.amateurs:
+        if amateur == condition:
+            raise DecodingError(
+                f"the amateur condition {str(amateur)!r} equals the expert's condition: the "
+                "contrast would be zero; give an amateur that removes or degrades something "
+                "(e.g. 'blind', 'distort:500')"
+            )
+        if vlm.adapter.mixed_batches:
+            continue
+        for s in samples:
+            expert_image = condition.uses_image and s.has_image
+            amateur_image = amateur.uses_image and s.has_image
+            if expert_image != amateur_image:
+
+                def says(flag: bool) -> str:
+                    return "carries an image" if flag else "carries none"
+
+                raise DecodingError(
+                    f"{vlm.adapter.name} cannot run rows with and without an image in one forward, "
+                    "and contrastive decoding runs the expert and amateur inputs in one batch "
+                    f"(sample {s.id!r}: its input under {str(condition)!r} {says(expert_image)}, "
+                    f"under the amateur {str(amateur)!r} {says(amateur_image)}). Use an amateur "
+                    "that keeps the image, e.g. 'null:black' or 'distort:500'."
+                )
+    decoding.check(vlm)
+
+
 @dataclass
 class Generation:
     """Answers of a set of samples under one condition.
@@ -115,6 +211,11 @@ class Generation:
         sample_ids: ``Sample.id`` of each row.
         condition: the condition the answers were generated under.
         sampling: the decoding settings.
+        decoding: the decoding method (``repr``), None for plain decoding.
+        scores: with ``output_scores=True``, per sample the ``[steps, vocab]`` scores each token
+            was chosen from (the logits, or the decoding method's combination, before
+            temperature, top-k and top-p), one row per step up to and including the
+            end-of-sequence token.
     """
 
     texts: list[str]
@@ -122,6 +223,8 @@ class Generation:
     sample_ids: list[str]
     condition: str
     sampling: Sampling = GREEDY
+    decoding: str | None = None
+    scores: list[Tensor] | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -133,6 +236,9 @@ class Generation:
                 "condition": self.condition,
                 "answer": self.texts,
                 "n_tokens": [len(t) for t in self.token_ids],
+                "decoding": self.decoding or "plain",
+                "do_sample": self.sampling.do_sample,
+                "seed": self.sampling.seed,
             }
         )
 
@@ -185,21 +291,36 @@ def generate_batch(
     sampling: Sampling = GREEDY,
     edits: Sequence[Intervention] = (),
     on_prompt: Callable[[], Any] | None = None,
+    decoding: Decoding | None = None,
+    output_scores: bool = False,
     **trace_kwargs: Any,
-) -> tuple[list[list[int]], Any]:
+) -> tuple[list[list[int]], Any, Tensor | None]:
     """Generate for one batch inside one nnsight generate trace.
+
+    With ``decoding``, ``batch`` holds ``batch.experts`` expert rows followed by one block of as
+    many rows per amateur condition (see :func:`contrast_batch`); the token chosen for expert row
+    i from ``decoding.combine`` is fed to row i of every block.
 
     ``on_prompt``, if given, is called inside the trace during the prompt forward (before the
     logits are read), e.g. to read residual states; whatever it returns (saved with
     ``nnsight.save``) comes back as the second value.
 
     Returns:
-        the new token ids per row (cut at the end-of-sequence token), and ``on_prompt``'s value.
+        the new token ids per expert row (cut at the end-of-sequence token), ``on_prompt``'s
+        value, and with ``output_scores`` the scores each token was chosen from,
+        ``[rows, steps, vocab]`` (else None).
     """
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    n = batch.experts if batch.experts is not None else len(batch)
+    copies = len(batch) // n
+    if decoding is not None and copies != 1 + len(decoding.amateurs):
+        raise ValueError(
+            f"a batch for {decoding!r} holds {n} expert rows and one block per amateur; got "
+            f"{len(batch)} rows"
+        )
     states = prepare_edits(vlm, batch, edits)
-    generators = sampling.generators(batch.encoding.sample_ids)
+    generators = sampling.generators(batch.encoding.sample_ids[:n])
     trace, inputs = vlm.open_trace(
         batch.encoding,
         generate=True,
@@ -207,6 +328,7 @@ def generate_batch(
         **trace_kwargs,
     )
     chosen: list[Tensor] = []
+    kept: list[Tensor] = []
     prompt_reads: dict[str, Any] = {}
     with torch.no_grad(), quiet_unreached(), trace as tracer:
         # Edits first: at a shared site (the logits) they act before the token is chosen.
@@ -216,13 +338,49 @@ def generate_batch(
                 if step == 0 and on_prompt is not None:
                     prompt_reads["value"] = nnsight.save(on_prompt())
                 out = vlm.lm_head.output
-                token = sampling.choose(out[:, -1], generators)
-                forced = torch.full_like(out[:, -1], float("-inf"))
-                forced[torch.arange(forced.shape[0], device=forced.device), token] = 0.0
+                last = out[:, -1]
+                if decoding is None:
+                    scores = last
+                else:
+                    z = last.float()
+                    amateur = rearrange(z[n:], "(k n) v -> k n v", n=n)
+                    scores = decoding.combine(z[:n], amateur, int(step) + 1)
+                token = sampling.choose(scores, generators)
+                forced = torch.full_like(last, float("-inf"))
+                forced[torch.arange(len(batch), device=forced.device), token.repeat(copies)] = 0.0
                 out[:, -1] = forced
                 chosen.append(token.cpu())
-    ids = torch.stack(chosen, dim=1) if chosen else torch.zeros(len(batch), 0, dtype=torch.long)
-    return cut_at_eos(vlm, ids), prompt_reads.get("value")
+                if output_scores:
+                    kept.append(scores.detach().float().cpu())
+    ids = torch.stack(chosen, dim=1) if chosen else torch.zeros(n, 0, dtype=torch.long)
+    scores_out = torch.stack(kept, dim=1) if output_scores and kept else None
+    return cut_at_eos(vlm, ids), prompt_reads.get("value"), scores_out
+
+
+def contrast_batch(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    condition: Condition,
+    decoding: Decoding,
+    all_samples: Sequence[Sample],
+) -> Batch:
+    """One batch of contrastive decoding: the samples under ``condition`` (the expert rows),
+    then the same samples under each amateur condition, encoded together."""
+    rows = list(samples) * (1 + len(decoding.amateurs))
+    conds = [condition] * len(samples)
+    for amateur in decoding.amateurs:
+        conds += [amateur] * len(samples)
+    enc = encode(vlm, rows, conds, all_samples=all_samples)
+    return Batch(
+        vlm,
+        enc,
+        rows,
+        condition,
+        "generate",
+        list(all_samples),
+        experts=len(samples),
+        conditions=conds,
+    )
 
 
 def generate(
@@ -236,7 +394,9 @@ def generate(
     top_k: int | None = None,
     top_p: float | None = None,
     seed: int = 0,
+    decoding: Decoding | None = None,
     edits: Sequence[Intervention] | None = None,
+    output_scores: bool = False,
     batch_size: int = 8,
     store: str | Path | None = None,
     overwrite: bool = False,
@@ -250,39 +410,75 @@ def generate(
         max_new_tokens: generation budget; answers stop earlier at the model's end-of-sequence token.
         do_sample, temperature, top_k, top_p, seed: greedy (default) or seeded sampling (see
             :class:`Sampling`); sampled answers depend only on the sample and the seed.
+        decoding: a contrastive decoding method (:class:`Decoding`, e.g.
+            ``interventions.decoding.vcd()``): each token is chosen from
+            ``decoding.combine(expert logits, amateur logits, t)`` — greedy or sampled alike — and
+            the expert and amateur rows run in one batched forward per step.
         edits: interventions applied at the prompt forward and, for ``steps = "all"`` edits, at
-            every generated step.
+            every generated step (with ``decoding``, on the amateur rows too: the model is edited,
+            then decoded).
+        output_scores: also return the scores each token was chosen from
+            (:attr:`Generation.scores`).
         store, overwrite, shard: see :func:`interp.residual_stream`.
         **trace_kwargs: passed to nnsight untouched (e.g. ``remote=True``).
+
+    Raises:
+        DecodingError: ``decoding`` cannot run on this model or condition (before any compute).
     """
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
     if cond.prefix == "removed":
         raise ConditionError("'no_prefix' applies to teacher-forced scoring (interp.score) only")
     sampling = Sampling(do_sample, temperature, top_k, top_p, seed)
-    edits = check_edits(vlm, edits)
+    if decoding is not None:
+        check_decoding(vlm, cond, decoding, samples)
+    edits = check_edits(vlm, [*(edits or []), *(decoding.edits if decoding else ())])
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    settings: dict[str, Any] = {"max_new_tokens": max_new_tokens, "sampling": asdict(sampling)}
+    if decoding is not None:
+        settings["decoding"] = decoding.fingerprint()
+    if output_scores:
+        settings["scores"] = True
     job = Job(
         "generate",
-        {"max_new_tokens": max_new_tokens, "sampling": asdict(sampling)},
-        conditions=[cond],
+        settings,
+        conditions=[cond, *(decoding.amateurs if decoding else ())],
         edits=edits,
         pool=samples,
     )
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         records: list[dict[str, Any]] = [{} for _ in chunk]
-        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
-            batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "generate", samples)
-            ids, _ = generate_batch(
-                vlm, batch, max_new_tokens, sampling=sampling, edits=edits, **trace_kwargs
+        kept: list[Tensor | None] = [None] * len(chunk)
+        for idx in batch_indices(vlm, chunk, cond, batch_size):
+            rows = [chunk[i] for i in idx]
+            if decoding is None:
+                enc = encode(vlm, rows, cond, all_samples=samples)
+                batch = Batch(vlm, enc, rows, cond, "generate", samples)
+            else:
+                batch = contrast_batch(vlm, rows, cond, decoding, samples)
+            ids, _, scores = generate_batch(
+                vlm,
+                batch,
+                max_new_tokens,
+                sampling=sampling,
+                edits=edits,
+                decoding=decoding,
+                output_scores=output_scores,
+                **trace_kwargs,
             )
             for row, i in enumerate(idx):
                 records[i] = {"ids": ids[row]}
-        return {}, records
+                if scores is not None:
+                    # the steps up to and including the end-of-sequence token
+                    kept[i] = scores[row, : min(len(ids[row]) + 1, scores.shape[1])]
+        tensors = {}
+        if output_scores:
+            tensors["scores"] = stack_rows([t for t in kept if t is not None])
+        return tensors, records
 
-    _, _, records = run(
+    _, tensors, records = run(
         vlm,
         samples,
         job,
@@ -295,11 +491,26 @@ def generate(
     )
     ids = [r["ids"] for r in records]
     texts = [vlm.tokenizer.decode(row, skip_special_tokens=True).strip() for row in ids]
-    return Generation(texts, ids, [str(s.id) for s in samples], str(cond), sampling)
+    scores_list = None
+    if output_scores:
+        steps = [min(len(row) + 1, max_new_tokens) for row in ids]
+        scores_list = [tensors["scores"][i, :n] for i, n in enumerate(steps)]
+    return Generation(
+        texts,
+        ids,
+        [str(s.id) for s in samples],
+        str(cond),
+        sampling,
+        repr(decoding) if decoding is not None else None,
+        scores_list,
+    )
 
 
 __all__ = [
     "GREEDY",
+    "Decoding",
+    "check_decoding",
+    "contrast_batch",
     "Generation",
     "Sampling",
     "cut_at_eos",

@@ -20,6 +20,11 @@ intervention                what it does
 :class:`AttentionBoost`     PAI's image-attention boost ``a + α·|a|`` before the softmax
 ==========================  ====================================================================
 
+Contrastive decoding (VCD, ICD, VDD, M3ID, PAI's guidance, the modality-conflict paper's
+contrast) lives in :mod:`interventions.decoding`: a method object passed to
+``interp.generate(..., decoding=vcd())``, not an edit — it chooses the tokens from the expert's and
+the amateur inputs' logits, which run in one batch.
+
 The functions of :mod:`interventions.image` (``swap_image``, ``replace_image_embeddings``,
 ``ablate_image_tokens``, ``image_embeddings``) do the same by hand inside a trace.
 """

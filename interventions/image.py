@@ -416,21 +416,33 @@ class SwapImage(Intervention):
         self.source = str(cond)
 
     def prepare(self, vlm: VLM, batch: Batch) -> ImageInputs | None:
-        if not any(batch.encoding.has_image):
+        has = batch.encoding.has_image
+        if not any(has):
             return None
-        src = encode(vlm, batch.samples, self.source, all_samples=batch.all_samples)
-        src_layout, tgt_layout = _swap_layout(vlm, src), _swap_layout(vlm, batch.encoding)
-        if src_layout != tgt_layout:
+        # Only rows that carry an image are swapped (a batch may also hold image-free rows, e.g.
+        # the no-image amateur of contrastive decoding).
+        rows = [i for i, h in enumerate(has) if h]
+        picked = [batch.samples[i] for i in rows]
+        src = encode(vlm, picked, self.source, all_samples=batch.all_samples)
+        tgt_layout = _swap_layout(vlm, batch.encoding)
+        src_layout = _swap_layout(vlm, src)
+        if src_layout != [tgt_layout[i] for i in rows]:
             bad = [
-                f"{s.id!r}: {a} vs {b}"
-                for s, a, b in zip(batch.samples, src_layout, tgt_layout)
-                if a != b
+                f"{s.id!r}: {a} vs {tgt_layout[i]}"
+                for s, a, i in zip(picked, src_layout, rows)
+                if a != tgt_layout[i]
             ]
             raise ImageTokenMismatchError(
                 f"SwapImage({self.source!r}): the source images of {len(bad)} sample(s) differ in "
                 f"layout from the traced ones ({'; '.join(bad[:5])})"
             )
-        return read_image_inputs(vlm, src)
+        inputs = read_image_inputs(vlm, src)
+        if len(rows) == len(has):
+            return inputs
+        counts = [0] * len(has)
+        for i, c in zip(rows, inputs.counts):
+            counts[i] = c
+        return ImageInputs(inputs.embeddings, tuple(counts), inputs.deepstack)
 
     def apply(self, ctx: EditContext) -> None:
         if ctx.state is not None:

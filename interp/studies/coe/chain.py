@@ -213,7 +213,7 @@ def chain_of_embedding(
                     skipped=batch.skipped_layers,
                     image_mask=enc.image_mask.to(torch.float32) if attend else None,
                 )
-                ids, (st, mass) = generate_batch(
+                ids, (st, mass), _ = generate_batch(
                     vlm, batch, max_new_tokens, edits=edits, on_prompt=read, **trace_kwargs
                 )
                 states[idx] = st.detach().to("cpu", torch.float32)
