@@ -5,6 +5,10 @@
 - :mod:`probes.vip`: the per-layer two-sample test and the Visual Integration Point.
 - :mod:`probes.tvi`: Total Visual Integration and its variants.
 - :mod:`probes.split`: the agreement split D_VT / D_T and answer correctness.
+- :mod:`probes.layerwise`: cross-validated linear probes at every layer (:class:`LayerwiseProbe`).
+- :mod:`probes.selective`: selective prediction — coverage and risk, the risk-coverage curve and
+  AURC, the perplexity-threshold and majority baselines, calibration and the probe ensemble.
+- :mod:`probes.text`: answer metrics — exact match, two-way inclusion, BLEU (via sacrebleu).
 """
 
 from __future__ import annotations
@@ -23,29 +27,63 @@ from .distances import (
 from .split import agreement_split, is_correct, normalize_answer
 from .tvi import layer_std, pre_vip_tvi, tvi, weighted_tvi
 
-# The statistics and the VIP detector load on first use (PEP 562), so importing the package (e.g.
-# for probes.errors) does not pull scipy.stats and scikit-learn in.
+# The statistics, the VIP detector, the probes and the text metrics load on first use (PEP 562),
+# so importing the package (e.g. for probes.errors) does not pull scipy.stats, scikit-learn or
+# sacrebleu in.
 _LAZY: dict[str, str] = {
     "ConstantInputWarning": "stats",
     "CorrelationResult": "stats",
+    "EnsembleConfidence": "selective",
     "Estimate": "stats",
+    "LayerwiseProbe": "layerwise",
+    "LogisticCalibrator": "selective",
+    "MajorityBaseline": "selective",
     "NoVIPWarning": "vip",
+    "PerplexityThreshold": "selective",
+    "RiskCoverage": "selective",
+    "SelectiveResult": "selective",
     "TwoSampleResult": "vip",
     "VIPDetector": "vip",
+    "answer_perplexity": "selective",
     "auprc": "stats",
     "auroc": "stats",
     "automatic_vip": "vip",
+    "bleu": "text",
     "bootstrap_ci": "stats",
     "cliffs_delta": "stats",
     "cohens_d": "stats",
+    "corpus_bleu": "text",
+    "coverage_risk": "selective",
+    "default_probe": "layerwise",
+    "ensemble_scores": "selective",
     "estimate": "stats",
+    "exact_match": "text",
+    "inclusion_match": "text",
     "mean_difference": "stats",
+    "normalize_text": "text",
+    "risk_coverage": "selective",
+    "score_answers": "text",
+    "selective_table": "selective",
     "spearman": "stats",
     "two_sample_test": "vip",
     "vip_thresholds": "vip",
 }
 
 if TYPE_CHECKING:
+    from .layerwise import LayerwiseProbe, default_probe
+    from .selective import (
+        EnsembleConfidence,
+        LogisticCalibrator,
+        MajorityBaseline,
+        PerplexityThreshold,
+        RiskCoverage,
+        SelectiveResult,
+        answer_perplexity,
+        coverage_risk,
+        ensemble_scores,
+        risk_coverage,
+        selective_table,
+    )
     from .stats import (
         ConstantInputWarning,
         CorrelationResult,
@@ -58,6 +96,14 @@ if TYPE_CHECKING:
         estimate,
         mean_difference,
         spearman,
+    )
+    from .text import (
+        bleu,
+        corpus_bleu,
+        exact_match,
+        inclusion_match,
+        normalize_text,
+        score_answers,
     )
     from .vip import (
         NoVIPWarning,
@@ -81,20 +127,35 @@ __all__ = [
     "DISTANCES",
     "ConstantInputWarning",
     "CorrelationResult",
+    "EnsembleConfidence",
     "Estimate",
+    "LayerwiseProbe",
+    "LogisticCalibrator",
+    "MajorityBaseline",
     "NoVIPWarning",
+    "PerplexityThreshold",
+    "RiskCoverage",
+    "SelectiveResult",
     "TwoSampleResult",
     "VIPDetector",
     "agreement_split",
+    "answer_perplexity",
     "auprc",
     "auroc",
     "automatic_vip",
+    "bleu",
     "bootstrap_ci",
     "cliffs_delta",
     "cohens_d",
+    "corpus_bleu",
     "cosine_distance",
+    "coverage_risk",
+    "default_probe",
+    "ensemble_scores",
     "estimate",
+    "exact_match",
     "get_distance",
+    "inclusion_match",
     "is_correct",
     "js_divergence",
     "kl_divergence",
@@ -102,7 +163,11 @@ __all__ = [
     "layer_std",
     "mean_difference",
     "normalize_answer",
+    "normalize_text",
     "pre_vip_tvi",
+    "risk_coverage",
+    "score_answers",
+    "selective_table",
     "spearman",
     "tvi",
     "two_sample_test",

@@ -25,4 +25,10 @@ class TooFewSamplesError(InterpError, ValueError):
     """A statistic needs more samples than were given."""
 
 
-__all__ = ["EmptyGroupError", "EmptyInputError", "InterpError", "TooFewSamplesError"]
+class ProbeError(InterpError, ValueError):
+    """A probe or selective-prediction tool cannot be fitted or applied to the given input (wrong
+    shape, a single class, too few samples of a class for the folds, a layer out of range ...).
+    Raised before any fitting starts."""
+
+
+__all__ = ["EmptyGroupError", "EmptyInputError", "InterpError", "ProbeError", "TooFewSamplesError"]
