@@ -9,7 +9,13 @@ and are the same classes here.
 
 from __future__ import annotations
 
-from probes.errors import EmptyGroupError, EmptyInputError, InterpError, TooFewSamplesError
+from probes.errors import (
+    EmptyGroupError,
+    EmptyInputError,
+    InterpError,
+    ProbeError,
+    TooFewSamplesError,
+)
 
 
 class UnsupportedArchitectureError(InterpError, TypeError):
@@ -97,6 +103,7 @@ __all__ = [
     "MissingImageError",
     "ModelNotFoundError",
     "NoVIPError",
+    "ProbeError",
     "StoreError",
     "StoreLockedError",
     "TooFewSamplesError",
