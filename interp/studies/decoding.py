@@ -38,6 +38,7 @@ from interp.cli import (
     check_output_dir,
     load_data,
 )
+from interp.conditions import Condition
 from interp.errors import DecodingError, EmptyInputError
 from interp.samples import Sample, ensure_samples
 
@@ -458,6 +459,13 @@ def _validate(args: argparse.Namespace) -> tuple[list[Sample], dict[str, Any], l
     if "contrast" in [m.lower() for m in methods]:
         params.setdefault("contrast", {})["amateur"] = args.amateur
     decoders = resolve_methods(methods, params)
+    expert = Condition.parse("full")
+    for name, dec in decoders.items():
+        if dec is not None and expert in dec.amateurs:
+            raise DecodingError(
+                f"{name}: the amateur condition 'full' equals the expert's input; give an "
+                "amateur that removes or degrades something (e.g. --amateur blind)"
+            )
     check_output_dir(args.out, create=False)
     check_model(args.model)
     spec = "demo:exist" if args.data == "pope" else args.data
