@@ -70,7 +70,7 @@ def batch1_two_calls(vlm: interp.VLM, samples, amateur: str, max_new_tokens: int
                     out = vlm.hf(
                         input_ids=token[:, None],
                         attention_mask=st[2],
-                        past_key_values=st[1],
+                        cache=st[1],
                         use_cache=True,
                     )
                     st[0], st[1] = out.logits[:, -1], out.cache
