@@ -271,6 +271,22 @@ def test_pai_boost_and_guidance_equal_a_hand_written_attention_loop(arch, sample
     assert_equal_to_reference(gen, vlm, tokens, scores)
 
 
+@pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
+def test_plain_scores_are_the_model_logits(arch, samples):
+    """Without a method, the returned scores are the raw next-token logits of each step (not the
+    one-hot the library writes back to force its token)."""
+    vlm = get_vlm(arch)
+    gen = interp.generate(
+        vlm, samples, max_new_tokens=STEPS, output_scores=True, progress_bar=False
+    )
+    for row in range(len(samples)):
+        inputs = dict(encode(vlm, samples[row : row + 1]).inputs)
+        torch.testing.assert_close(
+            gen.scores[row][0], last_logits(vlm, inputs)[0], atol=1e-5, rtol=0
+        )
+        assert torch.isfinite(gen.scores[row]).all()
+
+
 def test_batch_size_and_order_do_not_change_the_answers():
     vlm = get_vlm("llava")
     many = make_samples(9, seed=4)
