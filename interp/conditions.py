@@ -238,7 +238,9 @@ class _Registered:
 @dataclass(frozen=True)
 class ImageCondition(_Registered):
     """A registered image part. ``pixels``, when set, runs on each image's *normalised* pixel
-    values after the processor (VCD's distortion); ``images`` then gives the images to process."""
+    values after the processor (VCD's distortion); ``images`` then gives the images to process.
+    ``question``, when set, rewrites the question text to go with the new images (e.g. removing
+    the slot of an image the part drops), before any question part applies."""
 
     name: str
     images: ImageFn
@@ -247,6 +249,7 @@ class ImageCondition(_Registered):
     uses_image: bool = True
     pixels: PixelFn | None = None
     sources: SourcesFn | None = None
+    question: QuestionFn | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,7 @@ def register_image_condition(
     uses_image: bool = True,
     pixels: PixelFn | None = None,
     sources: SourcesFn | None = None,
+    question: QuestionFn | None = None,
     overwrite: bool = False,
 ) -> Any:
     """Register an image part ``name[:arg]``; usable as a decorator of ``images``.
@@ -294,6 +298,9 @@ def register_image_condition(
             normalised pixel values after the processor.
         sources: ``(sample, arg, ctx) -> samples`` whose images the input uses besides the
             sample's own (stores fingerprint their content).
+        question: optional ``(text, arg, sample) -> text`` rewriting the question to go with the
+            images (e.g. dropping the ``{image}`` slot of an image the part removes, or text
+            evidence), applied before the question part.
     """
 
     def register(fn: ImageFn) -> ImageFn:
@@ -306,6 +313,7 @@ def register_image_condition(
             uses_image=uses_image,
             pixels=pixels,
             sources=sources,
+            question=question,
         )
         return fn
 
@@ -547,6 +555,8 @@ def prepare(
     for s in samples:
         images = spec.images(s, cond.image.arg, ctx) or []
         question = s.question
+        if spec.question is not None:
+            question = spec.question(question, cond.image.arg, s)
         if qspec is not None:
             question = qspec.question(question, cond.question.arg, s)  # type: ignore[union-attr]
         if IMAGE_SLOT in question and question.count(IMAGE_SLOT) != len(images):

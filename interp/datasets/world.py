@@ -289,6 +289,7 @@ META_KEYS: tuple[str, ...] = (
     "image_label",
     "propositional_label",
     "text_label",
+    "caption",
     "order",
     "agreement",
     "odd_source",
@@ -324,6 +325,7 @@ META_KEYS: tuple[str, ...] = (
 - ``evidence_form``: ``"perceptual"`` (drawn object) or ``"propositional"`` (label written as text).
 - ``image_label`` / ``propositional_label`` / ``text_label``: the label shown by the drawn object /
   written in an image / asserted by the caption.
+- ``caption``: a conflict's text evidence exactly as it stands in the question.
 - ``order``: conflict input order, the sources in prompt order joined by commas
   (``"text,perceptual,propositional"``); the question always comes last.
 - ``agreement``: ``"all_agree"``, ``"one_disagrees"`` or ``"all_differ"``; ``odd_source``: the
@@ -917,8 +919,11 @@ def _gen_conflict(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
         labels = dict(zip(SOURCES, (a, b, c), strict=True))
     if ctx.text_only:  # the caption alone
         meta = _blank_meta("conflict", ctx.split)
-        meta.update(needs_image=False, text_label=labels["text"], group=group, order="text")
-        q = f"{CAPTION.format(label=labels['text'])} {CONFLICT_QUESTION}"
+        caption = CAPTION.format(label=labels["text"])
+        meta.update(
+            needs_image=False, text_label=labels["text"], caption=caption, group=group, order="text"
+        )
+        q = f"{caption} {CONFLICT_QUESTION}"
         return [Sample(q, None, labels["text"], None, meta)]
     objs, _ = _scene(rng, [labels["perceptual"]], ctx.counterfactual_share, _vis(ctx, 0.0))
     drawn = render_scene(objs, rng)
@@ -941,6 +946,7 @@ def _gen_conflict(rng: np.random.Generator, ctx: _Ctx, group: str) -> list[Sampl
             image_label=labels["perceptual"],
             propositional_label=labels["propositional"],
             text_label=labels["text"],
+            caption=CAPTION.format(label=labels["text"]),
             order=",".join(order),
             agreement=agreement,
             odd_source=odd,
