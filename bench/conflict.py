@@ -1,0 +1,96 @@
+"""Cost of the modality-conflict study against bare HF on the same inputs.
+
+- responses: ``conflict_responses`` (greedy, three evidence-form configurations) vs bare HF
+  ``generate`` of the same encoded batches;
+- probe extraction: ``interp.residual_stream`` at the last prompt token, every layer, vs a bare HF
+  forward with ``output_hidden_states=True`` on the same batches;
+- probe fitting: ``LayerwiseProbe`` over every layer (5 folds) on those states.
+
+    python bench/conflict.py [--n 600] [--batch-size 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import hf_generate, timed  # noqa: E402
+
+import interp  # noqa: E402
+from interp.datasets import demo_world  # noqa: E402
+from interp.encoding import batch_indices, encode  # noqa: E402
+from interp.studies.conflict import CONFIGURATIONS, conflict_responses  # noqa: E402
+from probes import LayerwiseProbe  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=600)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-new-tokens", type=int, default=3)
+    parser.add_argument("--model", default="demo")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    vlm = interp.load(args.model)
+    items = demo_world("test", n=args.n, qtypes=["conflict"])
+    b, m = args.batch_size, args.max_new_tokens
+
+    def bare_generate() -> None:
+        for cond in CONFIGURATIONS.values():
+            for idx in batch_indices(vlm, items, cond, b):
+                hf_generate(vlm, encode(vlm, [items[i] for i in idx], cond), m)
+
+    def ours() -> object:
+        return conflict_responses(vlm, items, max_new_tokens=m, batch_size=b, progress_bar=False)
+
+    t_bare, t_ours = timed(bare_generate), timed(ours)
+
+    def bare_states() -> None:
+        with torch.no_grad():
+            for idx in batch_indices(vlm, items, "full", b):
+                enc = encode(vlm, [items[i] for i in idx])
+                out = vlm.hf(**enc.inputs, output_hidden_states=True)
+                rows = torch.arange(len(idx))
+                torch.stack([h[rows, enc.last_index] for h in out.hidden_states], 1)
+
+    def states() -> torch.Tensor:
+        return interp.residual_stream(vlm, items, batch_size=b, progress_bar=False)
+
+    t_bare_states, t_states = timed(bare_states), timed(states)
+    x = states().numpy()
+    y = ours().frame.query("configuration == 'PercI+PropI'")["label"].to_numpy()
+    groups = np.array([str(s.meta["group"]) for s in items])
+    labels, counts = np.unique(y, return_counts=True)
+    keep = np.isin(y, labels[counts >= 20])  # rare labels cannot fill five grouped folds
+    x, y, groups = x[keep], y[keep], groups[keep]
+    start = time.perf_counter()
+    LayerwiseProbe(cv=5).fit(x, y, groups=groups)
+    t_probe = time.perf_counter() - start
+    print(
+        f"modality conflict on {args.model!r}: {len(items)} items, batch {b}, {args.threads} threads"
+    )
+    print(
+        f"  responses, 3 configurations: {t_ours:.2f} s vs bare HF generate {t_bare:.2f} s "
+        f"({t_ours / t_bare:.2f}x)"
+    )
+    print(
+        f"  probe states (last token, {x.shape[1]} layers): {t_states:.2f} s vs bare HF "
+        f"output_hidden_states {t_bare_states:.2f} s ({t_states / t_bare_states:.2f}x)"
+    )
+    print(
+        f"  LayerwiseProbe fit, N = {len(y)}, {x.shape[1]} layers x 5 folds, d = {x.shape[2]}: "
+        f"{t_probe:.2f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()
