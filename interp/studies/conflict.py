@@ -1,5 +1,6 @@
-"""Modality conflict with perceptual vs propositional evidence (the *Tri-PvP* paper, "Modality Bias
-under Tri-Modal Conflict: Perceptual vs Propositional Evidence"), on a vision-language model.
+"""Modality conflict with perceptual vs propositional evidence, on a vision-language model (*Tri-PvP:
+Exposing Modality Bias in Omni-Modal Large Language Models through Perceptual-Propositional Evidence
+Conflicts*).
 
 Each conflict item shows the same question with several evidence **sources** that carry their
 own label: here a perceptual image (a drawn object), a propositional image (the label written in an
