@@ -144,12 +144,14 @@ def trace_states(
     return read.detach().to("cpu", torch.float32)
 
 
-def progress(iterable: Iterable[T], *, total: int | None, desc: str, enabled: bool) -> Iterator[T]:
+def progress(
+    iterable: Iterable[T], *, total: int | None, desc: str, enabled: bool, unit: str = "sample"
+) -> Iterator[T]:
     """A tqdm progress bar (notebook-aware) over ``iterable`` unless disabled."""
     if not enabled:
         yield from iterable
         return
-    bar = tqdm(total=total, desc=desc, unit="sample", leave=False)
+    bar = tqdm(total=total, desc=desc, unit=unit, leave=False)
     try:
         for item in iterable:
             yield item

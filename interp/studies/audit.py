@@ -1,0 +1,748 @@
+"""``interp audit`` — one command, one report: is this model looking at the image?
+
+Runs every study the data supports on one model and writes:
+
+- ``report.html`` — self-contained (figures embedded as PNG data, no network, opens from disk): a
+  summary of the verdicts in plain words with the numbers behind them, then one section per study
+  (figures and tables), the model and data fingerprints, the versions and the exact command;
+- ``summary.json`` — every headline number, for scripts;
+- ``store/`` — one resumable result store per study: a killed audit re-run with the same command
+  resumes and gives the same ``summary.json``.
+
+A study runs on the samples that carry what it needs and is skipped with a line saying what is
+missing (:data:`STUDIES` lists them with their requirements):
+
+=============  ==========================================================================
+study          needs
+=============  ==========================================================================
+coe            samples with an image (and answers, for the correlation with correctness)
+decoding       yes/no questions (POPE-style), both answers present
+conflict       conflict items: per-source labels, an ``order`` and a ``caption`` in ``meta``
+=============  ==========================================================================
+
+``--data`` takes ``demo`` (a mix of the demo world's colour, existence and conflict questions),
+the project's JSONL, a VLMEvalKit TSV benchmark file (base64 images, options A–D) or a POPE
+question file with ``--images`` (see :mod:`interp.datasets.formats`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import platform
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from interp.cli import (
+    UsageError,
+    add_common_arguments,
+    check_common_arguments,
+    check_model,
+    check_output_dir,
+    load_data,
+)
+from interp.errors import DataFormatError
+from interp.samples import Sample, ensure_samples
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from interp.model import VLM
+
+Number = int | float | str | None
+
+
+def headline(value: Any) -> Number:
+    """A headline number as it appears in ``summary.json`` and the page: ints as they are, floats
+    to 3 significant digits, NaN as None."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    x = float(value)
+    if not np.isfinite(x):
+        return None
+    return float(f"{x:.3g}")
+
+
+def show(value: Number) -> str:
+    """How the page writes a headline number (the same text ``summary.json`` holds)."""
+    return "n/a" if value is None else str(value)
+
+
+def figure_data(fig: Figure) -> str:
+    """A figure as a ``data:image/png;base64,...`` URI (closed afterwards)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+@dataclass
+class Section:
+    """One study's part of the report.
+
+    Attributes:
+        key, title: the study's name and heading.
+        ran: whether it ran; ``reason`` says why not (or what it left out).
+        verdict: the finding in plain words (with the numbers it rests on).
+        numbers: headline numbers (:func:`headline`-rounded), also in ``summary.json``.
+        figures: (caption, data URI); tables: (caption, HTML).
+        n: samples used.
+    """
+
+    key: str
+    title: str
+    ran: bool = True
+    reason: str = ""
+    verdict: str = ""
+    numbers: dict[str, Number] = field(default_factory=dict)
+    figures: list[tuple[str, str]] = field(default_factory=list)
+    tables: list[tuple[str, str]] = field(default_factory=list)
+    n: int = 0
+
+    def add_table(self, caption: str, frame: pd.DataFrame, index: bool = True) -> None:
+        html = frame.to_html(
+            index=index,
+            float_format=lambda x: f"{x:.3g}",
+            na_rep="–",
+            border=0,
+            classes="table",
+        )
+        self.tables.append((caption, html))
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ran": self.ran, "n": self.n}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.ran:
+            out["numbers"] = self.numbers
+        return out
+
+
+@dataclass
+class AuditOptions:
+    """Settings every section receives."""
+
+    batch_size: int = 16
+    max_new_tokens: int = 8
+    seeds: tuple[int, ...] = (0,)
+    store: Path | None = None
+    overwrite: bool = False
+
+
+# -- sample selection ----------------------------------------------------------------------------
+
+
+def _is_conflict(s: Sample) -> bool:
+    return isinstance(s.meta.get("order"), str) and "caption" in s.meta
+
+
+def _is_yes_no(s: Sample) -> bool:
+    return str(s.answer or "").strip().lower() in ("yes", "no")
+
+
+def select_coe(samples: Sequence[Sample]) -> tuple[list[Sample], str]:
+    chosen = [s for s in samples if s.has_image and not _is_conflict(s) and not _is_yes_no(s)]
+    if len(chosen) < 4:  # yes/no questions are fine when nothing else is there
+        chosen = [s for s in samples if s.has_image and not _is_conflict(s)]
+    if len(chosen) < 4:
+        return [], f"needs at least 4 samples with an image (the data has {len(chosen)})"
+    return chosen, ""
+
+
+def select_decoding(samples: Sequence[Sample]) -> tuple[list[Sample], str]:
+    chosen = [s for s in samples if _is_yes_no(s) and s.has_image and not _is_conflict(s)]
+    answers = {str(s.answer).strip().lower() for s in chosen}
+    if answers != {"yes", "no"}:
+        return [], "needs yes/no questions with both answers (POPE-style existence questions)"
+    return chosen, ""
+
+
+def select_conflict(samples: Sequence[Sample]) -> tuple[list[Sample], str]:
+    from .conflict import check_items
+
+    chosen = [s for s in samples if _is_conflict(s)]
+    if not chosen:
+        return [], (
+            "needs conflict items (meta: image_label, propositional_label, text_label, order, "
+            "caption)"
+        )
+    try:
+        check_items(chosen)
+    except DataFormatError as err:
+        return [], f"conflict items are malformed: {err}"
+    return chosen, ""
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+
+def run_coe(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
+    from interp.errors import NoVIPError
+
+    from .coe import chain_of_embedding, diagnose, plot_distance_curves, plot_tvi_distributions
+
+    sec = Section("coe", "Where is the image integrated? (chain of embedding)", n=len(samples))
+    coe = chain_of_embedding(
+        vlm,
+        samples,
+        max_new_tokens=opts.max_new_tokens,
+        batch_size=opts.batch_size,
+        store=_store(opts, "coe"),
+        overwrite=opts.overwrite,
+        progress_bar=False,
+    )
+    try:
+        diag = diagnose(coe)
+    except NoVIPError as err:
+        diag = diagnose(coe, fallback_vip=vlm.n_layers)
+        sec.reason = f"no automatic VIP ({err}); TVI uses the last layer"
+    res = diag.detector.result_
+    full, blind = coe.answers["full"], coe.answers["blind"]
+    answers = [str(s.answer) if s.answer is not None else None for s in samples]
+    has_ref = all(a is not None for a in answers)
+    sec.numbers = {
+        "vip": headline(diag.vip),
+        "n_layers": headline(diag.n_layers),
+        "vip_statistic": headline(res.statistic[diag.vip]),
+        "share_answers_changed_without_image": headline(float(np.mean(diag.in_vt))),
+    }
+    frame = diag.to_frame()
+    if has_ref:
+        from probes.split import is_correct
+
+        acc_full = np.mean([is_correct(p, r) for p, r in zip(full, answers)])
+        acc_blind = np.mean([is_correct(p, r) for p, r in zip(blind, answers)])
+        corr = diag.correlations()
+        post = corr[corr["score"] == "TVI (post-VIP)"].iloc[0]
+        pre = corr[corr["score"] == "TVI (pre-VIP)"].iloc[0]
+        sec.numbers.update(
+            accuracy_with_image=headline(acc_full),
+            accuracy_without_image=headline(acc_blind),
+            rho_tvi_correct=headline(post["rho"]),
+            p_tvi_correct=headline(post["p_value"]),
+            rho_pre_vip_tvi_correct=headline(pre["rho"]),
+        )
+        sec.add_table("Spearman ρ of each score with correctness", corr, index=False)
+        if "variant" in frame.columns and frame["variant"].notna().any():
+            per = (
+                pd.DataFrame(
+                    {
+                        "variant": [s.meta.get("variant") for s in samples],
+                        "with image": [is_correct(p, r) for p, r in zip(full, answers)],
+                        "without image": [is_correct(p, r) for p, r in zip(blind, answers)],
+                    }
+                )
+                .groupby("variant", sort=False)
+                .mean()
+            )
+            per["image adds"] = per["with image"] - per["without image"]
+            sec.add_table("Accuracy with and without the image, per wording", per)
+    n_l = diag.n_layers
+    words = (
+        f"The image is integrated from layer {show(sec.numbers['vip'])} of {n_l} on (the Visual "
+        f"Integration Point; t = {show(sec.numbers['vip_statistic'])}). Removing the image changes "
+        f"{show(sec.numbers['share_answers_changed_without_image'])} of the answers."
+    )
+    if has_ref:
+        words += (
+            f" Accuracy is {show(sec.numbers['accuracy_with_image'])} with the image and "
+            f"{show(sec.numbers['accuracy_without_image'])} without; how much the image is "
+            f"integrated after the VIP (TVI) tracks correctness with Spearman ρ = "
+            f"{show(sec.numbers['rho_tvi_correct'])} (p = {show(sec.numbers['p_tvi_correct'])})."
+        )
+    sec.verdict = words
+    sec.figures.append(
+        (
+            "Distance per layer with vs without the image",
+            figure_data(plot_distance_curves(diag, title="D_VT vs D_T")),
+        )
+    )
+    groups = {"D_VT": diag.tvi[diag.in_vt], "D_T": diag.tvi[~diag.in_vt]}
+    sec.figures.append(("TVI per group", figure_data(plot_tvi_distributions(groups))))
+    sec.add_table("Per layer: group means and the two-sample statistic", diag.layer_frame())
+    return sec
+
+
+def run_decoding(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
+    from .decoding import evaluate_decoding, plot_methods
+
+    sec = Section(
+        "decoding", "Does contrastive decoding reduce hallucination? (POPE)", n=len(samples)
+    )
+    eager = getattr(vlm.hf.config, "_attn_implementation", None) == "eager"
+    methods = ["greedy", "vcd", "icd", "vdd", "m3id"] + (["pai"] if eager else [])
+    if not eager:
+        sec.reason = "pai left out: it needs eager attention"
+    runs = evaluate_decoding(
+        vlm,
+        samples,
+        methods,
+        seeds=opts.seeds,
+        max_new_tokens=min(opts.max_new_tokens, 4),
+        batch_size=opts.batch_size,
+        store=_store(opts, "decoding"),
+        overwrite=opts.overwrite,
+        progress_bar=False,
+    )
+    summary = runs.summary()
+    greedy = summary[summary["mode"] == "greedy"]
+    setting = "adversarial" if "adversarial" in runs.settings else next(iter(runs.settings))
+    part = greedy[greedy["setting"] == setting].set_index("method")
+    base = part.loc["plain"]
+    best = part["accuracy"].idxmax()
+    sec.numbers = {
+        "setting": setting,
+        "plain_yes_ratio": headline(base["yes_ratio"]),
+        "plain_accuracy": headline(base["accuracy"]),
+        "plain_f1": headline(base["f1"]),
+        "best_method": best,
+        "best_accuracy": headline(part.loc[best, "accuracy"]),
+    }
+    for m in part.index:
+        sec.numbers[f"{m}_f1"] = headline(part.loc[m, "f1"])
+        sec.numbers[f"{m}_yes_ratio"] = headline(part.loc[m, "yes_ratio"])
+    gain = (part.loc[best, "accuracy"] - base["accuracy"]) * 100
+    sec.verdict = (
+        f"On the {setting} questions plain greedy decoding answers yes {show(sec.numbers['plain_yes_ratio'])} "
+        f"of the time (half the questions are about absent objects) with accuracy "
+        f"{show(sec.numbers['plain_accuracy'])}. The best method by accuracy is {best} "
+        f"({show(sec.numbers['best_accuracy'])}, {gain:+.1f} points); read the yes-ratio beside "
+        "F1: a method can raise F1 by answering yes more often."
+    )
+    for metric in ("accuracy", "f1", "yes_ratio"):
+        sec.add_table(f"{metric} (greedy; sampled mean ± std over seeds)", runs.table(metric))
+    sec.figures.append(("Methods per setting", figure_data(plot_methods(runs))))
+    return sec
+
+
+def run_conflict(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
+    from interp.errors import EmptyInputError, ProbeError
+
+    from .conflict import bias_probe, conflict_responses, favouring, plot_bias
+
+    sec = Section("conflict", "Which source wins when image and text disagree?", n=len(samples))
+    kw = dict(
+        max_new_tokens=min(opts.max_new_tokens, 4),
+        batch_size=opts.batch_size,
+        store=_store(opts, "conflict"),
+        overwrite=opts.overwrite,
+        progress_bar=False,
+    )
+    resp = conflict_responses(vlm, samples, **kw)
+    cd = conflict_responses(
+        vlm, samples, configurations={"PercI+PropI": "full"}, decodings=favouring(("text",)), **kw
+    )
+    table = resp.table("configuration")
+    row = table.loc["PercI+PropI"]
+    shares = {c: float(row[c]) for c in ("BIAS_IMAGE", "BIAS_PROP_IMAGE", "BIAS_TEXT") if c in row}
+    winner = max(shares, key=shares.get) if shares else "none"
+    dec = cd.table("decoding")
+    text_after = float(dec.loc["favour text", "BIAS_TEXT"]) if "BIAS_TEXT" in dec else 0.0
+    comp = cd.competence().set_index("decoding")["accuracy"]
+    sec.numbers = {
+        "follows_drawn_object": headline(shares.get("BIAS_IMAGE", 0.0)),
+        "follows_written_label": headline(shares.get("BIAS_PROP_IMAGE", 0.0)),
+        "follows_caption": headline(shares.get("BIAS_TEXT", 0.0)),
+        "winner": winner,
+        "caption_after_contrast": headline(text_after),
+        "agreeing_accuracy_greedy": headline(comp.get("greedy")),
+        "agreeing_accuracy_contrast": headline(comp.get("favour text")),
+    }
+    sec.verdict = (
+        f"When all sources disagree the answer follows the drawn object "
+        f"{show(sec.numbers['follows_drawn_object'])}, the written label "
+        f"{show(sec.numbers['follows_written_label'])} and the caption "
+        f"{show(sec.numbers['follows_caption'])} of the time. Contrastive decoding that favours "
+        f"the caption (α = 0.5, β = 0.1) moves the caption's share to "
+        f"{show(sec.numbers['caption_after_contrast'])}, with accuracy on agreeing items "
+        f"{show(sec.numbers['agreeing_accuracy_contrast'])} (greedy "
+        f"{show(sec.numbers['agreeing_accuracy_greedy'])})."
+    )
+    sec.add_table("Bias labels per evidence-form configuration (all sources differ)", table)
+    sec.add_table("Bias labels per input order", resp.table("order"))
+    sec.add_table("Contrastive decoding favouring the caption", dec)
+    sec.figures.append(("Bias per configuration", figure_data(plot_bias(table, "all differ"))))
+    try:
+        probe = bias_probe(vlm, samples, resp, batch_size=opts.batch_size, progress_bar=False)
+        first = probe.decodable_from()
+        sec.numbers["probe_best_balanced_accuracy"] = headline(
+            probe.probe.scores_["balanced_accuracy_mean"].max()
+        )
+        sec.numbers["probe_above_chance_from_layer"] = first
+        sec.verdict += (
+            f" A linear probe on the last prompt token predicts the winner with balanced accuracy "
+            f"up to {show(sec.numbers['probe_best_balanced_accuracy'])} (chance "
+            f"{probe.chance:.2f}); "
+            + (
+                "at no layer is it significantly above chance."
+                if first is None
+                else f"above chance from layer {first}."
+            )
+        )
+        sec.figures.append(("Layer-wise probe of the bias label", figure_data(probe.plot())))
+    except (EmptyInputError, ProbeError) as err:
+        sec.reason = f"probe skipped: {err}"
+    return sec
+
+
+def _store(opts: AuditOptions, key: str) -> Path | None:
+    return None if opts.store is None else opts.store / key
+
+
+@dataclass(frozen=True)
+class Study:
+    """A study the audit can run: how it picks its samples and how it runs."""
+
+    key: str
+    title: str
+    select: Callable[[Sequence[Sample]], tuple[list[Sample], str]]
+    run: Callable[[VLM, list[Sample], AuditOptions], Section]
+
+
+STUDIES: list[Study] = [
+    Study("coe", "Chain of embedding", select_coe, run_coe),
+    Study("decoding", "Contrastive decoding", select_decoding, run_decoding),
+    Study("conflict", "Modality conflict", select_conflict, run_conflict),
+]
+
+
+def plan(
+    samples: Sequence[Sample], only: Sequence[str] | None = None
+) -> list[tuple[Study, list[Sample], str]]:
+    """Each study with the samples it would run on and, if none, why it is skipped."""
+    out = []
+    for study in STUDIES:
+        if only is not None and study.key not in only:
+            out.append((study, [], "not asked for (--studies)"))
+            continue
+        chosen, reason = study.select(samples)
+        out.append((study, chosen, reason))
+    return out
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+
+def data_fingerprint(samples: Sequence[Sample]) -> str:
+    h = hashlib.sha256()
+    for s in samples:
+        h.update(s.fingerprint().encode())
+    return h.hexdigest()[:16]
+
+
+def versions() -> dict[str, str]:
+    import nnsight
+    import torch
+    import transformers
+
+    import interp
+
+    return {
+        "vlm-interp": interp.__version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "nnsight": getattr(nnsight, "__version__", "unknown"),
+        "python": platform.python_version(),
+    }
+
+
+TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Audit of {{ model }}</title>
+<style>
+body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
+.verdict { background: #f4f7fb; border-left: 4px solid #3a6ea5; padding: .6em 1em; }
+.skipped { color: #777; }
+table.table { border-collapse: collapse; font-size: .85em; margin: .5em 0 1.2em; }
+table.table td, table.table th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
+figure { margin: 1em 0; } figure img { max-width: 100%; } figcaption { font-size: .85em; color: #555; }
+dl.numbers { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; font-size: .9em; }
+dl.numbers dt { color: #555; } code { background: #f3f3f3; padding: 0 3px; }
+</style></head><body>
+<h1>Is {{ model }} looking at the image?</h1>
+<p>Data: <code>{{ data }}</code>, {{ n_samples }} samples. Studies run: {{ ran|join(", ") or "none" }}.</p>
+<h2 id="summary">Summary</h2>
+{% for s in sections if s.ran %}
+<p class="verdict"><strong>{{ s.title }}</strong> — {{ s.verdict }}</p>
+{% endfor %}
+{% for s in sections if not s.ran %}
+<p class="skipped">Skipped <strong>{{ s.key }}</strong>: {{ s.reason }}</p>
+{% endfor %}
+{% for s in sections if s.ran %}
+<section id="{{ s.key }}">
+<h2>{{ s.title }}</h2>
+<p class="verdict">{{ s.verdict }}</p>
+{% if s.reason %}<p class="skipped">Note: {{ s.reason }}</p>{% endif %}
+<p>{{ s.n }} samples.</p>
+<dl class="numbers">
+{% for k, v in s.numbers.items() %}<dt>{{ k }}</dt><dd>{{ show(v) }}</dd>
+{% endfor %}</dl>
+{% for caption, uri in s.figures %}
+<figure><img alt="{{ caption }}" src="{{ uri }}"><figcaption>{{ caption }}</figcaption></figure>
+{% endfor %}
+{% for caption, html in s.tables %}
+<h3>{{ caption }}</h3>
+{{ html|safe }}
+{% endfor %}
+</section>
+{% endfor %}
+<h2 id="provenance">Provenance</h2>
+<dl class="numbers">
+<dt>model</dt><dd>{{ model }}</dd>
+<dt>model fingerprint</dt><dd><code>{{ fingerprints.model }}</code></dd>
+<dt>data fingerprint</dt><dd><code>{{ fingerprints.data }}</code></dd>
+{% for k, v in versions.items() %}<dt>{{ k }}</dt><dd>{{ v }}</dd>
+{% endfor %}</dl>
+<p>Reproduce with:</p>
+<pre><code>{{ command }}</code></pre>
+</body></html>
+"""
+
+
+def render(summary: dict[str, Any], sections: Sequence[Section]) -> str:
+    """The report page (Jinja2, autoescaped; tables are pandas' HTML)."""
+    from jinja2 import Environment
+
+    env = Environment(autoescape=True)
+    template = env.from_string(TEMPLATE)
+    return template.render(
+        model=summary["model"],
+        data=summary["data"],
+        n_samples=summary["n_samples"],
+        ran=[s.key for s in sections if s.ran],
+        sections=sections,
+        fingerprints=summary["fingerprints"],
+        versions=summary["versions"],
+        command=summary["command"],
+        show=show,
+    )
+
+
+def audit(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    out: str | Path,
+    *,
+    model: str = "",
+    data: str = "",
+    command: str = "",
+    studies: Sequence[str] | None = None,
+    options: AuditOptions | None = None,
+    progress_bar: bool = True,
+) -> dict[str, Any]:
+    """Run every study the samples support; write ``report.html`` and ``summary.json`` into
+    ``out``; return the summary."""
+    from interp.runner import weights_fingerprint
+    from interp.tracing import progress
+
+    samples = ensure_samples(samples)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    opts = options or AuditOptions()
+    if opts.store is None:
+        opts.store = out / "store"
+    planned = plan(samples, studies)
+    todo = [(st, chosen) for st, chosen, _ in planned if chosen]
+    results: dict[str, Section] = {}
+    for study, chosen in progress(
+        todo, total=len(todo), desc="audit", enabled=progress_bar, unit="study"
+    ):
+        results[study.key] = study.run(vlm, chosen, opts)
+    sections = [
+        results.get(st.key) or Section(st.key, st.title, ran=False, reason=reason)
+        for st, _, reason in planned
+    ]
+    summary = {
+        "model": model or str(vlm.source or type(vlm.hf).__name__),
+        "data": data,
+        "n_samples": len(samples),
+        "fingerprints": {"model": weights_fingerprint(vlm), "data": data_fingerprint(samples)},
+        "versions": versions(),
+        "command": command,
+        "studies": {s.key: s.summary() for s in sections},
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    (out / "report.html").write_text(render(summary, sections))
+    return summary
+
+
+# -- data and the command ------------------------------------------------------------------------
+
+
+def demo_data(n: int, seed: int = 0) -> list[Sample]:
+    """The demo world's audit mix: colour questions (the language-prior benchmark), POPE-style
+    existence questions and conflict items — about ``n`` of each."""
+    from interp.datasets import demo_world
+
+    return [
+        *demo_world("test", n=n, seed=seed, qtypes=["color"]),
+        *demo_world("test", n=n, seed=seed + 1, qtypes=["exist"]),
+        *demo_world("test", n=n, seed=seed + 2, qtypes=["conflict"]),
+    ]
+
+
+def read_data(spec: str, n: int | None, seed: int, images: str | None = None) -> list[Sample]:
+    """``demo``, a JSONL file, a VLMEvalKit ``.tsv`` or a POPE question file (``.json`` /
+    ``.jsonl`` whose rows hold ``text`` and ``label``); every image is opened up front."""
+    from interp.datasets.formats import read_pope, read_vlmevalkit_tsv
+
+    if spec == "demo":
+        return ensure_samples(demo_data(n or 120, seed))
+    path = Path(spec)
+    if path.suffix.lower() == ".tsv":
+        samples = read_vlmevalkit_tsv(path)
+    elif path.is_file() and _looks_like_pope(path):
+        samples = read_pope(path, images)
+    else:
+        if images is not None:
+            raise UsageError("--images is for POPE question files (rows with text and label)")
+        return load_data(spec, n, seed, default_qtypes=("color",))
+    samples = samples[:n] if n else samples
+    for s in samples:
+        s.load_images()
+    return ensure_samples(samples)
+
+
+def _looks_like_pope(path: Path) -> bool:
+    head = path.read_text(errors="replace").lstrip()[:2000]
+    first = head.splitlines()[0] if head else ""
+    try:
+        obj = json.loads(first)
+    except json.JSONDecodeError:
+        try:
+            obj = json.loads(head if head.startswith("[") else "null")
+        except json.JSONDecodeError:
+            return head.startswith("[") and '"label"' in head
+        obj = obj[0] if isinstance(obj, list) and obj else obj
+    return isinstance(obj, dict) and "text" in obj and "label" in obj and "question" not in obj
+
+
+def _validate(
+    args: argparse.Namespace,
+) -> tuple[list[Sample], Path, list[str] | None, tuple[int, ...]]:
+    if check_common_arguments(args) is not None:
+        raise UsageError("interp audit runs in one process; drop --shard")
+    if args.max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    only = None
+    if args.studies:
+        only = [s.strip() for s in args.studies.split(",") if s.strip()]
+        known = [st.key for st in STUDIES]
+        bad = [s for s in only if s not in known]
+        if bad:
+            raise UsageError(f"--studies: unknown {bad}; choose from {', '.join(known)}")
+    try:
+        seeds = tuple(int(x) for x in args.seeds.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"--seeds takes comma-separated integers, got {args.seeds!r}") from None
+    check_output_dir(args.out, create=False)
+    check_model(args.model)
+    samples = read_data(args.data, args.n, args.seed, args.images)
+    if not any(chosen for _, chosen, _ in plan(samples, only)):
+        reasons = "; ".join(f"{st.key}: {why}" for st, _, why in plan(samples, only))
+        raise UsageError(f"no study can run on --data {args.data!r} ({reasons})")
+    out = check_output_dir(args.out)
+    return samples, out, only, seeds
+
+
+def reproduce_command(args: argparse.Namespace) -> str:
+    """The command line that reproduces this audit (every option that shapes the results)."""
+    parts = ["interp", "audit", "--model", args.model, "--data", args.data, "--out", args.out]
+    if args.images:
+        parts += ["--images", args.images]
+    if args.n is not None:
+        parts += ["--n", str(args.n)]
+    if args.studies:
+        parts += ["--studies", args.studies]
+    parts += ["--seed", str(args.seed), "--seeds", args.seeds, "--batch-size", str(args.batch_size)]
+    parts += ["--max-new-tokens", str(args.max_new_tokens)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _audit_command(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+    from interp.model import load
+
+    samples, out, only, seeds = _validate(args)
+    vlm = load(args.model, attn_implementation="eager")
+    for study, chosen, reason in plan(samples, only):
+        print(f"  {study.key}: " + (f"{len(chosen)} samples" if chosen else f"skipped — {reason}"))
+    opts = AuditOptions(
+        batch_size=args.batch_size,
+        max_new_tokens=args.max_new_tokens,
+        seeds=seeds,
+        store=out / "store",
+        overwrite=args.overwrite,
+    )
+    command = reproduce_command(args)
+    summary = audit(
+        vlm,
+        samples,
+        out,
+        model=args.model,
+        data=args.data,
+        command=command,
+        studies=only,
+        options=opts,
+        progress_bar=not args.no_progress,
+    )
+    for key, part in summary["studies"].items():
+        if part["ran"]:
+            print(f"{key}: " + ", ".join(f"{k} {show(v)}" for k, v in part["numbers"].items()))
+    print(f"\nwrote report.html and summary.json to {out}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``audit`` to the ``interp`` command."""
+    d = sub.add_parser(
+        "audit",
+        help="every study the data supports, one self-contained HTML report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common_arguments(
+        d,
+        data_help="'demo', a JSONL file, a VLMEvalKit .tsv benchmark file, or a POPE question "
+        "file (with --images)",
+    )
+    d.add_argument("--images", default=None, help="image folder of a POPE question file")
+    d.add_argument("--studies", default=None, help="comma-separated subset of the studies")
+    d.add_argument("--seeds", default="0", help="sampling seeds of the decoding study")
+    d.add_argument("--max-new-tokens", type=int, default=8)
+    d.set_defaults(func=_audit_command)
+
+
+__all__ = [
+    "STUDIES",
+    "AuditOptions",
+    "Section",
+    "Study",
+    "audit",
+    "data_fingerprint",
+    "demo_data",
+    "headline",
+    "plan",
+    "read_data",
+    "register",
+    "render",
+    "show",
+]
