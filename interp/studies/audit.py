@@ -345,11 +345,16 @@ def run_conflict(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section
     cd = conflict_responses(
         vlm, samples, configurations={"PercI+PropI": "full"}, decodings=favouring(("text",)), **kw
     )
-    table = resp.table("configuration")
+    full = resp.frame[resp.frame["configuration"] == "PercI+PropI"]
+    differ = bool((full["agreement"] == "all_differ").any())
+    agreement = "all_differ" if differ else None
+    if not differ:
+        sec.reason = "no item where every source differs: rates are over all items"
+    table = resp.table("configuration", agreement)
     row = table.loc["PercI+PropI"]
     shares = {c: float(row[c]) for c in ("BIAS_IMAGE", "BIAS_PROP_IMAGE", "BIAS_TEXT") if c in row}
     winner = max(shares, key=shares.get) if shares else "none"
-    dec = cd.table("decoding")
+    dec = cd.table("decoding", agreement)
     text_after = float(dec.loc["favour text", "BIAS_TEXT"]) if "BIAS_TEXT" in dec else 0.0
     comp = cd.competence().set_index("decoding")["accuracy"]
     sec.numbers = {
@@ -372,11 +377,18 @@ def run_conflict(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section
         f"{show(sec.numbers['agreeing_accuracy_greedy'])})."
     )
     sec.add_table("Bias labels per evidence-form configuration (all sources differ)", table)
-    sec.add_table("Bias labels per input order", resp.table("order"))
+    sec.add_table("Bias labels per input order", resp.table("order", agreement))
     sec.add_table("Contrastive decoding favouring the caption", dec)
     sec.figures.append(("Bias per configuration", figure_data(plot_bias(table, "all differ"))))
     try:
-        probe = bias_probe(vlm, samples, resp, batch_size=opts.batch_size, progress_bar=False)
+        probe = bias_probe(
+            vlm,
+            samples,
+            resp,
+            agreement=agreement,
+            batch_size=opts.batch_size,
+            progress_bar=False,
+        )
         first = probe.decodable_from()
         sec.numbers["probe_best_balanced_accuracy"] = headline(
             probe.probe.scores_["balanced_accuracy_mean"].max()
@@ -394,7 +406,7 @@ def run_conflict(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section
         )
         sec.figures.append(("Layer-wise probe of the bias label", figure_data(probe.plot())))
     except (EmptyInputError, ProbeError) as err:
-        sec.reason = f"probe skipped: {err}"
+        sec.reason = "; ".join(r for r in (sec.reason, f"probe skipped: {err}") if r)
     return sec
 
 
