@@ -6,6 +6,12 @@ study          what it measures
 ``coe``        chain of embedding: the layer-wise distance between last-token states with and
                without the image, the Visual Integration Point (VIP) and Total Visual Integration
                (TVI); CLI ``interp diagnose``
+``decoding``   training-free contrastive decoding (VCD, ICD, VDD, M3ID, PAI) evaluated POPE-style,
+               greedy and sampled; CLI ``interp decode``
+``conflict``   modality conflict: which evidence source the answer follows, per evidence form and
+               order, layer-wise probes, contrastive decoding as a diagnostic; CLI
+               ``interp conflict``
+``audit``      every study the data supports, one self-contained HTML report; CLI ``interp audit``
 =============  ==================================================================================
 
 A study is a module here, a CLI subcommand (a ``register(subparsers)`` function listed in the
