@@ -288,6 +288,8 @@ def score_contexts(
     for j, (_, cond) in enumerate(rows):
         groups.setdefault(cond, []).append(j)
     for cond, where in groups.items():
+        # similar lengths share a batch (less padding); every row is still scored on its own
+        where = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
         group = [rows[j][0] for j in where]
         for sub, enc in batches(vlm, group, cond, batch_size, all_samples=group):
             batch = Batch(vlm, enc, [group[r] for r in sub], cond, "score", group)
@@ -591,6 +593,43 @@ def _drive_arrays(
     return out  # type: ignore[return-value]
 
 
+def drive_contexts(
+    samples: Sequence[Sample],
+    support: Sequence[Sample],
+    *,
+    null_image: str = "blind",
+    null_question: str = "",
+    pmi: bool = True,
+) -> ContextsFn:
+    """The contexts whose teacher-forced forwards give a sample's drives, in order: the K support
+    pairs (v_k, q_k) for PCD, the K support images with the sample's question (v_k, q) for QCD,
+    the sample's image with the null question (VCD), the null input (P0), and with ``pmi`` the
+    full input and the full input without the prefix. Returns ``contexts(i, sample)`` giving
+    sample i's ``(input sample, condition)`` pairs (used by :func:`causal_drives`, and by the bench
+    to feed bare HF forwards the same inputs)."""
+    samples = list(samples)
+    sup = list(support)
+    nimg = _null_image_name(null_image)
+    qpart = _question_part(null_question)
+    partners = _mismatched_partners(samples) if nimg == "mismatched" else None
+    vcd_cond = Condition(Part("full"), qpart)
+    noprefix = Condition(Part("full"), None, "removed")
+
+    def contexts(i: int, s: Sample) -> list[Context]:
+        rows: list[Context] = [
+            (_compose(c.question, c.image, f"{s.id}|pcd{j}"), FULL) for j, c in enumerate(sup)
+        ]
+        rows += [(_compose(s.question, c.image, f"{s.id}|qcd{j}"), FULL) for j, c in enumerate(sup)]
+        rows.append((_compose(s.question, s.image, f"{s.id}|vcd"), vcd_cond))
+        rows.append(_null_context(s, i, samples, nimg, qpart, partners, "p0"))
+        if pmi:
+            rows.append((_compose(s.question, s.image, f"{s.id}|full"), FULL))
+            rows.append((_compose(s.question, s.image, f"{s.id}|noprefix"), noprefix))
+        return rows
+
+    return contexts
+
+
 def causal_drives(
     vlm: VLM,
     samples: Sequence[Sample],
@@ -671,20 +710,7 @@ def causal_drives(
             progress_bar=progress_bar,
         )
     K = len(sup)
-    vcd_cond = Condition(Part("full"), qpart)
-    noprefix = Condition(Part("full"), None, "removed")
-
-    def contexts(i: int, s: Sample) -> list[Context]:
-        rows: list[Context] = [
-            (_compose(c.question, c.image, f"{s.id}|pcd{j}"), FULL) for j, c in enumerate(sup)
-        ]
-        rows += [(_compose(s.question, c.image, f"{s.id}|qcd{j}"), FULL) for j, c in enumerate(sup)]
-        rows.append((_compose(s.question, s.image, f"{s.id}|vcd"), vcd_cond))
-        rows.append(_null_context(s, i, samples, nimg, qpart, partners, "p0"))
-        if pmi:
-            rows.append((_compose(s.question, s.image, f"{s.id}|full"), FULL))
-            rows.append((_compose(s.question, s.image, f"{s.id}|noprefix"), noprefix))
-        return rows
+    contexts = drive_contexts(samples, sup, null_image=nimg, null_question=qpart.arg or "", pmi=pmi)
 
     settings = {
         "support": [c.fingerprint() for c in sup],
@@ -1740,6 +1766,7 @@ __all__ = [
     "causal_drives",
     "cluster_drives",
     "draw_support",
+    "drive_contexts",
     "drive_sensitivity",
     "plot_clusters",
     "plot_imbalance",
