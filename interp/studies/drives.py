@@ -852,6 +852,7 @@ def source_removal(
     Raises: as :func:`causal_drives`.
     """
     from interp.edits import check_edits
+    from interp.encoding import warn_unknown_tokens
 
     samples = ensure_samples(samples)
     _check_images(samples)
@@ -861,6 +862,8 @@ def source_removal(
     ids = _resolve_targets(vlm, samples, targets)
     edits = check_edits(vlm, edits)
     partners = _mismatched_partners(samples) if nimg == "mismatched" else None
+    if qpart.arg:
+        warn_unknown_tokens(vlm, [Sample(qpart.arg)])
     if ids is None:
         ids = _greedy_targets(
             vlm,
@@ -1351,10 +1354,14 @@ def drive_sensitivity(
 
     samples = ensure_samples(samples)
     _check_matches(samples, base)
+    from interp.encoding import warn_unknown_tokens
+
     settings = [(_null_image_name(n), base.null_question) for n in null_images]
     for q in null_questions:
         _question_part(q)
         settings.append((base.null_image, q.strip()))
+        if q.strip():
+            warn_unknown_tokens(vlm, [Sample(q.strip())])
     settings = [s for s in dict.fromkeys(settings) if s != (base.null_image, base.null_question)]
     _check_common(batch_size, 1)
     edits = check_edits(vlm, edits)
