@@ -6,6 +6,10 @@ study          what it measures
 ``coe``        chain of embedding: the layer-wise distance between last-token states with and
                without the image, the Visual Integration Point (VIP) and Total Visual Integration
                (TVI); CLI ``interp diagnose``
+``drives``     temporal causal drives: per-token QCD, VCD and PCD of a generated answer by
+               teacher-forced scoring under interventions on the image, the question and the
+               prefix; source removal, recovery vs PMI, trajectory clusters, S_PV; CLI
+               ``interp drives``
 =============  ==================================================================================
 
 A study is a module here, a CLI subcommand (a ``register(subparsers)`` function listed in the

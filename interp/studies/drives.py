@@ -68,6 +68,7 @@ from interp.errors import (
     EmptyTargetError,
     ImageError,
     SupportError,
+    TooFewSamplesError,
 )
 from interp.samples import IMAGE_SLOT, Sample, ensure_samples
 
@@ -1098,7 +1099,8 @@ class DriveClusters:
     """k-means clusters of the binned drive trajectories.
 
     Attributes:
-        labels: cluster of each sample (0 = the largest).
+        labels: cluster of each sample, 0-based (0 = the largest); the frames and figures number
+            clusters from 1.
         profiles: each cluster's mean trajectories ``[k, 3, bins]`` in bits, drives in the order
             (QCD, VCD, PCD).
         features: the samples' 30-dimensional (for 10 bins) vectors before standardisation.
@@ -1129,7 +1131,11 @@ class DriveClusters:
         rows = []
         third = max(1, self.bins * 3 // 10)
         for c in range(self.k):
-            row: dict[str, Any] = {"cluster": c, "n": int(self.sizes[c]), "share": self.shares[c]}
+            row: dict[str, Any] = {
+                "cluster": c + 1,
+                "n": int(self.sizes[c]),
+                "share": self.shares[c],
+            }
             for d, name in enumerate(DRIVES):
                 prof = self.profiles[c, d]
                 row[f"{name}_early"] = float(prof[:third].mean())
@@ -1139,7 +1145,7 @@ class DriveClusters:
         return pd.DataFrame(rows)
 
     def sample_frame(self) -> pd.DataFrame:
-        return pd.DataFrame({"sample_id": self.sample_ids, "cluster": self.labels})
+        return pd.DataFrame({"sample_id": self.sample_ids, "cluster": self.labels + 1})
 
 
 def cluster_drives(
@@ -1233,8 +1239,6 @@ def prefix_visual_imbalance(
     y = scores["positive"].to_numpy()
     for name, n_group in ((positive, int(y.sum())), (negative, int((~y).sum()))):
         if n_group < 2:
-            from interp.errors import TooFewSamplesError
-
             raise TooFewSamplesError(
                 f"{n_group} samples labelled {name!r}; AUROC and effect sizes need at least 2 in "
                 "each group (label more samples)"
@@ -1695,7 +1699,7 @@ def _drives_command(args: argparse.Namespace) -> int:
         ]
     clusters = cluster_drives(result, k=min(args.clusters, len(result)), seed=args.support_seed)
     clusters.to_frame().to_csv(out / "clusters.csv", index=False)
-    per["cluster"] = clusters.labels
+    per["cluster"] = clusters.labels + 1
     plot_clusters(clusters).savefig(out / "clusters.png", dpi=130)
     lines += [
         "",
