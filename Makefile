@@ -34,6 +34,7 @@ bench: install
 	$(PY) bench/generation.py
 	$(PY) bench/decoding.py
 	$(PY) bench/conflict.py
+	$(PY) bench/drives.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint

@@ -72,6 +72,16 @@ class NoVIPError(InterpError, ValueError):
         self.cause = cause
 
 
+class DriveError(InterpError, ValueError):
+    """A causal-drive measurement cannot run as asked (targets that do not match the samples, a
+    result of other samples, a drive result without the terms a step needs)."""
+
+
+class SupportError(DriveError):
+    """The support of observed (image, question) contexts cannot be formed: K < 1, K (or M
+    held-out contexts) larger than the pairs available, or a context without an image."""
+
+
 class StoreError(InterpError, RuntimeError):
     """A result store is inconsistent with the run asked of it (other model, data or settings)."""
 
@@ -92,6 +102,7 @@ __all__ = [
     "ConditionError",
     "DataFormatError",
     "DecodingError",
+    "DriveError",
     "DuplicateSampleError",
     "EmptyGroupError",
     "EmptyInputError",
@@ -106,6 +117,7 @@ __all__ = [
     "ProbeError",
     "StoreError",
     "StoreLockedError",
+    "SupportError",
     "TooFewSamplesError",
     "UnknownTokenWarning",
     "UnsupportedArchitectureError",

@@ -9,6 +9,8 @@
 - :mod:`probes.selective`: selective prediction — coverage and risk, the risk-coverage curve and
   AURC, the perplexity-threshold and majority baselines, calibration and the probe ensemble.
 - :mod:`probes.text`: answer metrics — exact match, two-way inclusion, BLEU (via sacrebleu).
+- :mod:`probes.trajectories`: per-token trajectories in relative-position bins, standardisation and
+  k-means of the binned profiles.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ _LAZY: dict[str, str] = {
     "CorrelationResult": "stats",
     "EnsembleConfidence": "selective",
     "Estimate": "stats",
+    "KMeansResult": "trajectories",
     "LayerwiseProbe": "layerwise",
     "LogisticCalibrator": "selective",
     "MajorityBaseline": "selective",
@@ -48,6 +51,7 @@ _LAZY: dict[str, str] = {
     "auprc": "stats",
     "auroc": "stats",
     "automatic_vip": "vip",
+    "bin_weights": "trajectories",
     "bleu": "text",
     "bootstrap_ci": "stats",
     "cliffs_delta": "stats",
@@ -59,12 +63,15 @@ _LAZY: dict[str, str] = {
     "estimate": "stats",
     "exact_match": "text",
     "inclusion_match": "text",
+    "kmeans": "trajectories",
     "mean_difference": "stats",
     "normalize_text": "text",
+    "relative_bins": "trajectories",
     "risk_coverage": "selective",
     "score_answers": "text",
     "selective_table": "selective",
     "spearman": "stats",
+    "standardize": "trajectories",
     "two_sample_test": "vip",
     "vip_thresholds": "vip",
 }
@@ -105,6 +112,7 @@ if TYPE_CHECKING:
         normalize_text,
         score_answers,
     )
+    from .trajectories import KMeansResult, bin_weights, kmeans, relative_bins, standardize
     from .vip import (
         NoVIPWarning,
         TwoSampleResult,
@@ -129,6 +137,7 @@ __all__ = [
     "CorrelationResult",
     "EnsembleConfidence",
     "Estimate",
+    "KMeansResult",
     "LayerwiseProbe",
     "LogisticCalibrator",
     "MajorityBaseline",
@@ -143,6 +152,7 @@ __all__ = [
     "auprc",
     "auroc",
     "automatic_vip",
+    "bin_weights",
     "bleu",
     "bootstrap_ci",
     "cliffs_delta",
@@ -158,6 +168,7 @@ __all__ = [
     "inclusion_match",
     "is_correct",
     "js_divergence",
+    "kmeans",
     "kl_divergence",
     "l2_distance",
     "layer_std",
@@ -165,10 +176,12 @@ __all__ = [
     "normalize_answer",
     "normalize_text",
     "pre_vip_tvi",
+    "relative_bins",
     "risk_coverage",
     "score_answers",
     "selective_table",
     "spearman",
+    "standardize",
     "tvi",
     "two_sample_test",
     "vip_thresholds",

@@ -394,3 +394,62 @@ def test_cli_without_vip_prints_the_cause_and_still_writes_the_curves(tmp_path, 
     # --alpha 0 is Eq. 9 alone: it now finds layer 2, from the stored run
     assert main([*argv, "--split", "twin", "--alpha", "0"]) == 0
     assert "VIP: layer 2 (automatic)" in (out / "summary.txt").read_text()
+
+
+# -- interp drives --------------------------------------------------------------------------------
+
+
+def _drives(out: Path | str, *extra: str) -> list[str]:
+    return ["drives", "--model", "demo", "--data", "demo", "--n", "8", "--out", str(out), *extra]
+
+
+DRIVES_CASES = [
+    (["--k", "0"], r"UsageError: --k must be >= 1 \(the support size K\), got 0$"),
+    (["--k", "9"], r"SupportError: --k 9 is larger than the 8 samples .*lower --k or raise --n$"),
+    (["--m", "-1"], r"UsageError: --m must be >= 0 \(held-out contexts; 0 skips the recovery\)"),
+    (
+        ["--k", "4", "--m", "5"],
+        r"SupportError: --m 5 held-out contexts asked, but only 4 samples lie outside the support "
+        r"of K=4; lower --m",
+    ),
+    (["--clusters", "0"], r"UsageError: --clusters must be >= 1, got 0$"),
+    (["--k", "2", "--m", "2", "--clusters", "9"], r"--clusters 9 is more than the 8 samples$"),
+    (["--max-new-tokens", "0"], r"UsageError: --max-new-tokens must be >= 1, got 0$"),
+    (
+        ["--k", "2", "--m", "2", "--labels", "nope"],
+        r"UsageError: --labels 'nope': no sample has this label; labels in",
+    ),
+    (["--shard", "0/2"], r"UsageError: interp drives runs in one process; drop --shard$"),
+    (["--batch-size", "0"], r"--batch-size must be >= 1, got 0$"),
+    (["--data", "demo:nope"], r"--data 'demo:nope': unknown demo question types \['nope'\]; "),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"), DRIVES_CASES, ids=[" ".join(e) for e, _ in DRIVES_CASES]
+)
+def test_drives_bad_option_is_refused_before_the_model_loads(
+    extra, message, tmp_path, capsys, no_model
+):
+    out = tmp_path / "out"
+    line = _refused(capsys, _drives(out, *extra), out)
+    assert re.search(message, line), line
+
+
+def test_drives_refuses_samples_without_an_image_before_the_model_loads(tmp_path, capsys, no_model):
+    Image.new("RGB", (8, 8)).save(tmp_path / "ok.png")
+    rows = [{"image": "ok.png", "question": "what is it?", "id": str(i)} for i in range(3)]
+    rows.append({"image": None, "question": "what is two plus two?", "id": "text"})
+    data = _jsonl(tmp_path / "data.jsonl", rows)
+    out = tmp_path / "out"
+    argv = ["drives", "--model", "demo", "--data", str(data), "--k", "2", "--out", str(out)]
+    line = _refused(capsys, argv, out)
+    assert re.search(r"ImageError: sample 'text' has no image: causal drives intervene", line)
+
+
+def test_drives_argparse_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(_drives("o", "--null-image", "grey"))
+    assert exit_.value.code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("error: interp drives: argument --null-image: invalid choice: 'grey'")

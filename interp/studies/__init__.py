@@ -12,6 +12,10 @@ study          what it measures
                order, layer-wise probes, contrastive decoding as a diagnostic; CLI
                ``interp conflict``
 ``audit``      every study the data supports, one self-contained HTML report; CLI ``interp audit``
+``drives``     temporal causal drives: per-token QCD, VCD and PCD of a generated answer by
+               teacher-forced scoring under interventions on the image, the question and the
+               prefix; source removal, recovery vs PMI, trajectory clusters, S_PV; CLI
+               ``interp drives``
 =============  ==================================================================================
 
 A study is a module here, a CLI subcommand (a ``register(subparsers)`` function listed in the
