@@ -16,6 +16,7 @@ missing (:data:`STUDIES` lists them with their requirements):
 study          needs
 =============  ==========================================================================
 coe            samples with an image (and answers, for the correlation with correctness)
+drives         samples with an image and a long answer (3 words or more; demo descriptions)
 decoding       yes/no questions (POPE-style), both answers present
 conflict       conflict items: per-source labels, an ``order`` and a ``caption`` in ``meta``
 =============  ==========================================================================
@@ -410,6 +411,86 @@ def run_conflict(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section
     return sec
 
 
+def select_drives(samples: Sequence[Sample]) -> tuple[list[Sample], str]:
+    def long(s: Sample) -> bool:
+        return s.meta.get("qtype") == "describe" or len(str(s.answer or "").split()) >= 3
+
+    chosen = [s for s in samples if s.has_image and not _is_conflict(s) and long(s)]
+    if len(chosen) < 4:
+        return [], (
+            "needs at least 4 samples with an image and a long answer (3 words or more, or "
+            "demo 'describe' questions)"
+        )
+    return chosen, ""
+
+
+def run_drives(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
+    from interp.errors import EmptyGroupError, TooFewSamplesError
+
+    from .drives import (
+        _labels,
+        causal_drives,
+        plot_trajectories,
+        prefix_visual_imbalance,
+        source_removal,
+    )
+
+    sec = Section(
+        "drives", "What drives each generated token? (temporal causal drives)", n=len(samples)
+    )
+    k = min(10, len(samples))
+    kw = dict(batch_size=opts.batch_size, overwrite=opts.overwrite, progress_bar=False)
+    drives = causal_drives(vlm, samples, k=k, pmi=False, store=_store(opts, "drives"), **kw)
+    removal = source_removal(vlm, samples, store=_store(opts, "drives-removal"), **kw)
+    table = removal.to_frame().set_index("removed")
+    means = {name: float(np.nanmean(drives.sample_mean(name))) for name in ("qcd", "vcd", "pcd")}
+    sec.numbers = {
+        "k": k,
+        "mean_qcd_bits": headline(means["qcd"]),
+        "mean_vcd_bits": headline(means["vcd"]),
+        "mean_pcd_bits": headline(means["pcd"]),
+        "p_full": headline(table["p_full"].iloc[0]),
+    }
+    for source, row in table.iterrows():
+        sec.numbers[f"p_without_{_key(source)}"] = headline(row["p_remove"])
+    drop = {s: float(table.loc[s, "p_full"] - table.loc[s, "p_remove"]) for s in table.index}
+    top = max(drop, key=drop.get)
+    sec.verdict = (
+        f"Removing the {_key(top)} costs the answers most (mean token probability "
+        f"{show(sec.numbers['p_full'])} → {show(sec.numbers['p_without_' + _key(top)])}); "
+        f"over the answer, the prefix drive averages {show(sec.numbers['mean_pcd_bits'])} bits, "
+        f"the question's {show(sec.numbers['mean_qcd_bits'])} and the image's "
+        f"{show(sec.numbers['mean_vcd_bits'])} (K = {k})."
+    )
+    labels = _labels(samples, drives.answers, None)
+    if labels is not None:
+        try:
+            imb = prefix_visual_imbalance(drives, labels)
+            auc = imb.table.set_index("score")
+            sec.numbers["s_pv_auroc"] = headline(auc.loc["S_PV", "auroc"])
+            sec.numbers["answer_vcd_auroc"] = headline(auc.loc["answer-level VCD", "auroc"])
+            sec.verdict += (
+                f" Separating prior-driven from grounded answers: S_PV AUROC "
+                f"{show(sec.numbers['s_pv_auroc'])}, answer-level VCD AUROC "
+                f"{show(sec.numbers['answer_vcd_auroc'])}."
+            )
+            sec.add_table("S_PV and VCD: prior-driven vs grounded", imb.to_frame(), index=False)
+        except (EmptyGroupError, TooFewSamplesError) as err:
+            sec.reason = f"S_PV skipped: {err}"
+    sec.add_table("Source removal (mean token probability)", table)
+    sec.figures.append(("Mean drives over the answer", figure_data(plot_trajectories(drives))))
+    return sec
+
+
+_SOURCE_WORDS = {"Q": "question", "V": "image", "A<t": "prefix"}
+
+
+def _key(source: str) -> str:
+    """The removed source in words (``Q`` → ``question``, ``V`` → ``image``, ``A<t`` →
+    ``prefix``)."""
+    return _SOURCE_WORDS.get(str(source), str(source).lower())
+
+
 def _store(opts: AuditOptions, key: str) -> Path | None:
     return None if opts.store is None else opts.store / key
 
@@ -426,6 +507,7 @@ class Study:
 
 STUDIES: list[Study] = [
     Study("coe", "Chain of embedding", select_coe, run_coe),
+    Study("drives", "Temporal causal drives", select_drives, run_drives),
     Study("decoding", "Contrastive decoding", select_decoding, run_decoding),
     Study("conflict", "Modality conflict", select_conflict, run_conflict),
 ]
@@ -597,12 +679,13 @@ def audit(
 
 
 def demo_data(n: int, seed: int = 0) -> list[Sample]:
-    """The demo world's audit mix: colour questions (the language-prior benchmark), POPE-style
-    existence questions and conflict items — about ``n`` of each."""
+    """The demo world's audit mix: colour questions (the language-prior benchmark), descriptions
+    (a third as many), POPE-style existence questions and conflict items — about ``n`` of each."""
     from interp.datasets import demo_world
 
     return [
         *demo_world("test", n=n, seed=seed, qtypes=["color"]),
+        *demo_world("test", n=max(n // 3, 8), seed=seed + 3, qtypes=["describe"]),
         *demo_world("test", n=n, seed=seed + 1, qtypes=["exist"]),
         *demo_world("test", n=n, seed=seed + 2, qtypes=["conflict"]),
     ]
