@@ -1162,8 +1162,10 @@ def _bars(
     groups: Sequence[str],
     series: Sequence[tuple[str, str, str]],
     key: str,
+    first_colour: int = 0,
 ) -> None:
-    """Grouped bars with bootstrap error bars: ``series`` holds (label, condition, column)."""
+    """Grouped bars with bootstrap error bars: ``series`` holds (label, condition, column);
+    series ``s`` is drawn in colour ``C{first_colour + s}``."""
     x = np.arange(len(groups))
     width = 0.8 / max(1, len(series))
     for s, (label, cond, column) in enumerate(series):
@@ -1177,7 +1179,8 @@ def _bars(
         v, lo, hi = (np.asarray(a, dtype=float) for a in (vals, lows, highs))
         err = np.nan_to_num(np.vstack([v - lo, hi - v]), nan=0.0)
         offset = (s - (len(series) - 1) / 2) * width
-        ax.bar(x + offset, v, width, yerr=err, capsize=2, label=label, color=f"C{s}")
+        colour = f"C{first_colour + s}"
+        ax.bar(x + offset, v, width, yerr=err, capsize=2, label=label, color=colour)
 
 
 def _baseline_marks(ax: Any, frame: pd.DataFrame, groups: Sequence[str], key: str) -> None:
@@ -1187,6 +1190,13 @@ def _baseline_marks(ax: Any, frame: pd.DataFrame, groups: Sequence[str], key: st
         row = frame[frame[key] == g]
         vals.append(np.nan if row.empty else row.iloc[0]["text_only"])
     ax.scatter(x, vals, marker="_", s=900, color="k", zorder=5, label="text-only baseline")
+
+
+def _legend_below(fig: Any, ax: Any, ncol: int) -> None:
+    """One legend for the figure, under the axes."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
 
 
 def plot_ablation(ablation: Ablation, category: str = ALL) -> Figure:
@@ -1199,7 +1209,7 @@ def plot_ablation(ablation: Ablation, category: str = ALL) -> Figure:
     part = frame[frame["category"] == category]
     groups = [v for v in (*ablation.variants, ALL) if v in set(part["variant"])]
     first = ablation.conditions[0]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 3.8), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [3, 2]})
     series = [("with image", first, "with_image")]
     series += [(c, c, "without") for c in ablation.conditions]
     _bars(ax, part, groups, series, "variant")
@@ -1208,14 +1218,14 @@ def plot_ablation(ablation: Ablation, category: str = ALL) -> Figure:
     ax.set_xticks(np.arange(len(groups)), labels, fontsize=8)
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, ncol=2)
     ax.set_title(f"with vs without the image ({category} categories)", fontsize=9)
-    _bars(bx, part, groups, [(c, c, "agreement") for c in ablation.conditions], "variant")
-    bx.set_xticks(np.arange(len(groups)), labels, fontsize=8)
+    series = [(c, c, "agreement") for c in ablation.conditions]
+    _bars(bx, part, groups, series, "variant", first_colour=1)
+    bx.set_xticks(np.arange(len(groups)), groups, fontsize=8)
     bx.set_ylim(0, 1.05)
     bx.set_ylabel("same answer as with the image")
     bx.set_title("answer agreement without the image", fontsize=9)
-    fig.tight_layout()
+    _legend_below(fig, ax, len(ablation.conditions) + 2)
     return fig
 
 
@@ -1261,7 +1271,7 @@ def plot_categories(ablation: Ablation, conditions: Sequence[str] | None = None)
     ncols = min(3, len(cats))
     nrows = int(np.ceil(len(cats) / ncols))
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows), squeeze=False, sharey=True
+        nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows + 0.4), squeeze=False, sharey=True
     )
     for ax, cat in zip(axes.ravel(), cats):
         part = frame[(frame["category"] == cat) & (frame["variant"] != ALL)]
@@ -1276,8 +1286,7 @@ def plot_categories(ablation: Ablation, conditions: Sequence[str] | None = None)
     for ax in axes.ravel()[len(cats) :]:
         ax.axis("off")
     axes[0, 0].set_ylabel("accuracy")
-    axes[0, 0].legend(fontsize=7)
-    fig.tight_layout()
+    _legend_below(fig, axes[0, 0], len(conds) + 2)
     return fig
 
 
@@ -1308,8 +1317,8 @@ def plot_in_context(result: InContext) -> Figure:
         ax.set_ylim(0, 1.05)
         ax.set_title(cond, fontsize=9)
     axes[0, 0].set_ylabel("accuracy")
-    axes[0, 0].legend(fontsize=7)
-    fig.tight_layout()
+    _legend_below(fig, axes[0, 0], 4)
+    fig.tight_layout(rect=(0, 0.08 * len(result.sources), 1, 1))
     return fig
 
 
