@@ -33,6 +33,7 @@ bench: install
 	$(PY) bench/chain_of_embedding.py
 	$(PY) bench/generation.py
 	$(PY) bench/decoding.py
+	$(PY) bench/ablation.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint
