@@ -395,6 +395,16 @@ def test_bad_input_is_refused_before_any_generation(demo, worded, no_compute):
     one_picture = [replace(s, image=worded[0].image) for s in worded]
     with pytest.raises(ImageShownError, match=r"'swap:next' still shows 48 of 48 items"):
         run(one_picture, ("swap:next",))
+    # two pictures of one group (two crops of one image, say): swapping within it is refused
+    crops = [
+        interp.Sample("q ?", random_image(8, 8, 10 * g + k), "a", f"{g}{k}",
+                      {"variant": "v", "category": "c", "group": str(g)})
+        for g in range(3) for k in range(2)
+    ]  # fmt: skip
+    with pytest.raises(ImageShownError, match=r"'swap:next' still shows 3 of 6 items"):
+        run(crops, ("swap:next",))
+    with pytest.raises(ImageShownError, match=r"'swap:00' still shows 2 of 6 items"):
+        run(crops, ("swap:00",))  # item 00 itself and 01, the other picture of its group
     with pytest.raises(TooFewExamplesError, match=r"has 5 eligible matched .* k = 6"):
         in_context(demo, worded, (6,), progress_bar=False)
     with pytest.raises(ImageShownError, match="distort"):

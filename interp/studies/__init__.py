@@ -6,6 +6,9 @@ study          what it measures
 ``coe``        chain of embedding: the layer-wise distance between last-token states with and
                without the image, the Visual Integration Point (VIP) and Total Visual Integration
                (TVI); CLI ``interp diagnose``
+``ablation``   no-image ablation across question wordings: accuracy of the same items with and
+               without the image per wording variant and category, the text-only baseline,
+               in-context examples matched to the variant; CLI ``interp ablate``
 =============  ==================================================================================
 
 A study is a module here, a CLI subcommand (a ``register(subparsers)`` function listed in the

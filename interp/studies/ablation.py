@@ -30,18 +30,18 @@ for every cell). Answers are matched by a replaceable **judge** ``judge(predicti
 The paper's variants and the demo world's wordings (``sample.meta["variant"]``), from the one whose
 text leaks the most to the image-anchored one (:data:`PAPER_VARIANTS`, :data:`DEMO_VARIANT_ORDER`):
 
-=====================================  ==========  ==============================================
-paper variant (how it is written)      demo        demo example (colour) — what it leaks
-=====================================  ==========  ==============================================
-question-guided: the source question   ``plain``   ``what colour is the heart ?`` — names the
-paraphrased (base QA)                              object (its colour prior) or offers two options
-sub-question-guided: perception        ``polite``  ``please tell me the colour of the heart .`` —
-sub-questions fused in one pass                    the same content reworded
-multi-signal: sub-questions elicited   ``terse``   ``colour ?`` — the question type only
+====================================  ============  =============================================
+paper variant (how it is written)     demo          demo example (colour) — what it leaks
+====================================  ============  =============================================
+question-guided: the source question  ``plain``     ``what colour is the heart ?`` — names the
+paraphrased (base QA)                               object (its colour prior) or offers two options
+sub-question-guided: perception       ``polite``    ``please tell me the colour of the heart .``
+sub-questions fused in one pass                     — the same content reworded
+multi-signal: sub-questions elicited  ``terse``     ``colour ?`` — the question type only
 turn by turn (dialogue-guided)
-vision-anchored: written from the      ``anchored``  ``what colour is the object in the image ?``
-image alone                                        — refers only to the image
-=====================================  ==========  ==============================================
+vision-anchored: written from the     ``anchored``  ``what colour is the object in the image ?``
+image alone                                         — refers only to the image
+====================================  ============  =============================================
 
 The demo world has two leak levels, not four: ``plain`` and ``polite`` name the object (colour,
 description) or offer the two options (identify, count, position, digit), ``terse`` and
@@ -78,7 +78,7 @@ from interp.cli import (
     check_output_dir,
     load_data,
 )
-from interp.conditions import Condition, prepare, stable_seed
+from interp.conditions import Condition, condition_sources, prepare, stable_seed
 from interp.errors import ConditionError, InterpError, TooFewSamplesError
 from interp.samples import Sample, ensure_samples, image_digest
 from probes.stats import estimate
@@ -393,7 +393,8 @@ def check_without(
 
     A condition is refused if it has a question or prefix part (the ablation keeps the question),
     is ``full``, or shows any item one of its own images (compared by decoded pixels) — e.g.
-    ``distort:<t>`` (the real image under noise) or a ``swap:`` onto an item with the same picture.
+    ``distort:<t>`` (the real image under noise) or a ``swap:`` onto an item with the same picture
+    or the same group label (another wording of its image).
 
     Raises:
         ConditionError: an unknown or malformed condition, one listed twice, or none given.
@@ -420,11 +421,14 @@ def check_without(
             )
         if cond.uses_image:
             prepared = prepare(items.samples, cond, processor, all_samples=items.samples)
-            shown = [
-                items.samples[i].id
-                for i, p in enumerate(prepared)
-                if any(image_digest(im) in items.digests[i] for im in p.images)
-            ]
+            index = {str(s.id): i for i, s in enumerate(items.samples)}
+            shown = []
+            for i, (s, p) in enumerate(zip(items.samples, prepared)):
+                sources = condition_sources(s, cond, items.samples, processor)
+                same_image = any(image_digest(im) in items.digests[i] for im in p.images)
+                # a source item of the same group is another wording of this image
+                if same_image or any(items.related(i, index[str(o.id)]) for o in sources):
+                    shown.append(s.id)
             if shown:
                 hint = (
                     "distort keeps the real image under noise; use null:noise for pure noise"
@@ -433,7 +437,7 @@ def check_without(
                 )
                 raise ImageShownError(
                     f"condition {name!r} still shows {len(shown)} of {len(items)} items their own "
-                    f"image (e.g. sample {shown[0]!r}); {hint}"
+                    f"image or another picture of their group (e.g. sample {shown[0]!r}); {hint}"
                 )
         out.append(name)
     return tuple(out)
