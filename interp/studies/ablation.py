@@ -985,7 +985,9 @@ class InContext:
         self._frame = pd.DataFrame(rows)
         return self._frame
 
-    def table(self, condition: str = "full", source: str = "matched", digits: int = 2):
+    def table(
+        self, condition: str = "full", source: str = "matched", digits: int = 2
+    ) -> pd.DataFrame:
         """Accuracy ``value [low, high]`` per variant (rows) and k (columns) for one condition
         and source."""
         frame = self.to_frame()
