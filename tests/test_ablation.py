@@ -173,6 +173,11 @@ def test_accuracy_drop_and_agreement_equal_a_hand_count(worded, ablation):
                 assert row["without"] == pytest.approx(right / len(cell))
                 assert row["drop"] == pytest.approx((right_full - right) / len(cell))
                 assert row["agreement"] == pytest.approx(same / len(cell))
+                baseline = dict(zip(ablation.baseline["sample_id"], ablation.baseline["text_only"]))
+                total = 0.0
+                for s in cell:
+                    total += baseline[s.id]
+                assert row["text_only"] == pytest.approx(total / len(cell))
                 checked += 1
     assert checked == 5 * 3 * len(CONDITIONS)
     table = ablation.main_table()
@@ -354,6 +359,11 @@ def test_in_context_prompts_and_accuracy_by_hand(demo, worded):
         row = frame[(frame["variant"] == "all") & (frame["condition"] == cond) & (frame["k"] == 2)]
         assert row["accuracy"].item() == pytest.approx(right2 / len(ordered))
         assert row["gain"].item() == pytest.approx((right2 - right0) / len(ordered))
+        if cond == "full":
+            full0 = right0
+        else:  # the share of the no-image drop that the examples win back
+            drop = (full0 - right0) / len(ordered)
+            assert row["recovered"].item() == pytest.approx((right2 - right0) / len(ordered) / drop)
 
 
 # -- bad input: typed errors before any compute ----------------------------------------------------
