@@ -26,6 +26,7 @@ from interp.errors import ConditionError, InterpError, TooFewSamplesError
 from interp.studies.ablation import (
     DEMO_VARIANT_ORDER,
     PAPER_VARIANTS,
+    ContextLengthWarning,
     ImageShownError,
     JudgeError,
     MissingLabelError,
@@ -421,6 +422,11 @@ def test_bad_input_is_refused_before_any_generation(demo, worded, no_compute):
         in_context(demo, worded, (1,), ("full", "distort:900"), progress_bar=False)
     with pytest.raises(ConditionError, match="changes the question"):
         in_context(demo, worded, (1,), ("full", "full+no_question"), progress_bar=False)
+    # four two-object descriptions before a description overflow the demo model's 96 positions
+    describe = demo_world("test", n=40, qtypes=["describe"])
+    with pytest.warns(ContextLengthWarning, match="more than the model's 96"):
+        with pytest.raises(AssertionError, match="generation started"):
+            in_context(demo, describe, (4,), ("full",), progress_bar=False)
     for err in (UnknownVariantError, MissingLabelError, TooFewExamplesError, ImageShownError):
         assert issubclass(err, InterpError) and issubclass(err, ValueError)
     assert issubclass(TooFewExamplesError, TooFewSamplesError)
