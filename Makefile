@@ -35,6 +35,7 @@ bench: install
 	$(PY) bench/decoding.py
 	$(PY) bench/conflict.py
 	$(PY) bench/drives.py
+	$(PY) bench/ablation.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint

@@ -16,6 +16,9 @@ study          what it measures
                teacher-forced scoring under interventions on the image, the question and the
                prefix; source removal, recovery vs PMI, trajectory clusters, S_PV; CLI
                ``interp drives``
+``ablation``   no-image ablation across question wordings: accuracy of the same items with and
+               without the image per wording variant and category, the text-only baseline,
+               in-context examples matched to the variant; CLI ``interp ablate``
 =============  ==================================================================================
 
 A study is a module here, a CLI subcommand (a ``register(subparsers)`` function listed in the
