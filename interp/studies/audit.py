@@ -17,6 +17,7 @@ study          needs
 =============  ==========================================================================
 coe            samples with an image (and answers, for the correlation with correctness)
 drives         samples with an image and a long answer (3 words or more; demo descriptions)
+ablation       samples with an image, an answer and ``variant`` / ``category`` labels
 decoding       yes/no questions (POPE-style), both answers present
 conflict       conflict items: per-source labels, an ``order`` and a ``caption`` in ``meta``
 =============  ==========================================================================
@@ -482,6 +483,74 @@ def run_drives(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     return sec
 
 
+def select_ablation(samples: Sequence[Sample]) -> tuple[list[Sample], str]:
+    chosen = [
+        s
+        for s in samples
+        if s.has_image
+        and s.answer
+        and s.meta.get("variant")
+        and s.meta.get("category")
+        and not _is_conflict(s)
+    ]
+    if len(chosen) < 4:
+        return [], (
+            "needs at least 4 samples with an image, an answer and 'variant' and 'category' "
+            "labels (the wording and the question category)"
+        )
+    return chosen, ""
+
+
+def run_ablation(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
+    from .ablation import ALL, no_image_ablation, plot_ablation, plot_categories
+
+    sec = Section(
+        "ablation", "How much does the image add, per wording? (no-image ablation)", n=len(samples)
+    )
+    abl = no_image_ablation(
+        vlm,
+        samples,
+        ("blind", "null:black"),
+        max_new_tokens=opts.max_new_tokens,
+        batch_size=opts.batch_size,
+        n_boot=200,
+        store=_store(opts, "ablation"),
+        overwrite=opts.overwrite,
+        progress_bar=False,
+    )
+    frame = abl.to_frame()
+    part = frame[(frame["category"] == ALL) & (frame["condition"] == "blind")]
+    overall = part[part["variant"] == ALL].iloc[0]
+    sec.numbers = {
+        "accuracy_with_image": headline(overall["with_image"]),
+        "accuracy_blind": headline(overall["without"]),
+        "drop_blind": headline(overall["drop"]),
+        "agreement_blind": headline(overall["agreement"]),
+    }
+    per = part[part["variant"] != ALL]
+    for _, row in per.iterrows():
+        sec.numbers[f"drop_{row['variant']}"] = headline(row["drop"])
+    most = per.loc[per["drop"].idxmax()] if len(per) else overall
+    least = per.loc[per["drop"].idxmin()] if len(per) else overall
+    sec.verdict = (
+        f"The image adds {show(sec.numbers['drop_blind'])} accuracy (with it "
+        f"{show(sec.numbers['accuracy_with_image'])}, without "
+        f"{show(sec.numbers['accuracy_blind'])}); the most for the '{most['variant']}' wording "
+        f"({show(headline(most['drop']))}), the least for '{least['variant']}' "
+        f"({show(headline(least['drop']))}); where the drop is small, the wording gives the "
+        f"answer away or the model does not use the image. Without the image it repeats its answer "
+        f"{show(sec.numbers['agreement_blind'])} of the time."
+    )
+    sec.add_table("Accuracy with and without the image, per wording", abl.main_table())
+    sec.add_table(
+        "Drop without the image (blind), per category and wording",
+        abl.category_table("blind", "drop"),
+    )
+    sec.figures.append(("With vs without the image", figure_data(plot_ablation(abl))))
+    sec.figures.append(("Per category", figure_data(plot_categories(abl))))
+    return sec
+
+
 _SOURCE_WORDS = {"Q": "question", "V": "image", "A<t": "prefix"}
 
 
@@ -508,6 +577,7 @@ class Study:
 STUDIES: list[Study] = [
     Study("coe", "Chain of embedding", select_coe, run_coe),
     Study("drives", "Temporal causal drives", select_drives, run_drives),
+    Study("ablation", "No-image ablation", select_ablation, run_ablation),
     Study("decoding", "Contrastive decoding", select_decoding, run_decoding),
     Study("conflict", "Modality conflict", select_conflict, run_conflict),
 ]
