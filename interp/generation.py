@@ -346,12 +346,14 @@ def generate_batch(
                     amateur = rearrange(z[n:], "(k n) v -> k n v", n=n)
                     scores = decoding.combine(z[:n], amateur, int(step) + 1)
                 token = sampling.choose(scores, generators)
+                if output_scores:
+                    # a copy, taken before the forcing below: without a decoding method `scores`
+                    # is a view of the logits that the one-hot row overwrites
+                    kept.append(scores.detach().float().cpu().clone())
                 forced = torch.full_like(last, float("-inf"))
                 forced[torch.arange(len(batch), device=forced.device), token.repeat(copies)] = 0.0
                 out[:, -1] = forced
                 chosen.append(token.cpu())
-                if output_scores:
-                    kept.append(scores.detach().float().cpu())
     ids = torch.stack(chosen, dim=1) if chosen else torch.zeros(n, 0, dtype=torch.long)
     scores_out = torch.stack(kept, dim=1) if output_scores and kept else None
     return cut_at_eos(vlm, ids), prompt_reads.get("value"), scores_out
