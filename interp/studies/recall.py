@@ -1320,6 +1320,21 @@ class FailureProbes:
         return self.table()
 
 
+def _one_thread(fn: Any) -> Any:
+    """Run ``fn`` with one BLAS / OpenMP thread: the probes are many small logistic fits, which
+    run several times faster on one thread than on two of a 2-core CPU (``bench/recall.py``)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _probe_inputs(
     run: RecallRun, rows: np.ndarray, metric: str, groups: str | None, what: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -1328,6 +1343,7 @@ def _probe_inputs(
     return X, y, run.perplexity[rows], _groups(run, rows, groups)
 
 
+@_one_thread
 def failure_probes(
     run: RecallRun,
     family: str | None = None,
@@ -1335,7 +1351,7 @@ def failure_probes(
     layers: Sequence[int] | None = None,
     layer: int | None = None,
     cv: int = 5,
-    inner_cv: int = 5,
+    inner_cv: int = 3,
     groups: str | None = "pair",
     subset: str = "kept",
     metric: str = "inclusion",
@@ -1357,7 +1373,8 @@ def failure_probes(
     perplexity baseline's rule), so the three methods decide at comparable, balanced operating
     points (the probe: balanced class weights, cut 0.5).
 
-    Evaluation is nested cross-validation: ``cv`` outer folds; inside each outer training split,
+    Fits run on one BLAS thread (see ``bench/recall.py``). Evaluation is nested cross-validation:
+    ``cv`` outer folds; inside each outer training split,
     a :class:`probes.LayerwiseProbe` with ``inner_cv`` folds chooses the layer (unless ``layer``
     fixes it) and every method is fitted there, then predicts the outer test split.
 
@@ -1502,6 +1519,7 @@ class Transfer:
         return self.table1()
 
 
+@_one_thread
 def transfer(
     run: RecallRun,
     held_out: Sequence[str] | str | None = None,
@@ -1900,7 +1918,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--max-new-tokens", type=int, default=8)
     p.add_argument("--cv", type=int, default=5, help="(outer) cross-validation folds")
-    p.add_argument("--inner-cv", type=int, default=5, help="folds that choose the probe layer")
+    p.add_argument("--inner-cv", type=int, default=3, help="folds that choose the probe layer")
     p.add_argument("--layer", type=int, default=None, help="fix the probe layer (0..L)")
     p.add_argument(
         "--groups",
