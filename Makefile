@@ -32,6 +32,7 @@ bench: install
 	$(PY) bench/residual_stream.py
 	$(PY) bench/chain_of_embedding.py
 	$(PY) bench/generation.py
+	$(PY) bench/recall.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint
