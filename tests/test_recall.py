@@ -562,6 +562,9 @@ def test_items_from_demo_samples():
     assert facts.identify == rc.DEMO_IDENTIFY["facts"]
     assert facts.meta["linked"] == samples[2].meta["linked"]
     assert [it.family for it in rc.recall_items(samples, families=["words"])] == ["words"]
+    assert all(it.identify is None for it in rc.recall_items(samples, identify=None))
+    samples[2].meta["identify"] = "what is this ?"  # a sample's own question wins
+    assert rc.recall_items(samples)[0].identify == "what is this ?"
 
 
 def test_bad_data_is_refused():

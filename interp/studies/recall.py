@@ -98,7 +98,6 @@ DEMO_IDENTIFY: dict[str, str] = {
 """The identification question of each demo-world family (the world's own anchored wordings of
 its ``identify`` and ``digit`` questions), for the benchmark's identification filter."""
 REFERENCE_QTYPES: tuple[str, ...] = ("recall", "digit_arith", "letters")
-DEFAULT_ENSEMBLE = ("probe", "perplexity")
 
 
 # -- items ---------------------------------------------------------------------------------------
@@ -176,7 +175,8 @@ def recall_items(
     Samples sharing ``meta["group"]`` form one item: the ``visual`` sample gives the visual
     question, the entity image and the item's ``meta``; the ``full_info`` (or ``text_only``)
     sample gives the textual question. ``meta["family"]`` names the family, ``meta["entity"]`` the
-    entity; ``identify`` maps a family to its identification question.
+    entity; the identification question is the visual sample's ``meta["identify"]`` if it has
+    one, else ``identify[family]`` (``identify=None``: no identification filter).
 
     Args:
         families: keep these families only (None: all, in order of appearance).
@@ -232,11 +232,22 @@ def recall_items(
                 answer=str(visual.answer),
                 family=family,
                 entity=None if entity is None else str(entity),
-                identify=(identify or {}).get(family) if entity is not None else None,
+                identify=_identify_question(visual, family, entity, identify),
                 meta=dict(visual.meta),
             )
         )
     return select_families(items, families)
+
+
+def _identify_question(
+    visual: Sample, family: str, entity: Any, identify: Mapping[str, str] | None
+) -> str | None:
+    """The item's identification question: the sample's own ``identify`` label, else the family's
+    entry of ``identify``; None without an entity or with ``identify=None`` (no filter)."""
+    if identify is None or entity is None:
+        return None
+    own = visual.meta.get("identify")
+    return str(own) if own else identify.get(family)
 
 
 def families_of(items: Sequence[RecallItem]) -> list[str]:
@@ -1728,7 +1739,7 @@ def plot_risk_coverage(result: FailureProbes | Transfer, held_out: str | None = 
 DATA_HELP = (
     "'demo' (the demo world's three reference families: facts, arithmetic, words), or a JSONL "
     "file whose rows carry the labels group, setting (text_only/full_info/visual), family and "
-    "entity"
+    "entity (and optionally identify: the question asking what the image shows)"
 )
 
 
@@ -1945,6 +1956,7 @@ __all__ = [
     "METRICS",
     "SETTINGS",
     "SETTING_NAMES",
+    "SUBSETS",
     "TRIVIAL",
     "FailureProbes",
     "LinkingCurves",
