@@ -36,6 +36,7 @@ bench: install
 	$(PY) bench/conflict.py
 	$(PY) bench/drives.py
 	$(PY) bench/ablation.py
+	$(PY) bench/recall.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint

@@ -59,6 +59,16 @@ class DecodingError(InterpError, ValueError):
     the expert, or a model family that cannot batch the expert and amateur inputs)."""
 
 
+class RecallError(InterpError, ValueError):
+    """Visual-reference recall data or settings that the study cannot use (samples without the
+    reference labels, a group without its visual-reference question, a trivial condition that
+    shows the entity, fewer than two families for a transfer)."""
+
+
+class UnknownFamilyError(RecallError):
+    """A reference family that the data does not hold; the message lists the ones it does."""
+
+
 class NoVIPError(InterpError, ValueError):
     """The automatic VIP rule found no layer; a manual VIP is needed.
 
@@ -115,10 +125,12 @@ __all__ = [
     "ModelNotFoundError",
     "NoVIPError",
     "ProbeError",
+    "RecallError",
     "StoreError",
     "StoreLockedError",
     "SupportError",
     "TooFewSamplesError",
+    "UnknownFamilyError",
     "UnknownTokenWarning",
     "UnsupportedArchitectureError",
 ]

@@ -120,6 +120,50 @@ def test_bad_option_is_refused_before_the_model_loads(extra, message, tmp_path, 
     assert re.search(message, line), line
 
 
+def _recall(out: Path | str, *extra: str) -> list[str]:
+    return ["recall", "--model", "demo", "--data", "demo", "--n", "30", "--out", str(out), *extra]
+
+
+RECALL_CASES = [
+    (
+        ["--families", "facts,nope"],
+        r"UnknownFamilyError: unknown family 'nope'; the data holds: facts, arithmetic, words$",
+    ),
+    (["--families", "facts,facts"], r"RecallError: families \['facts', 'facts'\] name a family"),
+    (["--cv", "1"], r"UsageError: --cv must be >= 2 folds, got 1$"),
+    (["--inner-cv", "0"], r"UsageError: --inner-cv must be >= 2 folds, got 0$"),
+    (["--cv", "20"], r"family 'facts' has 4 items, fewer than --cv 20 folds; give more samples"),
+    (["--trivial", "full"], r"RecallError: trivial condition 'full' is not a trivial image"),
+    (["--trivial", "null:black,swap:next"], r"trivial condition 'swap:next' is not a trivial"),
+    (["--trivial", "null:nope"], r"ConditionError: .*null"),
+    (["--trivial", ","], r"RecallError: trivial must be a non-empty list of conditions"),
+    (["--max-new-tokens", "0"], r"UsageError: --max-new-tokens must be >= 1, got 0$"),
+    (["--layer", "13"], r"UsageError: --layer 13 is outside the model's layers 0\.\.12$"),
+    (["--shard", "0/2"], r"UsageError: interp recall runs in one process; drop --shard$"),
+    (["--data", "demo:color"], r"RecallError: sample '.*' has no 'setting' label; recall items"),
+    (["--n", "0"], r"UsageError: --n must be >= 1, got 0$"),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"), RECALL_CASES, ids=[" ".join(e) for e, _ in RECALL_CASES]
+)
+def test_bad_recall_option_is_refused_before_the_model_loads(
+    extra, message, tmp_path, capsys, no_model
+):
+    out = tmp_path / "out"
+    line = _refused(capsys, _recall(out, *extra), out)
+    assert re.search(message, line), line
+
+
+def test_recall_argparse_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(_recall("o", "--groups", "nope"))
+    assert exit_.value.code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("error: interp recall: argument --groups: invalid choice: 'nope'")
+
+
 # -- data ---------------------------------------------------------------------------------------
 
 

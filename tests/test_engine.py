@@ -332,6 +332,28 @@ def test_generation_ignores_the_models_generation_config(samples):
     assert before.token_ids == after.token_ids
 
 
+def test_plain_generation_scores_are_the_logits_not_the_forced_row(samples):
+    """``output_scores`` of plain decoding: step 0 equals the logits of a plain HF forward of the
+    prompt, step 1 those of the prompt plus the first token (regression: the scores were read
+    after the library had overwritten the logits with its one-hot 0/-inf row)."""
+    vlm = get_vlm("llava")
+    batch = samples[:2]
+    gen = interp.generate(vlm, batch, max_new_tokens=2, output_scores=True, progress_bar=False)
+    for i, sample in enumerate(batch):
+        enc = encode(vlm, [sample], "full")
+        ref0 = hf_forward(vlm, enc).logits[0, -1]
+        torch.testing.assert_close(gen.scores[i][0], ref0, atol=1e-4, rtol=1e-4)
+        if len(gen.token_ids[i]) == 0:
+            continue
+        inputs = dict(enc.inputs)
+        first = torch.tensor([[gen.token_ids[i][0]]])
+        inputs["input_ids"] = torch.cat([inputs["input_ids"], first], 1)
+        inputs["attention_mask"] = torch.cat([inputs["attention_mask"], torch.ones(1, 1)], 1).long()
+        with torch.no_grad():
+            ref1 = vlm.hf(**inputs).logits[0, -1]
+        torch.testing.assert_close(gen.scores[i][1], ref1, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "paligemma"])
 def test_removing_the_prefix_scores_each_token_right_after_the_prompt(arch, samples):
     vlm = get_vlm(arch)

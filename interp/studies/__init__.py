@@ -19,6 +19,9 @@ study          what it measures
 ``ablation``   no-image ablation across question wordings: accuracy of the same items with and
                without the image per wording variant and category, the text-only baseline,
                in-context examples matched to the variant; CLI ``interp ablate``
+``recall``     visual-reference recall: Text-Only / Visual / Full Info accuracy, the logit lens and
+               Visual-vs-Full-Info cosine of linking successes and failures, failure probes with
+               selective prediction and cross-family transfer; CLI ``interp recall``
 =============  ==================================================================================
 
 A study is a module here, a CLI subcommand (a ``register(subparsers)`` function listed in the
