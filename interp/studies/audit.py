@@ -18,6 +18,7 @@ study          needs
 coe            samples with an image (and answers, for the correlation with correctness)
 drives         samples with an image and a long answer (3 words or more; demo descriptions)
 ablation       samples with an image, an answer and ``variant`` / ``category`` labels
+recall         visual-reference items: ``group``, ``setting`` and ``family`` labels
 decoding       yes/no questions (POPE-style), both answers present
 conflict       conflict items: per-source labels, an ``order`` and a ``caption`` in ``meta``
 =============  ==========================================================================
@@ -52,7 +53,7 @@ from interp.cli import (
     check_output_dir,
     load_data,
 )
-from interp.errors import DataFormatError
+from interp.errors import DataFormatError, InterpError
 from interp.samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -551,6 +552,65 @@ def run_ablation(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section
     return sec
 
 
+def select_recall(samples: Sequence[Sample]) -> tuple[list[Sample], str]:
+    from .recall import recall_items
+
+    chosen = [s for s in samples if s.meta.get("setting") and s.meta.get("family")]
+    why = (
+        "needs visual-reference items: samples grouped by 'group' with 'setting' (visual, "
+        "full_info, text_only) and 'family' labels"
+    )
+    if not chosen:
+        return [], why
+    try:
+        items = recall_items(chosen)
+    except InterpError as err:
+        return [], f"{why} ({err})"
+    if len(items) < 4:
+        return [], f"{why}; found {len(items)} item(s), at least 4 are needed"
+    return chosen, ""
+
+
+def run_recall(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
+    from .recall import plot_accuracy
+    from .recall import run_recall as recall_run
+
+    sec = Section(
+        "recall",
+        "Does the model link an image to what it knows? (visual reference)",
+        n=len(samples),
+    )
+    run = recall_run(
+        vlm,
+        samples,
+        batch_size=opts.batch_size,
+        store=_store(opts, "recall"),
+        overwrite=opts.overwrite,
+        progress_bar=False,
+    )
+    gap = run.gap(n_boot=200).set_index("family")
+    overall = gap.loc["all"]
+    sec.numbers = {
+        "text_only_accuracy": headline(overall["text_only"]),
+        "visual_accuracy": headline(overall["visual"]),
+        "full_info_accuracy": headline(overall["full_info"]),
+        "relative_decline": headline(overall["relative_decline"]),
+        "items": headline(overall["n"]),
+    }
+    for family, row in gap.drop(index="all").iterrows():
+        sec.numbers[f"gap_{family}"] = headline(row["gap"])
+    sec.verdict = (
+        f"Asked about the entity by name (Text-Only) the model is right "
+        f"{show(sec.numbers['text_only_accuracy'])} of the time; asked about 'the object in the "
+        f"image' it is right {show(sec.numbers['visual_accuracy'])} — a relative decline of "
+        f"{show(sec.numbers['relative_decline'])} (with both the image and the name: "
+        f"{show(sec.numbers['full_info_accuracy'])})."
+    )
+    sec.add_table("The visual-reference gap per family (inclusion match)", gap)
+    sec.figures.append(("Accuracy per setting and family", figure_data(plot_accuracy(run))))
+    return sec
+
+
 _SOURCE_WORDS = {"Q": "question", "V": "image", "A<t": "prefix"}
 
 
@@ -576,6 +636,7 @@ class Study:
 
 STUDIES: list[Study] = [
     Study("coe", "Chain of embedding", select_coe, run_coe),
+    Study("recall", "Visual-reference recall", select_recall, run_recall),
     Study("drives", "Temporal causal drives", select_drives, run_drives),
     Study("ablation", "No-image ablation", select_ablation, run_ablation),
     Study("decoding", "Contrastive decoding", select_decoding, run_decoding),
@@ -750,12 +811,14 @@ def audit(
 
 def demo_data(n: int, seed: int = 0) -> list[Sample]:
     """The demo world's audit mix: colour questions (the language-prior benchmark), descriptions
-    (a third as many), POPE-style existence questions and conflict items — about ``n`` of each."""
+    (a third as many), visual-reference recall items, POPE-style existence questions and conflict
+    items — about ``n`` of each."""
     from interp.datasets import demo_world
 
     return [
         *demo_world("test", n=n, seed=seed, qtypes=["color"]),
         *demo_world("test", n=max(n // 3, 8), seed=seed + 3, qtypes=["describe"]),
+        *demo_world("test", n=n, seed=seed + 4, qtypes=["recall"]),
         *demo_world("test", n=n, seed=seed + 1, qtypes=["exist"]),
         *demo_world("test", n=n, seed=seed + 2, qtypes=["conflict"]),
     ]
