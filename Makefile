@@ -1,11 +1,13 @@
 # Two commands on a fresh machine:
-#   make demo   # the main job (chain-of-embedding diagnosis) on the embedded demo model
+#   make demo   # the main job (chain-of-embedding diagnosis) on the embedded demo model, then
+#               # the audit report of every study (results/audit/report.html)
 #   make test   # the test suite (offline; executes the notebooks)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_VERSION ?= 2.13.0
 OUT ?= results/demo
+AUDIT ?= results/audit
 
 .PHONY: demo test install lint bench train-demo evaluate-demo clean
 
@@ -20,6 +22,7 @@ install: $(VENV)/.installed
 
 demo: install
 	$(VENV)/bin/interp diagnose --model demo --data demo --out $(OUT) --group-by counterfactual
+	$(VENV)/bin/interp audit --model demo --data demo --out $(AUDIT) --no-progress
 
 test: install
 	OMP_NUM_THREADS=2 $(PY) -m pytest -q

@@ -818,7 +818,7 @@ def demo_data(n: int, seed: int = 0) -> list[Sample]:
     return [
         *demo_world("test", n=n, seed=seed, qtypes=["color"]),
         *demo_world("test", n=max(n // 3, 8), seed=seed + 3, qtypes=["describe"]),
-        *demo_world("test", n=n, seed=seed + 4, qtypes=["recall"]),
+        *demo_world("test", n=n, seed=seed + 4, qtypes=["recall", "digit_arith", "letters"]),
         *demo_world("test", n=n, seed=seed + 1, qtypes=["exist"]),
         *demo_world("test", n=n, seed=seed + 2, qtypes=["conflict"]),
     ]
