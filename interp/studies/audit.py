@@ -15,7 +15,8 @@ missing (:data:`STUDIES` lists them with their requirements):
 =============  ==========================================================================
 study          needs
 =============  ==========================================================================
-coe            samples with an image (and answers, for the correlation with correctness)
+coe            samples with an image (and answers, for the correlation with correctness);
+               short-answer questions first
 drives         samples with an image and a long answer (3 words or more; demo descriptions)
 ablation       samples with an image, an answer and ``variant`` / ``category`` labels
 recall         visual-reference items: ``group``, ``setting`` and ``family`` labels
@@ -157,9 +158,19 @@ def _is_yes_no(s: Sample) -> bool:
 
 
 def select_coe(samples: Sequence[Sample]) -> tuple[list[Sample], str]:
-    chosen = [s for s in samples if s.has_image and not _is_conflict(s) and not _is_yes_no(s)]
-    if len(chosen) < 4:  # yes/no questions are fine when nothing else is there
-        chosen = [s for s in samples if s.has_image and not _is_conflict(s)]
+    """Short-answer questions with an image (the language-prior benchmark's kind), leaving out
+    the items other studies are built for — yes/no questions, visual-reference items, long
+    answers — unless too few remain (then any sample with an image that is not a conflict)."""
+
+    def short(s: Sample) -> bool:
+        return len(str(s.answer or "").split()) <= 2 and s.meta.get("qtype") != "describe"
+
+    base = [s for s in samples if s.has_image and not _is_conflict(s)]
+    chosen = [s for s in base if not _is_yes_no(s) and not s.meta.get("setting") and short(s)]
+    if len(chosen) < 4:
+        chosen = [s for s in base if not _is_yes_no(s)]
+    if len(chosen) < 4:
+        chosen = base
     if len(chosen) < 4:
         return [], f"needs at least 4 samples with an image (the data has {len(chosen)})"
     return chosen, ""
