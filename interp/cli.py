@@ -45,7 +45,9 @@ class Parser(argparse.ArgumentParser):
 def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> None:
     """Options every study command takes: model, data, output folder, sample count, batching,
     store handling, sharding and progress bars."""
-    parser.add_argument("--model", required=True, help="'demo', a local model folder or a hub id")
+    parser.add_argument(
+        "--model", required=True, help="'demo', 'demo-smol', a local model folder or a hub id"
+    )
     parser.add_argument("--data", required=True, help=data_help)
     parser.add_argument("--out", required=True, help="output folder (holds the resumable store)")
     parser.add_argument(
@@ -252,7 +254,7 @@ def check_model(model: str) -> int:
 
     if not model.strip():
         raise UsageError("--model is empty; give 'demo', a local model folder or a hub id")
-    if model != "demo":
+    if model not in ("demo", "demo-smol"):
         try:
             path = Path(model).expanduser()
         except RuntimeError as err:  # '~user' of an unknown user
@@ -280,12 +282,15 @@ def check_model(model: str) -> int:
     return _decoder_layers(config, model)
 
 
-def check_common_arguments(args: argparse.Namespace) -> tuple[int, int] | None:
+def check_common_arguments(
+    args: argparse.Namespace, *, one_process: str | None = None
+) -> tuple[int, int] | None:
     """Check the options of :func:`add_common_arguments` that need no data or model, and return
     the resolved shard (``(i, n)``, or None for a single process).
 
     Checked: ``--n`` and ``--batch-size`` are >= 1, ``--seed`` >= 0, ``--shard`` is ``auto`` or
-    ``i/n`` with 0 <= i < n, and ``--overwrite`` is not combined with a sharded run.
+    ``i/n`` with 0 <= i < n, and ``--overwrite`` is not combined with a sharded run. A command
+    that runs in one process passes its name as ``one_process`` and refuses any shard.
 
     Raises:
         UsageError: one of these does not hold.
@@ -302,12 +307,22 @@ def check_common_arguments(args: argparse.Namespace) -> tuple[int, int] | None:
         shard = resolve_shard(args.shard)
     except ValueError as err:
         raise UsageError(f"--shard: {err}") from None
+    if shard is not None and one_process is not None:
+        raise UsageError(f"{one_process} runs in one process; drop --shard")
     if shard is not None and args.overwrite:
         raise UsageError(
             "--overwrite cannot be combined with a sharded run (the processes would wipe each "
             "other's results); clear the store with one process (--overwrite, no --shard) first"
         )
     return shard
+
+
+def write_summary(out: Path, text: str) -> None:
+    """The end of a study command: ``summary.txt`` in ``out``, the text on stdout, then the list
+    of files written."""
+    (out / "summary.txt").write_text(text + "\n")
+    print(text)
+    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
 
 
 # -- the program ------------------------------------------------------------------------------------

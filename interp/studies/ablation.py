@@ -77,6 +77,7 @@ from interp.cli import (
     check_model,
     check_output_dir,
     load_data,
+    write_summary,
 )
 from interp.conditions import Condition, condition_sources, prepare, stable_seed
 from interp.errors import ConditionError, InterpError, TooFewSamplesError
@@ -1355,8 +1356,7 @@ def _shots(text: str) -> list[int]:
 def _validate(args: argparse.Namespace) -> dict[str, Any]:
     """Everything checked before the model is loaded: options, output folder, model
     configuration, data (every image opened), labels, variants, conditions, examples."""
-    if check_common_arguments(args) is not None:
-        raise UsageError("interp ablate runs in one process; drop --shard")
+    check_common_arguments(args, one_process="interp ablate")
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
     if not 0.0 < args.ci < 1.0:
@@ -1457,9 +1457,7 @@ def _ablate_command(args: argparse.Namespace) -> int:
         for cond in shots.conditions:
             text += f"\n\nin-context examples matched to the variant, {cond}:\n"
             text += shots.table(cond).to_string()
-    (out / "summary.txt").write_text(text + "\n")
-    print(text)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    write_summary(out, text)
     return 0
 
 

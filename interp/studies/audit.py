@@ -874,8 +874,7 @@ def _looks_like_pope(path: Path) -> bool:
 def _validate(
     args: argparse.Namespace,
 ) -> tuple[list[Sample], Path, list[str] | None, tuple[int, ...]]:
-    if check_common_arguments(args) is not None:
-        raise UsageError("interp audit runs in one process; drop --shard")
+    check_common_arguments(args, one_process="interp audit")
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
     only = None

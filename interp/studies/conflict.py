@@ -49,6 +49,7 @@ from interp.cli import (
     check_model,
     check_output_dir,
     load_data,
+    write_summary,
 )
 from interp.conditions import register_image_condition
 from interp.errors import DataFormatError, EmptyInputError, ProbeError
@@ -673,8 +674,7 @@ def plot_positions(effect: pd.DataFrame) -> Figure:
 
 
 def _validate(args: argparse.Namespace) -> tuple[list[Sample], Path, list[str]]:
-    if check_common_arguments(args) is not None:
-        raise UsageError("interp conflict runs in one process; drop --shard")
+    check_common_arguments(args, one_process="interp conflict")
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
     if args.cv < 2:
@@ -756,9 +756,7 @@ def _conflict_command(args: argparse.Namespace) -> int:
         lines += ["", f"probe skipped: {err}"]
     plt.close("all")
     text = "\n".join(lines)
-    (out / "summary.txt").write_text(text + "\n")
-    print(text)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    write_summary(out, text)
     return 0
 
 

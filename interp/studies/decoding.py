@@ -37,6 +37,7 @@ from interp.cli import (
     check_model,
     check_output_dir,
     load_data,
+    write_summary,
 )
 from interp.conditions import Condition
 from interp.errors import DecodingError, EmptyInputError
@@ -439,8 +440,7 @@ def _int_list(text: str, option: str) -> list[int]:
 def _validate(args: argparse.Namespace) -> tuple[list[Sample], dict[str, Any], list[int], Path]:
     """Everything checked before the model is loaded: options, methods, output folder, model
     configuration, data (every image opened, yes/no answers)."""
-    if check_common_arguments(args) is not None:
-        raise UsageError("interp decode runs in one process; drop --shard")
+    check_common_arguments(args, one_process="interp decode")
     seeds = _int_list(args.seeds, "--seeds")
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
@@ -513,9 +513,7 @@ def _decode_command(args: argparse.Namespace) -> int:
         lines += ["", f"{metric} (greedy; sampled mean ± std over seeds {seeds}):"]
         lines.append(runs.table(metric).to_string())
     text = "\n".join(lines)
-    (out / "summary.txt").write_text(text + "\n")
-    print(text)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    write_summary(out, text)
     return 0
 
 

@@ -60,6 +60,7 @@ from interp.cli import (
     check_model,
     check_output_dir,
     load_data,
+    write_summary,
 )
 from interp.conditions import Condition, Part, stable_seed
 from interp.errors import (
@@ -1589,8 +1590,7 @@ def _validate(args: argparse.Namespace) -> tuple[list[Sample], Path]:
     ``--clusters`` >= 1, ``--out`` is (or can become) a writable folder, the model's
     configuration, the data (every image opened, every sample with an image), K and M against the
     number of samples, and ``--labels``. The output folder is created last."""
-    if check_common_arguments(args) is not None:
-        raise UsageError("interp drives runs in one process; drop --shard")
+    check_common_arguments(args, one_process="interp drives")
     if args.k < 1:
         raise UsageError(f"--k must be >= 1 (the support size K), got {args.k}")
     if args.m < 0:
@@ -1724,9 +1724,7 @@ def _drives_command(args: argparse.Namespace) -> int:
     per.to_csv(out / "samples.csv", index=False)
     plt.close("all")
     text = "\n".join(lines)
-    (out / "summary.txt").write_text(text + "\n")
-    print(text)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    write_summary(out, text)
     return 0
 
 

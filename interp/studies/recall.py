@@ -59,6 +59,7 @@ from interp.cli import (
     check_model,
     check_output_dir,
     load_data,
+    write_summary,
 )
 from interp.errors import EmptyInputError, ProbeError, RecallError, UnknownFamilyError
 from interp.samples import Sample
@@ -1750,8 +1751,7 @@ def _list(text: str) -> list[str]:
 def _validate(args: argparse.Namespace) -> tuple[list[RecallItem], tuple[str, ...], Path]:
     """Everything checked before the model is loaded: options, trivial conditions, output
     folder, model configuration, data (every image opened), families, items per fold."""
-    if check_common_arguments(args) is not None:
-        raise UsageError("interp recall runs in one process; drop --shard")
+    check_common_arguments(args, one_process="interp recall")
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
     for option, value in (("--cv", args.cv), ("--inner-cv", args.inner_cv)):
@@ -1893,9 +1893,7 @@ def _recall_command(args: argparse.Namespace) -> int:
         lines += ["", "notes:", *[f"  {n}" for n in notes]]
     plt.close("all")
     text = "\n".join(lines)
-    (out / "summary.txt").write_text(text + "\n")
-    print(text)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    write_summary(out, text)
     return 0
 
 

@@ -43,6 +43,7 @@ from interp.cli import (
     check_output_dir,
     check_split_label,
     load_data,
+    write_summary,
 )
 from interp.errors import NoVIPError
 
@@ -194,9 +195,7 @@ def _diagnose_command(args: argparse.Namespace) -> int:
             summary += "\n\nSpearman(TVI post-VIP, correct) per group:\n" + post.to_string(
                 index=False
             )
-    (out / "summary.txt").write_text(summary + "\n")
-    print(summary)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    write_summary(out, summary)
     return 0
 
 
