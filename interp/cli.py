@@ -45,9 +45,7 @@ class Parser(argparse.ArgumentParser):
 def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> None:
     """Options every study command takes: model, data, output folder, sample count, batching,
     store handling, sharding and progress bars."""
-    parser.add_argument(
-        "--model", required=True, help="'demo', 'demo-smol', a local model folder or a hub id"
-    )
+    parser.add_argument("--model", required=True, help="'demo', a local model folder or a hub id")
     parser.add_argument("--data", required=True, help=data_help)
     parser.add_argument("--out", required=True, help="output folder (holds the resumable store)")
     parser.add_argument(
@@ -254,7 +252,7 @@ def check_model(model: str) -> int:
 
     if not model.strip():
         raise UsageError("--model is empty; give 'demo', a local model folder or a hub id")
-    if model not in ("demo", "demo-smol"):
+    if model != "demo":
         try:
             path = Path(model).expanduser()
         except RuntimeError as err:  # '~user' of an unknown user
