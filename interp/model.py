@@ -265,6 +265,11 @@ def _resolve_source(model: str | Path) -> str:
         from .demo import CHECKPOINT_DIR
 
         return str(CHECKPOINT_DIR)
+    if str(model) == "demo-smol":
+        # assembled once from SmolLM2's installed weights and the shipped trained parts
+        from .demo.smol.assemble import assemble
+
+        return str(assemble())
     return str(model)
 
 
@@ -326,7 +331,9 @@ def load(
     """Load a VLM and standardise it.
 
     Args:
-        model: ``"demo"`` (the embedded demo model), a hub id or local folder (loaded with
+        model: ``"demo"`` (the embedded demo model), ``"demo-smol"`` (the demo world in front of
+            the real SmolLM2-135M-Instruct; needs ``pip install "vlm-interp[smol]"``, see
+            :mod:`interp.demo.smol`), a hub id or local folder (loaded with
             ``AutoModelForImageTextToText`` / ``AutoProcessor``), or an already-built HF model.
         processor: the processor, required with a built model; loaded from ``model`` otherwise.
         dtype, device_map, attn_implementation: passed to ``from_pretrained``. Use

