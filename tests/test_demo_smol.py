@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from safetensors.torch import load_file, save_file
 
 import interp
 from interp.cli import main
+from interp.datasets import demo_world
 from interp.demo.smol import CHECKPOINT_DIR, TRAINED_FILE
 from interp.demo.smol import assemble as asm
 from interp.demo.smol import model as smol_model
@@ -90,8 +92,14 @@ def test_the_cache_key_changes_with_every_input(tmp_path):
     gguf = tmp_path / "x.gguf"
     gguf.write_bytes(b"a")
     first = asm._digest(ck, gguf)
-    gguf.write_bytes(b"b")
+    assert asm._digest(ck, gguf) == first
+    gguf.write_bytes(b"bb")  # a new file: another size
     assert asm._digest(ck, gguf) != first
+    stat = gguf.stat()
+    second = asm._digest(ck, gguf)
+    gguf.write_bytes(b"cc")  # same size, rewritten later
+    os.utime(gguf, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert asm._digest(ck, gguf) != second
 
 
 def test_an_interrupted_write_leaves_nothing(monkeypatch, tmp_path):
@@ -109,6 +117,38 @@ def test_an_interrupted_write_leaves_nothing(monkeypatch, tmp_path):
     asm.write_atomically(demo.hf, demo.processor, CHECKPOINT_DIR, target)
     assert (target / "config.json").is_file() and (target / "training.json").is_file()
     assert [p.name for p in (tmp_path / "cache").iterdir()] == ["demo-smol-x"]
+
+
+def test_faint_prior_table_by_hand():
+    import pandas as pd
+
+    from interp.demo.smol.evaluate import faint_prior_table
+
+    rows = [  # entity, counterfactual, answer, pred_image, prior_answer
+        ("circle", False, "red", "red", ""),
+        ("circle", False, "red", "blue", ""),
+        ("square", False, "blue", "blue", ""),
+        ("banana", False, "yellow", "yellow", "yellow"),
+        ("banana", False, "yellow", "yellow", "yellow"),
+        ("banana", True, "red", "yellow", "yellow"),
+        ("heart", True, "blue", "green", "red"),
+        ("banana", True, "blue", "blue", "yellow"),
+    ]
+    frame = pd.DataFrame(
+        rows, columns=["entity", "counterfactual", "answer", "pred_image", "prior_answer"]
+    )
+    frame["qtype"] = "color"
+    frame["correct_image"] = (frame["answer"] == frame["pred_image"]).astype(int)
+    table = faint_prior_table(frame).set_index("group")
+    assert table.loc["canonical", "n"] == 2 and table.loc["canonical", "with_image"] == 1.0
+    assert table.loc["control", "with_image"] == pytest.approx(2 / 3)
+    cf = table.loc["counterfactual"]
+    assert cf["with_image"] == pytest.approx(1 / 3)
+    # control accuracy on red 1/2, on blue 1: weighted as the counterfactual colours (red, blue, blue)
+    assert cf["control_same_colour"] == pytest.approx((0.5 + 1 + 1) / 3)
+    assert cf["errors_canonical"] == 0.5  # one of the two errors says yellow, the banana's colour
+    # hypergeometric: 3 right answers of 5, both canonical ones right: C(3,2) / C(5,2)
+    assert cf["p_below_canonical"] == pytest.approx(3 / 10)
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,3 +253,33 @@ def test_the_model_card_numbers_come_from_the_shipped_training():
     record = json.loads((CHECKPOINT_DIR / "training.json").read_text())
     assert record["counterfactual_share"] == pytest.approx(7 / 8)
     assert "fact_color" not in record["train_qtypes"]
+
+
+@needs_extra
+def test_the_model_reads_the_image_on_held_out_colour_questions(smol):
+    """Ground truth is the world's drawing: colour questions about clearly visible objects are
+    answered from the image, and mostly wrongly without it (8 colours: chance 1/8)."""
+    from interp.demo.evaluate import evaluate
+
+    items = demo_world("test", n=32, qtypes=["color"], opacity=(0.5, 1.0), start=7000)
+    frame = evaluate(smol.hf, smol.processor, items, batch_size=32, max_new_tokens=4)
+    assert frame["correct_image"].mean() >= 0.8
+    assert frame["correct_blind"].mean() <= 0.4
+
+
+@needs_extra
+def test_blind_colour_answers_follow_common_knowledge(smol):
+    """The prior comes from SmolLM2's pretraining (training drew every colour equally often): asked
+    in natural words without an image, it names the common colour of everyday objects far above
+    chance (1/8 per object: 6 or more of 13 has probability 0.003 by chance)."""
+    common = {
+        "banana": "yellow", "leaf": "green", "carrot": "orange", "heart": "red", "drop": "blue",
+        "sky": "blue", "grass": "green", "snow": "white", "tomato": "red", "lemon": "yellow",
+        "coal": "black", "orange": "orange", "strawberry": "red",
+    }  # fmt: skip
+    questions = [interp.Sample(f"What color is a {obj}?") for obj in common]
+    gen = interp.generate(
+        smol, questions, "blind", max_new_tokens=5, batch_size=len(questions), progress_bar=False
+    )
+    hits = sum(text.strip() == colour for text, colour in zip(gen.texts, common.values()))
+    assert hits >= 6, list(zip(common, gen.texts))

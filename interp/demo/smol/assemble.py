@@ -34,7 +34,7 @@ from .model import (
     build_processor,
     gguf_path,
     load_language_model,
-    lora_targets,
+    lora_config,
 )
 
 CACHE_ENV = "INTERP_CACHE_DIR"
@@ -55,13 +55,15 @@ def model_config(checkpoint: Path = CHECKPOINT_DIR) -> SmolModelConfig:
 
 
 def _digest(checkpoint: Path, source: Path | str) -> str:
+    """Key of an assembly: the trained parts' bytes, the decoder source and the transformers
+    version. A GGUF file enters by path, size and modification time rather than by its 98 MB of
+    contents, so that a cached load stays fast; reinstalling the package changes the time."""
     h = hashlib.sha256()
     for name in (TRAINED_FILE, "training.json"):
         h.update((checkpoint / name).read_bytes())
     if isinstance(source, Path):
-        with source.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        stat = source.stat()
+        h.update(f"{source.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode())
     else:
         h.update(source.encode())
     h.update(transformers.__version__.encode())
@@ -71,11 +73,9 @@ def _digest(checkpoint: Path, source: Path | str) -> str:
 def merge_trained(model: Any, state: dict[str, Any], cfg: SmolModelConfig) -> Any:
     """Load the trained tower and projector into ``model`` and merge the LoRA factors into its
     decoder (through ``peft``). Returns the plain Llava."""
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
-    lora = LoraConfig(
-        r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, target_modules=lora_targets(cfg.lora_from_layer), lora_dropout=0.0
-    )
+    lora = lora_config(cfg, model.config.text_config.num_hidden_layers)
     with warnings.catch_warnings():  # peft's use of a deprecated transformers name
         warnings.simplefilter("ignore", FutureWarning)
         peft_model = get_peft_model(model, lora)

@@ -51,6 +51,57 @@ def blind_prior_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+FAINT = (0.05, 0.25)
+"""Opacity band of :func:`faint_prior_table`'s items: visible, but faintly enough for a prior to
+matter (above it the model answers colour questions almost perfectly either way)."""
+
+
+def faint_prior_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Colour questions with the image: canonical vs counterfactual objects vs the control kinds.
+
+    Rows ``canonical`` (a prior-bearing kind in its common colour), ``counterfactual`` (in another
+    colour) and ``control`` (kinds without a common colour). Columns: ``n``, ``with_image``
+    (accuracy), ``control_same_colour`` (the control kinds' accuracy on the same colours, weighted
+    as the row's colours are: a colour that is merely hard to see is no prior effect),
+    ``errors_canonical`` (share of a counterfactual row's wrong answers that name the canonical
+    colour; chance 1/7 over the seven wrong colours) and ``p_below_canonical`` (one-sided Fisher
+    exact test that counterfactual accuracy is below canonical, ``scipy.stats.fisher_exact``).
+    """
+    from scipy.stats import fisher_exact
+
+    col = frame[frame["qtype"] == "color"]
+    prior = col["entity"].isin(list(PRIOR_COLORS))
+    cf = col["counterfactual"].astype(bool)
+    groups = {
+        "canonical": col[prior & ~cf],
+        "counterfactual": col[prior & cf],
+        "control": col[~prior],
+    }
+    control_by_colour = groups["control"].groupby("answer")["correct_image"].mean()
+    canonical = groups["canonical"]["correct_image"]
+    rows = []
+    for name, g in groups.items():
+        wrong = g[g["correct_image"] == 0]
+        row = {
+            "group": name,
+            "n": len(g),
+            "with_image": float(g["correct_image"].mean()),
+            "control_same_colour": float(g["answer"].map(control_by_colour).mean()),
+            "errors_canonical": float("nan"),
+            "p_below_canonical": float("nan"),
+        }
+        if name == "counterfactual" and len(g) and len(canonical):
+            row["errors_canonical"] = float((wrong["pred_image"] == wrong["prior_answer"]).mean())
+            right = g["correct_image"]
+            table = [
+                [int(canonical.sum()), int(len(canonical) - canonical.sum())],
+                [int(right.sum()), int(len(right) - right.sum())],
+            ]
+            row["p_below_canonical"] = float(fisher_exact(table, alternative="greater").pvalue)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def summarize(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The evaluation tables of ``demo-smol`` (see the module docstring)."""
     return {
@@ -68,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--split", default="test", choices=["val", "test"])
     parser.add_argument("--n", type=int, default=1200, help="number of samples")
     parser.add_argument("--seed", type=int, default=0, help="world seed")
+    parser.add_argument(
+        "--faint", type=int, default=960, help="colour questions about faint objects (0: none)"
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--markdown", type=Path, help="write the tables as markdown here")
@@ -78,7 +132,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     vlm = interp.load("demo-smol")
     samples = demo_world(args.split, args.n, seed=args.seed)
     frame = evaluate(vlm.hf, vlm.processor, samples, batch_size=args.batch_size)
-    md = to_markdown(summarize(frame))
+    tables = summarize(frame)
+    if args.faint:
+        faint = demo_world(
+            args.split, args.faint, seed=args.seed, qtypes=["color"], opacity=FAINT, start=5000
+        )
+        faint_frame = evaluate(
+            vlm.hf, vlm.processor, faint, batch_size=args.batch_size, max_new_tokens=6
+        )
+        key = f"colour prior with the image: {len(faint)} objects at opacity {FAINT[0]}-{FAINT[1]}"
+        tables[key] = faint_prior_table(faint_frame)
+    md = to_markdown(tables)
     print(md)
     print(f"{len(samples)} samples of the {args.split} split in {time.time() - t0:.1f}s")
     if args.markdown:

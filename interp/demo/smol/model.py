@@ -19,11 +19,15 @@ prompt ends ``<|im_start|>assistant\\n``, so the last prompt token is ``Ċ`` (th
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.util
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import torch
 from transformers import (
@@ -56,16 +60,6 @@ INSTALL_HINT = (
 )
 LORA_RANK = 8
 LORA_ALPHA = 16
-LORA_TARGETS = r".*language_model.*\.(q_proj|v_proj)"
-"""The decoder's attention projections that carry adapters (the tower's are not matched)."""
-
-
-def lora_targets(first_layer: int = 0) -> str:
-    """``peft`` target regex: the decoder's q/v projections of layers ``first_layer`` and up."""
-    if first_layer == 0:
-        return LORA_TARGETS
-    layers = "|".join(str(i) for i in range(first_layer, 100))
-    return rf".*language_model.*\.layers\.({layers})\.self_attn\.(q_proj|v_proj)"
 
 
 @dataclass(frozen=True)
@@ -87,6 +81,28 @@ class SmolModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+LORA_MODULES = ["q_proj", "v_proj"]
+DECODER_LAYERS = "language_model.layers"
+"""The adapters sit on the decoder's attention q/v projections; the tower's attention has modules
+of the same names inside ``vision_model.encoder.layers.N``, which this layer pattern excludes."""
+
+
+def lora_config(cfg: SmolModelConfig, num_layers: int) -> Any:
+    """The ``peft`` LoRA configuration of the trained adapters: rank ``r``, scale ``alpha / r``
+    (``W <- W + (alpha / r) B A``, Hu et al. 2021 eq. 3) on the q/v projections of decoder
+    layers ``lora_from_layer .. num_layers - 1``."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=cfg.lora_rank,
+        lora_alpha=cfg.lora_alpha,
+        target_modules=LORA_MODULES,
+        layers_to_transform=list(range(cfg.lora_from_layer, num_layers)),
+        layers_pattern=DECODER_LAYERS,
+        lora_dropout=0.0,
+    )
 
 
 def gguf_path() -> Path | None:
@@ -117,6 +133,20 @@ def _require_gguf_reader() -> None:
         )
 
 
+@contextlib.contextmanager
+def _gguf_progress_follows_transformers() -> Iterator[None]:
+    """transformers' GGUF reader draws a plain ``tqdm`` bar that ignores
+    ``transformers.utils.logging.disable_progress_bar()``; make it obey that switch."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    if hf_logging.is_progress_bar_enabled() or not hasattr(gguf_utils, "tqdm"):
+        yield
+        return
+    with mock.patch.object(gguf_utils, "tqdm", functools.partial(gguf_utils.tqdm, disable=True)):
+        yield
+
+
 def load_language_model(source: Path | str | None = None) -> tuple[PreTrainedModel, Any]:
     """SmolLM2-135M-Instruct and its tokenizer, in float32: from ``source`` (a ``.gguf`` file or
     a hub id / folder), else :func:`gguf_path`, else the hub.
@@ -134,8 +164,9 @@ def load_language_model(source: Path | str | None = None) -> tuple[PreTrainedMod
     else:
         folder, kw = str(source or HUB_ID), {}
     try:
-        tok = AutoTokenizer.from_pretrained(folder, **kw)
-        lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw)
+        with _gguf_progress_follows_transformers():
+            tok = AutoTokenizer.from_pretrained(folder, **kw)
+            lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw)
     except (OSError, ValueError) as err:  # ValueError: not a valid hub id either
         raise ModelNotFoundError(
             f"demo-smol needs SmolLM2-135M-Instruct and found no local copy, and {folder!r} could "
@@ -228,5 +259,5 @@ __all__ = [
     "build_processor",
     "gguf_path",
     "load_language_model",
-    "lora_targets",
+    "lora_config",
 ]

@@ -22,10 +22,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import save_file
 from torch import nn
+from transformers import LlavaProcessor
 
 from ...datasets.render import COLORS
 from ...datasets.world import TRAIN_MIX, demo_world
@@ -37,8 +39,11 @@ from .model import (
     build_model,
     build_processor,
     load_language_model,
-    lora_targets,
+    lora_config,
 )
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 TRAIN_QTYPES: tuple[str, ...] = tuple(q for q in TRAIN_MIX if q != "fact_color")
 """Question types of the joint stage: the training mixture without the text-only colour facts."""
@@ -69,17 +74,15 @@ class SmolTrainConfig:
 SMOKE = SmolTrainConfig(vision_steps=3, vision_batch=8, joint_steps=2, batch=4, warmup=1)
 
 
-def train_joint(model: nn.Module, processor, cfg: SmolTrainConfig, t0: float) -> tuple:
-    """Stage 2: tower, projector and LoRA adapters on answer tokens. Returns (peft model, loss)."""
-    from peft import LoraConfig, get_peft_model
+def train_joint(
+    model: nn.Module, processor: LlavaProcessor, cfg: SmolTrainConfig, t0: float
+) -> tuple[PeftModel, float]:
+    """Stage 2: tower, projector and LoRA adapters on answer tokens. Returns the peft-wrapped
+    model and the final running loss."""
+    from peft import get_peft_model
 
     torch.manual_seed(cfg.seed + 2)
-    lora = LoraConfig(
-        r=cfg.model.lora_rank,
-        lora_alpha=cfg.model.lora_alpha,
-        target_modules=lora_targets(cfg.model.lora_from_layer),
-        lora_dropout=0.0,
-    )
+    lora = lora_config(cfg.model, model.config.text_config.num_hidden_layers)
     peft_model = get_peft_model(model, lora)
     tower = list(model.model.vision_tower.parameters())
     projector = list(model.model.multi_modal_projector.parameters())
