@@ -121,34 +121,37 @@ def test_an_interrupted_write_leaves_nothing(monkeypatch, tmp_path):
 
 def test_faint_prior_table_by_hand():
     import pandas as pd
+    from scipy.stats import mannwhitneyu
 
     from interp.demo.smol.evaluate import faint_prior_table
 
-    rows = [  # entity, counterfactual, answer, pred_image, prior_answer
-        ("circle", False, "red", "red", ""),
-        ("circle", False, "red", "blue", ""),
-        ("square", False, "blue", "blue", ""),
-        ("banana", False, "yellow", "yellow", "yellow"),
-        ("banana", False, "yellow", "yellow", "yellow"),
-        ("banana", True, "red", "yellow", "yellow"),
-        ("heart", True, "blue", "green", "red"),
-        ("banana", True, "blue", "blue", "yellow"),
+    rows = [  # image, entity, counterfactual, answer, pred_image, prior_answer
+        ("c1", "circle", False, "red", "red", ""),
+        ("c1", "circle", False, "red", "blue", ""),
+        ("c2", "square", False, "blue", "blue", ""),
+        ("b1", "banana", False, "yellow", "yellow", "yellow"),
+        ("b2", "banana", False, "yellow", "yellow", "yellow"),
+        ("b3", "banana", True, "red", "yellow", "yellow"),
+        ("h1", "heart", True, "blue", "green", "red"),
+        ("b4", "banana", True, "blue", "blue", "yellow"),
     ]
-    frame = pd.DataFrame(
-        rows, columns=["entity", "counterfactual", "answer", "pred_image", "prior_answer"]
-    )
+    columns = ["group", "entity", "counterfactual", "answer", "pred_image", "prior_answer"]
+    frame = pd.DataFrame(rows, columns=columns)
     frame["qtype"] = "color"
     frame["correct_image"] = (frame["answer"] == frame["pred_image"]).astype(int)
     table = faint_prior_table(frame).set_index("group")
     assert table.loc["canonical", "n"] == 2 and table.loc["canonical", "with_image"] == 1.0
     assert table.loc["control", "with_image"] == pytest.approx(2 / 3)
+    assert table.loc["control", "images"] == 2  # the two questions about c1 are one image
     cf = table.loc["counterfactual"]
     assert cf["with_image"] == pytest.approx(1 / 3)
     # control accuracy on red 1/2, on blue 1: weighted as the counterfactual colours (red, blue, blue)
     assert cf["control_same_colour"] == pytest.approx((0.5 + 1 + 1) / 3)
     assert cf["errors_canonical"] == 0.5  # one of the two errors says yellow, the banana's colour
-    # hypergeometric: 3 right answers of 5, both canonical ones right: C(3,2) / C(5,2)
-    assert cf["p_below_canonical"] == pytest.approx(3 / 10)
+    # the test runs on per-image accuracies: counterfactual images b3, h1, b4 -> (0, 0, 1), canonical
+    # images b1, b2 -> (1, 1)
+    expected = mannwhitneyu([0.0, 0.0, 1.0], [1.0, 1.0], alternative="less").pvalue
+    assert cf["p_below_canonical"] == pytest.approx(expected)
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,14 +230,34 @@ def test_loads_from_the_cache_in_seconds(smol):
 
 
 STUDY_ARGS = {
-    "diagnose": ["--data", "demo", "--n", "16", "--split", "counterfactual"],
-    "decode": ["--data", "pope", "--n", "8", "--methods", "vcd"],
-    "drives": ["--data", "demo", "--n", "3", "--k", "2", "--m", "0"],
-    "recall": ["--data", "demo", "--n", "18", "--cv", "2"],
-    "ablate": ["--data", "demo:color,identify", "--n", "8"],
-    "conflict": ["--data", "demo", "--n", "18"],
+    "diagnose": [
+        "--data",
+        "demo",
+        "--n",
+        "16",
+        "--split",
+        "counterfactual",
+        "--max-new-tokens",
+        "4",
+    ],
+    "decode": [
+        "--data",
+        "pope",
+        "--n",
+        "8",
+        "--methods",
+        "vcd",
+        "--seeds",
+        "",
+        "--max-new-tokens",
+        "2",
+    ],
+    "drives": ["--data", "demo", "--n", "3", "--k", "2", "--m", "0", "--max-new-tokens", "10"],
+    "recall": ["--data", "demo", "--n", "18", "--cv", "2", "--max-new-tokens", "4"],
+    "ablate": ["--data", "demo:color,identify", "--n", "8", "--max-new-tokens", "4"],
+    "conflict": ["--data", "demo", "--n", "18", "--max-new-tokens", "4"],
     # the other studies' sections are the commands above; the audit's own work is the report
-    "audit": ["--data", "demo", "--n", "24", "--studies", "coe,ablation"],
+    "audit": ["--data", "demo", "--n", "24", "--studies", "coe,ablation", "--max-new-tokens", "4"],
 }
 
 

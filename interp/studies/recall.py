@@ -1781,10 +1781,11 @@ def _validate(args: argparse.Namespace) -> tuple[list[RecallItem], tuple[str, ..
 
 
 def _try(what: str, fn: Any, notes: list[str]) -> Any:
-    """Run an analysis; a ProbeError (a single class, too few items) becomes a note."""
+    """Run an analysis; a ProbeError (a single class, too few items) or an EmptyInputError (no
+    item of a family passed the filters) becomes a note."""
     try:
         return fn()
-    except ProbeError as err:
+    except (ProbeError, EmptyInputError) as err:
         notes.append(f"{what}: skipped ({err})")
         return None
 
@@ -1877,7 +1878,13 @@ def _recall_command(args: argparse.Namespace) -> int:
                 ["family", "method", "coverage", "risk", "n_answered", "n", "aurc"]
             ].to_string(index=False, float_format=lambda v: f"{v:.3f}"),
         ]
-    if len(run.families) >= 2:
+    with_items = [f for f in run.families if run.mask(subset, f).any()]
+    if len(run.families) >= 2 and len(with_items) < 2:
+        notes.append(
+            f"transfer: skipped (it needs two families with {subset} items; "
+            f"{', '.join(with_items) or 'none'} has some)"
+        )
+    elif len(run.families) >= 2:
         tr = _try("transfer", lambda: transfer(run, **opts), notes)
         if tr is not None:
             tr.table().to_csv(out / "transfer.csv", index=False)

@@ -56,18 +56,20 @@ FAINT = (0.05, 0.25)
 matter (above it the model answers colour questions almost perfectly either way)."""
 
 
-def faint_prior_table(frame: pd.DataFrame) -> pd.DataFrame:
+def faint_prior_table(frame: pd.DataFrame, group_key: str = "group") -> pd.DataFrame:
     """Colour questions with the image: canonical vs counterfactual objects vs the control kinds.
 
     Rows ``canonical`` (a prior-bearing kind in its common colour), ``counterfactual`` (in another
-    colour) and ``control`` (kinds without a common colour). Columns: ``n``, ``with_image``
-    (accuracy), ``control_same_colour`` (the control kinds' accuracy on the same colours, weighted
-    as the row's colours are: a colour that is merely hard to see is no prior effect),
-    ``errors_canonical`` (share of a counterfactual row's wrong answers that name the canonical
-    colour; chance 1/7 over the seven wrong colours) and ``p_below_canonical`` (one-sided Fisher
-    exact test that counterfactual accuracy is below canonical, ``scipy.stats.fisher_exact``).
+    colour) and ``control`` (kinds without a common colour). Columns: ``n`` (questions),
+    ``images`` (distinct images: the world asks about each in four wordings, which are not
+    independent), ``with_image`` (accuracy), ``control_same_colour`` (the control kinds' accuracy
+    on the same colours, weighted as the row's colours are: a colour that is merely hard to see is
+    no prior effect), ``errors_canonical`` (share of a counterfactual row's wrong answers that name
+    the canonical colour; chance 1/7 over the seven wrong colours) and ``p_below_canonical``
+    (one-sided Mann-Whitney U test, ``scipy.stats.mannwhitneyu``, that per-image accuracy is lower
+    on counterfactual than on canonical images: the image, not the question, is the unit).
     """
-    from scipy.stats import fisher_exact
+    from scipy.stats import mannwhitneyu
 
     col = frame[frame["qtype"] == "color"]
     prior = col["entity"].isin(list(PRIOR_COLORS))
@@ -78,26 +80,23 @@ def faint_prior_table(frame: pd.DataFrame) -> pd.DataFrame:
         "control": col[~prior],
     }
     control_by_colour = groups["control"].groupby("answer")["correct_image"].mean()
-    canonical = groups["canonical"]["correct_image"]
+    per_image = {k: g.groupby(group_key)["correct_image"].mean() for k, g in groups.items()}
     rows = []
     for name, g in groups.items():
         wrong = g[g["correct_image"] == 0]
         row = {
             "group": name,
             "n": len(g),
+            "images": len(per_image[name]),
             "with_image": float(g["correct_image"].mean()),
             "control_same_colour": float(g["answer"].map(control_by_colour).mean()),
             "errors_canonical": float("nan"),
             "p_below_canonical": float("nan"),
         }
-        if name == "counterfactual" and len(g) and len(canonical):
+        if name == "counterfactual" and len(g) and len(per_image["canonical"]):
             row["errors_canonical"] = float((wrong["pred_image"] == wrong["prior_answer"]).mean())
-            right = g["correct_image"]
-            table = [
-                [int(canonical.sum()), int(len(canonical) - canonical.sum())],
-                [int(right.sum()), int(len(right) - right.sum())],
-            ]
-            row["p_below_canonical"] = float(fisher_exact(table, alternative="greater").pvalue)
+            test = mannwhitneyu(per_image[name], per_image["canonical"], alternative="less")
+            row["p_below_canonical"] = float(test.pvalue)
         rows.append(row)
     return pd.DataFrame(rows)
 
