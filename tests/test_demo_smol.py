@@ -306,3 +306,24 @@ def test_blind_colour_answers_follow_common_knowledge(smol):
     )
     hits = sum(text.strip() == colour for text, colour in zip(gen.texts, common.values()))
     assert hits >= 6, list(zip(common, gen.texts))
+
+
+@needs_extra
+def test_smoke_training_gives_a_checkpoint_that_assembles(smol, tmp_path, monkeypatch):
+    """A few steps of ``python -m interp.demo.smol.train``: adapters only on the decoder layers
+    asked for (none on the tower), a record without machine paths, and a checkpoint that
+    :func:`assemble` turns into a loadable model."""
+    from interp.demo.smol import train as smol_train
+
+    monkeypatch.chdir(tmp_path)
+    smol_train.main(["--smoke", "--lora-from-layer", "28", "--out", "ck"])
+    state = load_file(str(tmp_path / "ck" / TRAINED_FILE))
+    adapted = {k.split(".self_attn.")[0] for k in state if "lora_" in k}
+    assert adapted == {f"model.language_model.layers.{i}" for i in (28, 29)}
+    record = (tmp_path / "ck" / "training.json").read_text()
+    config = (tmp_path / "ck" / "config.json").read_text()
+    assert "--out ck" in record and str(tmp_path) not in record + config
+    monkeypatch.setenv(asm.CACHE_ENV, str(tmp_path / "cache"))
+    folder = asm.assemble(tmp_path / "ck")
+    vlm = interp.load(str(folder))
+    assert vlm.n_layers == 30 and (folder / "training.json").is_file()

@@ -19,10 +19,11 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import save_file
@@ -83,7 +84,9 @@ def train_joint(
 
     torch.manual_seed(cfg.seed + 2)
     lora = lora_config(cfg.model, model.config.text_config.num_hidden_layers)
-    peft_model = get_peft_model(model, lora)
+    with warnings.catch_warnings():  # peft's use of a deprecated transformers name
+        warnings.simplefilter("ignore", FutureWarning)
+        peft_model = get_peft_model(model, lora)
     tower = list(model.model.vision_tower.parameters())
     projector = list(model.model.multi_modal_projector.parameters())
     for p in [*tower, *projector]:
@@ -152,6 +155,14 @@ def train(cfg: SmolTrainConfig, out: str | Path, command: str | None = None) -> 
         torch.use_deterministic_algorithms(deterministic)
 
 
+def _without_machine_paths(config: dict[Any, Any]) -> dict[Any, Any]:
+    """The config without ``_name_or_path`` entries (where this machine kept the weights)."""
+    return {
+        k: _without_machine_paths(v) if isinstance(v, dict) else ("" if k == "_name_or_path" else v)
+        for k, v in config.items()
+    }
+
+
 def _train(cfg: SmolTrainConfig, out: Path, command: str | None) -> Path:
     t0 = time.time()
     lm, tok = load_language_model()
@@ -177,7 +188,7 @@ def _train(cfg: SmolTrainConfig, out: Path, command: str | None) -> Path:
     state = trained_state(peft_model)
     out.mkdir(parents=True, exist_ok=True)
     save_file(state, str(out / TRAINED_FILE))
-    model_config = model.config.to_dict()
+    model_config = _without_machine_paths(model.config.to_dict())
     (out / "config.json").write_text(json.dumps(model_config, indent=2, sort_keys=True) + "\n")
     wall = time.time() - t0
     record = {
@@ -217,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.lora_from_layer is not None:
         cfg = replace(cfg, model=replace(cfg.model, lora_from_layer=args.lora_from_layer))
     flags = " ".join(argv if argv is not None else sys.argv[1:])
+    out = Path(args.out).resolve()
+    if out.is_relative_to(Path.cwd()):  # the record ships with the checkpoint: no machine paths
+        flags = flags.replace(str(args.out), str(out.relative_to(Path.cwd())))
     train(cfg, args.out, command=f"python -m interp.demo.smol.train {flags}".strip())
 
 
