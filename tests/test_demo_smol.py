@@ -119,6 +119,24 @@ def test_an_interrupted_write_leaves_nothing(monkeypatch, tmp_path):
     assert [p.name for p in (tmp_path / "cache").iterdir()] == ["demo-smol-x"]
 
 
+def test_a_new_assembly_removes_only_its_own_stale_versions(tmp_path):
+    def folder(name, origin):
+        path = tmp_path / name
+        path.mkdir()
+        (path / "config.json").write_text("{}")
+        if origin is not None:
+            (path / asm.ORIGIN_FILE).write_text(json.dumps(origin))
+        return path
+
+    mine = {"checkpoint": "/a/checkpoint", "source": "/a/smol.gguf"}
+    other = {"checkpoint": "/b/checkpoint", "source": "/b/smol.gguf"}
+    new = folder("demo-smol-new", mine)
+    stale = folder("demo-smol-old", mine)
+    kept = [folder("demo-smol-b", other), folder("demo-smol-unknown", None), folder("other", mine)]
+    assert asm.prune_stale(new, mine) == [stale]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([new.name, *(p.name for p in kept)])
+
+
 def test_faint_prior_table_by_hand():
     import pandas as pd
     from scipy.stats import mannwhitneyu
@@ -327,3 +345,8 @@ def test_smoke_training_gives_a_checkpoint_that_assembles(smol, tmp_path, monkey
     folder = asm.assemble(tmp_path / "ck")
     vlm = interp.load(str(folder))
     assert vlm.n_layers == 30 and (folder / "training.json").is_file()
+    origin = json.loads((folder / asm.ORIGIN_FILE).read_text())
+    assert origin == {
+        "checkpoint": str((tmp_path / "ck").resolve()),
+        "source": str(smol_model.gguf_path()),
+    }
