@@ -45,7 +45,11 @@ class Parser(argparse.ArgumentParser):
 def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> None:
     """Options every study command takes: model, data, output folder, sample count, batching,
     store handling, sharding and progress bars."""
-    parser.add_argument("--model", required=True, help="'demo', a local model folder or a hub id")
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="'demo', 'demo-smol' (the [smol] extra), a local model folder or a hub id",
+    )
     parser.add_argument("--data", required=True, help=data_help)
     parser.add_argument("--out", required=True, help="output folder (holds the resumable store)")
     parser.add_argument(

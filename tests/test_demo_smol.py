@@ -328,14 +328,18 @@ def test_blind_colour_answers_follow_common_knowledge(smol):
 
 @needs_extra
 def test_smoke_training_gives_a_checkpoint_that_assembles(smol, tmp_path, monkeypatch):
-    """A few steps of ``python -m interp.demo.smol.train``: adapters only on the decoder layers
-    asked for (none on the tower), a record without machine paths, and a checkpoint that
-    :func:`assemble` turns into a loadable model."""
+    """A few steps of ``python -m interp.demo.smol.train``, twice: the same weights from the same
+    seed, adapters only on the decoder layers asked for (none on the tower), a record without
+    machine paths, and a checkpoint that :func:`assemble` turns into a loadable model."""
     from interp.demo.smol import train as smol_train
 
     monkeypatch.chdir(tmp_path)
-    smol_train.main(["--smoke", "--lora-from-layer", "28", "--out", "ck"])
+    for out in ("ck", "again"):
+        smol_train.main(["--smoke", "--lora-from-layer", "28", "--out", out])
     state = load_file(str(tmp_path / "ck" / TRAINED_FILE))
+    again = load_file(str(tmp_path / "again" / TRAINED_FILE))
+    assert state.keys() == again.keys()
+    assert all(torch.equal(state[k], again[k]) for k in state)  # one seed: the same weights
     adapted = {k.split(".self_attn.")[0] for k in state if "lora_" in k}
     assert adapted == {f"model.language_model.layers.{i}" for i in (28, 29)}
     record = (tmp_path / "ck" / "training.json").read_text()
