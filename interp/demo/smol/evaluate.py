@@ -5,7 +5,10 @@ greedy answers with and without the image), summarised as: accuracy per question
 prior (canonical vs counterfactual objects, and which errors name the canonical colour), the
 no-image ablation across wordings, and :func:`blind_prior_table` — what the model answers to a
 colour question about a named object when it has no image. ``demo-smol`` was trained with uniform
-colours, so a canonical answer there is SmolLM2's pretraining speaking, not the world.
+colours, so a canonical answer there is SmolLM2's pretraining speaking, not the world. A second
+sample of ``--faint`` colour questions about faint objects (opacity :data:`FAINT`) gives
+:func:`faint_prior_table`: canonical vs counterfactual vs control kinds on the same colours, tested
+per image.
 """
 
 from __future__ import annotations
