@@ -809,6 +809,10 @@ class RecallRun:
             rows = rows & (self.frame["family"].to_numpy() == family)
         return rows
 
+    def families_with_items(self, subset: str = "kept") -> list[str]:
+        """The families with at least one row in ``subset`` (what :func:`transfer` can use)."""
+        return [f for f in self.families if self.mask(subset, f).any()]
+
     def correct(self, setting: str = "visual", metric: str = "inclusion") -> np.ndarray:
         """``[N]`` correctness (exact, inclusion: bool) or BLEU (0-100) of a setting's answers."""
         if setting not in (*SETTINGS, "visual_trivial") or metric not in METRICS:
@@ -1559,7 +1563,7 @@ def transfer(
         ProbeError: a training or held-out set with a single class, or too few items per class
             for ``cv``.
     """
-    families = [f for f in run.families if run.mask(subset, f).any()]
+    families = run.families_with_items(subset)
     if len(families) < 2:
         raise RecallError(
             f"transfer trains on some families and tests on another: the run has "
@@ -1878,7 +1882,7 @@ def _recall_command(args: argparse.Namespace) -> int:
                 ["family", "method", "coverage", "risk", "n_answered", "n", "aurc"]
             ].to_string(index=False, float_format=lambda v: f"{v:.3f}"),
         ]
-    with_items = [f for f in run.families if run.mask(subset, f).any()]
+    with_items = run.families_with_items(subset)
     if len(run.families) >= 2 and len(with_items) < 2:
         notes.append(
             f"transfer: skipped (it needs two families with {subset} items; "
