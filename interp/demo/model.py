@@ -24,6 +24,7 @@ from transformers import (
     LlavaConfig,
     LlavaForConditionalGeneration,
     LlavaProcessor,
+    PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
     SiglipVisionConfig,
 )
@@ -97,7 +98,13 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
 def build_processor(cfg: DemoModelConfig | None = None) -> LlavaProcessor:
     """LlavaProcessor with a PIL SigLIP image processor (no torchvision) and left padding."""
     cfg = cfg or DemoModelConfig()
-    tok = build_tokenizer()
+    return llava_processor(build_tokenizer(), cfg.patch_size)
+
+
+def llava_processor(tokenizer: PreTrainedTokenizerBase, patch_size: int) -> LlavaProcessor:
+    """The demo models' processor around ``tokenizer`` (its chat template included): PIL SigLIP
+    images of :data:`IMAGE_SIZE` pixels, normalised with :data:`IMAGE_MEAN` / :data:`IMAGE_STD`,
+    one image token per ``patch_size`` patch."""
     image_processor = SiglipImageProcessorPil(
         size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
         image_mean=list(IMAGE_MEAN),
@@ -105,11 +112,11 @@ def build_processor(cfg: DemoModelConfig | None = None) -> LlavaProcessor:
     )
     return LlavaProcessor(
         image_processor=image_processor,
-        tokenizer=tok,
-        patch_size=cfg.patch_size,
+        tokenizer=tokenizer,
+        patch_size=patch_size,
         vision_feature_select_strategy="full",
         num_additional_image_tokens=0,
-        chat_template=tok.chat_template,
+        chat_template=tokenizer.chat_template,
     )
 
 
@@ -118,15 +125,6 @@ def build_model(
 ) -> LlavaForConditionalGeneration:
     """A randomly initialised demo VLM whose vocabulary matches ``tokenizer``."""
     cfg = cfg or DemoModelConfig()
-    vision = SiglipVisionConfig(
-        hidden_size=cfg.vision_hidden,
-        intermediate_size=cfg.vision_mlp,
-        num_hidden_layers=cfg.vision_layers,
-        num_attention_heads=cfg.vision_heads,
-        image_size=IMAGE_SIZE,
-        patch_size=cfg.patch_size,
-        vision_use_head=False,
-    )
     text = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=cfg.hidden,
@@ -140,24 +138,47 @@ def build_model(
         bos_token_id=None,
         eos_token_id=tokenizer.eos_token_id,
     )
-    config = LlavaConfig(
+    config = llava_config(cfg, text, tokenizer.convert_tokens_to_ids(IMAGE), tie=False)
+    model = LlavaForConditionalGeneration(config)
+    greedy_generation(model, eos=tokenizer.eos_token_id, pad=tokenizer.pad_token_id)
+    return model
+
+
+def llava_config(cfg: Any, text: LlamaConfig, image_token_index: int, *, tie: bool) -> LlavaConfig:
+    """The demo models' Llava around the decoder ``text``: a SigLIP tower of ``cfg``'s sizes
+    (``patch_size``, ``vision_hidden``, ``vision_mlp``, ``vision_layers``, ``vision_heads``;
+    no pooling head) whose every patch state (``"full"``, last layer) is one image token
+    (``cfg.image_tokens`` per image), and the standard GELU projector."""
+    vision = SiglipVisionConfig(
+        hidden_size=cfg.vision_hidden,
+        intermediate_size=cfg.vision_mlp,
+        num_hidden_layers=cfg.vision_layers,
+        num_attention_heads=cfg.vision_heads,
+        image_size=IMAGE_SIZE,
+        patch_size=cfg.patch_size,
+        vision_use_head=False,
+    )
+    return LlavaConfig(
         vision_config=vision,
         text_config=text,
-        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE),
+        image_token_index=image_token_index,
         image_seq_length=cfg.image_tokens,
         vision_feature_select_strategy="full",
         vision_feature_layer=-1,
         projector_hidden_act="gelu",
-        tie_word_embeddings=False,
+        tie_word_embeddings=tie,
     )
-    model = LlavaForConditionalGeneration(config)
+
+
+def greedy_generation(model: LlavaForConditionalGeneration, *, eos: int, pad: int) -> None:
+    """Set ``model``'s generation defaults: greedy, at most 24 new tokens, stop at ``eos``, pad
+    with ``pad``, no BOS token."""
     gen = model.generation_config
-    gen.eos_token_id = tokenizer.eos_token_id
-    gen.pad_token_id = tokenizer.pad_token_id
+    gen.eos_token_id = eos
+    gen.pad_token_id = pad
     gen.bos_token_id = None
     gen.do_sample = False
     gen.max_new_tokens = 24
-    return model
 
 
 def messages(question: str, images: int | bool) -> list[dict[str, Any]]:
@@ -224,6 +245,9 @@ __all__ = [
     "build_model",
     "build_processor",
     "build_tokenizer",
+    "greedy_generation",
+    "llava_config",
+    "llava_processor",
     "image_token_count",
     "messages",
     "pixel_values",

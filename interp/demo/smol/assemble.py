@@ -31,11 +31,11 @@ from .model import (
     HUB_ID,
     INSTALL_HINT,
     SmolModelConfig,
+    add_adapters,
     build_model,
     build_processor,
     gguf_path,
     load_language_model,
-    lora_config,
 )
 
 CACHE_ENV = "INTERP_CACHE_DIR"
@@ -76,21 +76,15 @@ def _digest(checkpoint: Path, source: Path | str) -> str:
 def merge_trained(model: Any, state: dict[str, Any], cfg: SmolModelConfig) -> Any:
     """Load the trained tower and projector into ``model`` and merge the LoRA factors into its
     decoder (through ``peft``). Returns the plain Llava."""
-    from peft import get_peft_model
-
-    lora = lora_config(cfg, model.config.text_config.num_hidden_layers)
-    with warnings.catch_warnings():  # peft's use of a deprecated transformers name
-        warnings.simplefilter("ignore", FutureWarning)
-        peft_model = get_peft_model(model, lora)
+    peft_model = add_adapters(model, cfg)
     prefixed = {f"base_model.model.{k}": v for k, v in state.items()}
     result = peft_model.load_state_dict(prefixed, strict=False)
     if result.unexpected_keys:
         raise ModelNotFoundError(
             f"the demo-smol checkpoint does not fit the model: {result.unexpected_keys[:3]} ..."
         )
-    missing_trained = [
-        k for k in state if f"base_model.model.{k}" not in dict(peft_model.named_parameters())
-    ]
+    parameters = dict(peft_model.named_parameters())
+    missing_trained = [k for k in state if f"base_model.model.{k}" not in parameters]
     if missing_trained:
         raise ModelNotFoundError(f"the demo-smol checkpoint has unknown tensors {missing_trained}")
     with warnings.catch_warnings():  # peft's use of a deprecated transformers name

@@ -23,6 +23,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,18 +35,15 @@ from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
     LlamaConfig,
-    LlavaConfig,
     LlavaForConditionalGeneration,
     LlavaProcessor,
     PreTrainedModel,
-    SiglipVisionConfig,
 )
-from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
 
 from ...datasets.render import IMAGE_SIZE
 from ...errors import ModelNotFoundError
 from ...testing.tokenizer import chat_template
-from ..model import IMAGE_MEAN, IMAGE_STD
+from ..model import greedy_generation, llava_config, llava_processor
 
 IMAGE = "<image>"
 HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -103,6 +101,18 @@ def lora_config(cfg: SmolModelConfig, num_layers: int) -> Any:
         layers_pattern=DECODER_LAYERS,
         lora_dropout=0.0,
     )
+
+
+def add_adapters(model: LlavaForConditionalGeneration, cfg: SmolModelConfig) -> Any:
+    """``model`` wrapped by ``peft`` with the adapters of :func:`lora_config` (freshly
+    initialised: trained by :mod:`.train`, or overwritten by the shipped factors in
+    :mod:`.assemble`)."""
+    from peft import get_peft_model
+
+    lora = lora_config(cfg, model.config.text_config.num_hidden_layers)
+    with warnings.catch_warnings():  # peft's use of a deprecated transformers name
+        warnings.simplefilter("ignore", FutureWarning)
+        return get_peft_model(model, lora)
 
 
 def gguf_path() -> Path | None:
@@ -184,19 +194,7 @@ def build_processor(lm_tokenizer: Any, cfg: SmolModelConfig | None = None) -> Ll
     tok.image_token = IMAGE
     tok.padding_side = "left"
     tok.chat_template = chat_template(IMAGE)
-    image_processor = SiglipImageProcessorPil(
-        size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
-        image_mean=list(IMAGE_MEAN),
-        image_std=list(IMAGE_STD),
-    )
-    return LlavaProcessor(
-        image_processor=image_processor,
-        tokenizer=tok,
-        patch_size=cfg.patch_size,
-        vision_feature_select_strategy="full",
-        num_additional_image_tokens=0,
-        chat_template=tok.chat_template,
-    )
+    return llava_processor(tok, cfg.patch_size)
 
 
 def build_model(
@@ -206,27 +204,9 @@ def build_model(
     ``<image>`` row) and whose tower and projector are freshly initialised."""
     cfg = cfg or SmolModelConfig()
     tok = processor.tokenizer
-    vision = SiglipVisionConfig(
-        hidden_size=cfg.vision_hidden,
-        intermediate_size=cfg.vision_mlp,
-        num_hidden_layers=cfg.vision_layers,
-        num_attention_heads=cfg.vision_heads,
-        image_size=IMAGE_SIZE,
-        patch_size=cfg.patch_size,
-        vision_use_head=False,
-    )
     text = LlamaConfig(**{**lm.config.to_dict(), "vocab_size": len(tok)})
     text.quantization_config = None
-    config = LlavaConfig(
-        vision_config=vision,
-        text_config=text,
-        image_token_index=tok.convert_tokens_to_ids(IMAGE),
-        image_seq_length=cfg.image_tokens,
-        vision_feature_select_strategy="full",
-        vision_feature_layer=-1,
-        projector_hidden_act="gelu",
-        tie_word_embeddings=True,
-    )
+    config = llava_config(cfg, text, tok.convert_tokens_to_ids(IMAGE), tie=True)
     model = LlavaForConditionalGeneration(config)
     with torch.no_grad():
         emb = lm.get_input_embeddings().weight
@@ -238,14 +218,9 @@ def build_model(
         )
         assert not missing.missing_keys
     model.tie_weights()
-    gen = model.generation_config
-    gen.eos_token_id = tok.convert_tokens_to_ids("<|im_end|>")
-    gen.pad_token_id = tok.pad_token_id
-    gen.bos_token_id = None
-    gen.do_sample = False
-    gen.max_new_tokens = 24
-    for key in ("temperature", "top_p", "top_k"):
-        setattr(gen, key, None)
+    greedy_generation(model, eos=tok.convert_tokens_to_ids("<|im_end|>"), pad=tok.pad_token_id)
+    for key in ("temperature", "top_p", "top_k"):  # greedy: no sampling parameters
+        setattr(model.generation_config, key, None)
     return model.eval()
 
 
@@ -255,6 +230,7 @@ __all__ = [
     "IMAGE",
     "INSTALL_HINT",
     "SmolModelConfig",
+    "add_adapters",
     "build_model",
     "build_processor",
     "gguf_path",

@@ -19,7 +19,6 @@ import argparse
 import json
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -37,10 +36,10 @@ from ..train import TrainConfig, _log, _schedule, encode, length_chunks, train_v
 from . import CHECKPOINT_DIR, TRAINED_FILE
 from .model import (
     SmolModelConfig,
+    add_adapters,
     build_model,
     build_processor,
     load_language_model,
-    lora_config,
 )
 
 if TYPE_CHECKING:
@@ -80,13 +79,8 @@ def train_joint(
 ) -> tuple[PeftModel, float]:
     """Stage 2: tower, projector and LoRA adapters on answer tokens. Returns the peft-wrapped
     model and the final running loss."""
-    from peft import get_peft_model
-
     torch.manual_seed(cfg.seed + 2)
-    lora = lora_config(cfg.model, model.config.text_config.num_hidden_layers)
-    with warnings.catch_warnings():  # peft's use of a deprecated transformers name
-        warnings.simplefilter("ignore", FutureWarning)
-        peft_model = get_peft_model(model, lora)
+    peft_model = add_adapters(model, cfg.model)
     tower = list(model.model.vision_tower.parameters())
     projector = list(model.model.multi_modal_projector.parameters())
     for p in [*tower, *projector]:
