@@ -46,7 +46,7 @@ from jaxtyping import Bool
 from torch import Tensor
 
 from .conditions import Condition
-from .encoding import Encoding, question_mask
+from .encoding import Encoding, image_slot_mask, question_mask
 from .errors import InterventionError
 from .samples import Sample
 
@@ -158,8 +158,10 @@ class EditContext:
         """A ``[batch, seq]`` boolean mask over this forward's positions.
 
         Names: ``"all"`` (every attended token), ``"prompt"``, ``"last"`` (the last prompt token,
-        which predicts the first answer token), ``"image"`` (image-token positions), ``"text"``
-        (prompt tokens that are not image tokens), ``"question"`` (the question text's tokens),
+        which predicts the first answer token), ``"image"`` (image-token positions), ``"image:k"``
+        (those of each row's k-th image), ``"text"`` (prompt tokens that are not image tokens),
+        ``"question"`` (the tokens over the question text's characters; see
+        :func:`~interp.encoding.question_mask`),
         ``"answer"`` (teacher-forced target tokens; at generated steps, the token being read).
         Integers select prompt positions counted from each row's first prompt token (0, 1 ...) or
         from its end (-1 = the last prompt token). A boolean tensor ``[batch, seq]`` is used as it
@@ -172,7 +174,7 @@ class EditContext:
         device = enc.input_ids.device
         if self.step > 0:
             on = isinstance(spec, str) and spec in ("all", "answer")
-            if isinstance(spec, str) and spec not in POSITION_NAMES:
+            if isinstance(spec, str) and spec not in POSITION_NAMES and _image_slot(spec) is None:
                 _bad_position(spec)
             return torch.full((len(batch), 1), on, dtype=torch.bool, device=device)
         if isinstance(spec, Tensor):
@@ -200,6 +202,9 @@ class EditContext:
                 return batch.question_mask()
             if spec == "answer":
                 return batch.answer_mask.to(device)
+            slot = _image_slot(spec)
+            if slot is not None:
+                return image_slot_mask(enc, slot) & prompt
             _bad_position(spec)
         offsets = [spec] if isinstance(spec, int) else list(spec)
         first = enc.attention_mask.to(torch.long).argmax(dim=1)
@@ -215,10 +220,20 @@ class EditContext:
         return mask
 
 
+def _image_slot(spec: str) -> int | None:
+    """``"image:k"`` → k (the k-th image of each row), else None."""
+    name, sep, arg = spec.partition(":")
+    if name != "image" or not sep:
+        return None
+    if not arg.isdigit():
+        raise InterventionError(f"position {spec!r}: give the image's index, e.g. 'image:0'")
+    return int(arg)
+
+
 def _bad_position(spec: Any) -> None:
     raise InterventionError(
-        f"unknown position {spec!r}; use one of {', '.join(POSITION_NAMES)}, prompt offsets "
-        "(ints), or a bool mask"
+        f"unknown position {spec!r}; use one of {', '.join(POSITION_NAMES)}, 'image:<k>' (the "
+        "k-th image of each row), prompt offsets (ints), or a bool mask"
     )
 
 
