@@ -179,8 +179,18 @@ def _position_checks(
 
 
 def _tolerance(vlm: VLM) -> float:
-    # fp32: identical kernels give identical sums up to reordering; half precision rounds every op
-    return 1e-4 if vlm.dtype == torch.float32 else 5e-2
+    """Largest accepted difference relative to the states' magnitude: fp32 kernels that sum in
+    another order (another batch, another padding) differ by a few units of 1e-7 per op, which
+    deep models accumulate to ~1e-6 relative; half precision rounds every op to ~4e-3."""
+    return 1e-5 if vlm.dtype == torch.float32 else 5e-2
+
+
+def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a − b| over max(|b|, 1), per layer, worst layer (``[..., layer, d]``)."""
+    a, b = a.float().flatten(0, -3), b.float().flatten(0, -3)
+    diff = (a - b).abs().amax(dim=(0, 2))
+    scale = b.abs().amax(dim=(0, 2)).clamp(min=1.0)
+    return float((diff / scale).max())
 
 
 def _parity_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
@@ -192,19 +202,17 @@ def _parity_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
         hidden = vlm.hf(**enc.inputs, output_hidden_states=True).hidden_states
     last = int(enc.last_index[0])
     # hidden_states[L] is after the final norm; the library's index L is before it
-    diffs = [
-        float((got[0, layer].float() - hidden[layer][0, last].float().cpu()).abs().max())
-        for layer in range(vlm.n_layers)
-    ]
-    worst = max(diffs)
+    reference = torch.stack([hidden[layer][0, last].cpu() for layer in range(vlm.n_layers)])
+    worst = _relative(got[:, : vlm.n_layers], reference[None])
     tol = _tolerance(vlm)
     status = "ok" if worst <= tol else "problem"
     report.checks.append(
         Check(
             "residual reads",
             status,
-            f"max |library − HF output_hidden_states| = {worst:.2e} over layers 0..{vlm.n_layers - 1} "
-            f"(tolerance {tol:g} for {str(vlm.dtype).replace('torch.', '')})",
+            f"library vs HF output_hidden_states, layers 0..{vlm.n_layers - 1}: max difference "
+            f"{worst:.1e} of the states' scale (tolerance {tol:g} for "
+            f"{str(vlm.dtype).replace('torch.', '')})",
             "" if status == "ok" else "report this model: an adapter's module path may be wrong",
         )
     )
@@ -222,14 +230,15 @@ def _batch_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
         [residual_stream(vlm, [s], batch_size=1, progress_bar=False) for s in (sample, other)]
     )
     together = residual_stream(vlm, [sample, other], batch_size=2, progress_bar=False)
-    worst = float((alone - together).abs().max())
+    worst = _relative(together, alone)
     tol = _tolerance(vlm)
     status = "ok" if worst <= tol else "problem"
     report.checks.append(
         Check(
             "batch invariance",
             status,
-            f"batch of 1 vs 2 (left padding): max difference {worst:.2e} (tolerance {tol:g})",
+            f"batch of 1 vs 2 (left padding): max difference {worst:.1e} of the states' scale "
+            f"(tolerance {tol:g})",
             "" if status == "ok" else "run with --batch-size 1 and report this model",
         )
     )

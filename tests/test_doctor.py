@@ -64,6 +64,7 @@ def test_doctor_command_on_the_demo_model(capsys, tmp_path):
     out = capsys.readouterr().out
     assert status == 0, out
     assert "ok       positions" in out and "ok       residual reads" in out
+    assert "ok       batch invariance" in out
     assert "decoder layers         12" in out
 
 
