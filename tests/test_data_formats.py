@@ -245,11 +245,12 @@ def test_a_hub_id_offline_fails_at_once_without_a_network_call(monkeypatch, no_n
     with pytest.raises(DataSourceError) as err:
         interp.read_dataset("some-org/some-bench:test")
     message = str(err.value)
-    assert "no network (HF_HUB_OFFLINE is set)" in message and "use a local copy" in message
+    assert "is no local file or folder" in message and "use a local copy" in message
+    assert "as a hub dataset id it needs a network (HF_HUB_OFFLINE is set)" in message
 
 
 def test_a_hub_id_with_an_unreachable_host_is_refused_after_one_probe(monkeypatch):
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_ENDPOINT"):
         monkeypatch.delenv(var, raising=False)
     probes: list[tuple[Any, ...]] = []
 
@@ -286,6 +287,15 @@ def test_a_hub_id_with_a_network_loads_through_load_dataset(monkeypatch):
     samples = interp.read_dataset("some-org/some-bench:main:test", columns=MAPPING, n=3)
     assert calls == [(("some-org/some-bench",), {"name": "main", "split": "test[:3]"})]
     _check(samples, ROWS[:3])
+
+    def not_found(*args: Any, **kwargs: Any) -> Any:
+        raise datasets.exceptions.DatasetNotFoundError("Dataset 'some-org/nope' doesn't exist")
+
+    monkeypatch.setattr(datasets, "load_dataset", not_found)
+    with pytest.raises(
+        DataSourceError, match=r"'some-org/nope' cannot be loaded \(DatasetNotFound"
+    ):
+        interp.read_dataset("some-org/nope:test")
 
 
 # -- the command line -------------------------------------------------------------------------------
@@ -333,8 +343,8 @@ def test_data_errors_on_the_command_line_come_before_the_model(
     cases = {
         (str(tmp_path / "bench.parquet"), "image=picture"): r"^error: MissingColumnError: .*"
         r"no question column .*the columns are: ask, picture, gt, key, .*--columns question=",
-        ("some-org/some-bench:test", None): r"^error: DataSourceError: 'some-org/some-bench' is a "
-        r"hub dataset id, but there is no network .*use a local copy",
+        ("some-org/some-bench:test", None): r"^error: DataSourceError: 'some-org/some-bench' is no "
+        r"local file or folder, and as a hub dataset id it needs a network .*use a local copy",
         ("demo", MAPPING): r"^error: UsageError: --columns applies to parquet",
     }
     for (data, columns), message in cases.items():

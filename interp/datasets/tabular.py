@@ -413,7 +413,10 @@ def _read_saved(
     folder: Path, split: str | None, mapping: Mapping[str, str | None], n: int | None
 ) -> list[Sample]:
     datasets = _import_datasets(f"the datasets folder {str(folder)!r}")
-    loaded = datasets.load_from_disk(str(folder))
+    try:
+        loaded = datasets.load_from_disk(str(folder))
+    except (OSError, ValueError, KeyError) as err:
+        raise DataSourceError(f"{folder}: not a readable datasets folder ({err})") from err
     if isinstance(loaded, datasets.DatasetDict):
         loaded, split = _pick_split(loaded, split, str(folder))
     elif split is not None and split != str(loaded.split or ""):
@@ -460,17 +463,25 @@ def _read_hub(
     reason = hub_offline()
     if reason is not None:
         raise DataSourceError(
-            f"{where!r} is a hub dataset id, but there is no network ({reason}); use a local "
-            "copy: where a network exists, datasets.load_dataset(...).save_to_disk(folder) (or "
-            "download its parquet files), then pass the folder"
+            f"{where!r} is no local file or folder, and as a hub dataset id it needs a network "
+            f"({reason}); use a local copy: where a network exists, "
+            "datasets.load_dataset(...).save_to_disk(folder) (or download its parquet files), "
+            "then pass the folder"
         )
+    try:
+        if split is None:
+            loaded = datasets.load_dataset(repo, name=config)
+        else:
+            loaded = datasets.load_dataset(
+                repo, name=config, split=split if n is None else f"{split}[:{n}]"
+            )
+    except (OSError, ValueError, datasets.exceptions.DatasetsError) as err:
+        first = (str(err).strip().splitlines() or [""])[0]
+        raise DataSourceError(
+            f"the hub dataset {where!r} cannot be loaded ({type(err).__name__}: {first})"
+        ) from err
     if split is None:
-        loaded = datasets.load_dataset(repo, name=config)
         loaded, split = _pick_split(loaded, None, where)
-    else:
-        loaded = datasets.load_dataset(
-            repo, name=config, split=split if n is None else f"{split}[:{n}]"
-        )
     return _read_table_dataset(loaded, mapping, n, None, f"{where} split {split!r}")
 
 
