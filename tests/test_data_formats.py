@@ -356,3 +356,6 @@ def test_data_errors_on_the_command_line_come_before_the_model(
         line = _error_line(capsys)
         assert re.search(message, line), line
         assert not out.exists()
+    argv = ["audit", "--model", "demo", "--data", "demo", "--columns", MAPPING, "--out", str(out)]
+    assert main(argv) == 2
+    assert _error_line(capsys).startswith("error: UsageError: --columns applies to parquet")

@@ -847,9 +847,11 @@ def read_data(
     read through ``columns``; every image is opened up front."""
     from interp.datasets.formats import read_pope, read_vlmevalkit_tsv
 
+    path = Path(spec)
+    if columns is not None and (spec == "demo" or path.suffix.lower() in (".tsv", ".json")):
+        raise UsageError("--columns applies to parquet and Hugging Face datasets data")
     if spec == "demo":
         return ensure_samples(demo_data(n or 120, seed))
-    path = Path(spec)
     if path.suffix.lower() == ".tsv":
         samples = read_vlmevalkit_tsv(path)
     elif (
