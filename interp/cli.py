@@ -189,7 +189,7 @@ def load_data(
         return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
     source = split_spec(spec)[0]
     if not (
-        Path(source).expanduser().exists()
+        os.path.exists(os.path.expanduser(source))
         or glob.has_magic(source)
         or is_hub_id(source.split(":", 1)[0])
     ):

@@ -133,6 +133,30 @@ def test_a_missing_column_names_the_columns_and_the_fix(tmp_path):
     assert [s.question for s in samples] == [r["question"] for r in ROWS]
 
 
+def test_an_image_list_is_a_multi_image_sample_and_class_labels_read_as_names(tmp_path):
+    features = datasets.Features(
+        {
+            "prompt": datasets.Value("string"),
+            "images": datasets.Sequence(datasets.Image()),
+            "label": datasets.ClassLabel(names=["no", "yes"]),
+        }
+    )
+    pixels = [[r["pixels"], ROWS[-1 - i]["pixels"]] for i, r in enumerate(ROWS)]
+    columns = {
+        "prompt": [r["question"] for r in ROWS],
+        "images": [[Image.fromarray(p) for p in pair] for pair in pixels],
+        "label": [i % 2 for i in range(N)],
+    }
+    datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(tmp_path / "d"))
+    samples = interp.read_dataset(tmp_path / "d")
+    for i, (s, pair) in enumerate(zip(samples, pixels)):
+        assert s.question == ROWS[i]["question"] and s.id == str(i) and s.meta == {}
+        assert s.answer == ("no", "yes")[i % 2]
+        assert s.n_images == 2
+        for image, expected in zip(s.load_images(), pair):
+            np.testing.assert_array_equal(np.asarray(image), expected)
+
+
 def test_a_folder_of_no_known_layout_is_a_clear_error(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(DataSourceError, match="neither a Hugging Face datasets folder"):
@@ -240,6 +264,14 @@ def no_network_call(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", refuse)
 
 
+def _online(monkeypatch) -> None:
+    """No offline switch, endpoint or proxy variable: the hub is probed directly."""
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+
 def test_a_hub_id_offline_fails_at_once_without_a_network_call(monkeypatch, no_network_call):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(DataSourceError) as err:
@@ -250,8 +282,7 @@ def test_a_hub_id_offline_fails_at_once_without_a_network_call(monkeypatch, no_n
 
 
 def test_a_hub_id_with_an_unreachable_host_is_refused_after_one_probe(monkeypatch):
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
+    _online(monkeypatch)
     probes: list[tuple[Any, ...]] = []
 
     def unreachable(address: tuple[str, int], timeout: float | None = None) -> Any:
@@ -269,8 +300,7 @@ def test_a_hub_id_with_an_unreachable_host_is_refused_after_one_probe(monkeypatc
 
 
 def test_a_hub_id_with_a_network_loads_through_load_dataset(monkeypatch):
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
-        monkeypatch.delenv(var, raising=False)
+    _online(monkeypatch)
 
     class Connection:
         def close(self) -> None:

@@ -165,7 +165,7 @@ def _open_bytes(raw: bytes, where: str) -> Image.Image:
 
 def _image_path(value: str, bases: Sequence[Path], where: str) -> Path | None:
     try:
-        path = Path(value).expanduser()
+        path = Path(os.path.expanduser(value))
         candidates = [path] if path.is_absolute() else [b / path for b in bases]
         return next((c for c in candidates if c.is_file()), None)
     except (OSError, RuntimeError):  # a name too long for a path (e.g. base64), '~unknown'
@@ -430,10 +430,13 @@ def _read_saved(
 
 def hub_offline() -> str | None:
     """Why the hub cannot be reached, or None: an offline variable is set, or the hub's host does
-    not answer a 3-second TCP connect (no retries)."""
+    not answer a 3-second TCP connect (no retries; skipped behind an HTTP proxy, which the
+    direct connect would not use)."""
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         if os.environ.get(var, "").strip().lower() in _TRUE:
             return f"{var} is set"
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     url = urlparse(endpoint)
     host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
@@ -533,7 +536,7 @@ def read_dataset(
     if suffix is not None and split is not None and suffix != split:
         raise DataSourceError(f"{source!r}: split {suffix!r} in the source and split={split!r}")
     split = split if split is not None else suffix
-    path = Path(spec).expanduser()
+    path = Path(os.path.expanduser(spec))
     if path.is_file():
         if path.suffix.lower() in (".parquet", ".pq"):
             if split is not None:
