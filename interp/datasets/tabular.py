@@ -24,7 +24,7 @@ images (the ``datasets`` Image feature), ``{"bytes": ..., "path": ...}`` structs
 is stored in arrow and parquet), raw bytes, a file path (relative to the data's folder, or
 absolute), a base64 string, or a list of these (a multi-image sample). Every other column with
 plain values (text, numbers, booleans, lists of them) goes to ``meta``, so ``--group-by`` and the
-studies' labels work on it.
+studies' labels work on it; ``ClassLabel`` values read as their names.
 
 Without the ``datasets`` package (the ``[data]`` extra), parquet still reads through ``pyarrow``
 (or pandas with a parquet engine); the folder and hub sources raise
@@ -135,7 +135,9 @@ def resolve_columns(
                     )
             out[role] = column
             continue
-        out[role] = next((lowered[c] for c in DEFAULT_COLUMNS[role] if c in lowered), None)
+        taken = {c for c in mapping.values() if c is not None}
+        defaults = [lowered[c] for c in DEFAULT_COLUMNS[role] if c in lowered]
+        out[role] = next((c for c in defaults if c not in taken), None)
     if out["question"] is None:
         raise MissingColumnError(
             f"{where}: no question column (looked for {', '.join(DEFAULT_COLUMNS['question'])}); "
@@ -163,7 +165,7 @@ def _open_bytes(raw: bytes, where: str) -> Image.Image:
     return image
 
 
-def _image_path(value: str, bases: Sequence[Path], where: str) -> Path | None:
+def _image_path(value: str, bases: Sequence[Path]) -> Path | None:
     try:
         path = Path(os.path.expanduser(value))
         candidates = [path] if path.is_absolute() else [b / path for b in bases]
@@ -187,7 +189,7 @@ def _image_cell(value: Any, bases: Sequence[Path], where: str) -> Any:
         if value["bytes"] is not None:
             return _open_bytes(bytes(value["bytes"]), where)
         if value["path"]:
-            found = _image_path(str(value["path"]), bases, where)
+            found = _image_path(str(value["path"]), bases)
             if found is None:
                 raise MissingImageError(
                     f"{where}: the image cell has no bytes and its path {value['path']!r} is not "
@@ -201,7 +203,7 @@ def _image_cell(value: Any, bases: Sequence[Path], where: str) -> Any:
         text = value.strip()
         if not text:
             return None
-        found = _image_path(text, bases, where) if len(text) < 4096 else None
+        found = _image_path(text, bases) if len(text) < 4096 else None
         if found is not None:
             return found
         payload = text.split(",", 1)[1] if text.startswith("data:") and "," in text else text
