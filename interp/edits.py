@@ -221,6 +221,33 @@ class EditContext:
         return mask
 
 
+def check_position(spec: PositionSpec) -> None:
+    """Validate a position spec before any compute: a known name, ``"image:<k>"``, prompt
+    offsets (ints) or a bool mask (whose shape is checked against each batch later).
+
+    Raises:
+        InterventionError: anything else.
+    """
+    if isinstance(spec, str):
+        if spec not in POSITION_NAMES and _image_slot(spec) is None:
+            _bad_position(spec)
+        return
+    if isinstance(spec, Tensor):
+        if spec.dtype != torch.bool or spec.dim() != 2:
+            raise InterventionError(
+                f"a position mask must be a 2-D bool tensor [batch, seq], got {spec.dtype} "
+                f"{tuple(spec.shape)}"
+            )
+        return
+    values = [spec] if isinstance(spec, int) else spec
+    try:
+        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    except TypeError:
+        ok = False
+    if not ok or not list(values):
+        _bad_position(spec)
+
+
 def _image_slot(spec: str) -> int | None:
     """``"image:k"`` → k (the k-th image of each row), else None."""
     name, sep, arg = spec.partition(":")
@@ -419,6 +446,7 @@ __all__ = [
     "Intervention",
     "apply_edits",
     "check_edits",
+    "check_position",
     "digest",
     "edits_fingerprint",
     "prepare_edits",
