@@ -445,3 +445,35 @@ def test_method_generates_independently_of_the_batch_size(name, sampled, vlm, sa
     first = torch.stack([s[0] for s in got.scores])
     before = torch.stack([s[0] for s in plain["generate"].scores])
     assert differs(first, before) or got.token_ids != plain["generate"].token_ids
+
+
+# -- every adapter has a tiny builder ------------------------------------------------------------
+
+
+def test_every_adapter_is_served_by_a_tiny_architecture():
+    """Each registered adapter entry (every ``config.model_type`` in ``interp.ADAPTERS``) is the
+    model type of at least one tiny builder, so the tiny-model suites exercise it. Builds are
+    the session's cached tiny VLMs; the architecture named like the model type is tried first."""
+    from interp.testing import ARCHITECTURES
+
+    served: dict[str, str] = {}
+
+    def model_type(arch: str) -> str:
+        return str(get_vlm(arch).hf.config.model_type)
+
+    wanted = sorted(interp.ADAPTERS)
+    for mt in wanted:
+        if mt in ARCHITECTURES and model_type(mt) == mt:
+            served[mt] = mt
+    for arch in ARCHITECTURES:
+        if len(served) == len(wanted):
+            break
+        served.setdefault(model_type(arch), arch)
+    missing = {mt: interp.ADAPTERS[mt].name for mt in wanted if mt not in served}
+    assert not missing, (
+        "adapter entries without a tiny builder in interp.testing (model_type: adapter): "
+        f"{missing}; add a builder to interp/testing/builders and ARCHITECTURES"
+    )
+    # each tiny model is served by the adapter of its own model type
+    for mt, arch in served.items():
+        assert get_vlm(arch).adapter is interp.ADAPTERS[mt]
