@@ -14,6 +14,7 @@ from probes.errors import (
     EmptyInputError,
     InterpError,
     ProbeError,
+    ProbeTypeError,
     TooFewSamplesError,
 )
 
@@ -147,6 +148,7 @@ __all__ = [
     "NoVIPError",
     "PositionError",
     "ProbeError",
+    "ProbeTypeError",
     "RecallError",
     "StoreError",
     "StoreLockedError",
