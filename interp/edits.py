@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -221,7 +222,7 @@ class EditContext:
         return mask
 
 
-def check_position(spec: PositionSpec) -> None:
+def check_position(spec: Any) -> None:
     """Validate a position spec before any compute: a known name, ``"image:<k>"``, prompt
     offsets (ints) or a bool mask (whose shape is checked against each batch later).
 
@@ -241,7 +242,7 @@ def check_position(spec: PositionSpec) -> None:
         return
     values = [spec] if isinstance(spec, int) else spec
     try:
-        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+        ok = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values)
     except TypeError:
         ok = False
     if not ok or not list(values):

@@ -27,13 +27,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from conftest import get_vlm, make_samples
 
 import interp
 import interventions
-from interp.edits import edits_fingerprint
+from interp.edits import check_position, edits_fingerprint
 from interp.errors import ConditionError, DecodingError, InterpError, InterventionError
 from interventions import decoding as dec
 
@@ -296,6 +297,22 @@ def test_constructor_errors_are_typed(cls, vlm):
         except Exception as err:  # noqa: BLE001 - the type is what is tested
             assert isinstance(err, InterpError), f"{cls.__name__}: untyped {type(err).__name__}"
             assert isinstance(err, error) and err.args and re.search(match, str(err))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["all", "image:1", -1, [0, -1], (1, 2), [np.int64(3)], torch.ones(2, 5, dtype=torch.bool)],
+)
+def test_position_specs_accepted_by_check(spec):
+    check_position(spec)
+
+
+@pytest.mark.parametrize(
+    "spec", ["middle", "image:x", 1.5, [], [True], None, torch.ones(5, dtype=torch.bool)]
+)
+def test_position_specs_refused_by_check(spec):
+    with pytest.raises(InterventionError, match="position"):
+        check_position(spec)
 
 
 # -- (b) fingerprints ----------------------------------------------------------------------------
