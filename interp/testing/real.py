@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from transformers import PreTrainedTokenizerBase
 
@@ -110,9 +110,10 @@ def available(name: str) -> bool:
     return (_folder(name) / "tokenizer.json").is_file()
 
 
-def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
+def load_tokenizer(name: str, **kwargs: Any) -> PreTrainedTokenizerBase:
     """A freshly loaded real tokenizer ``name`` (one of :data:`TOKENIZERS`); callers may add
-    tokens to it. Loading takes 1 to 15 s (the 262k Gemma vocabulary is the slowest): cache
+    tokens to it. ``kwargs`` go to ``AutoTokenizer.from_pretrained`` (e.g.
+    ``extra_special_tokens``). Loading takes 1 to 15 s (the 262k Gemma vocabulary is the slowest): cache
     what is built from it.
 
     Raises:
@@ -123,7 +124,7 @@ def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
     folder = _folder(name)
     if not (folder / "tokenizer.json").is_file():
         raise _missing(f"the {name} tokenizer")
-    return AutoTokenizer.from_pretrained(folder)
+    return AutoTokenizer.from_pretrained(folder, **kwargs)
 
 
 def llama_cpp_template(file: str) -> str:
