@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -333,7 +333,7 @@ def build_real(
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def real_vlm(arch: str, seed: int = 0) -> VLM:
     """:func:`build_real` loaded as a :class:`~interp.VLM`, one per session (do not mutate it)."""
     from ..model import load
