@@ -24,7 +24,7 @@ _LAZY: dict[str, str] = {
     "Condition": "conditions",
     "ConditionError": "errors",
     "DataFormatError": "errors",
-    "Decoding": "generation",
+    "Decoding": "edits",
     "DecodingError": "errors",
     "DriveError": "errors",
     "DuplicateSampleError": "errors",
@@ -40,6 +40,7 @@ _LAZY: dict[str, str] = {
     "InterpError": "errors",
     "Intervention": "edits",
     "InterventionError": "errors",
+    "PositionError": "errors",
     "MissingImageError": "errors",
     "ModelNotFoundError": "errors",
     "NoVIPError": "errors",
@@ -79,7 +80,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         register_image_condition,
         register_question_condition,
     )
-    from .edits import Batch, EditContext, Intervention
+    from .edits import Batch, Decoding, EditContext, Intervention
     from .encoding import Encoding, encode
     from .errors import (
         ConditionError,
@@ -97,6 +98,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         MissingImageError,
         ModelNotFoundError,
         NoVIPError,
+        PositionError,
         RecallError,
         StoreError,
         StoreLockedError,
@@ -106,7 +108,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         UnknownTokenWarning,
         UnsupportedArchitectureError,
     )
-    from .generation import Decoding, Generation, Sampling, generate
+    from .generation import Generation, Sampling, generate
     from .model import VLM, load
     from .residual import residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
@@ -142,6 +144,7 @@ __all__ = [
     "MissingImageError",
     "ModelNotFoundError",
     "NoVIPError",
+    "PositionError",
     "RecallError",
     "Sample",
     "Sampling",

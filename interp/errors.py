@@ -54,6 +54,10 @@ class InterventionError(InterpError, ValueError):
     """An intervention cannot be applied as asked (bad layer, shape, position or model)."""
 
 
+class PositionError(InterventionError):
+    """A named position (the question, an image) cannot be located in a row's prompt."""
+
+
 class DecodingError(InterpError, ValueError):
     """A decoding method cannot run as asked (unknown method, bad parameter, an amateur equal to
     the expert, or a model family that cannot batch the expert and amateur inputs)."""
@@ -124,6 +128,7 @@ __all__ = [
     "MissingImageError",
     "ModelNotFoundError",
     "NoVIPError",
+    "PositionError",
     "ProbeError",
     "RecallError",
     "StoreError",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from jaxtyping import Bool, Int
@@ -35,8 +35,10 @@ from transformers import (
 )
 
 from .adapters import Adapter, adapter_for, get_path, module_path
-from .encoding import Encoding
 from .errors import ModelNotFoundError
+
+if TYPE_CHECKING:
+    from .encoding import Encoding
 
 
 class _TracedVLM(TransformersModel):
