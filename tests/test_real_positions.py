@@ -11,6 +11,7 @@ runs, so every question goes through every family.
 from __future__ import annotations
 
 import pytest
+import torch
 from real_families import (
     CONDITIONS,
     FAMILIES,
@@ -49,6 +50,11 @@ def test_question_answer_and_image_positions_decode_to_their_text(arch, conditio
         n_image = sum(t == image_id for t in row_ids)
         if set(selected) - {image_id} or len(selected) != n_image or (n_image > 0) != uses_image:
             failures.append(f"image positions of {s.question!r}: {len(selected)} of {n_image}")
+        if len(s.images) > 1 and uses_image:  # 'image:k': the k-th image's tokens, in order
+            first, second = ctx.positions("image:0")[row], ctx.positions("image:1")[row]
+            ordered = first.nonzero().max() < second.nonzero().min() if first.any() else False
+            if not ordered or not torch.equal(first | second, image[row]) or (first & second).any():
+                failures.append(f"'image:0' / 'image:1' of {s.question!r}")
         if (question[row] & answer[row]).any() or (question[row] & image[row]).any():
             failures.append(f"overlapping positions in {s.question!r}")
     assert not failures, f"{arch} under {condition!r}:\n" + "\n".join(failures)

@@ -30,10 +30,11 @@ if TYPE_CHECKING:
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "checkpoints"
 
 # InstructBLIP has no chat template: its processor tokenises the instruction as given. This
-# template renders exactly the text items, so the prompt is the question.
+# template renders the text items joined by a space (no image placeholder: the processor adds the
+# query tokens), so the prompt is the question.
 TEXT_ONLY_TEMPLATE = (
-    "{% for m in messages %}{% for c in m['content'] %}{% if c['type'] == 'text' %}"
-    "{{ c['text'] }}{% endif %}{% endfor %}{% endfor %}"
+    "{% for m in messages %}{{ m['content'] | selectattr('type', 'equalto', 'text') "
+    "| map(attribute='text') | join(' ') }}{% endfor %}"
 )
 # Stand-in where no published template was found: ChatML turns, ``placeholder`` for an image.
 _CHATML = (
