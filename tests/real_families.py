@@ -98,7 +98,7 @@ def get_real(arch: str) -> interp.VLM:
     try:
         return real_vlm(arch)
     except RealTokenizerMissing as err:
-        pytest.skip(f"{err} (make {MAKE_TARGET})")
+        pytest.skip(str(err) if MAKE_TARGET in str(err) else f"{err} (`make {MAKE_TARGET}`)")
 
 
 def question_seen(question: str, condition: str) -> str:
