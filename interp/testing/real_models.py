@@ -36,13 +36,6 @@ TEXT_ONLY_TEMPLATE = (
     "{% for m in messages %}{{ m['content'] | selectattr('type', 'equalto', 'text') "
     "| map(attribute='text') | join(' ') }}{% endfor %}"
 )
-# Stand-in where no published template was found: ChatML turns, ``placeholder`` for an image.
-_CHATML = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-    "{% for c in m['content'] %}{% if c['type'] == 'image' %}PLACEHOLDER"
-    "{% else %}{{ c['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 _IDEFICS_GRID = tuple(f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7))
 
 
@@ -153,7 +146,7 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         "qwen",
         exact=True,
         named=_QWEN,
-        template="Qwen2-VL-7B-Instruct",
+        template="Qwen3-VL-8B-Instruct",
         scaled=_TINY_QWEN + " (patch 16 as published)",
         builder_kwargs={"checkpoint_dir": "Qwen3-VL-8B-Instruct"},
     ),
@@ -202,7 +195,7 @@ REAL_FAMILIES: dict[str, RealFamily] = {
             "context_image_token": "<IMG_CONTEXT>",
             "video_token": "<video>",
         },
-        template=_CHATML.replace("PLACEHOLDER", "<IMG_CONTEXT>\n"),
+        template="InternVL3-8B-hf",
         scaled="32 px tiles (4 tokens each), at most 4 tiles, instead of 448 px (256 each), 12",
     ),
     "mllama": RealFamily(
