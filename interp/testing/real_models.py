@@ -112,7 +112,7 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         exact=True,
         named=_LLAVA,
         pad="<pad>",
-        template="llava-1.5-7b-hf",
+        template="llava-v1.6-vicuna-7b-hf",
         scaled=_TINY_ANYRES,
     ),
     "llava_onevision": RealFamily(
