@@ -14,7 +14,7 @@ The fixtures live in the source tree, not in the installed package: building nee
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from pathlib import Path
@@ -53,6 +53,8 @@ class RealFamily:
         template: chat template: a fixture folder (its ``chat_template.jinja``) or a literal
             template starting with ``{``; "" for none (the prompt is the question).
         scaled: processor settings scaled down from the checkpoint's for CPU cost.
+        image_config: a fixture folder whose ``preprocessor_config.json`` gives the Qwen-VL image
+            processor's patch size and normalisation ("" for the tiny builder's own).
     """
 
     checkpoint: str
@@ -63,7 +65,7 @@ class RealFamily:
     pad: str | None = None
     template: str = ""
     scaled: str = "none"
-    builder_kwargs: dict[str, Any] = field(default_factory=dict)
+    image_config: str = ""
 
 
 _LLAVA = {"image_token": "<image>"}
@@ -130,7 +132,7 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         named=_QWEN,
         template="Qwen2-VL-7B-Instruct",
         scaled=_TINY_QWEN,
-        builder_kwargs={"checkpoint_dir": "Qwen2-VL-7B-Instruct"},
+        image_config="Qwen2-VL-7B-Instruct",
     ),
     "qwen2_5_vl": RealFamily(
         "Qwen/Qwen2.5-VL-7B-Instruct",
@@ -139,7 +141,7 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         named=_QWEN,
         template="Qwen2.5-VL-7B-Instruct",
         scaled=_TINY_QWEN,
-        builder_kwargs={"checkpoint_dir": "Qwen2.5-VL-7B-Instruct"},
+        image_config="Qwen2.5-VL-7B-Instruct",
     ),
     "qwen3_vl": RealFamily(
         "Qwen/Qwen3-VL-8B-Instruct",
@@ -148,7 +150,7 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         named=_QWEN,
         template="Qwen3-VL-8B-Instruct",
         scaled=_TINY_QWEN + " (patch 16 as published)",
-        builder_kwargs={"checkpoint_dir": "Qwen3-VL-8B-Instruct"},
+        image_config="Qwen3-VL-8B-Instruct",
     ),
     "idefics3": RealFamily(
         "HuggingFaceM4/Idefics3-8B-Llama3",
@@ -319,8 +321,8 @@ def build_real(
     if arch == "llava":
         return _llava_15(tok, template, seed, attn_implementation)
     kwargs: dict[str, Any] = {"tokenizer": tok, "chat_template": template}
-    if "checkpoint_dir" in family.builder_kwargs:
-        kwargs["image_processor"] = _qwen_image_processor(family.builder_kwargs["checkpoint_dir"])
+    if family.image_config:
+        kwargs["image_processor"] = _qwen_image_processor(family.image_config)
     module = import_module(f"{__package__}.builders.{_BUILDERS[arch]}")
     return getattr(module, f"build_{arch}")(
         seed=seed, attn_implementation=attn_implementation, **kwargs
