@@ -50,10 +50,18 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> 
         required=True,
         help="'demo', 'demo-smol' (the [smol] extra), a local model folder or a hub id",
     )
-    parser.add_argument("--data", required=True, help=data_help)
+    parser.add_argument("--data", required=True, help=f"{data_help}; {DATA_FORMATS_HELP}")
+    parser.add_argument(
+        "--columns",
+        default=None,
+        help="which columns of parquet / datasets data hold the sample fields, e.g. "
+        "'question=query,image=img,answer=answers,id=qid' (defaults: common names such as "
+        "question/query/prompt, image/img, answer/answers/label; image=none: text only); the "
+        "other columns become labels",
+    )
     parser.add_argument("--out", required=True, help="output folder (holds the resumable store)")
     parser.add_argument(
-        "--n", type=int, default=None, help="number of samples (default: demo 600, JSONL all)"
+        "--n", type=int, default=None, help="number of samples (default: demo 600, a data file all)"
     )
     parser.add_argument("--seed", type=int, default=0, help="demo world seed")
     parser.add_argument("--batch-size", type=int, default=16)
@@ -123,22 +131,41 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
     return path
 
 
+DATA_FORMATS_HELP = (
+    "also a parquet file, folder or glob, a Hugging Face datasets folder (save_to_disk; "
+    "'folder:split' picks a DatasetDict split) or a hub dataset id 'org/name[:split]' (needs a "
+    "network) — see --columns"
+)
+
 DEMO_HELP = (
     "'demo' (the demo world's language-prior benchmark), 'demo:general' (every question type), "
     "'demo:<qtype,...>', or a JSONL file (image, question, answer, labels)"
 )
 
 
-def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[str]) -> list:
+def load_data(
+    spec: str,
+    n: int | None,
+    seed: int,
+    *,
+    default_qtypes: Sequence[str],
+    columns: str | None = None,
+) -> list:
     """Samples from a data spec: ``demo`` / ``demo:prior`` (``default_qtypes``), ``demo:general``
-    (every vision and vision-independent question type), ``demo:<qtype>[,...]``, or a JSONL file
-    (see :func:`interp.read_jsonl`). Every image is opened, so a missing or unreadable file is
+    (every vision and vision-independent question type), ``demo:<qtype>[,...]``, a JSONL file
+    (see :func:`interp.read_jsonl`), or a parquet file / folder / glob, a Hugging Face datasets
+    folder or a hub dataset id, optionally ``:split``, read through ``columns`` (see
+    :func:`interp.read_dataset`). Every image is opened, so a missing or unreadable file is
     reported before any model is loaded.
 
     Raises:
-        MissingImageError, ImageError, DataFormatError, UsageError.
+        MissingImageError, ImageError, DataFormatError (MissingColumnError, DataSourceError),
+        MissingExtraError, UsageError.
     """
-    from .samples import ensure_samples, read_jsonl
+    import glob
+
+    from .datasets.tabular import is_hub_id, read_dataset, split_spec
+    from .samples import ensure_samples
 
     if n is not None and n < 1:
         raise UsageError(f"--n must be >= 1, got {n}")
@@ -147,6 +174,8 @@ def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[s
     if spec == "demo" or spec.startswith("demo:"):
         from .datasets import QTYPES, TEXT_QTYPES, VISION_QTYPES, demo_world
 
+        if columns is not None:
+            raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
         if spec in ("demo", "demo:prior"):
             qtypes = list(default_qtypes)
         elif spec == "demo:general":
@@ -158,15 +187,18 @@ def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[s
                 what = f"unknown demo question types {bad}" if bad else "no question type given"
                 raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(QTYPES)}")
         return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
-    path = Path(spec)
-    if not path.is_file():
-        what = "is a folder, not a file" if path.is_dir() else "no such file"
+    source = split_spec(spec)[0]
+    if not (
+        os.path.exists(os.path.expanduser(source))
+        or glob.has_magic(source)
+        or is_hub_id(source.split(":", 1)[0])
+    ):
         raise DataFormatError(
-            f"--data {spec!r}: {what}; give a JSONL file or one of 'demo', 'demo:general', "
-            "'demo:<qtype,...>'"
+            f"--data {spec!r}: no such file or folder; give a JSONL file, a parquet file, folder "
+            "or glob, a Hugging Face datasets folder, a hub dataset id (org/name), or one of "
+            "'demo', 'demo:general', 'demo:<qtype,...>'"
         )
-    samples = read_jsonl(path)
-    samples = samples[:n] if n else samples
+    samples = read_dataset(spec, columns=columns, n=n)
     for s in samples:
         s.load_images()  # every image opens, before the model is loaded
     return ensure_samples(samples)

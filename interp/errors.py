@@ -108,6 +108,20 @@ class DataFormatError(InterpError, ValueError):
     """A data file (e.g. JSONL) is malformed."""
 
 
+class MissingColumnError(DataFormatError):
+    """A table (parquet, Hugging Face dataset) lacks a column the sample fields need; the message
+    lists the columns it has and the ``--columns`` mapping that would fix it."""
+
+
+class DataSourceError(DataFormatError, FileNotFoundError):
+    """``--data`` names nothing readable: no such file, a folder of no known layout, a split the
+    data does not have, or a hub dataset that cannot be reached (no network)."""
+
+
+class MissingExtraError(InterpError, ImportError):
+    """An optional dependency is not installed; the message names the extra that provides it."""
+
+
 class UnknownTokenWarning(UserWarning):
     """Prompt words that the model's tokenizer maps to its unknown token."""
 
@@ -115,6 +129,7 @@ class UnknownTokenWarning(UserWarning):
 __all__ = [
     "ConditionError",
     "DataFormatError",
+    "DataSourceError",
     "DecodingError",
     "DriveError",
     "DuplicateSampleError",
@@ -125,6 +140,8 @@ __all__ = [
     "ImageTokenMismatchError",
     "InterpError",
     "InterventionError",
+    "MissingColumnError",
+    "MissingExtraError",
     "MissingImageError",
     "ModelNotFoundError",
     "NoVIPError",

@@ -1769,7 +1769,9 @@ def _validate(args: argparse.Namespace) -> tuple[list[RecallItem], tuple[str, ..
     n = args.n
     if args.data == "demo" and n is not None:
         n = 3 * math.ceil(n / 3)  # whole items: three settings per item
-    samples = load_data(args.data, n, args.seed, default_qtypes=REFERENCE_QTYPES)
+    samples = load_data(
+        args.data, n, args.seed, default_qtypes=REFERENCE_QTYPES, columns=args.columns
+    )
     identify = None if args.no_identify else DEMO_IDENTIFY
     families = _list(args.families) if args.families else None
     items = recall_items(samples, families=families, identify=identify)
