@@ -391,6 +391,10 @@ def image_slot_mask(enc: Encoding, k: int) -> Bool[Tensor, "batch seq"]:
                 mask[row] = span_tokens(enc.offsets[row], [spans[k]], ~image[row])
             continue
         runs = _runs(image[row])
+        n_images = enc.n_images[row] if row < len(enc.n_images) else len(runs)
+        if len(runs) < n_images == int(image[row].sum()):
+            # one token per image (Mllama's <|image|>) with images side by side: one run, n images
+            runs = [(i, i + 1) for i in image[row].nonzero().flatten().tolist()]
         if k < len(runs):
             mask[row, runs[k][0] : runs[k][1]] = True
     return mask.to(enc.image_mask.device)
