@@ -106,7 +106,7 @@ def marked_prompt(vlm: VLM, enc: Encoding, row: int, answer_mask: torch.Tensor |
     if answer_mask is not None:
         for i in answer_mask[row].nonzero().flatten().tolist():
             roles[i] = "answer"
-    ids = enc.input_ids[row].tolist()
+    pieces = _token_texts(vlm, enc, row)
     out: list[str] = []
     i = 0
     while i < n:
@@ -114,7 +114,7 @@ def marked_prompt(vlm: VLM, enc: Encoding, row: int, answer_mask: torch.Tensor |
         while j < n and roles[j] == roles[i] and attended[j] == attended[i]:
             j += 1
         if attended[i]:
-            text = vlm.tokenizer.decode(ids[i:j], skip_special_tokens=False)
+            text = "".join(pieces[i:j])
             role = roles[i]
             if role.startswith("image"):
                 out.append(f"⟦{role}: {j - i} tokens⟧")
@@ -124,6 +124,24 @@ def marked_prompt(vlm: VLM, enc: Encoding, row: int, answer_mask: torch.Tensor |
                 out.append(text)
         i = j
     return "".join(out)
+
+
+def _token_texts(vlm: VLM, enc: Encoding, row: int) -> list[str]:
+    """Each token's text as it stands in the text the tokenizer read (spaces the tokenizer folded
+    into a token included), from the character offsets; decoded where a token has none (BOS,
+    appended answer tokens)."""
+    ids = enc.input_ids[row].tolist()
+    text = enc.texts[row] if row < len(enc.texts) else None
+    if text is None or enc.offsets is None:
+        return [vlm.tokenizer.decode([t], skip_special_tokens=False) for t in ids]
+    out, cursor = [], 0
+    for t, (a, b) in zip(ids, enc.offsets[row].tolist()):
+        if b > a and b <= len(text):
+            out.append(text[min(cursor, a) : b] if cursor <= a else text[a:b])
+            cursor = max(cursor, b)
+        else:
+            out.append(vlm.tokenizer.decode([t], skip_special_tokens=False))
+    return out
 
 
 def _position_checks(
