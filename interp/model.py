@@ -405,7 +405,11 @@ def load(
             (``n_layers``, ``d_model``, module paths, ``image_token_id``) are read from the meta
             skeleton, and encoding or running it raises a clear error.
         dtype, device_map, attn_implementation: passed to ``from_pretrained``. Use
-            ``attn_implementation="eager"`` for attention-based measures.
+            ``attn_implementation="eager"`` for attention-based measures. ``dtype=torch.bfloat16``
+            runs every measurement in bf16 (residual reads, scores, edits and generation equal
+            plain HF in bf16 exactly; scores take the log-softmax in fp32). Prefer it to
+            ``model.to(torch.bfloat16)`` on a built model, which also rounds the rotary
+            frequencies that ``from_pretrained`` keeps in fp32.
         adapter: use this entry instead of resolving one from ``config.model_type``.
         dispatch: load the weights now (default). ``dispatch=False`` builds the model on the meta
             device through nnsight's loader: no weight is read until the first trace, which loads
