@@ -11,7 +11,8 @@ which is never used): the published tokenizer is not available offline. Timing d
 not on what the weights or tokens mean.
 
 In fp32 and in bf16 (built with ``dtype=``, as ``from_pretrained`` would), on the same encoded
-batches of demo items, median wall time after a warm-up:
+batches of demo items, timed in ``--repeats`` alternating pairs after a warm-up (median times and the
+median of the per-pair ratios, so load from other processes falls on both sides alike):
 
 - residual reads: ``interp.residual_stream`` (every layer, last token) vs a bare HF forward with
   ``output_hidden_states=True`` and the same gather;
@@ -47,7 +48,7 @@ from transformers import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import hf_generate, timed  # noqa: E402
+from _common import hf_generate, paired  # noqa: E402
 
 import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
@@ -170,7 +171,7 @@ def n_params(vlm: interp.VLM) -> float:
     return sum(p.numel() for p in vlm.hf.parameters()) / 1e9
 
 
-def run(dtype: torch.dtype, args: argparse.Namespace, samples) -> list[tuple[str, float, float]]:
+def run(dtype: torch.dtype, args: argparse.Namespace, samples) -> list[tuple[str, tuple]]:
     vlm = build(args.layers, args.vision_layers, args.image_size, dtype)
     b, m, r = args.batch_size, args.max_new_tokens, args.repeats
     enc = encode(vlm, samples[:1])
@@ -179,30 +180,36 @@ def run(dtype: torch.dtype, args: argparse.Namespace, samples) -> list[tuple[str
         f"{vlm.n_layers} layers, d = {vlm.d_model}, "
         f"{int(enc.image_mask.sum())} image tokens, prompt {enc.input_ids.shape[1]} tokens"
     )
-    rows = []
-    ours = timed(lambda: interp.residual_stream(vlm, samples, batch_size=b, progress_bar=False), r)
-    bare = timed(lambda: hf_residual(vlm, samples, b), r)
-    rows.append(("residual reads", ours, bare))
     layer = max(1, vlm.n_layers // 2)
     vector = torch.randn(vlm.d_model, generator=torch.Generator().manual_seed(1))
     steer = [Steer(layer, vector)]
-    ours = timed(
-        lambda: interp.generate(
-            vlm, samples, edits=steer, max_new_tokens=m, batch_size=b, progress_bar=False
+    common = {"max_new_tokens": m, "batch_size": b, "progress_bar": False}
+    return [
+        (
+            "residual reads",
+            paired(
+                lambda: interp.residual_stream(vlm, samples, batch_size=b, progress_bar=False),
+                lambda: hf_residual(vlm, samples, b),
+                r,
+            ),
         ),
-        r,
-    )
-    bare = timed(lambda: hf_steered(vlm, samples, b, layer, vector, m), r)
-    rows.append((f"generate + Steer ({m} tokens)", ours, bare))
-    ours = timed(
-        lambda: interp.generate(
-            vlm, samples, decoding=vcd(), max_new_tokens=m, batch_size=b, progress_bar=False
+        (
+            f"generate + Steer ({m} tokens)",
+            paired(
+                lambda: interp.generate(vlm, samples, edits=steer, **common),
+                lambda: hf_steered(vlm, samples, b, layer, vector, m),
+                r,
+            ),
         ),
-        r,
-    )
-    bare = timed(lambda: hf_vcd(vlm, samples, b, m), r)
-    rows.append((f"VCD decoding ({m} tokens)", ours, bare))
-    return rows
+        (
+            f"VCD decoding ({m} tokens)",
+            paired(
+                lambda: interp.generate(vlm, samples, decoding=vcd(), **common),
+                lambda: hf_vcd(vlm, samples, b, m),
+                r,
+            ),
+        ),
+    ]
 
 
 def main() -> None:
@@ -215,7 +222,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -229,8 +236,8 @@ def main() -> None:
     for name in args.dtypes:
         rows = run(getattr(torch, name), args, samples)
         print(f"    {'':30s} {'interp s':>9s} {'HF s':>9s} {'ratio':>7s}")
-        for what, ours, bare in rows:
-            print(f"    {what:30s} {ours:9.2f} {bare:9.2f} {ours / bare:7.2f}x")
+        for what, (ours, bare, ratio) in rows:
+            print(f"    {what:30s} {ours:9.2f} {bare:9.2f} {ratio:7.2f}x")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
