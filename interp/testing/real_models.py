@@ -1,14 +1,14 @@
 """Tiny random VLMs around real checkpoints' tokenizers, chat templates and processor settings.
 
 :func:`build_real` builds the tiny model of a family's architecture (:mod:`interp.testing.tiny`:
-random weights, a few small layers) with, instead of the invented tokenizer and template, the family's
-real tokenizer (:mod:`interp.testing.real`, the full vocabulary, the VLM's added tokens on top) and
-the checkpoint's published chat template and processor settings (``tests/fixtures/checkpoints``;
-each folder's ``SOURCE.md`` says where every file came from). :data:`REAL_FAMILIES` records, per
-family (keyed by its tiny architecture, or a name of its own where a second checkpoint of an
-architecture is covered, e.g. ``llava_next_mistral``), which architecture is built, which tokenizer
-serves, whether it is the checkpoint's own or a stand-in, and which
-settings are scaled down for CPU cost.
+random weights, a few small layers) with, instead of the invented tokenizer and template, the
+family's real tokenizer (:mod:`interp.testing.real`, the full vocabulary, the VLM's added tokens on
+top) and the checkpoint's published chat template and processor settings
+(``tests/fixtures/checkpoints``; each folder's ``SOURCE.md`` says where every file came from).
+:data:`REAL_FAMILIES` records, per family (keyed by its tiny architecture, or by a name of its own
+where a second checkpoint of an architecture is covered, e.g. ``llava_next_mistral``), which
+architecture is built, which tokenizer serves, whether it is the checkpoint's own or a stand-in,
+and which settings are scaled down for CPU cost.
 
 The fixtures live in the source tree, not in the installed package: building needs a checkout.
 """
@@ -129,7 +129,7 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         named=_LLAVA,
         pad="<pad>",
         template="llava-v1.6-mistral-7b-hf",
-        scaled=_TINY_ANYRES + " (a Llama text config: Mistral 7B v0.2's differs in sizes only)",
+        scaled=_TINY_ANYRES + " (a Llama text config: Mistral 7B v0.2 has no sliding window)",
         arch="llava_next",
     ),
     "llava_onevision": RealFamily(
