@@ -16,7 +16,7 @@ run per seed, reported as mean ± std), so a method is never compared with a sam
 Modules: :mod:`.measure` (the runs: :func:`evaluate_decoding` → :class:`DecodingRuns`,
 :func:`parameter_sweep` over α and β of one method), :mod:`.analysis` (POPE's answers, metrics and
 settings), :mod:`.figures` (:func:`plot_methods`, :func:`plot_sweep`) and :mod:`.cli` (the command
-``interp decode``, :func:`register`).
+``interp decoding``, alias ``interp decode``, :func:`register`).
 """
 
 from __future__ import annotations

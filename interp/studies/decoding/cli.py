@@ -1,6 +1,6 @@
-"""``interp decode`` — POPE-style evaluation of training-free contrastive decoding methods.
+"""``interp decoding`` — POPE-style evaluation of training-free contrastive decoding methods.
 
-    interp decode --model demo --data pope --methods greedy,vcd,icd,m3id,vdd,pai --out results/
+    interp decoding --model demo --data pope --methods greedy,vcd,icd,m3id,vdd,pai --out results/
 
 runs each method of ``interventions.decoding`` greedy **and** sampled (one run per ``--seeds`` seed,
 reported as mean ± std), so a method is never compared with a sampled baseline only:
@@ -17,6 +17,8 @@ reported as mean ± std), so a method is never compared with a sampled baseline 
 It writes into ``--out``: ``answers.csv`` (every run's answer to every question), ``metrics.csv``
 (the metrics per method, mode, seed and setting), ``summary.csv`` (mean and std over seeds),
 ``methods.png``, ``summary.txt`` and ``store/`` (one resumable store per run).
+
+``interp decode`` is an alias of this command.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _validate(args: argparse.Namespace) -> tuple[list[Sample], dict[str, Any], l
 
     from .measure import resolve_methods
 
-    check_common_arguments(args, one_process="interp decode")
+    check_common_arguments(args, one_process="interp decoding")
     seeds = _int_list(args.seeds, "--seeds")
     if args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
@@ -146,9 +148,10 @@ def _decode_command(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add ``decode`` to the ``interp`` command."""
+    """Add ``decoding`` (alias ``decode``, its earlier name) to the ``interp`` command."""
     d = sub.add_parser(
-        "decode",
+        "decoding",
+        aliases=["decode"],
         help="POPE-style evaluation of contrastive decoding methods (greedy and sampled)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
