@@ -256,7 +256,9 @@ def encode(
     Raises:
         ImageTokenMismatchError: a row with an image has no image token, or a row without one has
             image tokens (e.g. a literal placeholder such as ``<image>`` inside the question text).
+        ProcessorMissingError: the model was loaded without a processor (a configuration alone).
     """
+    vlm.require_processor()
     conds = row_conditions(condition, len(samples))
     pool = all_samples if all_samples is not None else samples
     prepared: list[Any] = [None] * len(samples)

@@ -27,6 +27,10 @@ class ModelNotFoundError(InterpError, FileNotFoundError):
     """The model folder does not exist (or a hub id cannot be reached offline)."""
 
 
+class ProcessorMissingError(InterpError, ValueError):
+    """A model loaded without a processor (its configuration alone) was asked to encode inputs."""
+
+
 class ImageError(InterpError, ValueError):
     """An image is missing, unreadable or of an unusable type."""
 
@@ -149,6 +153,7 @@ __all__ = [
     "PositionError",
     "ProbeError",
     "ProbeTypeError",
+    "ProcessorMissingError",
     "RecallError",
     "StoreError",
     "StoreLockedError",
