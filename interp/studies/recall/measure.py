@@ -1,0 +1,303 @@
+"""The model runs of the study: greedy answers of every setting, last-prompt-token states at every
+layer, the answers' log-probabilities and the logit lens of the eventual output token
+(:func:`run_recall` → :class:`~.result.RecallRun`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from jaxtyping import Float, Int
+
+from interp import generation
+from interp.conditions import Condition
+from interp.edits import Batch, check_edits
+from interp.encoding import batches
+from interp.errors import EmptyInputError, RecallError
+from interp.generation import generate
+from interp.runner import Job, run
+from interp.samples import Sample
+from interp.tracing import read_states, resolve_layers
+
+from .analysis import answer_perplexity_of, majority_vote
+from .items import RecallItem, check_trivial, recall_items, select_families
+from .result import RecallRun
+from .settings import DEMO_IDENTIFY, TRIVIAL
+
+if TYPE_CHECKING:
+    from interp.edits import Intervention
+    from interp.model import VLM
+
+TensorLike = Any
+"""A torch tensor (jaxtyping still checks shape and dtype at run time)."""
+
+
+def logit_lens(
+    vlm: VLM,
+    states: Float[TensorLike, "n layer d"],
+    tokens: Int[TensorLike, " n"],
+    *,
+    batch_size: int = 16,
+) -> Float[TensorLike, "n layer"]:
+    """The probability of token ``tokens[i]`` read off every layer (Sec. 6.1, Fig. 4 top):
+    ``p_i^(l) = softmax(U · norm(h_i^(l)))[t_i]`` with ``norm`` the final norm and ``U`` the
+    unembedding (``vlm.unembed``). At the last index (l = L) this is the model's own next-token
+    probability; the paper applies ``U`` to ``h`` directly, which the final norm only rescales
+    in most decoders but which shifts the distribution of un-normalised states.
+
+    Args:
+        states: residual-stream states ``[N, L+1, d]`` (e.g. of :func:`interp.residual_stream`).
+        tokens: ``[N]`` token ids (the eventual output token of each row).
+
+    Returns:
+        float32 CPU tensor ``[N, L+1]``.
+    """
+    if states.dim() != 3 or tokens.dim() != 1 or len(tokens) != len(states):
+        raise RecallError(
+            f"logit_lens takes states [N, L+1, d] and one token per row [N]; got "
+            f"{tuple(states.shape)} and {tuple(tokens.shape)}"
+        )
+    out = torch.empty(states.shape[:2])
+    for start in range(0, len(states), batch_size):
+        sl = slice(start, start + batch_size)
+        probs = vlm.unembed(states[sl]).float().softmax(-1).cpu()  # [b, L+1, V]
+        idx = tokens[sl].long().cpu()[:, None, None].expand(-1, probs.shape[1], 1)
+        out[sl] = probs.gather(-1, idx)[..., 0]
+    return out
+
+
+@dataclass
+class _Generated:
+    texts: list[str]
+    ids: list[list[int]]
+    states: Any  # float32 [N, L+1, d]
+    logprobs: list[list[float]]  # per step up to and including the end token
+    first: list[int]
+
+
+def _generate_states(
+    vlm: VLM,
+    samples: list[Sample],
+    name: str,
+    *,
+    max_new_tokens: int,
+    edits: Sequence[Intervention],
+    batch_size: int,
+    store: Path | None,
+    overwrite: bool,
+    progress_bar: bool,
+) -> _Generated:
+    """Greedy answers, last-prompt-token states at every layer and the log-probability of each
+    chosen token: one nnsight generate trace per batch (states read at the prompt forward)."""
+    cond = Condition.parse("full")
+    wanted = resolve_layers(vlm, None)
+    job = Job(
+        "recall_generate",
+        {"layers": wanted, "max_new_tokens": max_new_tokens, "setting": name},
+        conditions=[cond],
+        edits=edits,
+        pool=samples,
+    )
+
+    def compute(chunk: list[Sample]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        states = torch.empty(len(chunk), len(wanted), vlm.d_model)
+        records: list[dict[str, Any]] = [{} for _ in chunk]
+        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
+            batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "generate", samples)
+            read = partial(
+                read_states,
+                vlm,
+                wanted,
+                torch.arange(len(enc), device=enc.last_index.device),
+                enc.last_index,
+                skipped=batch.skipped_layers,
+            )
+            ids, (st, _), scores = generation.generate_batch(
+                vlm, batch, max_new_tokens, edits=edits, on_prompt=read, output_scores=True
+            )
+            states[idx] = st.detach().to("cpu", torch.float32)
+            # greedy: the chosen token is the argmax, its log-probability the max log-softmax
+            logp = scores.float().log_softmax(-1)
+            best, first = logp.max(-1).values, logp[:, 0].argmax(-1)
+            for row, i in enumerate(idx):
+                steps = min(len(ids[row]) + 1, logp.shape[1])
+                records[i] = {
+                    "ids": ids[row],
+                    "logprobs": best[row, :steps].tolist(),
+                    "first": int(first[row]),
+                }
+        return {"states": states}, records
+
+    _, tensors, records = run(
+        vlm,
+        samples,
+        job,
+        compute,
+        batch_size=batch_size,
+        store=store,
+        overwrite=overwrite,
+        progress_bar=progress_bar,
+    )
+    ids = [r["ids"] for r in records]
+    texts = [vlm.tokenizer.decode(t, skip_special_tokens=True).strip() for t in ids]
+    return _Generated(
+        texts,
+        ids,
+        tensors["states"],
+        [r["logprobs"] for r in records],
+        [r["first"] for r in records],
+    )
+
+
+def _slug(condition: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", condition)
+
+
+def run_recall(
+    vlm: VLM,
+    data: Sequence[Sample] | Sequence[RecallItem],
+    *,
+    families: Sequence[str] | str | None = None,
+    trivial: Sequence[str] = TRIVIAL,
+    identify: Mapping[str, str] | None = DEMO_IDENTIFY,
+    guess_filter: bool = True,
+    max_new_tokens: int = 8,
+    whole_words: bool = True,
+    seed: int = 0,
+    edits: Sequence[Intervention] | None = None,
+    batch_size: int = 16,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    progress_bar: bool = True,
+) -> RecallRun:
+    """Run every setting of the visual-reference study (greedy decoding, as Appendix B).
+
+    Passes over the N items, each batched:
+
+    1. Visual (entity image + visual question): answers, the last prompt token's states at every
+       layer, the log-probability of each generated token (its perplexity) — one generate trace
+       per batch; then the logit lens of the first generated token (:func:`logit_lens`);
+    2. Full Info (entity image + textual question): answers and states;
+    3. Text-Only: the textual question under each ``trivial`` condition, then the majority vote;
+    4. with ``guess_filter``: the visual question under each trivial condition (its majority
+       answer being right means the prior alone answers it: the item is filtered out);
+    5. with ``identify``: the family's identification question on the entity image.
+
+    Args:
+        data: samples labelled as the demo world's reference questions (see
+            :func:`recall_items`) or :class:`RecallItem` objects.
+        families: run these families only (None: all).
+        trivial: the trivial-image conditions (see :data:`TRIVIAL`).
+        identify: family -> identification question (None: no identification filter); items
+            built by :func:`recall_items` carry it already.
+        whole_words: two-way inclusion on word boundaries. The paper's inclusion is on
+            characters, which counts the answer ``1`` as matching ``15``; on numeric answers that
+            inflates accuracy, so whole words by default (``False``: the paper's exact rule).
+        seed: seeds the majority vote's tie-break.
+        edits: interventions applied in every pass.
+        store: a folder; each pass keeps its own resumable store under it.
+
+    Raises:
+        RecallError, UnknownFamilyError, ConditionError: bad data or settings (before any
+            compute).
+    """
+    if data and all(isinstance(d, RecallItem) for d in data):
+        items = select_families(list(data), families)  # type: ignore[arg-type]
+        if identify is not None:
+            items = [
+                item
+                if item.identify is not None or item.entity is None
+                else _with_identify(item, identify.get(item.family))
+                for item in items
+            ]
+    else:
+        items = recall_items(list(data), families=families, identify=identify)  # type: ignore[arg-type]
+    if not items:
+        raise EmptyInputError("no recall items to run")
+    ids = [item.id for item in items]
+    if len(set(ids)) != len(ids):
+        raise RecallError("two recall items share an id; give each item its own")
+    conds = check_trivial(trivial)
+    edits = check_edits(vlm, edits)
+    if max_new_tokens < 1:
+        raise RecallError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    root = None if store is None else Path(store)
+    common = {
+        "edits": edits,
+        "batch_size": batch_size,
+        "overwrite": overwrite,
+        "progress_bar": progress_bar,
+    }
+
+    def where(*parts: str) -> Path | None:
+        return None if root is None else root.joinpath(*parts)
+
+    visual = [item.sample("visual") for item in items]
+    textual = [item.sample("full_info") for item in items]
+    gen_v = _generate_states(
+        vlm, visual, "visual", max_new_tokens=max_new_tokens, store=where("visual"), **common
+    )
+    gen_f = _generate_states(
+        vlm, textual, "full_info", max_new_tokens=max_new_tokens, store=where("full_info"), **common
+    )
+    answers: dict[str, list[str | None]] = {"visual": list(gen_v.texts)}
+    answers["full_info"] = list(gen_f.texts)
+
+    def trivial_answers(samples: list[Sample], setting: str) -> None:
+        for cond in conds:
+            answers[f"{setting}:{cond}"] = list(
+                generate(
+                    vlm,
+                    samples,
+                    cond,
+                    max_new_tokens=max_new_tokens,
+                    store=where(setting, _slug(cond)),
+                    **common,
+                ).texts
+            )
+        answers[setting] = [
+            majority_vote(
+                [str(answers[f"{setting}:{c}"][i]) for c in conds], f"{item.id}/{setting}", seed
+            )
+            for i, item in enumerate(items)
+        ]
+
+    trivial_answers(textual, "text_only")
+    if guess_filter:
+        trivial_answers(visual, "visual_trivial")
+    asked = [i for i, item in enumerate(items) if item.identify is not None]
+    if asked:
+        said = generate(
+            vlm,
+            [items[i].sample("identify") for i in asked],
+            max_new_tokens=max_new_tokens,
+            store=where("identify"),
+            **common,
+        ).texts
+        answers["identify"] = [None] * len(items)
+        for i, text in zip(asked, said):
+            answers["identify"][i] = text
+    first = torch.tensor(gen_v.first, dtype=torch.long)
+    lens = logit_lens(vlm, gen_v.states, first, batch_size=batch_size)
+    ppl = [answer_perplexity_of(lp, len(t)) for lp, t in zip(gen_v.logprobs, gen_v.ids)]
+    return RecallRun(
+        items=items,
+        answers=answers,
+        states={"visual": gen_v.states, "full_info": gen_f.states},
+        lens=lens.numpy().astype(np.float64),
+        perplexity=np.asarray(ppl, dtype=np.float64),
+        first_token=first.numpy(),
+        trivial=conds,
+        whole_words=whole_words,
+        seed=seed,
+    )
+
+
+def _with_identify(item: RecallItem, question: str | None) -> RecallItem:
+    return replace(item, identify=question)
