@@ -9,6 +9,8 @@ numpy — never against values the study computed itself.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections import Counter
 
 import numpy as np
@@ -667,3 +669,23 @@ def test_cli_on_the_demo_model(tmp_path, capsys):
     summary = (out / "summary.txt").read_text()
     assert re.search(r"30 items, \d+ kept", summary)
     assert "visual-reference gap" in summary
+
+
+# -- the package ---------------------------------------------------------------------------------------
+
+
+def test_public_names_are_not_shadowed_by_submodules():
+    """Loading a submodule binds its name on the package: no public name may be a submodule's, or
+    ``from interp.studies.recall import X`` would return a module after some other import."""
+    code = (
+        "import pkgutil, types, importlib\n"
+        "import interp.studies.recall as rc\n"
+        "for m in pkgutil.iter_modules(rc.__path__):\n"
+        "    importlib.import_module(f'interp.studies.recall.{m.name}')\n"
+        "bad = [n for n in rc.__all__ if isinstance(getattr(rc, n), types.ModuleType)]\n"
+        "assert not bad, bad\n"
+        "from interp.studies.recall import transfer, failure_probes\n"
+        "assert callable(transfer) and callable(failure_probes)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -36,7 +36,7 @@ Modules: :mod:`.settings` (the settings, trivial images, metrics), :mod:`.items`
 :func:`recall_items`), :mod:`.measure` (the model runs: :func:`run_recall` → :class:`RecallRun` of
 :mod:`.result`, :func:`logit_lens`), :mod:`.analysis` (majority vote, cosine, perplexity, Table 2 and
 Table 1 from predictions), :mod:`.curves` (:func:`linking_curves`), :mod:`.probes`
-(:func:`failure_probes`), :mod:`.transfer` (:func:`transfer`), :mod:`.figures`
+(:func:`failure_probes`), :mod:`.crossfamily` (:func:`transfer`), :mod:`.figures`
 (:func:`plot_accuracy`, :func:`plot_linking`, :func:`plot_probe_curves`, :func:`plot_risk_coverage`)
 and :mod:`.cli` (the command ``interp recall``, :func:`register`).
 """
@@ -77,8 +77,8 @@ _LAZY = {
     "linking_curves": "curves",
     "FailureProbes": "probes",
     "failure_probes": "probes",
-    "Transfer": "transfer",
-    "transfer": "transfer",
+    "Transfer": "crossfamily",
+    "transfer": "crossfamily",
     "plot_accuracy": "figures",
     "plot_linking": "figures",
     "plot_probe_curves": "figures",
@@ -97,6 +97,7 @@ if TYPE_CHECKING:
         selective_frame,
     )
     from .cli import register
+    from .crossfamily import Transfer, transfer
     from .curves import LinkingCurves, linking_curves
     from .figures import plot_accuracy, plot_linking, plot_probe_curves, plot_risk_coverage
     from .items import (
@@ -119,7 +120,6 @@ if TYPE_CHECKING:
         SUBSETS,
         TRIVIAL,
     )
-    from .transfer import Transfer, transfer
 
 __all__ = [
     "DEMO_IDENTIFY",

@@ -97,11 +97,11 @@ def _recall_command(args: argparse.Namespace) -> int:
 
     from interp.model import load
 
+    from .crossfamily import transfer
     from .curves import linking_curves
     from .figures import plot_accuracy, plot_linking, plot_probe_curves, plot_risk_coverage
     from .measure import run_recall
     from .probes import failure_probes
-    from .transfer import transfer
 
     items, trivial, out = _validate(args)
     vlm = load(args.model)

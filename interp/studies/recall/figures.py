@@ -10,12 +10,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .analysis import risk_curves
+from .crossfamily import Transfer
 from .curves import LinkingCurves
 from .items import check_families
 from .probes import FailureProbes
 from .result import RecallRun
 from .settings import METRICS, SETTING_NAMES, SETTINGS
-from .transfer import Transfer
 
 _COLORS = {"text_only": "C0", "visual": "C3", "full_info": "C2"}
 

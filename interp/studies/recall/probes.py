@@ -1,6 +1,7 @@
 """Table 2: linear probes on the Visual setting's states that flag linking failures, against the
 majority and perplexity baselines, with selective prediction, evaluated by nested cross-validation
-(:func:`failure_probes` → :class:`FailureProbes`); the fitting helpers :mod:`.transfer` shares."""
+(:func:`failure_probes` → :class:`FailureProbes`); :mod:`.crossfamily` shares its fitting
+helpers."""
 
 from __future__ import annotations
 
