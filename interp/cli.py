@@ -15,7 +15,11 @@ progress bars.
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
+import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
@@ -23,6 +27,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import DataFormatError, InterpError
+from .outputs import OutputMixError, OutputRun
+
+_RUN: OutputRun | None = None  # the outputs of the command that main() is running
 
 ENTRY_POINT_GROUP = "interp.studies"
 
@@ -32,35 +39,67 @@ class UsageError(InterpError, ValueError):
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one ``error: ...`` line and exit status 2."""
+    """An argument parser whose errors are one ``error: ...`` line and exit status 2, and whose
+    ``--help`` opens with the first paragraph of its description as plain text (a study passes
+    its module docstring; the rest of it is the module's documentation)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        description = kwargs.get("description")
+        if description:
+            kwargs["description"] = short_description(description)
+            kwargs["formatter_class"] = argparse.HelpFormatter
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 
 
+_ROLES = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj|ref|doc):`~?([^`]+)`")
+
+
+def short_description(text: str) -> str:
+    """The first paragraph of a docstring as plain text: reST roles (``:func:`x` ``) and
+    literals (````x````) lose their markup, lines are joined."""
+    paragraph = inspect.cleandoc(text).split("\n\n", 1)[0]
+    plain = _ROLES.sub(
+        lambda m: m.group(1).split(".")[-1] if "~" in m.group(0) else m.group(1), paragraph
+    )
+    plain = plain.replace("``", "").replace("*", "")
+    return " ".join(plain.split())
+
+
 # -- shared options and validation ----------------------------------------------------------------
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> None:
+def add_common_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    data_help: str,
+    n_help: str = "number of samples (default: demo 600, JSONL all)",
+) -> None:
     """Options every study command takes: model, data, output folder, sample count, batching,
-    store handling, sharding and progress bars."""
+    store handling, sharding, CPU threads and progress bars."""
     parser.add_argument(
         "--model",
         required=True,
         help="'demo', 'demo-smol' (the [smol] extra), a local model folder or a hub id",
     )
     parser.add_argument("--data", required=True, help=data_help)
-    parser.add_argument("--out", required=True, help="output folder (holds the resumable store)")
     parser.add_argument(
-        "--n", type=int, default=None, help="number of samples (default: demo 600, JSONL all)"
+        "--out",
+        required=True,
+        help="output folder (holds the resumable store; the outputs are moved in when the run "
+        "succeeds)",
     )
+    parser.add_argument("--n", type=int, default=None, help=n_help)
     parser.add_argument("--seed", type=int, default=0, help="demo world seed")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="discard results already in --out (the store) instead of resuming them",
+        help="replace the outputs already in --out and discard its store instead of resuming "
+        "it (needed when --out holds another command's or another configuration's outputs)",
     )
     parser.add_argument(
         "--shard",
@@ -69,8 +108,63 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> 
         "the other processes ('auto': from accelerate launch / torchrun, else one process)",
     )
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help=f"CPU threads for torch (default: ${THREADS_ENV}, else $OMP_NUM_THREADS, else half "
+        "the CPUs this process may use; see README, Performance)",
+    )
+    parser.add_argument(
         "--no-progress", action="store_true", help="no progress bars (transformers' included)"
     )
+
+
+THREADS_ENV = "INTERP_THREADS"
+
+
+def default_threads() -> int:
+    """Half the CPUs this process may use, at least 1: two runs side by side (or a run next to
+    another job) do not oversubscribe the cores, which costs far more than one thread less."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count() or 1
+    return max(1, usable // 2)
+
+
+def thread_count(option: int | None) -> tuple[int | None, str]:
+    """The CPU thread count to use and where it comes from: ``--threads``, ``$INTERP_THREADS``,
+    ``$OMP_NUM_THREADS`` (left to torch: None) or the default policy.
+
+    Raises:
+        UsageError: a count below 1 or not an integer.
+    """
+    if option is not None:
+        if option < 1:
+            raise UsageError(f"--threads must be >= 1, got {option}")
+        return option, "--threads"
+    env = os.environ.get(THREADS_ENV, "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise UsageError(f"${THREADS_ENV} must be an integer >= 1, got {env!r}")
+        return int(env), f"${THREADS_ENV}"
+    if os.environ.get("OMP_NUM_THREADS", "").strip():
+        return None, "$OMP_NUM_THREADS"
+    return default_threads(), "default"
+
+
+def apply_threads(option: int | None) -> None:
+    """Set the CPU thread count of this process (before torch is imported where possible)."""
+    count, _ = thread_count(option)
+    if count is None:
+        return
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(count)
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.get_num_threads() != count:
+            torch.set_num_threads(count)
 
 
 def silence_progress() -> None:
@@ -88,6 +182,10 @@ def silence_progress() -> None:
 def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
     """Check that ``out`` is (or can become) a writable folder; create it if ``create``.
 
+    Inside an ``interp`` command, ``create=True`` on the command's ``--out`` also refuses outputs
+    that would mix with another run's and returns the staging folder the command writes into
+    (see :mod:`interp.outputs`); its ``store`` is the real ``<out>/store``.
+
     With ``create=False`` nothing is written: an existing ``out`` must be a folder the process
     may write to, a missing one must have a writable folder as its nearest existing ancestor
     (and no file on the way). Run that first, so that a command refused for another reason
@@ -99,6 +197,17 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
     path = Path(out)
     if not str(out).strip():
         raise UsageError("--out is empty; give an output folder")
+    if create and _RUN is not None and _RUN.serves(out):
+        check_output_dir(out, create=False)
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            return _RUN.stage(path)
+        except OutputMixError as err:
+            raise UsageError(str(err)) from None
+        except OSError as err:
+            raise UsageError(
+                f"--out {str(path)!r} is not a writable folder ({err.strerror})"
+            ) from None
     if not create:
         existing = path.absolute()
         while not existing.exists() and existing != existing.parent:
@@ -320,11 +429,35 @@ def check_common_arguments(
 
 
 def write_summary(out: Path, text: str) -> None:
-    """The end of a study command: ``summary.txt`` in ``out``, the text on stdout, then the list
-    of files written."""
+    """The end of a study command: ``summary.txt`` in ``out``, the text on stdout, then the
+    outputs are moved into place (:func:`finish_outputs`)."""
     (out / "summary.txt").write_text(text + "\n")
     print(text)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    finish_outputs(out)
+
+
+def finish_outputs(out: Path) -> Path:
+    """Move the command's staged outputs into ``--out`` (when it runs under :func:`main`), print
+    the list of files written, and return the real output folder."""
+    if _RUN is not None and _RUN.staging is not None and Path(out) == _RUN.staging:
+        names = _RUN.commit()
+        real = _RUN.out
+        assert real is not None
+    else:
+        names, real = sorted(p.name for p in Path(out).iterdir()), Path(out)
+    shown = sorted({*names, "store"} if (real / "store").is_dir() else names)
+    print(f"\nwrote {', '.join(shown)} to {real}")
+    return real
+
+
+def partial_outputs_folder(out: Path) -> Path:
+    """Where the partial files of a command that is about to fail will be kept: ``--out``
+    itself when it held no complete run, else ``<out>/failed-run``."""
+    if _RUN is not None and _RUN.staging is not None and Path(out) == _RUN.staging:
+        where = _RUN.where_partial()
+        if where is not None:
+            return where
+    return Path(out)
 
 
 # -- the program ------------------------------------------------------------------------------------
@@ -334,13 +467,51 @@ def _studies() -> list[Any]:
     return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def declared_command(ep: Any) -> tuple[str, str] | None:
+    """The subcommand name and one-line help a study's ``register`` declares
+    (``sub.add_parser("<name>", help="...")``), read from its source without importing it (so
+    ``interp --help`` does not import every study); None when they cannot be read statically."""
+    import importlib.util
+
+    module, _, attr = str(ep.value).partition(":")
+    try:
+        spec = importlib.util.find_spec(module.strip())
+        source = Path(spec.origin).read_text() if spec and spec.origin else ""
+        tree = ast.parse(source)
+    except (ImportError, OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == (attr.strip() or "register"):
+            for call in ast.walk(node):
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "add_parser"
+                    and call.args
+                    and isinstance(call.args[0], ast.Constant)
+                    and isinstance(call.args[0].value, str)
+                ):
+                    helps = [k.value for k in call.keywords if k.arg == "help"]
+                    try:
+                        text = ast.literal_eval(helps[0]) if helps else ""
+                    except ValueError:
+                        text = ""
+                    return call.args[0].value, str(text)
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``interp`` parser. Each study's subcommand is registered lazily: only the command
+    named in ``argv`` imports its study (the others are listed with their one-line help), so
+    ``interp --help`` and argument errors stay fast. Without ``argv`` every study is loaded."""
     from . import __version__
 
     parser = Parser(
         prog="interp",
         description="Is this vision-language model looking at the image, or answering from its "
         "language prior? Studies of the vlm-interp library.",
+        epilog="Each command's --help lists its options; its module's documentation (e.g. "
+        "python -m pydoc interp.studies.audit) says what it writes.",
     )
     parser.add_argument("--version", action="version", version=f"vlm-interp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -350,8 +521,15 @@ def build_parser() -> argparse.ArgumentParser:
             "no study commands are registered: install the package (pip install -e .) so its "
             f"'{ENTRY_POINT_GROUP}' entry points exist"
         )
+    wanted = None
+    if argv is not None:
+        wanted = next((a for a in argv if not a.startswith("-")), "")
     for ep in studies:
-        ep.load()(sub)
+        declared = declared_command(ep) if wanted is not None else None
+        if declared is None or declared[0] == wanted:
+            ep.load()(sub)
+        else:
+            sub.add_parser(declared[0], help=declared[1], add_help=False)
     return parser
 
 
@@ -364,26 +542,90 @@ def main(argv: list[str] | None = None) -> int:
     store keeps what was finished). 1: stdout was closed early (a broken pipe). ``--version``
     prints ``vlm-interp <version>`` and raises ``SystemExit(0)``.
     """
+    global _RUN
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _RUN = None
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         if getattr(args, "no_progress", False):
             silence_progress()
-        return int(args.func(args))
+        if hasattr(args, "threads"):
+            apply_threads(args.threads)
+        if hasattr(args, "out"):
+            _RUN = OutputRun.from_args(args)
+        _log_to_stderr()
+        status = int(args.func(args))
+        if _RUN is not None:
+            if status == 0:
+                _RUN.commit()
+            else:
+                _RUN.fail()
+        return status
     except InterpError as err:
+        _failed()
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # stdout closed early (e.g. piped into `head`): not an error of ours
+        if _RUN is not None:
+            _RUN.commit()  # the outputs are complete; only the printing stopped
         try:  # so that the interpreter's final flush of stdout is silent
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):
             pass
         return 1
     except KeyboardInterrupt:
+        _failed()
         print(
             "error: interrupted; re-run the same command to resume from the store", file=sys.stderr
         )
         return 130
+    except BaseException:
+        _failed()
+        raise
+    finally:
+        _RUN = None
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def _failed() -> None:
+    """After a failed or interrupted command: keep its partial outputs apart (the earlier
+    outputs stay as they were) and say where, on stdout (stderr holds the one error line)."""
+    if _RUN is None:
+        return
+    try:
+        where = _RUN.fail()
+    except OSError:  # pragma: no cover - the folder vanished
+        return
+    if where is not None and where != _RUN.out:
+        print(
+            f"this run failed: its partial outputs are in {where}; the earlier outputs in "
+            f"{_RUN.out} were left as they were",
+            flush=True,
+        )
+
+
+def _log_to_stderr() -> None:
+    """The library's notes (e.g. "resuming: 64 of 600 done") on stderr, as plain lines."""
+    logger = logging.getLogger("interp")
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+class _Stderr(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is at the time of each message."""
+
+    @property
+    def stream(self) -> Any:  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+if __name__ == "__main__":  # run the importable module's main: the studies share its state
+    from interp.cli import main as _main
+
+    raise SystemExit(_main())

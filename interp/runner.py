@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,8 @@ from .tracing import progress
 
 if TYPE_CHECKING:
     from .model import VLM
+
+logger = logging.getLogger(__name__)
 
 Compute = Callable[[list[Sample]], tuple[dict[str, Tensor], list[dict[str, Any]]]]
 Shard = tuple[int, int] | str | None
@@ -164,7 +167,22 @@ def run(
         kept: dict[str, tuple[dict[str, Tensor], dict[str, Any]]] = {}
         chunks = [mine[k : k + batch_size] for k in range(0, len(mine), batch_size)]
         label = job.name if where is None else f"{job.name} [{where[0]}/{where[1]}]"
-        for chunk in progress(chunks, total=len(mine), desc=label, enabled=progress_bar):
+        share = len(mine) + sum(
+            1
+            for i in range(len(samples))
+            if keys[i] in done and (where is None or (i // batch_size) % where[1] == where[0])
+        )
+        if opened is not None and share > len(mine):
+            logger.info(
+                "resuming: %d of %d done (%s, store %s)",
+                share - len(mine),
+                share,
+                label,
+                opened.path.resolve(),
+            )
+        for chunk in progress(
+            chunks, total=share, desc=label, enabled=progress_bar, initial=share - len(mine)
+        ):
             tensors, records = compute([samples[i] for i in chunk])
             if opened is not None:
                 opened.write(

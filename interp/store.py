@@ -60,6 +60,19 @@ def _atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+_MODE: list[int] = []
+
+
+def file_mode() -> int:
+    """The permissions a plain new file gets under this process's umask (e.g. 0o644), which
+    every store file gets too (some writers create theirs 0o600)."""
+    if not _MODE:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        _MODE.append(0o666 & ~umask)
+    return _MODE[0]
+
+
 def content_key(*parts: Any) -> str:
     """A 32-hex-digit hash of JSON-able parts (sample fingerprints, targets, ...)."""
     text = json.dumps(parts, sort_keys=True, default=str)
@@ -291,6 +304,7 @@ class ResultStore:
                 "records": json.dumps(list(records)),
             },
         )
+        os.chmod(tmp, file_mode())
         os.replace(tmp, self.path / name)
         self._own.append({"file": name, "keys": keys, "ids": ids})
         for key, sid in zip(keys, ids):
