@@ -94,6 +94,18 @@ def mixing_problem(out: Path, command: str, config: dict[str, Any]) -> str | Non
     )
 
 
+def unstaged(path: str | Path) -> Path:
+    """``path`` with a command's staging folder taken out: ``<out>/.interp-staging-<pid>/store/x``
+    is ``<out>/store/x`` (the staging folder's ``store`` links there), so stores and their
+    messages name the real folder."""
+    path = Path(path)
+    parts = path.parts
+    for i, part in enumerate(parts[:-1]):
+        if part.startswith(STAGING_PREFIX) and parts[i + 1] == "store":
+            return Path(*parts[:i], *parts[i + 1 :])
+    return path
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -256,4 +268,5 @@ __all__ = [
     "configuration",
     "mixing_problem",
     "read_manifest",
+    "unstaged",
 ]

@@ -178,7 +178,7 @@ def run(
                 share - len(mine),
                 share,
                 label,
-                opened.path.resolve(),
+                opened.path,
             )
         for chunk in progress(
             chunks, total=share, desc=label, enabled=progress_bar, initial=share - len(mine)

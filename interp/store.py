@@ -44,6 +44,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from .errors import StoreError, StoreLockedError
+from .outputs import unstaged
 
 try:  # POSIX advisory locks; elsewhere stores are not locked
     import fcntl
@@ -140,7 +141,7 @@ class ResultStore:
         overwrite: bool = False,
         shard: tuple[int, int] | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path = unstaged(path)  # a command's staging folder links to its real store
         self.config = json.loads(json.dumps(dict(config), default=str))  # JSON-comparable
         self.shard = shard
         try:

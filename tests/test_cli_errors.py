@@ -353,6 +353,18 @@ def test_store_of_another_run_suggests_overwrite(tmp_path, capsys):
     base = ["diagnose", "--model", "demo", "--data", "demo", "--n", "32", "--out", str(out)]
     assert main([*base, "--no-progress"]) == 0
     other = [*base, "--no-progress", "--conditions", "full,null:black"]
+    # the outputs of the first run are there: refused up front, before the model loads
+    line = _refused(capsys, other)
+    assert line == (
+        f"error: UsageError: --out {str(out)!r} holds the outputs of `interp diagnose` with other "
+        "options (--conditions 'full,blind' → 'full,null:black'); this run's would mix with "
+        "them. Give --overwrite to replace them (and start the store over), or a new --out folder."
+    )
+    # only the store is left (as after a run killed before it wrote its outputs): the store
+    # itself refuses
+    for path in out.iterdir():
+        if path.name != "store":
+            path.unlink()
     line = _refused(capsys, other)
     assert line == (
         f"error: StoreError: the store at {str(out / 'store')!r} holds results of a different run "
