@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 
 from .errors import DataFormatError, InterpError
 from .outputs import OutputMixError, OutputRun
+from .threads import THREADS_ENV, apply_threads
 
 _RUN: OutputRun | None = None  # the outputs of the command that main() is running
 
@@ -117,54 +118,6 @@ def add_common_arguments(
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bars (transformers' included)"
     )
-
-
-THREADS_ENV = "INTERP_THREADS"
-
-
-def default_threads() -> int:
-    """Half the CPUs this process may use, at least 1: two runs side by side (or a run next to
-    another job) do not oversubscribe the cores, which costs far more than one thread less."""
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        usable = os.cpu_count() or 1
-    return max(1, usable // 2)
-
-
-def thread_count(option: int | None) -> tuple[int | None, str]:
-    """The CPU thread count to use and where it comes from: ``--threads``, ``$INTERP_THREADS``,
-    ``$OMP_NUM_THREADS`` (left to torch: None) or the default policy.
-
-    Raises:
-        UsageError: a count below 1 or not an integer.
-    """
-    if option is not None:
-        if option < 1:
-            raise UsageError(f"--threads must be >= 1, got {option}")
-        return option, "--threads"
-    env = os.environ.get(THREADS_ENV, "").strip()
-    if env:
-        if not env.isdigit() or int(env) < 1:
-            raise UsageError(f"${THREADS_ENV} must be an integer >= 1, got {env!r}")
-        return int(env), f"${THREADS_ENV}"
-    if os.environ.get("OMP_NUM_THREADS", "").strip():
-        return None, "$OMP_NUM_THREADS"
-    return default_threads(), "default"
-
-
-def apply_threads(option: int | None) -> None:
-    """Set the CPU thread count of this process (before torch is imported where possible)."""
-    count, _ = thread_count(option)
-    if count is None:
-        return
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(count)
-    if "torch" in sys.modules:
-        import torch
-
-        if torch.get_num_threads() != count:
-            torch.set_num_threads(count)
 
 
 def silence_progress() -> None:
@@ -554,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(args, "out"):
             _RUN = OutputRun.from_args(args)
         _log_to_stderr()
+        if "interp.runner" in sys.modules:  # an earlier command in this process
+            sys.modules["interp.runner"].forget_started_stores()
         status = int(args.func(args))
         if _RUN is not None:
             if status == 0:

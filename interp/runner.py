@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .model import VLM
 
 logger = logging.getLogger(__name__)
+_OPENED: set[Path] = set()  # stores this process started (their results are its own)
 
 Compute = Callable[[list[Sample]], tuple[dict[str, Tensor], list[dict[str, Any]]]]
 Shard = tuple[int, int] | str | None
@@ -157,6 +158,8 @@ def run(
     )
     try:
         done = opened.done_keys if opened is not None else set()
+        if opened is not None and not done:  # what this process stores is no resumption
+            _OPENED.add(opened.path)
         # A shard takes whole batches of the full sample order (batch k goes to process
         # k mod n), so every batch has the composition a single process gives it.
         mine = [
@@ -172,7 +175,7 @@ def run(
             for i in range(len(samples))
             if keys[i] in done and (where is None or (i // batch_size) % where[1] == where[0])
         )
-        if opened is not None and share > len(mine):
+        if opened is not None and share > len(mine) and opened.path not in _OPENED:
             logger.info(
                 "resuming: %d of %d done (%s, store %s)",
                 share - len(mine),
@@ -203,6 +206,11 @@ def run(
     finally:
         if opened is not None:
             opened.close()
+
+
+def forget_started_stores() -> None:
+    """Start a new command: a store met again is a resumption (see :func:`run`'s note)."""
+    _OPENED.clear()
 
 
 def _wait_for_shards(

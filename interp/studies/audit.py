@@ -135,6 +135,8 @@ class Section:
         frame = frame.rename(columns=lambda c: label(c) if isinstance(c, str) else c)
         if index and frame.index.name and frame.columns.nlevels == 1:
             frame = frame.rename_axis(index=None, columns=label(str(frame.index.name)))
+        elif index and frame.index.name:  # the column levels' names head the index column
+            frame = frame.rename_axis(index=None)
         html = frame.to_html(
             index=index,
             float_format=lambda x: f"{x:.3g}",
@@ -830,6 +832,7 @@ table.table td, table.table th { border: 1px solid #ddd; padding: 2px 6px; text-
 figure { margin: 1em 0; } figure img { max-width: 100%; } figcaption { font-size: .85em; color: #555; }
 dl.numbers { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; font-size: .9em; }
 dl.numbers dt { color: #555; } code { background: #f3f3f3; padding: 0 3px; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 </style></head><body>
 <h1>Is {{ model }} looking at the image?</h1>
 <p>Data: <code>{{ data }}</code>, {{ n_samples }} samples{% if n_per_kind %} (--n {{ n_per_kind }}: up to {{ n_per_kind }} per question kind){% endif %}. Studies run: {{ ran|join(", ") or "none" }}{% if not_run %}; not run: {{ not_run|join(", ") }} (see <a href="#not-run">the end</a>){% endif %}.</p>
