@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def mixing_problem(out: Path, command: str, config: dict[str, Any]) -> str | Non
 
 
 def unstaged(path: str | Path) -> Path:
-    """``path`` with a command's staging folder taken out: ``<out>/.interp-staging-<pid>/store/x``
+    """``path`` with a command's staging folder taken out: ``<out>/.interp-staging-*/store/x``
     is ``<out>/store/x`` (the staging folder's ``store`` links there), so stores and their
     messages name the real folder."""
     path = Path(path)
@@ -169,12 +170,13 @@ class OutputRun:
                     f"{problem}; this run's would mix with them. Give --overwrite to replace "
                     "them (and start the store over), or a new --out folder."
                 )
-        for old in out.glob(STAGING_PREFIX + "*"):  # left by a killed run
-            pid = old.name[len(STAGING_PREFIX) :]
+        mine = f"{STAGING_PREFIX}{socket.gethostname()}-"
+        for old in out.glob(mine + "*"):  # left by a killed run on this machine
+            pid = old.name[len(mine) :]
             if not (pid.isdigit() and _alive(int(pid))) or int(pid) == os.getpid():
                 _remove(old)
         (out / "store").mkdir(exist_ok=True)
-        staging = out / f"{STAGING_PREFIX}{os.getpid()}"
+        staging = out / f"{mine}{os.getpid()}"
         staging.mkdir()
         (staging / "store").symlink_to((out / "store").absolute(), target_is_directory=True)
         self.out, self.staging = out, staging
