@@ -51,6 +51,7 @@ bench: install-smol
 	$(PY) bench/ablation.py
 	$(PY) bench/recall.py
 	$(PY) bench/demo_smol.py
+	$(PY) bench/threads.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint

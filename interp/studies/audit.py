@@ -946,7 +946,7 @@ def audit(
             results[study.key] = study.run(vlm, chosen, opts)
         except Exception as err:  # one study's failure must not cost the whole report
             if not isinstance(err, InterpError):
-                logger.exception("the %s study failed", study.key)
+                logger.debug("the %s study failed", study.key, exc_info=True)
             results[study.key] = Section(
                 study.key,
                 study.title,
