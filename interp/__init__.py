@@ -24,7 +24,8 @@ _LAZY: dict[str, str] = {
     "Condition": "conditions",
     "ConditionError": "errors",
     "DataFormatError": "errors",
-    "Decoding": "generation",
+    "DataSourceError": "errors",
+    "Decoding": "edits",
     "DecodingError": "errors",
     "DriveError": "errors",
     "DuplicateSampleError": "errors",
@@ -40,9 +41,13 @@ _LAZY: dict[str, str] = {
     "InterpError": "errors",
     "Intervention": "edits",
     "InterventionError": "errors",
+    "PositionError": "errors",
+    "MissingColumnError": "errors",
+    "MissingExtraError": "errors",
     "MissingImageError": "errors",
     "ModelNotFoundError": "errors",
     "NoVIPError": "errors",
+    "ProcessorMissingError": "errors",
     "RecallError": "errors",
     "Sample": "samples",
     "Sampling": "generation",
@@ -61,6 +66,7 @@ _LAZY: dict[str, str] = {
     "generate": "generation",
     "load": "model",
     "null_image": "conditions",
+    "read_dataset": "datasets.tabular",
     "read_jsonl": "samples",
     "register_adapter": "adapters",
     "register_image_condition": "conditions",
@@ -79,11 +85,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         register_image_condition,
         register_question_condition,
     )
-    from .edits import Batch, EditContext, Intervention
+    from .datasets.tabular import read_dataset
+    from .edits import Batch, Decoding, EditContext, Intervention
     from .encoding import Encoding, encode
     from .errors import (
         ConditionError,
         DataFormatError,
+        DataSourceError,
         DecodingError,
         DriveError,
         DuplicateSampleError,
@@ -94,9 +102,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         ImageTokenMismatchError,
         InterpError,
         InterventionError,
+        MissingColumnError,
+        MissingExtraError,
         MissingImageError,
         ModelNotFoundError,
         NoVIPError,
+        PositionError,
+        ProcessorMissingError,
         RecallError,
         StoreError,
         StoreLockedError,
@@ -106,7 +118,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         UnknownTokenWarning,
         UnsupportedArchitectureError,
     )
-    from .generation import Decoding, Generation, Sampling, generate
+    from .generation import Generation, Sampling, generate
     from .model import VLM, load
     from .residual import residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
@@ -124,6 +136,7 @@ __all__ = [
     "Condition",
     "ConditionError",
     "DataFormatError",
+    "DataSourceError",
     "Decoding",
     "DecodingError",
     "DriveError",
@@ -139,9 +152,13 @@ __all__ = [
     "InterpError",
     "Intervention",
     "InterventionError",
+    "MissingColumnError",
+    "MissingExtraError",
     "MissingImageError",
     "ModelNotFoundError",
     "NoVIPError",
+    "PositionError",
+    "ProcessorMissingError",
     "RecallError",
     "Sample",
     "Sampling",
@@ -159,6 +176,7 @@ __all__ = [
     "generate",
     "load",
     "null_image",
+    "read_dataset",
     "read_jsonl",
     "register_adapter",
     "register_image_condition",

@@ -15,11 +15,8 @@ progress bars.
 from __future__ import annotations
 
 import argparse
-import ast
-import inspect
 import logging
 import os
-import re
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
@@ -27,6 +24,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import DataFormatError, InterpError
+from .help import declared_command, short_description
 from .outputs import OutputMixError, OutputRun
 from .threads import THREADS_ENV, apply_threads
 
@@ -56,20 +54,6 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-_ROLES = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj|ref|doc):`~?([^`]+)`")
-
-
-def short_description(text: str) -> str:
-    """The first paragraph of a docstring as plain text: reST roles (``:func:`x` ``) and
-    literals (````x````) lose their markup, lines are joined."""
-    paragraph = inspect.cleandoc(text).split("\n\n", 1)[0]
-    plain = _ROLES.sub(
-        lambda m: m.group(1).split(".")[-1] if "~" in m.group(0) else m.group(1), paragraph
-    )
-    plain = plain.replace("``", "").replace("*", "")
-    return " ".join(plain.split())
-
-
 # -- shared options and validation ----------------------------------------------------------------
 
 
@@ -77,7 +61,7 @@ def add_common_arguments(
     parser: argparse.ArgumentParser,
     *,
     data_help: str,
-    n_help: str = "number of samples (default: demo 600, JSONL all)",
+    n_help: str = "number of samples (default: demo 600, a data file all)",
 ) -> None:
     """Options every study command takes: model, data, output folder, sample count, batching,
     store handling, sharding, CPU threads and progress bars."""
@@ -86,7 +70,15 @@ def add_common_arguments(
         required=True,
         help="'demo', 'demo-smol' (the [smol] extra), a local model folder or a hub id",
     )
-    parser.add_argument("--data", required=True, help=data_help)
+    parser.add_argument("--data", required=True, help=f"{data_help}; {DATA_FORMATS_HELP}")
+    parser.add_argument(
+        "--columns",
+        default=None,
+        help="which columns of parquet / datasets data hold the sample fields, e.g. "
+        "'question=query,image=img,answer=answers,id=qid' (defaults: common names such as "
+        "question/query/prompt, image/img, answer/answers/label; image=none: text only); the "
+        "other columns become labels",
+    )
     parser.add_argument(
         "--out",
         required=True,
@@ -185,22 +177,43 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
     return path
 
 
+DATA_FORMATS_HELP = (
+    "also a parquet file, folder or glob, a Hugging Face datasets folder (save_to_disk; "
+    "'folder:split' picks a DatasetDict split) or a hub dataset id 'org/name[:split]' (needs a "
+    "network) — see --columns"
+)
+
 DEMO_HELP = (
     "'demo' (the demo world's language-prior benchmark), 'demo:general' (every question type), "
     "'demo:<qtype,...>', or a JSONL file (image, question, answer, labels)"
 )
 
 
-def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[str]) -> list:
+def load_data(
+    spec: str,
+    n: int | None,
+    seed: int,
+    *,
+    default_qtypes: Sequence[str],
+    columns: str | None = None,
+    keep: Any = None,
+) -> list:
     """Samples from a data spec: ``demo`` / ``demo:prior`` (``default_qtypes``), ``demo:general``
-    (every vision and vision-independent question type), ``demo:<qtype>[,...]``, or a JSONL file
-    (see :func:`interp.read_jsonl`). Every image is opened, so a missing or unreadable file is
-    reported before any model is loaded.
+    (every vision and vision-independent question type), ``demo:<qtype>[,...]``, a JSONL file
+    (see :func:`interp.read_jsonl`), or a parquet file / folder / glob, a Hugging Face datasets
+    folder or a hub dataset id, optionally ``:split``, read through ``columns`` (see
+    :func:`interp.read_dataset`). Every image is opened, so a missing or unreadable file is
+    reported before any model is loaded. ``keep`` (samples → samples) picks from a data file's
+    samples before their images are opened.
 
     Raises:
-        MissingImageError, ImageError, DataFormatError, UsageError.
+        MissingImageError, ImageError, DataFormatError (MissingColumnError, DataSourceError),
+        MissingExtraError, UsageError.
     """
-    from .samples import ensure_samples, read_jsonl
+    import glob
+
+    from .datasets.tabular import is_hub_id, read_dataset, split_spec
+    from .samples import ensure_samples
 
     if n is not None and n < 1:
         raise UsageError(f"--n must be >= 1, got {n}")
@@ -209,6 +222,8 @@ def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[s
     if spec == "demo" or spec.startswith("demo:"):
         from .datasets import QTYPES, TEXT_QTYPES, VISION_QTYPES, demo_world
 
+        if columns is not None:
+            raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
         if spec in ("demo", "demo:prior"):
             qtypes = list(default_qtypes)
         elif spec == "demo:general":
@@ -220,15 +235,20 @@ def load_data(spec: str, n: int | None, seed: int, *, default_qtypes: Sequence[s
                 what = f"unknown demo question types {bad}" if bad else "no question type given"
                 raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(QTYPES)}")
         return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
-    path = Path(spec)
-    if not path.is_file():
-        what = "is a folder, not a file" if path.is_dir() else "no such file"
+    source = split_spec(spec)[0]
+    if not (
+        os.path.exists(os.path.expanduser(source))
+        or glob.has_magic(source)
+        or is_hub_id(source.split(":", 1)[0])
+    ):
         raise DataFormatError(
-            f"--data {spec!r}: {what}; give a JSONL file or one of 'demo', 'demo:general', "
-            "'demo:<qtype,...>'"
+            f"--data {spec!r}: no such file or folder; give a JSONL file, a parquet file, folder "
+            "or glob, a Hugging Face datasets folder, a hub dataset id (org/name), or one of "
+            "'demo', 'demo:general', 'demo:<qtype,...>'"
         )
-    samples = read_jsonl(path)
-    samples = samples[:n] if n else samples
+    samples = read_dataset(spec, columns=columns, n=n)
+    if keep is not None:
+        samples = keep(samples)
     for s in samples:
         s.load_images()  # every image opens, before the model is loaded
     return ensure_samples(samples)
@@ -418,39 +438,6 @@ def partial_outputs_folder(out: Path) -> Path:
 
 def _studies() -> list[Any]:
     return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
-
-
-def declared_command(ep: Any) -> tuple[str, str] | None:
-    """The subcommand name and one-line help a study's ``register`` declares
-    (``sub.add_parser("<name>", help="...")``), read from its source without importing it (so
-    ``interp --help`` does not import every study); None when they cannot be read statically."""
-    import importlib.util
-
-    module, _, attr = str(ep.value).partition(":")
-    try:
-        spec = importlib.util.find_spec(module.strip())
-        source = Path(spec.origin).read_text() if spec and spec.origin else ""
-        tree = ast.parse(source)
-    except (ImportError, OSError, SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == (attr.strip() or "register"):
-            for call in ast.walk(node):
-                if (
-                    isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "add_parser"
-                    and call.args
-                    and isinstance(call.args[0], ast.Constant)
-                    and isinstance(call.args[0].value, str)
-                ):
-                    helps = [k.value for k in call.keywords if k.arg == "help"]
-                    try:
-                        text = ast.literal_eval(helps[0]) if helps else ""
-                    except ValueError:
-                        text = ""
-                    return call.args[0].value, str(text)
-    return None
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

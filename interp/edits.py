@@ -1,4 +1,5 @@
-"""The intervention protocol: how an edit plugs into every measurement.
+"""The extension protocols: how an edit (:class:`Intervention`) and a decoding rule
+(:class:`Decoding`) plug into every measurement.
 
 An intervention is a small object with two steps (see :class:`Intervention`):
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,11 +44,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import torch
-from jaxtyping import Bool
+from jaxtyping import Bool, Float
 from torch import Tensor
 
 from .conditions import Condition
-from .encoding import Encoding, question_mask
+from .encoding import Encoding, image_slot_mask, question_mask
 from .errors import InterventionError
 from .samples import Sample
 
@@ -158,8 +160,10 @@ class EditContext:
         """A ``[batch, seq]`` boolean mask over this forward's positions.
 
         Names: ``"all"`` (every attended token), ``"prompt"``, ``"last"`` (the last prompt token,
-        which predicts the first answer token), ``"image"`` (image-token positions), ``"text"``
-        (prompt tokens that are not image tokens), ``"question"`` (the question text's tokens),
+        which predicts the first answer token), ``"image"`` (image-token positions), ``"image:k"``
+        (those of each row's k-th image), ``"text"`` (prompt tokens that are not image tokens),
+        ``"question"`` (the tokens over the question text's characters; see
+        :func:`~interp.encoding.question_mask`),
         ``"answer"`` (teacher-forced target tokens; at generated steps, the token being read).
         Integers select prompt positions counted from each row's first prompt token (0, 1 ...) or
         from its end (-1 = the last prompt token). A boolean tensor ``[batch, seq]`` is used as it
@@ -172,7 +176,7 @@ class EditContext:
         device = enc.input_ids.device
         if self.step > 0:
             on = isinstance(spec, str) and spec in ("all", "answer")
-            if isinstance(spec, str) and spec not in POSITION_NAMES:
+            if isinstance(spec, str) and spec not in POSITION_NAMES and _image_slot(spec) is None:
                 _bad_position(spec)
             return torch.full((len(batch), 1), on, dtype=torch.bool, device=device)
         if isinstance(spec, Tensor):
@@ -200,6 +204,9 @@ class EditContext:
                 return batch.question_mask()
             if spec == "answer":
                 return batch.answer_mask.to(device)
+            slot = _image_slot(spec)
+            if slot is not None:
+                return image_slot_mask(enc, slot) & prompt
             _bad_position(spec)
         offsets = [spec] if isinstance(spec, int) else list(spec)
         first = enc.attention_mask.to(torch.long).argmax(dim=1)
@@ -215,10 +222,47 @@ class EditContext:
         return mask
 
 
+def check_position(spec: Any) -> None:
+    """Validate a position spec before any compute: a known name, ``"image:<k>"``, prompt
+    offsets (ints) or a bool mask (whose shape is checked against each batch later).
+
+    Raises:
+        InterventionError: anything else.
+    """
+    if isinstance(spec, str):
+        if spec not in POSITION_NAMES and _image_slot(spec) is None:
+            _bad_position(spec)
+        return
+    if isinstance(spec, Tensor):
+        if spec.dtype != torch.bool or spec.dim() != 2:
+            raise InterventionError(
+                f"a position mask must be a 2-D bool tensor [batch, seq], got {spec.dtype} "
+                f"{tuple(spec.shape)}"
+            )
+        return
+    values = [spec] if isinstance(spec, int) else spec
+    try:
+        ok = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values)
+    except TypeError:
+        ok = False
+    if not ok or not list(values):
+        _bad_position(spec)
+
+
+def _image_slot(spec: str) -> int | None:
+    """``"image:k"`` → k (the k-th image of each row), else None."""
+    name, sep, arg = spec.partition(":")
+    if name != "image" or not sep:
+        return None
+    if not arg.isdigit():
+        raise InterventionError(f"position {spec!r}: give the image's index, e.g. 'image:0'")
+    return int(arg)
+
+
 def _bad_position(spec: Any) -> None:
     raise InterventionError(
-        f"unknown position {spec!r}; use one of {', '.join(POSITION_NAMES)}, prompt offsets "
-        "(ints), or a bool mask"
+        f"unknown position {spec!r}; use one of {', '.join(POSITION_NAMES)}, 'image:<k>' (the "
+        "k-th image of each row), prompt offsets (ints), or a bool mask"
     )
 
 
@@ -256,6 +300,47 @@ class Intervention:
             f"{k}={_short(v)}" for k, v in vars(self).items() if not k.startswith("_")
         )
         return f"{type(self).__name__}({params})"
+
+
+class Decoding:
+    """A decoding rule that combines the model's next-token logits on the input (the *expert*)
+    with its logits on the same sample under other conditions (the *amateurs*) — the protocol of
+    contrastive decoding (VCD, ICD, VDD, M3ID, PAI's guidance; see :mod:`interventions.decoding`
+    for the methods).
+
+    :func:`generate` runs the expert rows and one copy of them per amateur condition in one
+    batch: one forward per step, each row with its own KV cache. At every step it calls
+    :meth:`combine` on the last position's logits, chooses the token from the result (argmax or a
+    seeded draw) and feeds the same token to the expert row and its amateur rows.
+
+    Attributes:
+        amateurs: the amateur conditions (at least one).
+        edits: interventions the method needs besides the contrast (PAI's attention boost); they
+            run with the measurement's own edits, on every row.
+    """
+
+    amateurs: tuple[Condition, ...] = ()
+    edits: tuple[Intervention, ...] = ()
+
+    def check(self, vlm: VLM) -> None:
+        """Validate the method against the model before any compute (raise an InterpError)."""
+
+    def combine(
+        self,
+        expert: Float[Tensor, "batch vocab"],
+        amateurs: Float[Tensor, "amateurs batch vocab"],
+        t: int,
+    ) -> Float[Tensor, "batch vocab"]:
+        """The scores the next token is chosen from, given the expert's and the amateurs'
+        next-token logits (float32) at generated token ``t`` (1 for the first)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement combine()")
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies the method in a result store (class and attributes)."""
+        return {
+            "type": f"{type(self).__module__}.{type(self).__qualname__}",
+            "params": digest(vars(self)),
+        }
 
 
 def _short(value: Any) -> str:
@@ -357,10 +442,12 @@ def quiet_unreached() -> Iterator[None]:
 __all__ = [
     "POSITION_NAMES",
     "Batch",
+    "Decoding",
     "EditContext",
     "Intervention",
     "apply_edits",
     "check_edits",
+    "check_position",
     "digest",
     "edits_fingerprint",
     "prepare_edits",

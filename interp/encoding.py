@@ -8,7 +8,7 @@ correct whatever the padding side.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +20,10 @@ from .conditions import Condition, nominal_size, null_image, prepare
 from .errors import (
     EmptyTargetError,
     ImageTokenMismatchError,
-    InterventionError,
+    PositionError,
     UnknownTokenWarning,
 )
+from .positions import RowSpans, locate_row, span_tokens, special_token_pattern, uncovered
 from .samples import IMAGE_SLOT, Sample
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ class Encoding:
         questions: each row's question text as the model sees it (after the condition).
         n_images: images per row.
         sample_ids: ``Sample.id`` of each row.
+        texts: per row, the exact text the tokenizer read (the prompt with its image placeholders
+            expanded by the processor); None where the processor did not expose it.
+        offsets: ``[batch, seq, 2]`` character offsets of each token in ``texts`` (on the CPU;
+            ``(0, 0)`` for padding and added tokens); None for a tokenizer without offsets.
+        spans: per row, where the question and each image are in ``texts`` (:class:`RowSpans`).
     """
 
     inputs: dict[str, Tensor]
@@ -54,6 +60,9 @@ class Encoding:
     questions: list[str] = field(default_factory=list)
     n_images: list[int] = field(default_factory=list)
     sample_ids: list[str] = field(default_factory=list)
+    texts: list[str | None] = field(default_factory=list)
+    offsets: Int[Tensor, "batch seq 2"] | None = None
+    spans: list[RowSpans] = field(default_factory=list)
 
     @property
     def input_ids(self) -> Int[Tensor, "batch seq"]:
@@ -111,7 +120,75 @@ def _repack(inputs: dict[str, Any], keep: Tensor, pad_id: int) -> dict[str, Any]
     return out
 
 
-def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> dict[str, Any]:
+class _TextRecorder:
+    """Stands in for ``processor.tokenizer`` during one processor call and keeps the exact strings
+    the processor tokenizes for the batch (its prompts with the image placeholders expanded), so
+    the character offsets the tokenizer returns can be read against them. Everything else is the
+    tokenizer's own."""
+
+    def __init__(self, tokenizer: Any, n_rows: int) -> None:
+        self._tokenizer = tokenizer
+        self._n_rows = n_rows
+        self.texts: list[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        text = kwargs.get("text", args[0] if args else None)
+        if (
+            isinstance(text, list)
+            and len(text) == self._n_rows
+            and all(isinstance(t, str) for t in text)
+        ):
+            self.texts = list(text)
+        return self._tokenizer(*args, **kwargs)
+
+
+@dataclass
+class _Processed:
+    """The processor's model inputs, and what positions are read against."""
+
+    inputs: dict[str, Any]
+    texts: list[str | None]
+    offsets: Tensor | None
+    replacements: list[list[dict[str, Any]]] | None
+
+
+def _run_processor(processor: Any, n_rows: int, kwargs: dict[str, Any]) -> _Processed:
+    """Call the processor asking for token offsets and placeholder-replacement offsets (read
+    against the text its tokenizer saw); processors that do not take those options are called
+    without them."""
+    has_tokenizer = getattr(processor, "tokenizer", None) is not None
+    recorder = _TextRecorder(processor.tokenizer, n_rows) if has_tokenizer else None
+    extra = {"return_offsets_mapping": True, "return_text_replacement_offsets": True}
+    if recorder is not None:
+        processor.tokenizer = recorder
+    try:
+        try:
+            raw = dict(processor(**kwargs, **extra))
+        except (TypeError, NotImplementedError):
+            # a processor or slow tokenizer without these options: no offsets
+            raw = dict(processor(**kwargs))
+    finally:
+        if recorder is not None:
+            processor.tokenizer = recorder._tokenizer
+    offsets = raw.pop("offset_mapping", None)
+    replacements = raw.pop("text_replacement_offsets", None)
+    if not isinstance(replacements, list) or len(replacements) != n_rows:
+        # absent, or a batch without images turned into an empty tensor by the processor
+        replacements = None
+    texts: list[str | None] = list(recorder.texts) if recorder and recorder.texts else []
+    if len(texts) != n_rows:
+        texts = [None] * n_rows
+    if isinstance(offsets, Tensor):
+        offsets = offsets.to(torch.long)
+    else:
+        offsets = None
+    return _Processed(raw, texts, offsets, replacements)
+
+
+def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> _Processed:
     kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
     stripped = vlm.adapter.blind_by_stripping and not any(images)
     if stripped:
@@ -123,7 +200,7 @@ def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> di
     if processed is not None:
         kwargs["images"] = processed
     try:
-        raw = dict(vlm.processor(**kwargs))
+        out = _run_processor(vlm.processor, len(prompts), kwargs)
     except ValueError as err:
         if "image" in str(err).lower() and "token" in str(err).lower():
             raise ImageTokenMismatchError(
@@ -132,13 +209,24 @@ def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> di
                 "has as many images as image slots."
             ) from err
         raise
+    raw = out.inputs
     raw.pop("labels", None)  # some processors add training labels; measurements never use them
     if stripped:
         keep = (raw["input_ids"] != vlm.image_token_id) & raw["attention_mask"].bool()
+        if out.offsets is not None:
+            raw["offset_mapping"] = out.offsets
         raw = _repack(raw, keep, vlm.tokenizer.pad_token_id)
+        out.offsets = raw.pop("offset_mapping", None)
+        out.replacements = None  # the placeholder image's expansion is gone
         for key in [k for k in raw if k not in _per_token(raw)]:
             del raw[key]  # pixel values and image sizes of the placeholder
-    return raw
+    out.inputs = raw
+    return out
+
+
+def _builder(vlm: VLM, n_images: int) -> Callable[[str], str]:
+    """The adapter's prompt builder with the processor and image count bound."""
+    return lambda question: vlm.adapter.build_prompt(vlm.processor, question, n_images)
 
 
 def row_conditions(
@@ -168,7 +256,9 @@ def encode(
     Raises:
         ImageTokenMismatchError: a row with an image has no image token, or a row without one has
             image tokens (e.g. a literal placeholder such as ``<image>`` inside the question text).
+        ProcessorMissingError: the model was loaded without a processor (a configuration alone).
     """
+    vlm.require_processor()
     conds = row_conditions(condition, len(samples))
     pool = all_samples if all_samples is not None else samples
     prepared: list[Any] = [None] * len(samples)
@@ -191,7 +281,20 @@ def encode(
     prompts = [
         vlm.adapter.build_prompt(vlm.processor, p.sample.question, len(p.images)) for p in prepared
     ]
-    inputs = _processor_call(vlm, prompts, [p.images for p in prepared])
+    processed = _processor_call(vlm, prompts, [p.images for p in prepared])
+    inputs = processed.inputs
+    special = special_token_pattern(vlm.tokenizer)
+    spans = [
+        locate_row(
+            _builder(vlm, len(p.images)),
+            p.sample.question,
+            prompt,
+            text,
+            processed.replacements[row] if processed.replacements else None,
+            special,
+        )
+        for row, (p, prompt, text) in enumerate(zip(prepared, prompts, processed.texts))
+    ]
     has_image = [p.has_image for p in prepared]
     n_images = [len(p.images) for p in prepared]
     image_mask = inputs["input_ids"] == vlm.image_token_id
@@ -220,47 +323,92 @@ def encode(
         questions=[p.sample.question for p in prepared],
         n_images=n_images,
         sample_ids=[str(s.id) for s in samples],
+        texts=processed.texts,
+        offsets=processed.offsets,
+        spans=spans,
     )
 
 
 def question_mask(vlm: VLM, enc: Encoding) -> Bool[Tensor, "batch seq"]:
     """True at the prompt positions that hold each row's question text.
 
-    The question's tokens are found as a contiguous run in the row, searched from the end of the
-    prompt (the question closes the user turn in every supported template); tokenizers that merge a
-    word with the space before it are tried with a leading space too.
+    The positions are the tokens whose character offsets overlap the question's character spans
+    in the text the tokenizer read (see :mod:`interp.positions`); image tokens are never part of
+    it. Every non-space character of the question must lie under a selected token.
+    A row with an empty question (``no_question``) has no question positions.
 
     Raises:
-        InterventionError: a row's question tokens cannot be located.
+        PositionError: a row's question cannot be located (named with the reason and the fix).
     """
-    mask = torch.zeros_like(enc.image_mask)
-    for row, question in enumerate(enc.questions):
-        pieces = [p for p in (q.strip() for q in question.split(IMAGE_SLOT)) if p]
-        ids = enc.input_ids[row, : int(enc.last_index[row]) + 1].tolist()
-        for piece in pieces:
-            span = _find_tokens(vlm, ids, piece)
-            if span is None:
-                raise InterventionError(
-                    f"cannot locate the question tokens of row {row} ({piece!r}) in its prompt"
-                )
-            mask[row, span[0] : span[1]] = True
-    return mask
+    mask = torch.zeros_like(enc.image_mask, device="cpu")
+    problems: list[str] = []
+    for row in range(len(enc)):
+        spans = enc.spans[row] if row < len(enc.spans) else None
+        if spans is None:
+            problems.append(f"row {row}: the encoding carries no spans (build it with encode())")
+            continue
+        if not spans.question and spans.problem is None:
+            continue  # no question text in this row
+        if spans.problem is None and enc.offsets is None:
+            spans.problem = "the tokenizer gives no character offsets (a slow tokenizer)"
+        if spans.problem is not None:
+            problems.append(
+                f"row {row} ({enc.sample_ids[row] if enc.sample_ids else row}): {spans.problem}"
+            )
+            continue
+        assert enc.offsets is not None
+        exclude = (enc.image_mask[row] | ~enc.attention_mask[row].bool()).cpu()
+        found = span_tokens(enc.offsets[row], spans.question, exclude)
+        missing = uncovered(enc.offsets[row][found], spans.question, enc.texts[row] or "")
+        if missing:
+            problems.append(
+                f"row {row}: no token's offsets cover the question characters {missing!r}"
+            )
+            continue
+        mask[row] = found
+    if problems:
+        raise PositionError(
+            "cannot locate the question in "
+            + "; ".join(problems)
+            + ". Load the model with its fast tokenizer (use_fast=True) and a processor that "
+            "inserts the question text verbatim, or pass explicit positions (a bool mask)."
+        )
+    return mask.to(enc.image_mask.device)
 
 
-def _find_tokens(vlm: VLM, ids: list[int], text: str) -> tuple[int, int] | None:
-    for variant in (text, " " + text):
-        target = vlm.tokenizer(variant, add_special_tokens=False)["input_ids"]
-        n = len(target)
-        for start in range(len(ids) - n, -1, -1):
-            if ids[start : start + n] == target:
-                return start, start + n
-        # boundary merges: the run without its first and last token
-        inner = target[1:-1]
-        if len(inner) >= 2:
-            for start in range(len(ids) - len(inner), -1, -1):
-                if ids[start : start + len(inner)] == inner:
-                    return max(start - 1, 0), min(start + len(inner) + 1, len(ids))
-    return None
+def image_slot_mask(enc: Encoding, k: int) -> Bool[Tensor, "batch seq"]:
+    """True at the image-token positions of each row's ``k``-th image (0-based, in prompt order).
+
+    The image's tokens are those inside the character span its placeholder expanded to (the
+    processor's replacement offsets); for processors that report none (one image token per image,
+    or image tokens prepended outside the text), the ``k``-th run of consecutive image tokens.
+    A row with fewer than ``k + 1`` images has no such positions.
+    """
+    mask = torch.zeros_like(enc.image_mask, device="cpu")
+    image = enc.image_mask.cpu()
+    for row in range(len(enc)):
+        spans = enc.spans[row].images if row < len(enc.spans) else []
+        if spans and enc.offsets is not None:
+            if k < len(spans):
+                mask[row] = span_tokens(enc.offsets[row], [spans[k]], ~image[row])
+            continue
+        runs = _runs(image[row])
+        n_images = enc.n_images[row] if row < len(enc.n_images) else len(runs)
+        if len(runs) < n_images == int(image[row].sum()):
+            # one token per image (Mllama's <|image|>) with images side by side: one run, n images
+            runs = [(i, i + 1) for i in image[row].nonzero().flatten().tolist()]
+        if k < len(runs):
+            mask[row, runs[k][0] : runs[k][1]] = True
+    return mask.to(enc.image_mask.device)
+
+
+def _runs(flags: Tensor) -> list[tuple[int, int]]:
+    """``[start, end)`` of each run of True in a 1-D bool tensor."""
+    padded = torch.cat(
+        [torch.zeros(1, dtype=torch.int8), flags.to(torch.int8), torch.zeros(1, dtype=torch.int8)]
+    )
+    edges = padded.diff().nonzero().flatten().tolist()
+    return list(zip(edges[::2], edges[1::2]))
 
 
 def unknown_words(vlm: VLM, texts: Sequence[str]) -> tuple[int, list[str]]:
@@ -391,6 +539,9 @@ def append_targets(
         new[key] = torch.full(
             (batch, total, *value.shape[2:]), fill, dtype=value.dtype, device=value.device
         )
+    offsets = None
+    if enc.offsets is not None:
+        offsets = torch.zeros(batch, total, 2, dtype=torch.long)
     positions = torch.zeros(batch, max(lengths), dtype=torch.long)
     valid = torch.zeros(batch, max(lengths), dtype=torch.bool)
     last = torch.empty(batch, dtype=torch.long)
@@ -406,6 +557,8 @@ def append_targets(
                 new[key][row, tgt_slice] = vlm.adapter.target_fields[key]
             else:
                 new[key][row, tgt_slice] = value[row, e]
+        if offsets is not None and enc.offsets is not None:
+            offsets[row, offset : offset + n_prompt] = enc.offsets[row, s : e + 1]
         last[row] = offset + n_prompt - 1
         positions[row, : len(tgt)] = torch.arange(offset + n_prompt, total)
         valid[row, : len(tgt)] = True
@@ -415,6 +568,7 @@ def append_targets(
         inputs=inputs,
         last_index=last.to(ids.device),
         image_mask=inputs["input_ids"] == vlm.image_token_id,
+        offsets=offsets,
     )
     return extended, positions.to(ids.device), valid.to(ids.device)
 
@@ -425,7 +579,9 @@ __all__ = [
     "batch_indices",
     "batches",
     "encode",
+    "image_slot_mask",
     "last_positions",
+    "question_mask",
     "row_conditions",
     "target_ids",
 ]

@@ -14,6 +14,7 @@ from probes.errors import (
     EmptyInputError,
     InterpError,
     ProbeError,
+    ProbeTypeError,
     TooFewSamplesError,
 )
 
@@ -24,6 +25,10 @@ class UnsupportedArchitectureError(InterpError, TypeError):
 
 class ModelNotFoundError(InterpError, FileNotFoundError):
     """The model folder does not exist (or a hub id cannot be reached offline)."""
+
+
+class ProcessorMissingError(InterpError, ValueError):
+    """A model loaded without a processor (its configuration alone) was asked to encode inputs."""
 
 
 class ImageError(InterpError, ValueError):
@@ -52,6 +57,10 @@ class ConditionError(InterpError, ValueError):
 
 class InterventionError(InterpError, ValueError):
     """An intervention cannot be applied as asked (bad layer, shape, position or model)."""
+
+
+class PositionError(InterventionError):
+    """A named position (the question, an image) cannot be located in a row's prompt."""
 
 
 class DecodingError(InterpError, ValueError):
@@ -104,6 +113,20 @@ class DataFormatError(InterpError, ValueError):
     """A data file (e.g. JSONL) is malformed."""
 
 
+class MissingColumnError(DataFormatError):
+    """A table (parquet, Hugging Face dataset) lacks a column the sample fields need; the message
+    lists the columns it has and the ``--columns`` mapping that would fix it."""
+
+
+class DataSourceError(DataFormatError, FileNotFoundError):
+    """``--data`` names nothing readable: no such file, a folder of no known layout, a split the
+    data does not have, or a hub dataset that cannot be reached (no network)."""
+
+
+class MissingExtraError(InterpError, ImportError):
+    """An optional dependency is not installed; the message names the extra that provides it."""
+
+
 class UnknownTokenWarning(UserWarning):
     """Prompt words that the model's tokenizer maps to its unknown token."""
 
@@ -111,6 +134,7 @@ class UnknownTokenWarning(UserWarning):
 __all__ = [
     "ConditionError",
     "DataFormatError",
+    "DataSourceError",
     "DecodingError",
     "DriveError",
     "DuplicateSampleError",
@@ -121,10 +145,15 @@ __all__ = [
     "ImageTokenMismatchError",
     "InterpError",
     "InterventionError",
+    "MissingColumnError",
+    "MissingExtraError",
     "MissingImageError",
     "ModelNotFoundError",
     "NoVIPError",
+    "PositionError",
     "ProbeError",
+    "ProbeTypeError",
+    "ProcessorMissingError",
     "RecallError",
     "StoreError",
     "StoreLockedError",

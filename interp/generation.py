@@ -31,10 +31,10 @@ from transformers import GenerationConfig
 from .conditions import Condition, stable_seed
 from .edits import (
     Batch,
+    Decoding,
     Intervention,
     apply_edits,
     check_edits,
-    digest,
     prepare_edits,
     quiet_unreached,
 )
@@ -113,47 +113,6 @@ class Sampling:
 
 
 GREEDY = Sampling()
-
-
-class Decoding:
-    """A decoding rule that combines the model's next-token logits on the input (the *expert*)
-    with its logits on the same sample under other conditions (the *amateurs*) — the protocol of
-    contrastive decoding (VCD, ICD, VDD, M3ID, PAI's guidance; see :mod:`interventions.decoding`
-    for the methods).
-
-    :func:`generate` runs the expert rows and one copy of them per amateur condition in one
-    batch: one forward per step, each row with its own KV cache. At every step it calls
-    :meth:`combine` on the last position's logits, chooses the token from the result (argmax or a
-    seeded draw) and feeds the same token to the expert row and its amateur rows.
-
-    Attributes:
-        amateurs: the amateur conditions (at least one).
-        edits: interventions the method needs besides the contrast (PAI's attention boost); they
-            run with the measurement's own edits, on every row.
-    """
-
-    amateurs: tuple[Condition, ...] = ()
-    edits: tuple[Intervention, ...] = ()
-
-    def check(self, vlm: VLM) -> None:
-        """Validate the method against the model before any compute (raise an InterpError)."""
-
-    def combine(
-        self,
-        expert: Float[Tensor, "batch vocab"],
-        amateurs: Float[Tensor, "amateurs batch vocab"],
-        t: int,
-    ) -> Float[Tensor, "batch vocab"]:
-        """The scores the next token is chosen from, given the expert's and the amateurs'
-        next-token logits (float32) at generated token ``t`` (1 for the first)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement combine()")
-
-    def fingerprint(self) -> dict[str, Any]:
-        """What identifies the method in a result store (class and attributes)."""
-        return {
-            "type": f"{type(self).__module__}.{type(self).__qualname__}",
-            "params": digest(vars(self)),
-        }
 
 
 def check_decoding(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from jaxtyping import Bool, Int
@@ -35,8 +35,10 @@ from transformers import (
 )
 
 from .adapters import Adapter, adapter_for, get_path, module_path
-from .encoding import Encoding
-from .errors import ModelNotFoundError
+from .errors import ModelNotFoundError, ProcessorMissingError
+
+if TYPE_CHECKING:
+    from .encoding import Encoding
 
 
 class _TracedVLM(TransformersModel):
@@ -54,6 +56,57 @@ class _TracedVLM(TransformersModel):
             if not args and isinstance(ids, Tensor) and ids.dim() == 2:
                 return (), dict(kwargs)
         return super()._batch(invokes, fn)
+
+
+# Files any processor or tokenizer of a saved checkpoint is read from; a folder with none of them
+# holds a configuration only.
+_PREPROCESSOR_FILES = (
+    "processor_config.json",
+    "preprocessor_config.json",
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "tokenizer.model",
+)
+
+# from_pretrained arguments that shape the model built from a bare configuration
+_CONFIG_BUILD_KWARGS = ("dtype", "attn_implementation", "trust_remote_code")
+
+
+def config_only(source: str | Path) -> bool:
+    """Whether ``source`` is a local folder with ``config.json`` and no processor or tokenizer
+    file: a published configuration without the checkpoint's other files."""
+    path = Path(source).expanduser()
+    return (
+        path.is_dir()
+        and (path / "config.json").is_file()
+        and not any((path / name).is_file() for name in _PREPROCESSOR_FILES)
+    )
+
+
+class _ConfigOnlyVLM(_TracedVLM):
+    """The meta-device skeleton of a model known by its configuration alone.
+
+    nnsight's meta build also loads the task's processor, which a folder holding only
+    ``config.json`` does not have; this builds the same skeleton (``from_config`` under nnsight's
+    meta device, the same dtype and attention implementation) without one. There are no weights,
+    so a local trace is refused with a clear error instead of a failed download.
+    """
+
+    def _load_meta(self, repo_id: str, *args: Any, **kwargs: Any) -> torch.nn.Module:
+        config_kwargs = {k: v for k, v in kwargs.items() if k in ("revision", "trust_remote_code")}
+        config = model_config(repo_id, **config_kwargs)
+        build = {k: v for k, v in kwargs.items() if k in _CONFIG_BUILD_KWARGS}
+        self.task = "image-text-to-text"
+        return AutoModelForImageTextToText.from_config(config, **build)
+
+    def dispatch(self) -> None:
+        if self.dispatched:
+            return
+        raise ModelNotFoundError(
+            f"{self.repo_id!r} holds a configuration only, so there are no weights to run it "
+            "locally. Its facts (n_layers, d_model, module paths, image_token_id) are available; "
+            "to run measurements, load a folder with the weights and processor files."
+        )
 
 
 class Residual:
@@ -106,7 +159,7 @@ class VLM:
     def __init__(
         self,
         hf: PreTrainedModel,
-        processor: Any,
+        processor: Any | None,
         *,
         adapter: Adapter | None = None,
         nn: TransformersModel | None = None,
@@ -123,12 +176,23 @@ class VLM:
         self._norm_path = module_path(hf, self.adapter.final_norm(hf))
         self._head_path = module_path(hf, self.adapter.lm_head(hf))
         tokenizer = getattr(processor, "tokenizer", processor)
-        # The library's encodings are left padded so that position -1 is every row's last prompt token;
-        # positions are nonetheless always derived from the attention mask.
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token_id is None:
-            tokenizer.pad_token = tokenizer.eos_token
+        if tokenizer is not None:
+            # The library's encodings are left padded so that position -1 is every row's last
+            # prompt token; positions are nonetheless always derived from the attention mask.
+            tokenizer.padding_side = "left"
+            if tokenizer.pad_token_id is None:
+                tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
+
+    def require_processor(self) -> None:
+        """Raise :class:`ProcessorMissingError` when there is no processor to encode inputs with
+        (a model loaded from a folder holding its configuration only)."""
+        if self.processor is None:
+            raise ProcessorMissingError(
+                f"{self.source or type(self.hf).__name__!r} was loaded without a processor (its "
+                "folder holds a configuration only), so it cannot encode samples. Load a folder "
+                "with the processor and tokenizer files, or pass processor=... to interp.load()."
+            )
 
     @property
     def hf(self) -> PreTrainedModel:
@@ -383,8 +447,16 @@ def load(
             :mod:`interp.demo.smol`), a hub id or local folder (loaded with
             ``AutoModelForImageTextToText`` / ``AutoProcessor``), or an already-built HF model.
         processor: the processor, required with a built model; loaded from ``model`` otherwise.
+            A local folder holding ``config.json`` and no processor or tokenizer file (a published
+            configuration alone) loads with ``dispatch=False`` and no processor: its facts
+            (``n_layers``, ``d_model``, module paths, ``image_token_id``) are read from the meta
+            skeleton, and encoding or running it raises a clear error.
         dtype, device_map, attn_implementation: passed to ``from_pretrained``. Use
-            ``attn_implementation="eager"`` for attention-based measures.
+            ``attn_implementation="eager"`` for attention-based measures. ``dtype=torch.bfloat16``
+            runs every measurement in bf16 (residual reads, scores, edits and generation equal
+            plain HF in bf16 exactly; scores take the log-softmax in fp32). Prefer it to
+            ``model.to(torch.bfloat16)`` on a built model, which also rounds the rotary
+            frequencies that ``from_pretrained`` keeps in fp32.
         adapter: use this entry instead of resolving one from ``config.model_type``.
         dispatch: load the weights now (default). ``dispatch=False`` builds the model on the meta
             device through nnsight's loader: no weight is read until the first trace, which loads
@@ -396,7 +468,8 @@ def load(
         **hf_kwargs: further ``from_pretrained`` arguments (``revision``, ``trust_remote_code`` ...).
 
     Raises:
-        ModelNotFoundError: the folder does not exist, or a hub id cannot be fetched.
+        ModelNotFoundError: the folder does not exist, or a hub id cannot be fetched; or a folder
+            holding a configuration only is asked for its weights (``dispatch=True``).
         UnsupportedArchitectureError: no adapter serves the model's architecture.
     """
     if isinstance(model, PreTrainedModel):
@@ -422,6 +495,15 @@ def load(
         kwargs["device_map"] = device_map
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
+    if processor is None and config_only(source):
+        if dispatch and not remote:
+            raise ModelNotFoundError(
+                f"{source!r} holds config.json but no weights, processor or tokenizer files. "
+                "Pass dispatch=False to read the model's facts on the meta device, or give a "
+                "folder with the whole checkpoint."
+            )
+        nn = _ConfigOnlyVLM(source, dispatch=False, **kwargs)
+        return VLM(nn._module, None, adapter=adapter, nn=nn, source=str(model))
     if processor is None:
         processor = AutoProcessor.from_pretrained(source, **config_kwargs)
     if remote or not dispatch:
@@ -433,4 +515,4 @@ def load(
     return VLM(hf, processor, adapter=adapter, source=str(model))
 
 
-__all__ = ["VLM", "Residual", "load", "model_config"]
+__all__ = ["VLM", "Residual", "config_only", "load", "model_config"]

@@ -29,7 +29,7 @@ import torch
 from jaxtyping import Bool
 from torch import Tensor
 
-from interp.edits import EditContext, Intervention, PositionSpec
+from interp.edits import EditContext, Intervention, PositionSpec, check_position
 from interp.errors import InterventionError
 
 from .common import decoder_layers
@@ -86,6 +86,7 @@ def key_mask(ctx: EditContext, spec: PositionSpec, keys: int) -> Bool[Tensor, "b
 
 class _AttentionEdit(Intervention):
     steps = "all"
+    keys: PositionSpec
 
     def __init__(self, layers: Iterable[int] | int | None, queries: PositionSpec) -> None:
         self.layers = layers if layers is None or isinstance(layers, int) else list(layers)
@@ -102,6 +103,8 @@ class _AttentionEdit(Intervention):
 
     def check(self, vlm: VLM) -> None:
         check_eager(vlm, type(self).__name__)
+        check_position(self.queries)
+        check_position(self.keys)
         if not self._layers(vlm):
             raise InterventionError(
                 f"{type(self).__name__}: none of the chosen layers has a "

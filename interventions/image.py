@@ -66,7 +66,7 @@ from torch import Tensor
 from interp.conditions import Condition
 from interp.edits import Batch, EditContext, Intervention
 from interp.encoding import Encoding, encode
-from interp.errors import ConditionError, ImageTokenMismatchError
+from interp.errors import ConditionError, ImageTokenMismatchError, InterventionError
 from interp.samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ def ablate_image_tokens(vlm: VLM, enc: Encoding, mode: AblationMode = "zero") ->
     elif mode == "mean":
         transform = _row_mean
     else:
-        raise ValueError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
+        raise InterventionError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
     _edit(vlm, enc, transform, lambda x, rows, k: transform(x, rows))
 
 
@@ -456,7 +456,7 @@ class AblateImage(Intervention):
 
     def __init__(self, mode: AblationMode = "zero") -> None:
         if mode not in ABLATION_MODES:
-            raise ValueError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
+            raise InterventionError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
         self.mode = mode
 
     def apply(self, ctx: EditContext) -> None:

@@ -28,7 +28,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from interp.conditions import Condition
-from interp.edits import Batch, EditContext, Intervention, PositionSpec
+from interp.edits import Batch, EditContext, Intervention, PositionSpec, check_position
 from interp.encoding import encode
 from interp.errors import InterventionError
 from interp.tracing import read_states, stand_in
@@ -74,6 +74,7 @@ class Patch(Intervention):
         self.positions = positions
 
     def check(self, vlm: VLM) -> None:
+        check_position(self.positions)
         layers = residual_indices(vlm, self.layers)
         if isinstance(self.source, Tensor):
             if self.source.dim() != 3 or self.source.shape[1:] != (len(layers), vlm.d_model):

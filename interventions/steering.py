@@ -17,7 +17,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from interp.edits import EditContext, Intervention, PositionSpec
+from interp.edits import EditContext, Intervention, PositionSpec, check_position
 from interp.errors import InterventionError
 from interp.tracing import stand_in
 
@@ -67,6 +67,7 @@ class Steer(Intervention):
         return sorted(plan, key=lambda item: item[0])
 
     def check(self, vlm: VLM) -> None:
+        check_position(self.positions)
         if isinstance(self.vector, dict):
             missing = [layer for layer in self.layers if layer not in self.vector]
             if missing:

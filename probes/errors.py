@@ -31,4 +31,15 @@ class ProbeError(InterpError, ValueError):
     Raised before any fitting starts."""
 
 
-__all__ = ["EmptyGroupError", "EmptyInputError", "InterpError", "ProbeError", "TooFewSamplesError"]
+class ProbeTypeError(ProbeError, TypeError):
+    """A probe's input holds values of a type it cannot use (e.g. non-numeric entries in X)."""
+
+
+__all__ = [
+    "EmptyGroupError",
+    "EmptyInputError",
+    "InterpError",
+    "ProbeError",
+    "ProbeTypeError",
+    "TooFewSamplesError",
+]

@@ -33,16 +33,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import DataConversionWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .distances import ArrayLike, to_numpy
-from .errors import ProbeError
+from .errors import ProbeError, ProbeTypeError
 
 METRICS: tuple[str, ...] = ("balanced_accuracy", "roc_auc", "accuracy")
 
@@ -65,25 +68,45 @@ def default_probe() -> Any:
 
 def _as_states(X: ArrayLike) -> np.ndarray:
     """X as float64 ``[N, L+1, d]`` (a 2-D ``[N, d]`` becomes one layer)."""
+    if issparse(X):
+        raise ProbeError("X is a sparse matrix; sparse input is not supported, pass X.toarray()")
     arr = to_numpy(X)
     if arr.ndim not in (2, 3):
         raise ProbeError(
             f"X must have shape [N, L+1, d] (states per layer) or [N, d] (one layer); got "
-            f"{arr.ndim} dimensions, shape {arr.shape}"
+            f"{arr.ndim} dimensions, shape {arr.shape}. Reshape your data: one row per sample"
+        )
+    if arr.shape[0] == 0:
+        raise ProbeError(f"X has 0 samples (shape={arr.shape}); give at least one")
+    if arr.shape[-1] == 0:
+        raise ProbeError(
+            f"X has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
         )
     if arr.ndim == 2:
         arr = arr[:, None, :]
+    if np.iscomplexobj(arr):
+        raise ProbeError("X holds complex numbers: Complex data not supported")
     try:
         arr = arr.astype(np.float64, copy=False)
     except (TypeError, ValueError) as err:
-        raise ProbeError(f"X must be numeric, got dtype {arr.dtype}") from err
+        raise ProbeTypeError(f"X must be numeric, got dtype {arr.dtype}: {err}") from err
     if not np.isfinite(arr).all():
         raise ProbeError("X contains NaN or infinite values; drop or impute those samples first")
     return arr
 
 
 def _as_labels(y: ArrayLike | Sequence[Any], n: int | None, name: str = "y") -> np.ndarray:
+    if y is None:
+        raise ProbeError(f"LayerwiseProbe requires {name} to be passed, but the target y is None")
     arr = np.asarray(to_numpy(y))
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        warnings.warn(
+            f"A column-vector y was passed when a 1d array was expected ({name} has shape "
+            f"{arr.shape}); it is flattened",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        arr = arr[:, 0]
     if arr.ndim != 1:
         raise ProbeError(f"{name} must be one label per sample (1-D); got shape {arr.shape}")
     if n is not None and len(arr) != n:
@@ -269,13 +292,18 @@ class LayerwiseProbe(ClassifierMixin, BaseEstimator):
         states = _as_states(X)
         n, n_layers, d = states.shape
         y_arr = _as_labels(y, n)
+        try:
+            check_classification_targets(y_arr)
+        except ValueError as err:
+            raise ProbeError(f"y must hold class labels: {err}") from err
         groups_arr = None if groups is None else _as_labels(groups, n, name="groups")
         layers = _select_layers(self.layers, n_layers)
         scoring = _check_scoring(self.scoring)
         classes = np.unique(y_arr)
         if len(classes) < 2:
             raise ProbeError(
-                f"y has a single class ({classes.tolist()}); a probe needs at least two"
+                f"y has a single class ({classes.tolist()}); one class cannot be probed, a probe "
+                "needs at least two"
             )
         folds = self._folds(y_arr, groups_arr, classes)
         base = default_probe() if self.estimator is None else self.estimator
@@ -346,8 +374,8 @@ class LayerwiseProbe(ClassifierMixin, BaseEstimator):
             )
         if Xl.shape[1] != self.n_features_in_:
             raise ProbeError(
-                f"X has {Xl.shape[1]} features per layer, the probe was fitted on "
-                f"{self.n_features_in_}"
+                f"X has {Xl.shape[1]} features, but LayerwiseProbe is expecting "
+                f"{self.n_features_in_} features as input (features per layer, as fitted)"
             )
         return self.estimators_[layer], Xl
 

@@ -28,6 +28,7 @@ Convention throughout: a *confidence score* is higher when the answer is more li
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,21 +36,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from jaxtyping import Float
+from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
+from sklearn.exceptions import DataConversionWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .distances import ArrayLike, to_numpy
-from .errors import EmptyInputError, ProbeError
+from .errors import EmptyInputError, ProbeError, ProbeTypeError
 
 # -- input checks ------------------------------------------------------------------------------
 
 
 def _scores(x: ArrayLike | Sequence[float], name: str, n: int | None = None) -> np.ndarray:
     """A 1-D float64 vector (a ``[N, 1]`` column is accepted), no NaN."""
+    if issparse(x):
+        raise ProbeError(f"{name} is a sparse matrix; sparse input is not supported")
     arr = to_numpy(x)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
@@ -86,6 +92,54 @@ def _two_classes(y: np.ndarray, name: str = "correct") -> None:
             f"{name} holds a single class (all {bool(y[0])}); learning a threshold or a "
             f"calibration needs both correct and incorrect answers"
         )
+
+
+def _matrix(estimator: Any, X: ArrayLike, *, reset: bool) -> np.ndarray:
+    """X as a finite float64 ``[N, M]`` matrix, validated as scikit-learn does (``validate_data``:
+    dense, 2-D, not empty, the fitted number of columns), its refusals as typed errors."""
+    raw = X if issparse(X) else to_numpy(X)
+    try:
+        return validate_data(estimator, raw, reset=reset, dtype=np.float64)
+    except TypeError as err:
+        raise ProbeTypeError(str(err)) from err
+    except ValueError as err:
+        raise ProbeError(str(err)) from err
+
+
+def _binary_labels(
+    y: ArrayLike | Sequence[Any] | None, n: int, owner: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two class labels (sorted) and, per sample, whether it has the second (the positive
+    class: True, 1, or the larger label) — scikit-learn's binary-classifier convention."""
+    if y is None:
+        raise ProbeError(f"{owner} requires y to be passed, but the target y is None")
+    arr = np.asarray(to_numpy(y))
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        warnings.warn(
+            f"A column-vector y was passed when a 1d array was expected (shape {arr.shape}); "
+            "it is flattened",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        arr = arr[:, 0]
+    if arr.ndim != 1 or len(arr) != n:
+        raise ProbeError(f"y must be 1-D of length {n} (one per sample), got {arr.shape}")
+    try:
+        check_classification_targets(arr)
+    except ValueError as err:
+        raise ProbeError(f"y must hold class labels: {err}") from err
+    classes = np.unique(arr)
+    if len(classes) == 1:
+        raise ProbeError(
+            f"y holds a single class (one class: {classes.tolist()}); learning a calibration "
+            "needs both correct and incorrect answers"
+        )
+    if len(classes) > 2:
+        raise ProbeError(
+            f"y holds {len(classes)} classes. Only binary classification is supported: "
+            "correct vs incorrect"
+        )
+    return classes, arr == classes[1]
 
 
 # -- binary decisions: the paper's Table 1 -------------------------------------------------------
@@ -261,6 +315,15 @@ class PerplexityThreshold(ClassifierMixin, BaseEstimator):
     def __init__(self, log_scale: bool = True) -> None:
         self.log_scale = log_scale
 
+    def __sklearn_tags__(self) -> Any:
+        # one score per sample: a 1-D input ([N, 1] is accepted too), as scikit-learn's own
+        # one-dimensional estimators declare it
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
+        tags.classifier_tags.multi_class = False
+        return tags
+
     def _feature(self, X: ArrayLike | Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         ppl = _scores(X, "perplexity")
         if self.log_scale:
@@ -345,6 +408,15 @@ class LogisticCalibrator(ClassifierMixin, BaseEstimator):
     def __init__(self, C: float = 1.0) -> None:
         self.C = C
 
+    def __sklearn_tags__(self) -> Any:
+        # one score per sample: a 1-D input ([N, 1] is accepted too), as scikit-learn's own
+        # one-dimensional estimators declare it
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
+        tags.classifier_tags.multi_class = False
+        return tags
+
     def fit(
         self, X: ArrayLike | Sequence[float], y: ArrayLike | Sequence[bool]
     ) -> LogisticCalibrator:
@@ -406,35 +478,32 @@ class EnsembleConfidence(ClassifierMixin, BaseEstimator):
     column gets its own :class:`LogisticCalibrator` fitted there, so the averaged numbers are on
     one probability scale; without it the columns must already be probabilities.
 
+    A binary scikit-learn classifier: y holds two labels (bool or 0/1 correct, or any two; the
+    second of the sorted labels, e.g. True, is the positive class "correct").
+
     Parameters:
         calibrate: fit a logistic calibration per column on the training split.
         weights: per-method weights of the mean (None = equal, as the paper).
 
     Attributes:
         calibrators_: one :class:`LogisticCalibrator` per column (empty without ``calibrate``).
-        classes_: ``[False, True]``.
+        classes_: the two labels, e.g. ``[False, True]``.
+        n_features_in_: M, the number of methods.
     """
 
     def __init__(self, calibrate: bool = True, weights: Sequence[float] | None = None) -> None:
         self.calibrate = calibrate
         self.weights = weights
 
-    @staticmethod
-    def _columns(X: ArrayLike, n_methods: int | None = None) -> np.ndarray:
-        arr = to_numpy(X)
-        if arr.ndim != 2 or arr.shape[0] == 0:
-            raise ProbeError(f"X must be [N, M] (one column per method), got shape {arr.shape}")
-        if n_methods is not None and arr.shape[1] != n_methods:
-            raise ProbeError(
-                f"X has {arr.shape[1]} columns, the ensemble was fitted on {n_methods}"
-            )
-        return np.column_stack([_scores(arr[:, m], f"X[:, {m}]") for m in range(arr.shape[1])])
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
 
     def fit(self, X: ArrayLike, y: ArrayLike | Sequence[bool]) -> EnsembleConfidence:
         """X: ``[N, M]`` confidence scores (or probabilities); y: ``[N]`` correct."""
-        S = self._columns(X)
-        ok = _binary(y, len(S), name="y")
-        _two_classes(ok, "y")
+        S = _matrix(self, X, reset=True)
+        classes, ok = _binary_labels(y, len(S), type(self).__name__)
         _weights(self.weights, S.shape[1])
         if not self.calibrate:
             ensemble_scores(*S.T)  # refuse non-probabilities now, not at predict time
@@ -443,14 +512,13 @@ class EnsembleConfidence(ClassifierMixin, BaseEstimator):
             if self.calibrate
             else []
         )
-        self.classes_ = np.array([False, True])
-        self.n_features_in_ = S.shape[1]
+        self.classes_ = classes
         return self
 
-    def decision_function(self, X: ArrayLike) -> np.ndarray:
+    def _probability(self, X: ArrayLike) -> np.ndarray:
         """``[N]`` ensemble P(correct) (:func:`ensemble_scores` of the calibrated columns)."""
         check_is_fitted(self, "calibrators_")
-        S = self._columns(X, self.n_features_in_)
+        S = _matrix(self, X, reset=False)
         cols = (
             [cal.predict_proba(S[:, m])[:, 1] for m, cal in enumerate(self.calibrators_)]
             if self.calibrate
@@ -458,14 +526,22 @@ class EnsembleConfidence(ClassifierMixin, BaseEstimator):
         )
         return ensemble_scores(*cols, weights=self.weights)
 
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
+        """``[N]`` margin ``P(correct) − 0.5``: positive where :meth:`predict` answers (the
+        scikit-learn convention for binary classifiers); the probability is
+        ``predict_proba(X)[:, 1]``."""
+        return self._probability(X) - 0.5
+
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """``[N, 2]`` probabilities of (wrong, correct)."""
-        p = self.decision_function(X)
+        p = self._probability(X)
         return np.column_stack([1 - p, p])
 
     def predict(self, X: ArrayLike) -> np.ndarray:
-        """``[N]`` bool: answer where the ensemble P(correct) >= 0.5."""
-        return self.decision_function(X) >= 0.5
+        """``[N]`` labels: ``classes_[1]`` (correct: answer) where the ensemble P(correct)
+        >= 0.5."""
+        answer = self._probability(X) >= 0.5
+        return self.classes_[answer.astype(int)]
 
 
 __all__ = [

@@ -503,6 +503,77 @@ def auprc(
     return _binary_with_ci(_auprc, s, y, ci, n_boot, seed)
 
 
+# --- means and rates with one small-sample rule -------------------------------------------
+
+
+def mean_ci(
+    x: Float[ArrayLike, " n"] | Sequence[float],
+    *,
+    ci: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Estimate:
+    """The mean of ``x`` with its percentile-bootstrap interval, under one small-sample rule that
+    every study shares: no values → NaN estimate and bounds; one value → the value with NaN
+    bounds (an interval needs two); constant values → the interval collapses onto the value.
+    NaN values are refused, as everywhere in this module."""
+    v = np.asarray(to_numpy(x), dtype=np.float64).reshape(-1)
+    if np.isnan(v).any():
+        raise ValueError("mean_ci: the input holds NaN; drop missing values first")
+    if len(v) == 0:
+        return Estimate(np.nan, np.nan, np.nan, ci)
+    value = float(v.mean())
+    if len(v) == 1:
+        return Estimate(value, np.nan, np.nan, ci)
+    if np.ptp(v) == 0:
+        return Estimate(value, value, value, ci)
+    low, high = bootstrap_ci(np.mean, v, n_boot=n_boot, ci=ci, seed=seed)
+    return Estimate(value, low, high, ci)
+
+
+def paired_difference(
+    a: Float[ArrayLike, " n"] | Sequence[float],
+    b: Float[ArrayLike, " n"] | Sequence[float],
+    *,
+    ci: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Estimate:
+    """``mean(a) − mean(b)`` over the same items, with a paired bootstrap interval (a resample
+    keeps ``a_i`` and ``b_i`` together): :func:`mean_ci` of ``a − b``, same small-sample rule."""
+    xa = np.asarray(to_numpy(a), dtype=np.float64).reshape(-1)
+    xb = np.asarray(to_numpy(b), dtype=np.float64).reshape(-1)
+    if len(xa) != len(xb):
+        raise ValueError(f"paired_difference: {len(xa)} vs {len(xb)} values; pair them first")
+    return mean_ci(xa - xb, ci=ci, n_boot=n_boot, seed=seed)
+
+
+def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of the proportion ``k / n`` (scipy's ``binomtest``); NaN bounds for
+    ``n = 0``. It stays inside [0, 1] and is sensible at k = 0 or k = n, unlike the normal
+    approximation."""
+    if n == 0:
+        return float("nan"), float("nan")
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson: k must lie in 0..n, got k={k}, n={n}")
+    interval = _sps.binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
+    return float(interval.low), float(interval.high)
+
+
+def pearson(
+    a: Float[ArrayLike, " n"] | Sequence[float], b: Float[ArrayLike, " n"] | Sequence[float]
+) -> float:
+    """Pearson's r of paired values; NaN (not an error) for fewer than two pairs or a constant
+    side, where r is undefined — for descriptive tables; use :func:`spearman` for a test."""
+    xa = np.asarray(to_numpy(a), dtype=np.float64).reshape(-1)
+    xb = np.asarray(to_numpy(b), dtype=np.float64).reshape(-1)
+    if len(xa) != len(xb):
+        raise ValueError(f"pearson: {len(xa)} vs {len(xb)} values")
+    if len(xa) < 2 or np.ptp(xa) == 0 or np.ptp(xb) == 0:
+        return float("nan")
+    return float(np.corrcoef(xa, xb)[0, 1])
+
+
 __all__ = [
     "ConstantInputWarning",
     "CorrelationResult",
@@ -513,6 +584,10 @@ __all__ = [
     "cliffs_delta",
     "cohens_d",
     "estimate",
+    "mean_ci",
     "mean_difference",
+    "paired_difference",
+    "pearson",
     "spearman",
+    "wilson",
 ]

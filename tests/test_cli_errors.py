@@ -177,8 +177,9 @@ def test_bad_data_is_refused_before_the_model_loads(tmp_path, capsys, no_model):
     (tmp_path / "bad.png").write_bytes(b"not an image")
     row = {"image": "ok.png", "question": "What colour?", "answer": "red"}
     cases = {
-        "missing.jsonl": r"DataFormatError: --data '.*missing\.jsonl': no such file; give a JSONL",
-        ".": r"DataFormatError: --data '.*': is a folder, not a file",
+        "missing.jsonl": r"DataFormatError: --data '.*missing\.jsonl': no such file or folder; "
+        "give a JSONL file, a parquet file",
+        ".": r"DataSourceError: '.*' is a folder, but neither a Hugging Face datasets folder",
         "malformed.jsonl": r"DataFormatError: .*malformed\.jsonl:2: not valid JSON",
         "no_question.jsonl": r"DataFormatError: .*no_question\.jsonl:1: .*at least a 'question' key",
         "empty.jsonl": r"EmptyInputError: .*empty\.jsonl holds no samples",

@@ -548,6 +548,23 @@ def test_the_core_never_imports_a_study():
     assert out.stdout.strip() == "False"
 
 
+def test_the_model_does_not_import_the_encoding():
+    """The calls go encoding → model (encode uses the VLM's processor and adapter); the model
+    module names ``Encoding`` in annotations only, so there is no import circle."""
+    code = "import sys, interp.model; print('interp.encoding' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_protocols_live_together():
+    """Intervention and Decoding are defined in interp.edits, re-exported where users import them."""
+    from interp import edits, generation
+
+    assert interp.Decoding is edits.Decoding is generation.Decoding
+    assert interp.Intervention is edits.Intervention
+    assert edits.Decoding.__module__ == "interp.edits"
+
+
 def test_core_depends_on_interventions_only_through_the_protocol():
     for path in (ROOT / "interp").rglob("*.py"):
         if "studies" in path.parts:

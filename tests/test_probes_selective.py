@@ -184,7 +184,7 @@ def test_ensemble_averages_calibrated_probabilities():
     expected = (
         hand_calibrated(probe, y, test[:, 0]) + hand_calibrated(ppl_conf, y, test[:, 1])
     ) / 2
-    np.testing.assert_allclose(model.decision_function(test), expected, atol=1e-10)
+    np.testing.assert_allclose(model.decision_function(test), expected - 0.5, atol=1e-10)
     np.testing.assert_array_equal(model.predict(test), expected >= 0.5)
     np.testing.assert_allclose(model.predict_proba(test)[:, 1], expected, atol=1e-10)
     single = LogisticCalibrator().fit(probe, y).predict_proba(test[:, 0])[:, 1]
@@ -196,7 +196,8 @@ def test_ensemble_of_ready_probabilities_is_their_mean():
     np.testing.assert_allclose(ensemble_scores(p, q), [0.4, 0.8, 0.3])
     np.testing.assert_allclose(ensemble_scores(p, q, weights=[3, 1]), (3 * p + q) / 4)
     model = EnsembleConfidence(calibrate=False).fit(np.column_stack([p, q]), [0, 1, 0])
-    np.testing.assert_allclose(model.decision_function(np.column_stack([p, q])), [0.4, 0.8, 0.3])
+    np.testing.assert_allclose(model.predict_proba(np.column_stack([p, q]))[:, 1], [0.4, 0.8, 0.3])
+    np.testing.assert_array_equal(model.predict(np.column_stack([p, q])), [0, 1, 0])
 
 
 def test_bad_inputs_raise_typed_errors():
@@ -206,7 +207,7 @@ def test_bad_inputs_raise_typed_errors():
         ensemble_scores([0.1, 1.2])
     with pytest.raises(ProbeError, match="outside"):
         EnsembleConfidence(calibrate=False).fit([[0.1, 3.0], [0.2, 0.5]], [0, 1])
-    with pytest.raises(ProbeError, match="fitted on 2"):
+    with pytest.raises(ProbeError, match="expecting 2 features"):
         EnsembleConfidence().fit([[0.1, 3.0], [0.2, 0.5]], [0, 1]).predict([[0.1, 0.2, 0.3]])
     with pytest.raises(ProbeError, match="weights"):
         EnsembleConfidence(weights=[1, 1, 1]).fit([[0.1, 3.0], [0.2, 0.5]], [0, 1])

@@ -41,6 +41,30 @@ def last_layer_raw(vlm: interp.VLM, enc: interp.Encoding) -> torch.Tensor:
     return seen["out"]
 
 
+def hf_target_logprobs(vlm: interp.VLM, enc: interp.Encoding, tgt: list[int]) -> torch.Tensor:
+    """log p of each target token after the one-row prompt ``enc``, by a plain HF forward over
+    prompt + target (every per-token field extended as teacher forcing extends it)."""
+    inputs = dict(enc.inputs)
+    for key, value in enc.inputs.items():  # extend every per-token field by the target
+        if (
+            isinstance(value, torch.Tensor)
+            and value.dim() >= 2
+            and value.shape[:2] == enc.input_ids.shape
+        ):
+            tail = (
+                torch.tensor([tgt])
+                if key == "input_ids"
+                else value[:, -1:].expand(1, len(tgt), *value.shape[2:])
+            )
+            if key in vlm.adapter.target_fields:  # e.g. PaliGemma marks the answer as suffix
+                tail = torch.full_like(tail, vlm.adapter.target_fields[key])
+            inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+    with torch.no_grad():
+        logits = vlm.hf(**inputs).logits[0].float().log_softmax(-1)
+    n = enc.input_ids.shape[1]
+    return torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
+
+
 def test_accessors_are_consistent(vlm):
     layers = vlm.adapter.layers(vlm.hf)
     assert vlm.n_layers == len(layers) == len(vlm.layers)
@@ -140,27 +164,8 @@ def test_score_equals_manual_log_softmax(vlm, samples):
     targets = ["yellow banana", "two", "a red circle and a blue square"]
     scores = interp.score(vlm, samples[:3], targets, batch_size=3, progress_bar=False)
     for i, (s, target) in enumerate(zip(samples[:3], targets)):
-        enc = encode(vlm, [s], "full")
         tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
-        inputs = dict(enc.inputs)
-        for key, value in enc.inputs.items():  # extend every per-token field by the target
-            if (
-                isinstance(value, torch.Tensor)
-                and value.dim() >= 2
-                and value.shape[:2] == enc.input_ids.shape
-            ):
-                tail = (
-                    torch.tensor([tgt])
-                    if key == "input_ids"
-                    else value[:, -1:].expand(1, len(tgt), *value.shape[2:])
-                )
-                if key in vlm.adapter.target_fields:  # e.g. PaliGemma marks the answer as suffix
-                    tail = torch.full_like(tail, vlm.adapter.target_fields[key])
-                inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
-        with torch.no_grad():
-            logits = vlm.hf(**inputs).logits[0].float().log_softmax(-1)
-        n = enc.input_ids.shape[1]
-        ref = torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
+        ref = hf_target_logprobs(vlm, encode(vlm, [s], "full"), tgt)
         torch.testing.assert_close(scores.logprobs[i, : len(tgt)], ref, atol=1e-4, rtol=0)
         assert scores.mask[i].sum() == len(tgt)
 

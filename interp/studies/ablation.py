@@ -1374,7 +1374,7 @@ def _validate(args: argparse.Namespace) -> dict[str, Any]:
     judge = make_judge(args.judge)
     check_output_dir(args.out, create=False)
     check_model(args.model)
-    samples = load_data(args.data, args.n, args.seed, default_qtypes=WORDED)
+    samples = load_data(args.data, args.n, args.seed, default_qtypes=WORDED, columns=args.columns)
     group_key = args.group_key or None
     items = select_items(
         samples,

@@ -1012,26 +1012,44 @@ def per_kind(samples: Sequence[Sample], n: int | None) -> list[Sample]:
     return kept
 
 
-def read_data(spec: str, n: int | None, seed: int, images: str | None = None) -> list[Sample]:
-    """``demo``, a JSONL file, a VLMEvalKit ``.tsv`` or a POPE question file (``.json`` /
-    ``.jsonl`` whose rows hold ``text`` and ``label``); every image is opened up front. ``n``
-    is the number of samples per question kind (:func:`demo_data`, :func:`per_kind`; default:
-    120 for the demo, every sample of a file)."""
+def read_data(
+    spec: str,
+    n: int | None,
+    seed: int,
+    images: str | None = None,
+    columns: str | None = None,
+) -> list[Sample]:
+    """``demo``, a JSONL file, a VLMEvalKit ``.tsv``, a POPE question file (``.json`` /
+    ``.jsonl`` whose rows hold ``text`` and ``label``), or parquet / Hugging Face datasets data
+    read through ``columns``; every image is opened up front. ``n`` is the number of samples
+    per question kind (:func:`demo_data`, :func:`per_kind`; default: 120 for the demo, every
+    sample of a file)."""
     from interp.datasets.formats import read_pope, read_vlmevalkit_tsv
 
+    path = Path(spec)
+    if columns is not None and (spec == "demo" or path.suffix.lower() in (".tsv", ".json")):
+        raise UsageError("--columns applies to parquet and Hugging Face datasets data")
     if spec == "demo":
         return ensure_samples(demo_data(n or DEMO_N, seed))
-    path = Path(spec)
     if path.suffix.lower() == ".tsv":
         samples = read_vlmevalkit_tsv(path)
-    elif path.is_file() and _looks_like_pope(path):
+    elif (
+        path.is_file() and path.suffix.lower() not in (".parquet", ".pq") and _looks_like_pope(path)
+    ):
         samples = read_pope(path, images)
     else:
         if images is not None:
             raise UsageError("--images is for POPE question files (rows with text and label)")
         if spec.startswith("demo:"):
-            return load_data(spec, n, seed, default_qtypes=("color",))
-        return ensure_samples(per_kind(load_data(spec, None, seed, default_qtypes=("color",)), n))
+            return load_data(spec, n, seed, default_qtypes=("color",), columns=columns)
+        return load_data(
+            spec,
+            None,
+            seed,
+            default_qtypes=("color",),
+            columns=columns,
+            keep=lambda samples: per_kind(samples, n),
+        )
     samples = per_kind(samples, n)
     for s in samples:
         s.load_images()
@@ -1071,7 +1089,7 @@ def _validate(
         raise UsageError(f"--seeds takes comma-separated integers, got {args.seeds!r}") from None
     check_output_dir(args.out, create=False)
     check_model(args.model)
-    samples = read_data(args.data, args.n, args.seed, args.images)
+    samples = read_data(args.data, args.n, args.seed, args.images, args.columns)
     if not any(chosen for _, chosen, _ in plan(samples, only)):
         reasons = "; ".join(f"{st.key}: {why}" for st, _, why in plan(samples, only))
         raise UsageError(f"no study can run on --data {args.data!r} ({reasons})")
@@ -1084,6 +1102,8 @@ def reproduce_command(args: argparse.Namespace) -> str:
     parts = ["interp", "audit", "--model", args.model, "--data", args.data, "--out", args.out]
     if args.images:
         parts += ["--images", args.images]
+    if args.columns:
+        parts += ["--columns", args.columns]
     if args.n is not None:
         parts += ["--n", str(args.n)]
     if args.studies:

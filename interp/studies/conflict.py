@@ -685,7 +685,9 @@ def _validate(args: argparse.Namespace) -> tuple[list[Sample], Path, list[str]]:
             raise UsageError(f"--favour: unknown source {name!r}; sources: {', '.join(SOURCES)}")
     check_output_dir(args.out, create=False)
     check_model(args.model)
-    samples = load_data(args.data, args.n, args.seed, default_qtypes=("conflict",))
+    samples = load_data(
+        args.data, args.n, args.seed, default_qtypes=("conflict",), columns=args.columns
+    )
     check_items(samples)
     out = check_output_dir(args.out)
     return samples, out, favour

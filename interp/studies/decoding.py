@@ -469,7 +469,7 @@ def _validate(args: argparse.Namespace) -> tuple[list[Sample], dict[str, Any], l
     check_output_dir(args.out, create=False)
     check_model(args.model)
     spec = "demo:exist" if args.data == "pope" else args.data
-    samples = load_data(spec, args.n, args.seed, default_qtypes=("exist",))
+    samples = load_data(spec, args.n, args.seed, default_qtypes=("exist",), columns=args.columns)
     pope_settings(samples)
     out = check_output_dir(args.out)
     return samples, {"methods": methods, "params": params, "decoders": decoders}, seeds, out

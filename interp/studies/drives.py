@@ -1605,7 +1605,9 @@ def _validate(args: argparse.Namespace) -> tuple[list[Sample], Path]:
     _question_part(args.null_question)
     check_output_dir(args.out, create=False)
     check_model(args.model)
-    samples = load_data(args.data, args.n, args.seed, default_qtypes=DEFAULT_QTYPES)
+    samples = load_data(
+        args.data, args.n, args.seed, default_qtypes=DEFAULT_QTYPES, columns=args.columns
+    )
     _check_images(samples)
     if args.k > len(samples):
         raise SupportError(

@@ -1164,7 +1164,7 @@ def _fit_methods(
     # baseline's (balanced accuracy on the training split), so all three methods work at a
     # balanced operating point; a fixed 0.5 on base-rate-calibrated probabilities would answer
     # almost nothing where most answers are wrong.
-    cut = PerplexityThreshold(log_scale=False).fit(1.0 - ensemble.decision_function(both), y)
+    cut = PerplexityThreshold(log_scale=False).fit(1.0 - ensemble.predict_proba(both)[:, 1], y)
     return {
         "probe": probe,
         "layer": chosen,
@@ -1179,7 +1179,7 @@ def _predict_methods(fitted: dict[str, Any], X: np.ndarray, ppl: np.ndarray) -> 
     probe, layer = fitted["probe"], fitted["layer"]
     p = probe.predict_proba(X, layer)[:, list(probe.classes_).index(True)]
     conf_ppl = fitted["threshold"].decision_function(ppl)
-    p_ens = fitted["ensemble"].decision_function(np.column_stack([p, conf_ppl]))
+    p_ens = fitted["ensemble"].predict_proba(np.column_stack([p, conf_ppl]))[:, 1]
     return {
         "layer": layer,
         "p_probe": p,
@@ -1770,7 +1770,9 @@ def _validate(args: argparse.Namespace) -> tuple[list[RecallItem], tuple[str, ..
     n = args.n
     if args.data == "demo" and n is not None:
         n = 3 * math.ceil(n / 3)  # whole items: three settings per item
-    samples = load_data(args.data, n, args.seed, default_qtypes=REFERENCE_QTYPES)
+    samples = load_data(
+        args.data, n, args.seed, default_qtypes=REFERENCE_QTYPES, columns=args.columns
+    )
     identify = None if args.no_identify else DEMO_IDENTIFY
     families = _list(args.families) if args.families else None
     items = recall_items(samples, families=families, identify=identify)

@@ -100,7 +100,9 @@ def _validate(
             raise UsageError(
                 f"{option} {value} is outside the model's decoder layers 1..{n_layers}"
             )
-    samples = load_data(args.data, args.n, args.seed, default_qtypes=DEFAULT_QTYPES)
+    samples = load_data(
+        args.data, args.n, args.seed, default_qtypes=DEFAULT_QTYPES, columns=args.columns
+    )
     if len(samples) < MIN_SAMPLES:
         raise UsageError(
             f"the diagnosis compares two groups of at least 2 samples each: give at least "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from transformers import PreTrainedModel, PreTrainedTokenizerFast, ProcessorMixin
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
 
 TEXT_HIDDEN = 64
 TEXT_LAYERS = 3
@@ -22,7 +22,7 @@ INIT_STD = 0.1
 M = TypeVar("M", bound=PreTrainedModel)
 
 
-def text_kwargs(tok: PreTrainedTokenizerFast, **overrides: Any) -> dict[str, Any]:
+def text_kwargs(tok: PreTrainedTokenizerBase, **overrides: Any) -> dict[str, Any]:
     """Decoder config keywords shared by all builders; ``overrides`` add or replace keys.
 
     The vocabulary covers every tokenizer id, and the pad/bos/eos ids are the tokenizer's.
@@ -43,7 +43,7 @@ def text_kwargs(tok: PreTrainedTokenizerFast, **overrides: Any) -> dict[str, Any
     }
 
 
-def finish(model: M, tok: PreTrainedTokenizerFast, attn_implementation: str) -> M:
+def finish(model: M, tok: PreTrainedTokenizerBase, attn_implementation: str) -> M:
     """fp32, eval mode, checkpoint-like ``architectures`` and generation ids from the tokenizer."""
     model.config.architectures = [type(model).__name__]
     model.set_attn_implementation(attn_implementation)

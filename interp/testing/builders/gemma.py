@@ -24,11 +24,13 @@ from transformers import (
     PaliGemmaConfig,
     PaliGemmaForConditionalGeneration,
     PaliGemmaProcessor,
+    PreTrainedTokenizerBase,
     SiglipImageProcessorPil,
     SiglipVisionConfig,
 )
 
-from ..tokenizer import chat_template, tiny_tokenizer
+from ..tokenizer import chat_template as chatml_template
+from ..tokenizer import tiny_tokenizer
 from .common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, VISION_HIDDEN, finish, text_kwargs
 
 GEMMA3_IMAGE_SIZE = 32
@@ -69,7 +71,11 @@ def _vision_config(image_size: int, patch_size: int) -> SiglipVisionConfig:
 
 
 def build_gemma3(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[Gemma3ForConditionalGeneration, Gemma3Processor]:
     """A tiny random ``Gemma3ForConditionalGeneration`` and its ``Gemma3Processor``.
 
@@ -77,7 +83,7 @@ def build_gemma3(
     sliding-window attention (window 32) and layer 2 full attention; the projector weight, zero
     in HF's initialisation, is random, so the image changes the output.
     """
-    tok = tiny_tokenizer(
+    tok = tokenizer or tiny_tokenizer(
         extra_special_tokens={
             "boi_token": GEMMA3_BOI_TOKEN,
             "eoi_token": GEMMA3_EOI_TOKEN,
@@ -110,14 +116,18 @@ def build_gemma3(
             size={"height": GEMMA3_IMAGE_SIZE, "width": GEMMA3_IMAGE_SIZE}
         ),
         tokenizer=tok,
-        chat_template=chat_template(GEMMA3_BOI_TOKEN),
+        chat_template=chat_template or chatml_template(GEMMA3_BOI_TOKEN),
         image_seq_length=GEMMA3_TOKENS_PER_IMAGE,
     )
     return finish(model, tok, attn_implementation), processor
 
 
 def build_paligemma(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[PaliGemmaForConditionalGeneration, PaliGemmaProcessor]:
     """A tiny random ``PaliGemmaForConditionalGeneration`` (Gemma text model) and its processor.
 
@@ -125,7 +135,7 @@ def build_paligemma(
     stock ``PaliGemmaProcessor``; the vocabulary includes the 1152 ``<locNNNN>`` /
     ``<segNNN>`` tokens the processor adds.
     """
-    tok = tiny_tokenizer(
+    tok = tokenizer or tiny_tokenizer(
         extra_special_tokens={"image_token": PALIGEMMA_IMAGE_TOKEN},
         image_placeholder=PALIGEMMA_IMAGE_TOKEN,
     )
@@ -135,7 +145,8 @@ def build_paligemma(
             image_seq_length=PALIGEMMA_TOKENS_PER_IMAGE,
         ),
         tokenizer=tok,
-        chat_template=PALIGEMMA_TEMPLATE,
+        # "": no chat template (the checkpoint's own case: the prompt is the question)
+        chat_template=PALIGEMMA_TEMPLATE if chat_template is None else chat_template or None,
     )
     # The processor grows the vocabulary (location/segmentation tokens): size the model after it.
     text_config = GemmaConfig(**text_kwargs(tok, head_dim=HEAD_DIM, tie_word_embeddings=True))

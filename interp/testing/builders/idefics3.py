@@ -18,6 +18,7 @@ from transformers import (
     Idefics3ImageProcessorPil,
     Idefics3Processor,
     LlamaConfig,
+    PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
     SmolVLMConfig,
     SmolVLMForConditionalGeneration,
@@ -77,19 +78,23 @@ def _vision_kwargs() -> dict[str, Any]:
 
 
 def build_idefics3(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[Idefics3ForConditionalGeneration, Idefics3Processor]:
     """A tiny random ``Idefics3ForConditionalGeneration`` and its ``Idefics3Processor``.
 
     Invariants: text hidden 64, 3 decoder layers, 9 ``<image>`` tokens per image, the config's
     ``image_token_id`` equals the tokenizer id of ``<image>``; same seed, same weights.
     """
-    tok = _tokenizer()
+    tok = tokenizer or _tokenizer()
     processor = Idefics3Processor(
         Idefics3ImageProcessorPil(**_image_processor_kwargs()),
         tok,
         image_seq_len=IMAGE_SEQ_LEN,
-        chat_template=tok.chat_template,
+        chat_template=chat_template or tok.chat_template,
     )
     config = Idefics3Config(
         text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
@@ -105,21 +110,25 @@ def build_idefics3(
 
 
 def build_smolvlm(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[SmolVLMForConditionalGeneration, SmolVLMProcessor]:
     """A tiny random ``SmolVLMForConditionalGeneration`` and the stock ``SmolVLMProcessor``
     (built without a video processor, which needs torchvision).
 
     Invariants as :func:`build_idefics3`.
     """
-    tok = _tokenizer()
+    tok = tokenizer or _tokenizer()
     processor = processor_without_video(
         SmolVLMProcessor,
         stand_in=True,  # its chat templating reads the video sampling defaults
         image_processor=SmolVLMImageProcessorPil(**_image_processor_kwargs()),
         tokenizer=tok,
         image_seq_len=IMAGE_SEQ_LEN,
-        chat_template=tok.chat_template,
+        chat_template=chat_template or tok.chat_template,
     )
     config = SmolVLMConfig(
         text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),

@@ -20,9 +20,11 @@ from transformers import (
     InstructBlipQFormerConfig,
     InstructBlipVisionConfig,
     LlamaConfig,
+    PreTrainedTokenizerBase,
 )
 
-from ..tokenizer import chat_template, tiny_tokenizer
+from ..tokenizer import chat_template as chatml_template
+from ..tokenizer import tiny_tokenizer
 from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
 
 IMAGE_TOKEN = "<image>"
@@ -33,12 +35,16 @@ QFORMER_HIDDEN = 32
 
 
 def build_instructblip(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[InstructBlipForConditionalGeneration, InstructBlipProcessor]:
     """InstructBLIP with 8 query tokens (= 8 image tokens per row) and a 3-layer Llama decoder."""
     # Unnamed on purpose: given a tokenizer with an ``image_token`` attribute, the processor keeps a
     # str where it later needs an AddedToken. In the vocabulary already, so adding it is a no-op.
-    tok = tiny_tokenizer(additional_special_tokens=[IMAGE_TOKEN], image_placeholder="")
+    tok = tokenizer or tiny_tokenizer(additional_special_tokens=[IMAGE_TOKEN], image_placeholder="")
     # The processor calls *both* tokenizers with the LM tokenizer's init kwargs, padding_side
     # included. The Q-Former has absolute positions and must pad right (as BERT does), so the LM's
     # left padding is kept as an attribute only.
@@ -90,7 +96,7 @@ def build_instructblip(
         num_query_tokens=NUM_QUERY_TOKENS,
     )
     # The constructor does not forward ``chat_template`` to the base class, so set it afterwards.
-    processor.chat_template = chat_template("")
+    processor.chat_template = chat_template or chatml_template("")
     return model, processor
 
 

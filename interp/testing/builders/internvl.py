@@ -16,6 +16,7 @@ from transformers import (
     InternVLConfig,
     InternVLForConditionalGeneration,
     InternVLProcessor,
+    PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
 )
 
@@ -51,14 +52,18 @@ def internvl_tokenizer() -> PreTrainedTokenizerFast:
 
 
 def build_internvl(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[InternVLForConditionalGeneration, InternVLProcessor]:
     """InternVL: InternViT (32 px tiles, patch 8, CLS dropped) + pixel shuffle + MLP into Qwen2.
 
     The vision tower's CLS token and position embeddings, which HF initialises to zero, are drawn
     at random so every part of the tower is exercised.
     """
-    tok = internvl_tokenizer()
+    tok = tokenizer or internvl_tokenizer()
     config = InternVLConfig(
         text_config={"model_type": "qwen2", **text_kwargs(tok)},
         vision_config={
@@ -96,7 +101,7 @@ def build_internvl(
         ),
         tokenizer=tok,
         image_seq_length=TOKENS_PER_TILE,
-        chat_template=tok.chat_template,
+        chat_template=chat_template or tok.chat_template,
     )
     return finish(model, tok, attn_implementation), processor
 

@@ -25,13 +25,15 @@ from transformers import (
     LlavaOnevisionProcessor,
     LlavaProcessor,
     PreTrainedConfig,
+    PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
     Qwen2Config,
     SiglipImageProcessorPil,
     SiglipVisionConfig,
 )
 
-from ..tokenizer import chat_template, tiny_tokenizer
+from ..tokenizer import chat_template as chatml_template
+from ..tokenizer import tiny_tokenizer
 from .common import INIT_STD, VISION_HIDDEN, finish, processor_without_video, text_kwargs
 
 IMAGE_TOKEN = "<image>"
@@ -75,8 +77,10 @@ def _build_llava(
     num_additional_image_tokens: int,
     seed: int,
     attn_implementation: str,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    template: str | None = None,
 ) -> tuple[LlavaForConditionalGeneration, LlavaProcessor]:
-    tok = _tokenizer()
+    tok = tokenizer or _tokenizer()
     config = LlavaConfig(
         vision_config=vision_config,
         text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
@@ -90,13 +94,17 @@ def _build_llava(
         patch_size=vision_config.patch_size,
         vision_feature_select_strategy=strategy,
         num_additional_image_tokens=num_additional_image_tokens,
-        chat_template=chat_template(IMAGE_PLACEHOLDER),
+        chat_template=template or chatml_template(IMAGE_PLACEHOLDER),
     )
     return finish(model, tok, attn_implementation), processor
 
 
 def build_llava(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[LlavaForConditionalGeneration, LlavaProcessor]:
     """LLaVA-1.5 style: CLIP tower (32 px, patch 8), CLS dropped ("default"): 16 image tokens."""
     size = 32
@@ -109,11 +117,17 @@ def build_llava(
         num_additional_image_tokens=1,
         seed=seed,
         attn_implementation=attn_implementation,
+        tokenizer=tokenizer,
+        template=chat_template,
     )
 
 
 def build_llava_siglip(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[LlavaForConditionalGeneration, LlavaProcessor]:
     """LLaVA with a SigLIP tower (32 px, patch 8, no CLS, "full"): 16 image tokens."""
     size = 32
@@ -124,6 +138,8 @@ def build_llava_siglip(
         num_additional_image_tokens=0,
         seed=seed,
         attn_implementation=attn_implementation,
+        tokenizer=tokenizer,
+        template=chat_template,
     )
 
 
@@ -134,10 +150,17 @@ ANYRES_PATCH = 4
 
 
 def build_llava_next(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[LlavaNextForConditionalGeneration, LlavaNextProcessor]:
-    """LLaVA-NeXT (any-res, CLIP tower, "default"): 16 base + unpadded crop tokens + row newlines."""
-    tok = _tokenizer()
+    """LLaVA-NeXT (any-res, CLIP tower, "default"): 16 base + unpadded crop tokens + row newlines.
+
+    ``tokenizer`` (with an ``image_token``) and ``chat_template`` replace the tiny ones.
+    """
+    tok = tokenizer or _tokenizer()
     pinpoints = [[ANYRES_SIZE, 2 * ANYRES_SIZE], [2 * ANYRES_SIZE, ANYRES_SIZE]]
     config = LlavaNextConfig(
         vision_config=CLIPVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
@@ -157,16 +180,24 @@ def build_llava_next(
         patch_size=ANYRES_PATCH,
         vision_feature_select_strategy="default",
         num_additional_image_tokens=1,
-        chat_template=chat_template(IMAGE_PLACEHOLDER),
+        chat_template=chat_template or chatml_template(IMAGE_PLACEHOLDER),
     )
     return finish(model, tok, attn_implementation), processor
 
 
 def build_llava_onevision(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[LlavaOnevisionForConditionalGeneration, LlavaOnevisionProcessor]:
-    """LLaVA-OneVision (any-res, SigLIP tower, "full", Qwen2 decoder), images only (no videos)."""
-    tok = _tokenizer(with_video=True)
+    """LLaVA-OneVision (any-res, SigLIP tower, "full", Qwen2 decoder), images only (no videos).
+
+    ``tokenizer`` (with ``image_token`` and ``video_token``) and ``chat_template`` replace the tiny
+    ones.
+    """
+    tok = tokenizer or _tokenizer(with_video=True)
     pinpoints = [
         [ANYRES_SIZE, ANYRES_SIZE],
         [ANYRES_SIZE, 2 * ANYRES_SIZE],
@@ -189,7 +220,7 @@ def build_llava_onevision(
         tokenizer=tok,
         num_image_tokens=(ANYRES_SIZE // ANYRES_PATCH) ** 2,
         vision_feature_select_strategy="full",
-        chat_template=chat_template(IMAGE_PLACEHOLDER),
+        chat_template=chat_template or chatml_template(IMAGE_PLACEHOLDER),
     )
     return finish(model, tok, attn_implementation), processor
 

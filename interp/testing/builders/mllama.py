@@ -16,10 +16,12 @@ from transformers import (
     MllamaForConditionalGeneration,
     MllamaImageProcessorPil,
     MllamaProcessor,
+    PreTrainedTokenizerBase,
 )
 from transformers.models.mllama.configuration_mllama import MllamaTextConfig, MllamaVisionConfig
 
-from ..tokenizer import chat_template, tiny_tokenizer
+from ..tokenizer import chat_template as chatml_template
+from ..tokenizer import tiny_tokenizer
 from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
 
 IMAGE_TOKEN = "<|image|>"
@@ -38,7 +40,11 @@ GATE_RANGE = (0.25, 0.75)
 
 
 def build_mllama(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
 ) -> tuple[MllamaForConditionalGeneration, MllamaProcessor]:
     """A tiny random ``MllamaForConditionalGeneration`` and its ``MllamaProcessor``.
 
@@ -46,7 +52,7 @@ def build_mllama(
     (config ``image_token_id``); every gate HF initialises to zero (cross-attention attention and
     MLP gates, vision tile/position-embedding gates) is random, so the image changes the output.
     """
-    tok = tiny_tokenizer(
+    tok = tokenizer or tiny_tokenizer(
         extra_special_tokens={"image_token": IMAGE_TOKEN}, image_placeholder=IMAGE_TOKEN
     )
     text_config = MllamaTextConfig(
@@ -80,7 +86,7 @@ def build_mllama(
             size={"height": TILE_SIZE, "width": TILE_SIZE}, max_image_tiles=MAX_TILES
         ),
         tokenizer=tok,
-        chat_template=chat_template(IMAGE_TOKEN),
+        chat_template=chat_template or chatml_template(IMAGE_TOKEN),
     )
     return finish(model, tok, attn_implementation), processor
 

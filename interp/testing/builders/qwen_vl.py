@@ -16,6 +16,7 @@ import torch
 from transformers import (
     PreTrainedConfig,
     PreTrainedModel,
+    PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
     ProcessorMixin,
     Qwen2_5_VLConfig,
@@ -70,14 +71,19 @@ def qwen_vl_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
-def qwen_vl_image_processor() -> Qwen2VLImageProcessorPil:
-    """Patch 8, 2x2 merge, area between 16x16 and 64x64 px (shared by all three architectures)."""
+def qwen_vl_image_processor(
+    patch_size: int = PATCH_SIZE, max_pixels: int = MAX_PIXELS, **kwargs: Any
+) -> Qwen2VLImageProcessorPil:
+    """Patch 8, 2x2 merge, area between one merge unit and 64x64 px (shared by all three
+    architectures); ``patch_size``, ``max_pixels`` and ``kwargs`` (e.g. a checkpoint's mean/std)
+    override."""
     return Qwen2VLImageProcessorPil(
-        patch_size=PATCH_SIZE,
+        patch_size=patch_size,
         merge_size=MERGE_SIZE,
         temporal_patch_size=2,
-        min_pixels=MIN_PIXELS,
-        max_pixels=MAX_PIXELS,
+        min_pixels=(patch_size * MERGE_SIZE) ** 2,
+        max_pixels=max_pixels,
+        **kwargs,
     )
 
 
@@ -93,20 +99,20 @@ def _rope_parameters(interleaved: bool = False) -> dict[str, Any]:
     return rope
 
 
-def _vision_kwargs() -> dict[str, Any]:
+def _vision_kwargs(patch_size: int = PATCH_SIZE) -> dict[str, Any]:
     """Vision sizes shared by the family (each architecture adds its own fields)."""
     return {
         "depth": 2,
         "num_heads": 2,
         "in_channels": 3,
-        "patch_size": PATCH_SIZE,
+        "patch_size": patch_size,
         "spatial_merge_size": MERGE_SIZE,
         "temporal_patch_size": 2,
         "initializer_range": INIT_STD,
     }
 
 
-def _token_ids(tok: PreTrainedTokenizerFast) -> dict[str, int]:
+def _token_ids(tok: PreTrainedTokenizerBase) -> dict[str, int]:
     return {
         "image_token_id": tok.convert_tokens_to_ids(IMAGE_TOKEN),
         "video_token_id": tok.convert_tokens_to_ids(VIDEO_TOKEN),
@@ -123,9 +129,11 @@ def _build(
     model_cls: type[M],
     config: PreTrainedConfig,
     processor_cls: type[P],
-    tok: PreTrainedTokenizerFast,
+    tok: PreTrainedTokenizerBase,
     seed: int,
     attn_implementation: str,
+    chat_template: str | None = None,
+    image_processor: Qwen2VLImageProcessorPil | None = None,
 ) -> tuple[M, P]:
     """Seeded fp32 construction (``architectures`` set before it), then :func:`finish`."""
     config.architectures = [model_cls.__name__]
@@ -135,22 +143,28 @@ def _build(
     )
     processor = processor_without_video(
         processor_cls,
-        image_processor=qwen_vl_image_processor(),
+        image_processor=image_processor or qwen_vl_image_processor(),
         tokenizer=tok,
-        chat_template=tok.chat_template,
+        chat_template=chat_template or tok.chat_template,
     )
     return finish(model, tok, attn_implementation), processor
 
 
 def build_qwen2_vl(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
+    image_processor: Qwen2VLImageProcessorPil | None = None,
 ) -> tuple[Qwen2VLForConditionalGeneration, Qwen2VLProcessor]:
     """Qwen2-VL: ViT (embed 32, 2 blocks) + patch merger into a 3-layer M-RoPE decoder."""
-    tok = qwen_vl_tokenizer()
+    tok = tokenizer or qwen_vl_tokenizer()
+    patch = image_processor.patch_size if image_processor is not None else PATCH_SIZE
     config = Qwen2VLConfig(
         text_config=text_kwargs(tok, rope_parameters=_rope_parameters()),
         vision_config={
-            **_vision_kwargs(),
+            **_vision_kwargs(patch),
             "embed_dim": VISION_HIDDEN,
             "hidden_size": TEXT_HIDDEN,  # the merger's output width
             "mlp_ratio": 2,
@@ -158,24 +172,37 @@ def build_qwen2_vl(
         **_token_ids(tok),
     )
     return _build(
-        Qwen2VLForConditionalGeneration, config, Qwen2VLProcessor, tok, seed, attn_implementation
+        Qwen2VLForConditionalGeneration,
+        config,
+        Qwen2VLProcessor,
+        tok,
+        seed,
+        attn_implementation,
+        chat_template,
+        image_processor,
     )
 
 
 def build_qwen2_5_vl(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
+    image_processor: Qwen2VLImageProcessorPil | None = None,
 ) -> tuple[Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor]:
     """Qwen2.5-VL: windowed-attention ViT (block 0 windowed at 32 px, block 1 full) + merger."""
-    tok = qwen_vl_tokenizer()
+    tok = tokenizer or qwen_vl_tokenizer()
+    patch = image_processor.patch_size if image_processor is not None else PATCH_SIZE
     config = Qwen2_5_VLConfig(
         text_config=text_kwargs(tok, rope_parameters=_rope_parameters()),
         vision_config={
-            **_vision_kwargs(),
+            **_vision_kwargs(patch),
             "hidden_size": VISION_HIDDEN,
             "intermediate_size": 2 * VISION_HIDDEN,
             "out_hidden_size": TEXT_HIDDEN,
             # a 32 px window holds 2x2 merge units, so 48 px images span several windows
-            "window_size": 2 * PATCH_SIZE * MERGE_SIZE,
+            "window_size": 2 * patch * MERGE_SIZE,
             "fullatt_block_indexes": [1],
         },
         **_token_ids(tok),
@@ -187,24 +214,32 @@ def build_qwen2_5_vl(
         tok,
         seed,
         attn_implementation,
+        chat_template,
+        image_processor,
     )
 
 
 def build_qwen3_vl(
-    seed: int = 0, attn_implementation: str = "eager"
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
+    image_processor: Qwen2VLImageProcessorPil | None = None,
 ) -> tuple[Qwen3VLForConditionalGeneration, Qwen3VLProcessor]:
     """Qwen3-VL: ViT + merger, interleaved M-RoPE, and one DeepStack feature from ViT block 0.
 
     DeepStack adds a second set of image features to the residual stream *after* decoder layer 0
     (outside the layer module), so the image enters both the input embeddings and layer 1's input.
     """
-    tok = qwen_vl_tokenizer()
+    tok = tokenizer or qwen_vl_tokenizer()
+    patch = image_processor.patch_size if image_processor is not None else PATCH_SIZE
     config = Qwen3VLConfig(
         text_config=text_kwargs(
             tok, head_dim=HEAD_DIM, rope_parameters=_rope_parameters(interleaved=True)
         ),
         vision_config={
-            **_vision_kwargs(),
+            **_vision_kwargs(patch),
             "hidden_size": VISION_HIDDEN,
             "intermediate_size": 2 * VISION_HIDDEN,
             "out_hidden_size": TEXT_HIDDEN,
@@ -215,7 +250,14 @@ def build_qwen3_vl(
         **_token_ids(tok),
     )
     return _build(
-        Qwen3VLForConditionalGeneration, config, Qwen3VLProcessor, tok, seed, attn_implementation
+        Qwen3VLForConditionalGeneration,
+        config,
+        Qwen3VLProcessor,
+        tok,
+        seed,
+        attn_implementation,
+        chat_template,
+        image_processor,
     )
 
 

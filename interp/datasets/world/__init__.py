@@ -1,0 +1,153 @@
+"""The demo world: a seeded generator of small images with questions, answers and labels.
+
+The world has ten object kinds drawn as silhouettes, eight colours, digits and written words, and
+plants several priors whose strength is known, so that every measurement of the library can be
+checked against ground truth:
+
+- **colour prior** (language prior): five kinds have a canonical colour (the banana is yellow, the
+  leaf green, the carrot orange, the heart red, the drop blue); in the training split they are drawn
+  in that colour with probability :data:`PRIOR_STRENGTH`, in the evaluation splits a controlled
+  share is counterfactual. Colour questions and descriptions that name the kind leak the prior.
+- **co-occurrence prior** (object hallucination, as measured by POPE: Li et al., "Evaluating Object
+  Hallucination in Large Vision-Language Models", arXiv:2305.10355): in the training scenes of
+  existence questions a kind brings its partner (:data:`CO_OCCURRENCE`, e.g. the banana the leaf)
+  with probability :data:`CO_OCCURRENCE_STRENGTH`, and some kinds are more frequent than others
+  (:data:`KIND_FREQUENCY`). Evaluation asks about absent kinds drawn three ways: random, popular,
+  adversarial (the partner of a present kind).
+- **modality trust** (conflicts between a perceptual image, a propositional image and a caption,
+  as in Tri-PvP: "Exposing Modality Bias in Omni-Modal Large Language Models through
+  Perceptual-Propositional Evidence Conflicts"): the answer follows the evidence with the largest
+  summed trust, which depends on the evidence form, its place in the prompt and its visibility
+  (:func:`conflict_answer`).
+- **wordings**: every vision question type is asked in four wordings (:data:`VARIANTS`); two name
+  the object or offer two options and so leak answer information to a reader without the image.
+- **reference**: every kind is an entity with two facts, every digit can be added to, every kind
+  name is a word with a letter count; each is asked by naming the entity (textual reference) or as
+  "the object / digit / word in the image" (visual reference), three families.
+
+See :func:`demo_world` for the question types and :data:`META_KEYS` for the labels. Generation is by
+item index from ``numpy.random.default_rng([seed, split, ...])``: the same ``(split, seed, start,
+n)`` always gives the same samples, and a longer request extends a shorter one without changing it.
+
+The package holds one module per question family over a shared core: :mod:`.core` (the colour
+prior, :data:`META_KEYS`, scene drawing), :mod:`.wordings`, :mod:`.perception` (colour, identity,
+count, position, digit, description), :mod:`.existence`, :mod:`.text`, :mod:`.reference`,
+:mod:`.conflict`, and :mod:`.generate` (the question types, the mixtures and the entry points).
+Images are drawn by :mod:`interp.datasets.render`.
+"""
+
+from __future__ import annotations
+
+from ...samples import IMAGE_SLOT
+
+# ``X as X``: public names of the one-module world kept reachable here, outside ``__all__``
+# (interp.demo.evaluate reads SHAPE_KINDS from here)
+from ..render import CELLS as CELLS
+from ..render import COLORS as COLORS
+from ..render import SHAPE_KINDS as SHAPE_KINDS
+from ..render import TRIVIAL_IMAGES as TRIVIAL_IMAGES
+from .conflict import (
+    AGREEMENTS,
+    CONFLICT_ORDERS,
+    FULL_VISIBILITY,
+    POSITION_TRUST,
+    SOURCE_TRUST,
+    SOURCES,
+    conflict_answer,
+)
+from .conflict import CAPTION as CAPTION
+from .conflict import CONFLICT_QUESTION as CONFLICT_QUESTION
+from .core import (
+    CATEGORIES,
+    COLOR_NAMES,
+    COLOR_WORDS,
+    EVAL_COUNTERFACTUAL_SHARE,
+    META_KEYS,
+    PLAIN_KINDS,
+    PRIOR_COLORS,
+    PRIOR_KINDS,
+    PRIOR_STRENGTH,
+    SPLITS,
+)
+from .existence import (
+    CO_OCCURRENCE,
+    CO_OCCURRENCE_STRENGTH,
+    KIND_FREQUENCY,
+    PARTNER_OPACITY,
+    POPE_NEGATIVES,
+    POPULAR_KINDS,
+)
+from .generate import (
+    CONFLICT_QTYPES,
+    QTYPES,
+    REFERENCE_QTYPES,
+    TEXT_MIX,
+    TEXT_QTYPES,
+    TRAIN_MIX,
+    VISION_QTYPES,
+    demo_world,
+    generation_label,
+    text_corpus,
+    world_vocabulary,
+)
+from .perception import describe_answer, parse_description
+from .reference import (
+    FACTS,
+    FAMILIES,
+    NUMBER_WORDS,
+    RELATIONS,
+    linked_digit,
+    linked_recall,
+    linked_word,
+)
+from .wordings import NAMING_VARIANTS, VARIANTS, WORDED_QTYPES
+
+__all__ = [
+    "AGREEMENTS",
+    "CATEGORIES",
+    "COLOR_NAMES",
+    "COLOR_WORDS",
+    "CONFLICT_ORDERS",
+    "CONFLICT_QTYPES",
+    "CO_OCCURRENCE",
+    "CO_OCCURRENCE_STRENGTH",
+    "EVAL_COUNTERFACTUAL_SHARE",
+    "FACTS",
+    "FAMILIES",
+    "FULL_VISIBILITY",
+    "IMAGE_SLOT",
+    "KIND_FREQUENCY",
+    "META_KEYS",
+    "NAMING_VARIANTS",
+    "NUMBER_WORDS",
+    "PARTNER_OPACITY",
+    "PLAIN_KINDS",
+    "POPE_NEGATIVES",
+    "POPULAR_KINDS",
+    "POSITION_TRUST",
+    "PRIOR_COLORS",
+    "PRIOR_KINDS",
+    "PRIOR_STRENGTH",
+    "QTYPES",
+    "REFERENCE_QTYPES",
+    "RELATIONS",
+    "SOURCES",
+    "SOURCE_TRUST",
+    "SPLITS",
+    "TEXT_MIX",
+    "TEXT_QTYPES",
+    "TRAIN_MIX",
+    "VARIANTS",
+    "VISION_QTYPES",
+    "WORDED_QTYPES",
+    "conflict_answer",
+    "demo_world",
+    "describe_answer",
+    "generation_label",
+    "linked_digit",
+    "linked_recall",
+    "linked_word",
+    "parse_description",
+    "text_corpus",
+    "world_vocabulary",
+]

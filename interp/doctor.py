@@ -1,0 +1,397 @@
+"""``interp doctor``: check a checkpoint before a long job on it.
+
+Loads the model (lazily where asked), renders one templated prompt per condition and shows it with
+the question, answer and image spans marked, counts the image tokens, checks that the named
+positions decode to their text, that residual reads equal a plain Hugging Face forward and that
+results do not depend on the batch, names the attention implementation, dtype and device map, and
+estimates the memory a batch needs. Every check ends as one line: ``ok`` or ``problem`` with the
+fix. A problem makes the command exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import torch
+from PIL import Image
+
+from .conditions import Condition
+from .encoding import Encoding, append_targets, encode, image_slot_mask, question_mask, target_ids
+from .errors import InterpError
+from .positions import comparable
+from .samples import Sample
+
+if TYPE_CHECKING:
+    from .model import VLM
+
+CONDITIONS = ("full", "blind", "null:black", "no_question")
+
+
+@dataclass
+class Check:
+    """One check's outcome: ``status`` is ``"ok"``, ``"note"`` (worth knowing, not wrong) or
+    ``"problem"`` (with ``fix``)."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        fix = f" — fix: {self.fix}" if self.fix else ""
+        return f"{self.status:<8} {self.name}: {self.detail}{fix}"
+
+
+@dataclass
+class DoctorReport:
+    """What :func:`doctor` found: facts about the model, each condition's marked prompt, and the
+    checks."""
+
+    facts: dict[str, str] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "problem" for c in self.checks)
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([vars(c) for c in self.checks])
+
+    def render(self) -> str:
+        lines = ["model"]
+        lines += [f"  {k:<22} {v}" for k, v in self.facts.items()]
+        for cond, prompt in self.prompts.items():
+            lines += ["", f"prompt under {cond!r}", *("  " + p for p in prompt.splitlines())]
+        lines += ["", "checks", *("  " + c.line() for c in self.checks)]
+        return "\n".join(lines)
+
+
+def default_image(size: int = 336) -> Image.Image:
+    """A reproducible test picture (a colour gradient with a square), used without ``--image``."""
+    y, x = np.mgrid[0:size, 0:size]
+    pixels = np.stack([x * 255 // size, y * 255 // size, np.full_like(x, 96)], -1).astype(np.uint8)
+    pixels[size // 3 : 2 * size // 3, size // 3 : 2 * size // 3] = (230, 40, 40)
+    return Image.fromarray(pixels, "RGB")
+
+
+def marked_prompt(vlm: VLM, enc: Encoding, row: int, answer_mask: torch.Tensor | None) -> str:
+    """The row's prompt as the model reads it, with ``⟦question … ⟧``, ``⟦answer … ⟧`` and one
+    ``⟦image k: n tokens⟧`` per image (padding dropped)."""
+    n = enc.input_ids.shape[1]
+    roles: list[str] = ["text"] * n
+    attended = enc.attention_mask[row].bool().tolist()
+    slot = 0
+    while True:
+        mask = image_slot_mask(enc, slot)[row]
+        if not bool(mask.any()):
+            break
+        for i in mask.nonzero().flatten().tolist():
+            roles[i] = f"image {slot + 1}"
+        slot += 1
+    for i in enc.image_mask[row].nonzero().flatten().tolist():
+        if roles[i] == "text":
+            roles[i] = "image"
+    try:
+        for i in question_mask(vlm, enc)[row].nonzero().flatten().tolist():
+            roles[i] = "question"
+    except InterpError:
+        pass
+    if answer_mask is not None:
+        for i in answer_mask[row].nonzero().flatten().tolist():
+            roles[i] = "answer"
+    pieces = _token_texts(vlm, enc, row)
+    out: list[str] = []
+    i = 0
+    while i < n:
+        j = i
+        while j < n and roles[j] == roles[i] and attended[j] == attended[i]:
+            j += 1
+        if attended[i]:
+            text = "".join(pieces[i:j])
+            role = roles[i]
+            if role.startswith("image"):
+                out.append(f"⟦{role}: {j - i} tokens⟧")
+            elif role in ("question", "answer"):
+                out.append(f"⟦{role} {text}⟧")
+            else:
+                out.append(text)
+        i = j
+    return "".join(out)
+
+
+def _token_texts(vlm: VLM, enc: Encoding, row: int) -> list[str]:
+    """Each token's text as it stands in the text the tokenizer read (spaces the tokenizer folded
+    into a token included), from the character offsets; decoded where a token has none (BOS,
+    appended answer tokens)."""
+    ids = enc.input_ids[row].tolist()
+    text = enc.texts[row] if row < len(enc.texts) else None
+    if text is None or enc.offsets is None:
+        return [vlm.tokenizer.decode([t], skip_special_tokens=False) for t in ids]
+    out, cursor = [], 0
+    for t, (a, b) in zip(ids, enc.offsets[row].tolist()):
+        if b > a and b <= len(text):
+            out.append(text[min(cursor, a) : b] if cursor <= a else text[a:b])
+            cursor = max(cursor, b)
+        else:
+            out.append(vlm.tokenizer.decode([t], skip_special_tokens=False))
+    return out
+
+
+def _position_checks(
+    vlm: VLM, sample: Sample, answer: str, report: DoctorReport, conditions: Sequence[str]
+) -> None:
+    problems: list[str] = []
+    counts: dict[str, int] = {}
+    tok = vlm.tokenizer
+    for cond in conditions:
+        condition = Condition.parse(cond)
+        if condition.kind == "blind" and not vlm.adapter.mixed_batches and not sample.has_image:
+            continue
+        enc = encode(vlm, [sample], condition)
+        target = target_ids(vlm, [answer])
+        extended, _, valid = append_targets(vlm, enc, target)
+        answer_mask = torch.zeros_like(extended.image_mask)
+        answer_mask[0, -len(target[0]) :] = valid[0, : len(target[0])]
+        report.prompts[cond] = marked_prompt(vlm, extended, 0, answer_mask)
+        counts[cond] = int(enc.image_mask[0].sum())
+        try:
+            found = vlm.tokenizer.decode(enc.input_ids[0][question_mask(vlm, enc)[0]].tolist())
+            if comparable(tok, found) != comparable(tok, enc.questions[0].replace("{image}", " ")):
+                problems.append(f"{cond}: question positions read {found!r}")
+        except InterpError as err:
+            problems.append(f"{cond}: {err}")
+        got = vlm.tokenizer.decode(extended.input_ids[0][answer_mask[0]].tolist())
+        if comparable(tok, got) != comparable(tok, answer):
+            problems.append(f"{cond}: answer positions read {got!r}, not {answer!r}")
+        if condition.uses_image != bool(counts[cond]):
+            problems.append(f"{cond}: {counts[cond]} image tokens")
+    shown = ", ".join(f"{c} {k}" for c, k in counts.items())
+    report.checks.append(
+        Check("image tokens", "ok" if counts else "problem", f"per condition: {shown}")
+    )
+    if problems:
+        report.checks.append(
+            Check(
+                "positions",
+                "problem",
+                "; ".join(problems),
+                "report the prompt above as a bug; meanwhile pass explicit positions (bool masks)",
+            )
+        )
+    else:
+        report.checks.append(
+            Check(
+                "positions",
+                "ok",
+                f"question, answer and image positions decode to their text under "
+                f"{len(counts)} conditions",
+            )
+        )
+
+
+def _tolerance(vlm: VLM) -> float:
+    """Largest accepted difference relative to the states' magnitude: fp32 kernels that sum in
+    another order (another batch, another padding) differ by a few units of 1e-7 per op, which
+    deep models accumulate to ~1e-6 relative; half precision rounds every op to ~4e-3."""
+    return 1e-5 if vlm.dtype == torch.float32 else 5e-2
+
+
+def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a − b| over max(|b|, 1), per layer, worst layer (``[..., layer, d]``)."""
+    a, b = a.float().flatten(0, -3), b.float().flatten(0, -3)
+    diff = (a - b).abs().amax(dim=(0, 2))
+    scale = b.abs().amax(dim=(0, 2)).clamp(min=1.0)
+    return float((diff / scale).max())
+
+
+def _parity_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
+    from .residual import residual_stream
+
+    got = residual_stream(vlm, [sample], progress_bar=False)
+    enc = encode(vlm, [sample], "full")
+    with torch.no_grad():
+        hidden = vlm.hf(**enc.inputs, output_hidden_states=True).hidden_states
+    last = int(enc.last_index[0])
+    # hidden_states[L] is after the final norm; the library's index L is before it
+    reference = torch.stack([hidden[layer][0, last].cpu() for layer in range(vlm.n_layers)])
+    worst = _relative(got[:, : vlm.n_layers], reference[None])
+    tol = _tolerance(vlm)
+    status = "ok" if worst <= tol else "problem"
+    report.checks.append(
+        Check(
+            "residual reads",
+            status,
+            f"library vs HF output_hidden_states, layers 0..{vlm.n_layers - 1}: max difference "
+            f"{worst:.1e} of the states' scale (tolerance {tol:g} for "
+            f"{str(vlm.dtype).replace('torch.', '')})",
+            "" if status == "ok" else "report this model: an adapter's module path may be wrong",
+        )
+    )
+
+
+def _batch_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
+    from .residual import residual_stream
+
+    other = Sample(
+        image=sample.image,
+        question=f"{sample.question} {sample.question}",  # longer: the short row gets padding
+        id=f"{sample.id}-long",
+    )
+    alone = torch.cat(
+        [residual_stream(vlm, [s], batch_size=1, progress_bar=False) for s in (sample, other)]
+    )
+    together = residual_stream(vlm, [sample, other], batch_size=2, progress_bar=False)
+    worst = _relative(together, alone)
+    tol = _tolerance(vlm)
+    status = "ok" if worst <= tol else "problem"
+    report.checks.append(
+        Check(
+            "batch invariance",
+            status,
+            f"batch of 1 vs 2 (left padding): max difference {worst:.1e} of the states' scale "
+            f"(tolerance {tol:g})",
+            "" if status == "ok" else "run with --batch-size 1 and report this model",
+        )
+    )
+
+
+def _memory(vlm: VLM, seq: int, batch_size: int, new_tokens: int) -> str:
+    config = vlm.hf.config.get_text_config()
+    bytes_per = torch.finfo(vlm.dtype).bits // 8
+    params = sum(p.numel() for p in vlm.hf.parameters()) * bytes_per
+    heads = getattr(config, "num_attention_heads", 1)
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or vlm.d_model // heads
+    kv = 2 * vlm.n_layers * kv_heads * head_dim * (seq + new_tokens) * batch_size * bytes_per
+    vocab = int(getattr(config, "vocab_size", 0) or 0)
+    logits = batch_size * seq * vocab * 4
+    gib = 1024**3
+    return (
+        f"weights {params / gib:.2f} GiB; a batch of {batch_size} × {seq} tokens: KV cache "
+        f"{kv / gib:.2f} GiB (+{new_tokens} generated), full-sequence logits {logits / gib:.2f} GiB"
+    )
+
+
+def doctor(
+    vlm: VLM,
+    sample: Sample | None = None,
+    *,
+    answer: str = "A red square.",
+    conditions: Sequence[str] = CONDITIONS,
+    forward_checks: bool = True,
+    batch_size: int = 16,
+) -> DoctorReport:
+    """Check ``vlm`` on one sample (default: a generated picture and a plain question).
+
+    ``forward_checks=False`` (a lazily loaded model) skips the checks that run the model, so no
+    weight is read.
+    """
+    sample = sample or Sample(image=default_image(), question="What is in the image?", id="doctor")
+    report = DoctorReport()
+    hf = vlm.hf
+    tok = vlm.tokenizer
+    report.facts = {
+        "class": type(hf).__name__,
+        "adapter": vlm.adapter.name,
+        "decoder layers": str(vlm.n_layers),
+        "width (d_model)": str(vlm.d_model),
+        "image token": f"{tok.convert_ids_to_tokens(vlm.image_token_id)!r} = {vlm.image_token_id}",
+        "tokenizer": f"{type(tok).__name__} ({len(tok)} tokens, fast={tok.is_fast})",
+        "dtype": str(vlm.dtype).replace("torch.", ""),
+        "device map": str(getattr(hf, "hf_device_map", None) or vlm.device),
+        "attention": str(getattr(hf.config, "_attn_implementation", None) or "default"),
+    }
+    if vlm.adapter.notes:
+        report.facts["adapter notes"] = vlm.adapter.notes
+    _position_checks(vlm, sample, answer, report, conditions)
+    attention = report.facts["attention"]
+    report.checks.append(
+        Check(
+            "attention",
+            "ok" if attention == "eager" else "note",
+            f"{attention}: "
+            + (
+                "attention knockout, PAI and attention maps can run"
+                if attention == "eager"
+                else "attention knockout, PAI and attention maps need attn_implementation='eager'"
+            ),
+        )
+    )
+    if not tok.is_fast:
+        report.checks.append(
+            Check(
+                "tokenizer",
+                "problem",
+                "a slow tokenizer gives no character offsets, so named positions cannot be found",
+                "load the processor with use_fast=True",
+            )
+        )
+    if forward_checks:
+        _parity_check(vlm, sample, report)
+        _batch_check(vlm, sample, report)
+        seq = int(encode(vlm, [sample], "full").input_ids.shape[1])
+        report.checks.append(Check("memory", "note", _memory(vlm, seq, batch_size, 32)))
+    else:
+        report.checks.append(
+            Check("forward checks", "note", "skipped (lazy load: no weight was read)")
+        )
+    return report
+
+
+# -- command ---------------------------------------------------------------------------------------
+
+
+def register(subparsers: Any) -> None:
+    """Add ``interp doctor``."""
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check a checkpoint before a long job: prompts, positions, parity, memory",
+        description="Load a model, show its templated prompt per condition with the question, "
+        "answer and image spans marked, and check positions, residual-read parity, batch "
+        "invariance and memory. Exits 2 when a check finds a problem.",
+    )
+    parser.add_argument("--model", required=True, help="'demo', 'demo-smol', a folder or a hub id")
+    parser.add_argument("--image", default=None, help="an image file (default: a test picture)")
+    parser.add_argument("--question", default="What is in the image?")
+    parser.add_argument("--answer", default="A red square.", help="a teacher-forced answer")
+    parser.add_argument(
+        "--lazy", action="store_true", help="load on the meta device; skip the forward checks"
+    )
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--batch-size", type=int, default=16, help="for the memory estimate")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from .model import load
+
+    image: Any = None
+    if args.image is not None:
+        sample = Sample(image=args.image, question=args.question, id="doctor")
+        sample.load_images()  # a missing or unreadable file is reported before loading
+        image = sample.image
+    vlm = load(args.model, dtype=getattr(torch, args.dtype), dispatch=not args.lazy)
+    sample = Sample(image=image or default_image(), question=args.question, id="doctor")
+    report = doctor(
+        vlm,
+        sample,
+        answer=args.answer,
+        forward_checks=not args.lazy,
+        batch_size=args.batch_size,
+    )
+    print(report.render())
+    if not report.ok:
+        print("error: doctor found a problem (see the checks above)", file=sys.stderr)
+        return 2
+    return 0
+
+
+__all__ = ["Check", "DoctorReport", "default_image", "doctor", "marked_prompt"]

