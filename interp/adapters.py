@@ -64,13 +64,36 @@ def chat_content(question: str, n_images: int) -> list[dict[str, str]]:
     return content
 
 
-def chat_prompt(processor: Any, question: str, n_images: int | bool) -> str:
-    """Default prompt: one user turn (see :func:`chat_content`) through the processor's chat
-    template, with the generation prompt appended."""
-    content = chat_content(question, int(n_images))
+def _render(processor: Any, content: list[dict[str, str]]) -> str:
     return processor.apply_chat_template(
         [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
     )
+
+
+def _glues_text(processor: Any, content: list[dict[str, str]]) -> bool:
+    """Whether the template writes two text items with nothing between them: one that renders
+    all images first and then the text items back to back (LLaVA-NeXT-Mistral's) would turn
+    ``"in {image} made"`` into ``"inmade"``."""
+    if sum(item["type"] == "text" for item in content) < 2:
+        return False
+    marked = [
+        {"type": "text", "text": f"\ue000{k}\ue001"} if item["type"] == "text" else item
+        for k, item in enumerate(content)
+    ]
+    return "\ue001\ue000" in _render(processor, marked)
+
+
+def chat_prompt(processor: Any, question: str, n_images: int | bool) -> str:
+    """Default prompt: one user turn (see :func:`chat_content`) through the processor's chat
+    template, with the generation prompt appended. Where the template cannot interleave (it
+    would write the question's pieces back to back), the images come first and the pieces are
+    joined by one space, as for a question without slots."""
+    content = chat_content(question, int(n_images))
+    if _glues_text(processor, content):
+        images = [item for item in content if item["type"] != "text"]
+        text = " ".join(item["text"] for item in content if item["type"] == "text")
+        content = [*images, {"type": "text", "text": text}]
+    return _render(processor, content)
 
 
 def get_path(root: torch.nn.Module, path: str) -> torch.nn.Module:

@@ -465,11 +465,17 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     if argv is not None:
         wanted = next((a for a in argv if not a.startswith("-")), "")
     for ep in studies:
-        declared = declared_command(ep) if wanted is not None else None
-        if declared is None or declared[0] == wanted:
+        try:
+            declared = declared_command(ep) if wanted is not None else None
+        except ImportError as err:  # a plugin whose module is gone: the other commands still work
+            if ep.name == wanted:
+                raise UsageError(f"the command {ep.name!r} cannot be loaded ({err})") from None
+            sub.add_parser(ep.name, help=f"(cannot be loaded: {err})", add_help=False)
+            continue
+        if declared is None or wanted in (declared[0], *declared[2]):
             ep.load()(sub)
         else:
-            sub.add_parser(declared[0], help=declared[1], add_help=False)
+            sub.add_parser(declared[0], aliases=declared[2], help=declared[1], add_help=False)
     return parser
 
 

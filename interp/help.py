@@ -29,18 +29,25 @@ def short_description(text: str) -> str:
     return " ".join(plain.split())
 
 
-def declared_command(ep: Any) -> tuple[str, str] | None:
-    """The subcommand name and one-line help a study's ``register`` declares
-    (``sub.add_parser("<name>", help="...")``), read from its source without importing it (so
-    ``interp --help`` does not import every study); None when they cannot be read statically."""
+def declared_command(ep: Any) -> tuple[str, str, list[str]] | None:
+    """The subcommand name, one-line help and aliases a study's ``register`` declares
+    (``sub.add_parser("<name>", aliases=[...], help="...")``), read from its source without
+    importing it (so ``interp --help`` does not import every study); None when they cannot be
+    read statically.
+
+    Raises:
+        ImportError: the entry point's module does not exist.
+    """
     import importlib.util
 
     module, _, attr = str(ep.value).partition(":")
+    spec = importlib.util.find_spec(module.strip())
+    if spec is None:
+        raise ImportError(f"no module named {module.strip()!r}")
     try:
-        spec = importlib.util.find_spec(module.strip())
-        source = Path(spec.origin).read_text() if spec and spec.origin else ""
+        source = Path(spec.origin).read_text() if spec.origin else ""
         tree = ast.parse(source)
-    except (ImportError, OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError):
         return None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == (attr.strip() or "register"):
@@ -53,12 +60,13 @@ def declared_command(ep: Any) -> tuple[str, str] | None:
                     and isinstance(call.args[0], ast.Constant)
                     and isinstance(call.args[0].value, str)
                 ):
-                    helps = [k.value for k in call.keywords if k.arg == "help"]
+                    words = {k.arg: k.value for k in call.keywords if k.arg}
                     try:
-                        text = ast.literal_eval(helps[0]) if helps else ""
+                        text = ast.literal_eval(words["help"]) if "help" in words else ""
+                        aliases = ast.literal_eval(words["aliases"]) if "aliases" in words else []
                     except ValueError:
-                        text = ""
-                    return call.args[0].value, str(text)
+                        return None
+                    return call.args[0].value, str(text), [str(a) for a in aliases]
     return None
 
 

@@ -512,12 +512,12 @@ def test_drives_argparse_errors_are_one_line(capsys):
     assert line.startswith("error: interp drives: argument --null-image: invalid choice: 'grey'")
 
 
-@pytest.mark.parametrize("command", ["decode", "conflict", "drives", "recall", "ablate", "audit"])
+@pytest.mark.parametrize("command", ["decoding", "conflict", "drives", "recall", "ablate", "audit"])
 def test_single_process_commands_refuse_a_shard(command, tmp_path, capsys, no_model):
     """The refusal shared through ``check_common_arguments(one_process=...)``: one line naming the
     command, before the model loads, no output folder left."""
     out = tmp_path / "out"
-    data = "pope" if command == "decode" else "demo"
+    data = "pope" if command == "decoding" else "demo"
     argv = [command, "--model", "demo", "--data", data, "--out", str(out), "--shard", "0/2"]
     line = _refused(capsys, argv, out)
     assert line == f"error: UsageError: interp {command} runs in one process; drop --shard"

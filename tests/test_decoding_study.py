@@ -1,4 +1,4 @@
-"""The decoding study (``interp decode``): POPE metrics against scikit-learn, the settings as POPE
+"""The decoding study (``interp decoding``, alias ``interp decode``): POPE metrics against scikit-learn, the settings as POPE
 builds them, the runs against plain ``interp.generate`` calls, and the command's outputs and
 one-line errors."""
 
@@ -172,7 +172,7 @@ def test_the_command_writes_its_tables(tmp_path, capsys):
     out = tmp_path / "run"
     code = main(
         [
-            "decode",
+            "decoding",
             "--model",
             "demo",
             "--data",
@@ -219,9 +219,38 @@ def test_bad_options_are_one_line_before_the_model_loads(
     no_model,  # noqa: F811 - fixture
 ):
     out = tmp_path / "out"
-    args = ["decode", "--model", "demo", "--data", "pope", "--n", "8", "--out", str(out)]
+    args = ["decoding", "--model", "demo", "--data", "pope", "--n", "8", "--out", str(out)]
     code = main(args + extra)
     err = capsys.readouterr().err
     assert code == 2
     assert re.search(message, _one_error_line(err)), err
+    assert not out.exists()
+
+
+def test_decode_is_an_alias_of_decoding(tmp_path, capsys):
+    """``interp decode``, the command's earlier name, runs the same command as ``interp decoding``:
+    the same answers and the same summary."""
+    outs = {}
+    for name in ("decoding", "decode"):
+        outs[name] = tmp_path / name
+        argv = [name, "--model", "demo", "--data", "pope", "--n", "8", "--methods", "greedy"]
+        argv += ["--seeds", "", "--max-new-tokens", "2", "--out", str(outs[name]), "--no-progress"]
+        assert main(argv) == 0
+    for file in ("answers.csv", "summary.csv", "summary.txt"):
+        assert (outs["decode"] / file).read_text() == (outs["decoding"] / file).read_text(), file
+    assert len(pd.read_csv(outs["decode"] / "answers.csv")) == 8
+
+
+def test_the_alias_refuses_bad_options_as_the_command_does(
+    tmp_path,
+    capsys,
+    no_model,  # noqa: F811 - fixture
+):
+    out = tmp_path / "out"
+    code = main(
+        ["decode", "--model", "demo", "--data", "pope", "--out", str(out), "--shard", "0/2"]
+    )
+    assert code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line == "error: UsageError: interp decoding runs in one process; drop --shard"
     assert not out.exists()

@@ -258,7 +258,7 @@ STUDY_ARGS = {
         "--max-new-tokens",
         "4",
     ],
-    "decode": [
+    "decoding": [
         "--data",
         "pope",
         "--n",

@@ -48,3 +48,11 @@ def test_an_absent_cache_names_the_make_target(tmp_path, monkeypatch):
     assert not real.available("llama3")
     with pytest.raises(real.RealTokenizerMissing, match="make real-tokenizers"):
         real.load_tokenizer("qwen")
+
+
+def test_an_unfetched_sentencepiece_model_names_the_make_target(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTERP_CACHE_DIR", str(tmp_path))
+    assert not real.available("mistral")
+    with pytest.raises(real.RealTokenizerMissing, match="make real-tokenizers"):
+        real.convert_sentencepiece("mistral")
+    assert not (real.cache_dir() / "converted").exists()  # nothing half-written

@@ -70,6 +70,52 @@ def test_llava_1_5_has_its_published_576_image_tokens():
 
 def test_exact_tokenizers_keep_the_checkpoints_token_ids():
     """Where the tokenizer is the checkpoint's own, the VLM's tokens have its published ids."""
+    mistral = get_real("llava_next_mistral")
+    assert mistral.image_token_id == 32000 and mistral.tokenizer.pad_token_id == 32001
     assert get_real("mllama").image_token_id == 128256
     assert get_real("qwen2_vl").image_token_id == 151655
     assert get_real("qwen3_vl").tokenizer.convert_tokens_to_ids("<|vision_start|>") == 151652
+
+
+def test_mistral_tokenizer_equals_its_sentencepiece_model():
+    """The converted Mistral tokenizer gives SentencePiece's own ids, and a LLaVA-NeXT-Mistral
+    prompt the ids of the original LLaVA (each text chunk around ``<image>`` encoded on its own,
+    so the text after the image starts with a "▁" piece)."""
+    spm = pytest.importorskip("sentencepiece")
+    from interp.testing.real import cache_dir
+
+    tok = get_real("llava_next_mistral").tokenizer
+    model = cache_dir() / "mistral_common" / "tokenizer.model"
+    if not model.is_file():
+        pytest.skip(f"{model} not fetched (`make real-tokenizers`)")
+    sp = spm.SentencePieceProcessor(model_file=str(model))
+    for text in [
+        "Which color is the flag?",
+        "What is 12 + 7?",
+        "¿Qué color tiene el coche? 这是什么？ 🐱",
+    ]:
+        assert tok(text)["input_ids"] == [sp.bos_id(), *sp.encode(text)]
+    before, after = "[INST] ", "\nWhat is shown in this image? [/INST]"
+    want = [sp.bos_id(), *sp.encode(before), 32000, *sp.encode(after)]
+    assert tok(before + "<image>" + after)["input_ids"] == want
+
+
+def test_a_template_that_cannot_interleave_gets_the_pieces_joined_by_a_space():
+    """LLaVA-NeXT-Mistral's template writes all images, then the text items back to back: a
+    question's pieces around a slot are joined by one space, not glued together."""
+    vlm = get_real("llava_next_mistral")
+    prompt = vlm.adapter.build_prompt(vlm.processor, "What is the object in {image} made of?", 1)
+    want = vlm.processor.apply_chat_template(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image"},
+                    {"type": "text", "text": "What is the object in made of?"},
+                ],
+            }
+        ],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
+    assert prompt == want == "[INST] <image>\nWhat is the object in made of? [/INST]"

@@ -21,6 +21,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_
 from interp.adapters import chat_prompt
 from interp.testing.builders.instructblip import NUM_QUERY_TOKENS, build_instructblip
 from interp.testing.builders.llava import (
+    IMAGE_PLACEHOLDER,
     build_llava,
     build_llava_next,
     build_llava_onevision,
@@ -375,3 +376,19 @@ def test_mixed_batch(built: Built) -> None:
     nested = built.processor(text=texts, images=[[image], []], padding=True, return_tensors="pt")
     assert nested.keys() == enc.keys()
     assert all(torch.equal(nested[k], enc[k]) for k in enc)
+
+
+def test_slot_pieces_are_joined_by_a_space_where_the_template_puts_images_first() -> None:
+    """LLaVA-NeXT-Mistral's published template renders every image, then the text items back to
+    back; the tiny chatml template interleaves them in place."""
+    from interp.testing.real_models import FIXTURES
+
+    template = (FIXTURES / "llava-v1.6-mistral-7b-hf" / "chat_template.jinja").read_text()
+    _, images_first = build_llava_next(chat_template=template)
+    question = "What is the object in {image} made of?"
+    got = chat_prompt(images_first, question, 1)
+    assert got == "[INST] <image>\nWhat is the object in made of? [/INST]"
+    _, interleaving = build_llava_next()
+    got = chat_prompt(interleaving, question, 1)
+    before, after = got.split(IMAGE_PLACEHOLDER)
+    assert before.endswith("What is the object in") and after.startswith("made of?")

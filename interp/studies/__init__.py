@@ -7,7 +7,7 @@ study          what it measures
                without the image, the Visual Integration Point (VIP) and Total Visual Integration
                (TVI); CLI ``interp diagnose``
 ``decoding``   training-free contrastive decoding (VCD, ICD, VDD, M3ID, PAI) evaluated POPE-style,
-               greedy and sampled; CLI ``interp decode``
+               greedy and sampled; CLI ``interp decoding``
 ``conflict``   modality conflict: which evidence source the answer follows, per evidence form and
                order, layer-wise probes, contrastive decoding as a diagnostic; CLI
                ``interp conflict``

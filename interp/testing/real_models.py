@@ -1,12 +1,14 @@
 """Tiny random VLMs around real checkpoints' tokenizers, chat templates and processor settings.
 
-:func:`build_real` builds the tiny model of an architecture (:mod:`interp.testing.tiny`: random
-weights, a few small layers) with, instead of the invented tokenizer and template, the family's
-real tokenizer (:mod:`interp.testing.real`, the full vocabulary, the VLM's added tokens on top) and
-the checkpoint's published chat template and processor settings (``tests/fixtures/checkpoints``;
-each folder's ``SOURCE.md`` says where every file came from). :data:`REAL_FAMILIES` records, per
-architecture, which tokenizer serves, whether it is the checkpoint's own or a stand-in, and which
-settings are scaled down for CPU cost.
+:func:`build_real` builds the tiny model of a family's architecture (:mod:`interp.testing.tiny`:
+random weights, a few small layers) with, instead of the invented tokenizer and template, the
+family's real tokenizer (:mod:`interp.testing.real`, the full vocabulary, the VLM's added tokens on
+top) and the checkpoint's published chat template and processor settings
+(``tests/fixtures/checkpoints``; each folder's ``SOURCE.md`` says where every file came from).
+:data:`REAL_FAMILIES` records, per family (keyed by its tiny architecture, or by a name of its own
+where a second checkpoint of an architecture is covered, e.g. ``llava_next_mistral``), which
+architecture is built, which tokenizer serves, whether it is the checkpoint's own or a stand-in,
+and which settings are scaled down for CPU cost.
 
 The fixtures live in the source tree, not in the installed package: building needs a checkout.
 """
@@ -55,6 +57,8 @@ class RealFamily:
         scaled: processor settings scaled down from the checkpoint's for CPU cost.
         image_config: a fixture folder whose ``preprocessor_config.json`` gives the Qwen-VL image
             processor's patch size and normalisation ("" for the tiny builder's own).
+        arch: the tiny architecture built (:data:`interp.testing.tiny.ARCHITECTURES`); "" for the
+            family's own key.
     """
 
     checkpoint: str
@@ -66,6 +70,7 @@ class RealFamily:
     template: str = ""
     scaled: str = "none"
     image_config: str = ""
+    arch: str = ""
 
 
 _LLAVA = {"image_token": "<image>"}
@@ -116,6 +121,16 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         pad="<pad>",
         template="llava-v1.6-vicuna-7b-hf",
         scaled=_TINY_ANYRES,
+    ),
+    "llava_next_mistral": RealFamily(
+        "llava-hf/llava-v1.6-mistral-7b-hf",
+        "mistral",
+        exact=True,
+        named=_LLAVA,
+        pad="<pad>",
+        template="llava-v1.6-mistral-7b-hf",
+        scaled=_TINY_ANYRES + " (a Llama text config: Mistral 7B v0.2 has no sliding window)",
+        arch="llava_next",
     ),
     "llava_onevision": RealFamily(
         "llava-hf/llava-onevision-qwen2-7b-ov-hf",
@@ -302,10 +317,10 @@ def _llava_15(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str)
 
 
 def build_real(
-    arch: str, seed: int = 0, attn_implementation: str = "eager"
+    name: str, seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PreTrainedModel, Any]:
-    """The tiny ``arch`` model built around its real checkpoint's pieces (see the module
-    docstring); weights random and deterministic in ``seed``.
+    """The tiny model of real family ``name`` (a key of :data:`REAL_FAMILIES`) built around its
+    checkpoint's pieces (see the module docstring); weights random and deterministic in ``seed``.
 
     Raises:
         RealTokenizerMissing: the tokenizer files are not fetched (``make real-tokenizers``) or
@@ -313,12 +328,13 @@ def build_real(
     """
     from .tiny import _BUILDERS
 
-    if arch not in REAL_FAMILIES:
-        raise ValueError(f"no real family for {arch!r}; choose one of {', '.join(REAL_FAMILIES)}")
-    family = REAL_FAMILIES[arch]
+    if name not in REAL_FAMILIES:
+        raise ValueError(f"no real family {name!r}; choose one of {', '.join(REAL_FAMILIES)}")
+    family = REAL_FAMILIES[name]
+    arch = family.arch or name
     tok = real_tokenizer(family)
     template = chat_template_of(family)
-    if arch == "llava":
+    if name == "llava":  # LLaVA-1.5 at its published resolution
         return _llava_15(tok, template, seed, attn_implementation)
     kwargs: dict[str, Any] = {"tokenizer": tok, "chat_template": template}
     if family.image_config:
@@ -330,11 +346,12 @@ def build_real(
 
 
 @cache
-def real_vlm(arch: str, seed: int = 0) -> VLM:
-    """:func:`build_real` loaded as a :class:`~interp.VLM`, one per session (do not mutate it)."""
+def real_vlm(name: str, seed: int = 0) -> VLM:
+    """:func:`build_real` of family ``name`` loaded as a :class:`~interp.VLM`, one per session
+    (do not mutate it)."""
     from ..model import load
 
-    return load(*build_real(arch, seed=seed))
+    return load(*build_real(name, seed=seed))
 
 
 __all__ = [

@@ -1,0 +1,106 @@
+"""POPE's reading of the answers: yes/no, the metrics and the settings.
+
+Pure functions on answers and samples (no model): :func:`yes_no` reads a free answer as POPE does,
+:func:`pope_metrics` scores a run against the truth, :func:`pope_settings` splits the questions into
+POPE's random / popular / adversarial settings. The names of the settings, the metrics and the
+default methods live here too, so the command can name them without loading the model code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from interp.errors import EmptyInputError
+
+if TYPE_CHECKING:
+    from interp.samples import Sample
+
+SETTINGS: tuple[str, ...] = ("random", "popular", "adversarial")
+METRICS: tuple[str, ...] = ("accuracy", "precision", "recall", "f1", "yes_ratio")
+DEFAULT_METHODS: tuple[str, ...] = ("greedy", "vcd", "icd", "m3id", "vdd", "pai")
+
+
+def yes_no(answer: str) -> str:
+    """POPE's reading of a free answer: ``"no"`` if its words hold ``no`` or ``not`` (also
+    ``n't``), else ``"yes"``."""
+    words = re.findall(r"[a-z']+", str(answer).lower())
+    return "no" if any(w in ("no", "not") or w.endswith("n't") for w in words) else "yes"
+
+
+def pope_metrics(predicted: Sequence[str], truth: Sequence[str]) -> dict[str, float]:
+    """Accuracy, precision, recall, F1 (positive class ``yes``) and the share of ``yes`` answers.
+
+    ``predicted`` and ``truth`` hold ``"yes"`` / ``"no"``. Precision is NaN when nothing is
+    predicted ``yes``; recall is NaN without a ``yes`` in ``truth``; F1 is 0 when precision and
+    recall are both 0.
+
+    Raises:
+        EmptyInputError: no answers, or the two lists differ in length.
+    """
+    pred = np.asarray([p == "yes" for p in predicted])
+    true = np.asarray([t == "yes" for t in truth])
+    if pred.size == 0 or pred.shape != true.shape:
+        raise EmptyInputError(
+            f"need as many answers as truths, at least one (got {pred.size} and {true.size})"
+        )
+    tp = float(np.sum(pred & true))
+    fp = float(np.sum(pred & ~true))
+    fn = float(np.sum(~pred & true))
+    precision = tp / (tp + fp) if tp + fp else float("nan")
+    recall = tp / (tp + fn) if tp + fn else float("nan")
+    if np.isnan(precision) or np.isnan(recall):
+        f1 = float("nan")
+    else:
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "accuracy": float(np.mean(pred == true)),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "yes_ratio": float(np.mean(pred)),
+        "n": int(pred.size),
+    }
+
+
+def pope_settings(samples: Sequence[Sample], label: str = "pope_negative") -> dict[str, list[int]]:
+    """Row indices of each POPE setting: every positive question (answer ``yes``) plus the
+    negatives whose ``label`` is the setting. Samples without the label anywhere form one setting
+    ``"all"``.
+
+    Raises:
+        EmptyInputError: a sample's answer is not yes/no, or no sample is positive or negative.
+    """
+    truths = []
+    for s in samples:
+        answer = (s.answer or "").strip().lower()
+        if answer not in ("yes", "no"):
+            raise EmptyInputError(
+                f"sample {s.id!r}: a POPE question's answer is 'yes' or 'no', got {s.answer!r}"
+            )
+        truths.append(answer)
+    positives = [i for i, t in enumerate(truths) if t == "yes"]
+    negatives = [i for i, t in enumerate(truths) if t == "no"]
+    if not positives or not negatives:
+        raise EmptyInputError(
+            f"POPE scores need questions answered yes and no; got {len(positives)} yes and "
+            f"{len(negatives)} no"
+        )
+    kinds = [samples[i].meta.get(label) for i in negatives]
+    if all(k is None for k in kinds):
+        return {"all": sorted(positives + negatives)}
+    found = sorted({str(k) for k in kinds if k is not None}, key=_setting_order)
+    return {
+        kind: sorted(positives + [i for i, k in zip(negatives, kinds) if str(k) == kind])
+        for kind in found
+    }
+
+
+def _setting_order(kind: str) -> tuple[int, str]:
+    return (SETTINGS.index(kind) if kind in SETTINGS else len(SETTINGS), kind)
+
+
+__all__ = ["DEFAULT_METHODS", "METRICS", "SETTINGS", "pope_metrics", "pope_settings", "yes_no"]
