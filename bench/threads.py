@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=2, help="spinning processes beside a run")
     parser.add_argument("--settings", default="cores,1,policy")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the spinners are stopped
     cores = len(os.sched_getaffinity(0))
     sys.path.insert(0, str(ROOT))
     from interp.threads import default_threads

@@ -1,0 +1,230 @@
+"""Null sources, the support and the contexts of the teacher-forced forwards.
+
+What V = ∅ and Q = ∅ mean (``null_image``, ``null_question``), the K support pairs, and for each
+sample the list of (input sample, condition) contexts whose forwards give its drives. Light on
+purpose: the command's option checks import it before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from interp.conditions import Condition, Part
+from interp.errors import ConditionError, DriveError, ImageError, SupportError
+from interp.samples import IMAGE_SLOT, Sample, ensure_samples, image_digest
+
+if TYPE_CHECKING:
+    from .result import CausalDrives
+
+LN2 = math.log(2.0)
+NULL_IMAGES: tuple[str, ...] = ("blind", "black", "white", "noise", "mean", "mismatched")
+NEUTRAL_PROMPT = "Please provide a response."
+DRIVES: tuple[str, ...] = ("qcd", "vcd", "pcd")
+DEFAULT_QTYPES: tuple[str, ...] = ("describe",)
+FULL = Condition(Part("full"))
+
+
+# -- null sources and support --------------------------------------------------------------------
+
+
+def _null_image_name(null_image: str) -> str:
+    """The canonical name of a null image (``"none"`` is ``"blind"``, ``"null:black"`` is
+    ``"black"``)."""
+    name = str(null_image).strip().lower()
+    name = {"none": "blind", "": "blind"}.get(name, name)
+    if name.startswith("null:"):
+        name = name[5:]
+    if name not in NULL_IMAGES:
+        raise ConditionError(
+            f"unknown null image {null_image!r}; use one of {', '.join(NULL_IMAGES)} ('blind' or "
+            "'none': no image)"
+        )
+    return name
+
+
+def _question_part(null_question: str) -> Part:
+    """The question part of Q = ∅: an empty question, or the given text."""
+    if not isinstance(null_question, str):
+        raise ConditionError(
+            f"null_question must be a string ('' for an empty question), got "
+            f"{type(null_question).__name__}"
+        )
+    text = null_question.strip()
+    return Part("no_question") if not text else Part("ask", text)
+
+
+def _check_images(samples: Sequence[Sample], what: str = "sample") -> None:
+    for s in samples:
+        if not s.has_image:
+            raise ImageError(
+                f"{what} {s.id!r} has no image: causal drives intervene on the image of every "
+                "sample and of every support context; give each an image or drop it"
+            )
+
+
+def draw_support(samples: Sequence[Sample], k: int = 20, *, seed: int = 0) -> list[Sample]:
+    """K observed (image, question) pairs drawn uniformly without replacement from ``samples``:
+    the finite support of the backdoor adjustments (empirical P(V) P(Q|V), uniform weights;
+    Supplementary Sec. 9.1 of the paper).
+
+    Raises:
+        SupportError: ``k`` < 1 or more than the samples available.
+        ImageError: a sample without an image.
+    """
+    samples = ensure_samples(samples)
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise SupportError(f"k must be an integer >= 1 (the support size K), got {k!r}")
+    if k > len(samples):
+        raise SupportError(
+            f"k={k} but only {len(samples)} observed (image, question) pairs to draw the support "
+            "from; lower k or pass more samples (or support=...)"
+        )
+    _check_images(samples)
+    rng = np.random.default_rng(seed)
+    picked = sorted(rng.choice(len(samples), size=int(k), replace=False).tolist())
+    return [samples[i] for i in picked]
+
+
+def _resolve_support(
+    samples: list[Sample], support: Sequence[Sample] | None, k: int, seed: int
+) -> list[Sample]:
+    if support is None:
+        return draw_support(samples, k, seed=seed)
+    support = list(support)
+    if not support:
+        raise SupportError("support is empty; give at least one (image, question) sample")
+    for i, s in enumerate(support):
+        if not isinstance(s, Sample):
+            raise SupportError(f"support[{i}] is a {type(s).__name__}, expected interp.Sample")
+    _check_images(support, "support sample")
+    return support
+
+
+def _compose(question: str, images: Any, sid: str) -> Sample:
+    """A sample with ``question`` and the images of another sample; image slots that no longer
+    match the number of images are dropped (the images then come first)."""
+    n = len(images) if isinstance(images, list) else (0 if images is None else 1)
+    if IMAGE_SLOT in question and question.count(IMAGE_SLOT) != n:
+        question = " ".join(p.strip() for p in question.split(IMAGE_SLOT) if p.strip())
+    return Sample(question, images, None, sid)
+
+
+def _mismatched_partners(samples: list[Sample]) -> list[int]:
+    """For each sample, the index of the next sample (cyclically) whose images differ."""
+    digests = [tuple(image_digest(im, s.id) for im in s.images) for s in samples]
+    out = []
+    for i in range(len(samples)):
+        j = next(
+            (
+                (i + d) % len(samples)
+                for d in range(1, len(samples))
+                if digests[(i + d) % len(samples)] != digests[i]
+            ),
+            None,
+        )
+        if j is None:
+            raise SupportError(
+                "null_image='mismatched' needs at least two samples with different images"
+            )
+        out.append(j)
+    return out
+
+
+def _check_common(batch_size: int, max_new_tokens: int) -> None:
+    if batch_size < 1:
+        raise DriveError(f"batch_size must be >= 1, got {batch_size}")
+    if max_new_tokens < 1:
+        raise DriveError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+
+
+def _substore(store: str | Path | None, name: str) -> Path | None:
+    return None if store is None else Path(store) / name
+
+
+Context = tuple[Sample, Condition]
+ContextsFn = Callable[[int, Sample], list[Context]]
+
+
+def _null_context(
+    s: Sample,
+    i: int,
+    samples: list[Sample],
+    null_image: str,
+    question: Part | None,
+    partners: list[int] | None,
+    tag: str,
+) -> Context:
+    """The input with V = ∅ (and the question part ``question``: Q = ∅, or None to keep it)."""
+    sid = f"{s.id}|{tag}"
+    if null_image == "blind":
+        return _compose(s.question, s.image, sid), Condition(Part("blind"), question)
+    if null_image == "mismatched":
+        assert partners is not None
+        other = samples[partners[i]]
+        return _compose(s.question, other.image, sid), Condition(Part("full"), question)
+    return _compose(s.question, s.image, sid), Condition(Part("null", null_image), question)
+
+
+def drive_contexts(
+    samples: Sequence[Sample],
+    support: Sequence[Sample],
+    *,
+    null_image: str = "blind",
+    null_question: str = "",
+    pmi: bool = True,
+) -> ContextsFn:
+    """The contexts whose teacher-forced forwards give a sample's drives, in order: the K support
+    pairs (v_k, q_k) for PCD, the K support images with the sample's question (v_k, q) for QCD,
+    the sample's image with the null question (VCD), the null input (P0), and with ``pmi`` the
+    full input and the full input without the prefix. Returns ``contexts(i, sample)`` giving
+    sample i's ``(input sample, condition)`` pairs (used by :func:`causal_drives`, and by the bench
+    to feed bare HF forwards the same inputs)."""
+    samples = list(samples)
+    sup = list(support)
+    nimg = _null_image_name(null_image)
+    qpart = _question_part(null_question)
+    partners = _mismatched_partners(samples) if nimg == "mismatched" else None
+    vcd_cond = Condition(Part("full"), qpart)
+    noprefix = Condition(Part("full"), None, "removed")
+
+    def contexts(i: int, s: Sample) -> list[Context]:
+        rows: list[Context] = [
+            (_compose(c.question, c.image, f"{s.id}|pcd{j}"), FULL) for j, c in enumerate(sup)
+        ]
+        rows += [(_compose(s.question, c.image, f"{s.id}|qcd{j}"), FULL) for j, c in enumerate(sup)]
+        rows.append((_compose(s.question, s.image, f"{s.id}|vcd"), vcd_cond))
+        rows.append(_null_context(s, i, samples, nimg, qpart, partners, "p0"))
+        if pmi:
+            rows.append((_compose(s.question, s.image, f"{s.id}|full"), FULL))
+            rows.append((_compose(s.question, s.image, f"{s.id}|noprefix"), noprefix))
+        return rows
+
+    return contexts
+
+
+def _check_matches(samples: list[Sample], drives: CausalDrives) -> None:
+    got = [str(s.id) for s in samples]
+    if got != drives.sample_ids:
+        raise DriveError(
+            "the samples are not those of the drive result (ids or order differ); pass the same "
+            "samples, in the same order, as to causal_drives"
+        )
+
+
+__all__ = [
+    "Context",
+    "ContextsFn",
+    "DEFAULT_QTYPES",
+    "DRIVES",
+    "FULL",
+    "LN2",
+    "NEUTRAL_PROMPT",
+    "NULL_IMAGES",
+    "draw_support",
+    "drive_contexts",
+]

@@ -1,0 +1,324 @@
+"""The model runs: greedy answers, teacher-forced log-probabilities of every context through the
+shared runner (stores, resume, progress bar), and :func:`causal_drives` (2K + 2 forwards a
+sample)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from interp.conditions import Condition
+from interp.edits import Batch, check_edits
+from interp.encoding import batches, target_ids, warn_unknown_tokens
+from interp.errors import DriveError, EmptyTargetError
+from interp.generation import generate
+from interp.runner import Job, run
+from interp.samples import Sample, ensure_samples
+from interp.scoring import trace_target_logprobs
+
+from .analysis import _drive_arrays, _pad
+from .contexts import (
+    Context,
+    ContextsFn,
+    _check_common,
+    _check_images,
+    _mismatched_partners,
+    _null_image_name,
+    _question_part,
+    _resolve_support,
+    _substore,
+    drive_contexts,
+)
+from .result import CausalDrives
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from interp.edits import Intervention
+    from interp.model import VLM
+    from interp.runner import Shard
+
+
+def _resolve_targets(
+    vlm: VLM,
+    samples: list[Sample],
+    targets: Sequence[str | Sequence[int]] | None,
+) -> list[list[int]] | None:
+    """Token ids of given targets (checked before any compute); None when they are to be
+    generated."""
+    if targets is None:
+        return None
+    targets = list(targets)
+    if len(targets) != len(samples):
+        raise DriveError(
+            f"{len(targets)} targets for {len(samples)} samples; give one per sample (or "
+            "targets=None for the greedy answers)"
+        )
+    return target_ids(vlm, targets)
+
+
+def _greedy_targets(
+    vlm: VLM,
+    samples: list[Sample],
+    *,
+    max_new_tokens: int,
+    edits: Sequence[Intervention],
+    batch_size: int,
+    store: Path | None,
+    overwrite: bool,
+    progress_bar: bool,
+) -> list[list[int]]:
+    gen = generate(
+        vlm,
+        samples,
+        "full",
+        max_new_tokens=max_new_tokens,
+        edits=list(edits),
+        batch_size=batch_size,
+        store=store,
+        overwrite=overwrite,
+        progress_bar=progress_bar,
+    )
+    empty = [sid for sid, ids in zip(gen.sample_ids, gen.token_ids) if not ids]
+    if empty:
+        raise EmptyTargetError(
+            f"the greedy answers of samples {empty[:5]} are empty (the model stopped at once); "
+            "pass targets= explicitly or drop these samples"
+        )
+    return [list(ids) for ids in gen.token_ids]
+
+
+# -- the measurement: teacher-forced log-probabilities of every context ----------------------------
+
+
+def score_contexts(
+    vlm: VLM,
+    rows: Sequence[Context],
+    targets: Sequence[Sequence[int]],
+    *,
+    batch_size: int,
+    edits: Sequence[Intervention] = (),
+) -> list[Tensor]:
+    """Natural-log ``log p(a_t | a_<t, context)`` of each row's target, one teacher-forced
+    forward per row, rows of one condition batched together (``batch_size`` rows a forward).
+
+    Returns:
+        one ``[T_row]`` tensor per row, in row order.
+    """
+    out: list[Tensor | None] = [None] * len(rows)
+    groups: dict[Condition, list[int]] = {}
+    for j, (_, cond) in enumerate(rows):
+        groups.setdefault(cond, []).append(j)
+    for cond, where in groups.items():
+        # similar lengths share a batch (less padding); every row is still scored on its own
+        where = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
+        group = [rows[j][0] for j in where]
+        for sub, enc in batches(vlm, group, cond, batch_size, all_samples=group):
+            batch = Batch(vlm, enc, [group[r] for r in sub], cond, "score", group)
+            lp = trace_target_logprobs(vlm, batch, [targets[where[r]] for r in sub], edits)
+            for row, r in enumerate(sub):
+                j = where[r]
+                out[j] = lp[row, : len(targets[j])].double()
+    return out  # type: ignore[return-value]
+
+
+def _measure(
+    vlm: VLM,
+    samples: list[Sample],
+    targets: list[list[int]],
+    contexts: ContextsFn,
+    *,
+    name: str,
+    settings: dict[str, Any],
+    extras: Sequence[Any] | None = None,
+    edits: Sequence[Intervention] = (),
+    batch_size: int,
+    store: Path | None,
+    overwrite: bool,
+    shard: Shard,
+    progress_bar: bool,
+) -> list[np.ndarray]:
+    """Per sample, the ``[C, T]`` natural-log probabilities of its target under its C contexts
+    (``contexts(i, sample)``, the same C for every sample), through the shared runner (stores,
+    resume, progress bar). A chunk of ``batch_size`` samples is scored at a time, so every
+    condition's rows fill whole forwards of ``batch_size`` rows."""
+    probe = contexts(0, samples[0])
+    conds = list(dict.fromkeys(c for _, c in probe))
+    job = Job(
+        name,
+        settings,
+        conditions=conds,
+        edits=list(edits),
+        extras=[[t, e] for t, e in zip(targets, extras or [None] * len(targets))],
+        pool=samples,
+    )
+    index = {str(s.id): i for i, s in enumerate(samples)}
+
+    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
+        rows: list[Context] = []
+        tgts: list[list[int]] = []
+        counts = []
+        for s in chunk:
+            i = index[str(s.id)]
+            ctx = contexts(i, s)
+            rows.extend(ctx)
+            tgts.extend([targets[i]] * len(ctx))
+            counts.append(len(ctx))
+        if len(set(counts)) != 1:
+            raise DriveError("every sample must have the same number of contexts")
+        lps = score_contexts(vlm, rows, tgts, batch_size=batch_size, edits=edits)
+        width = max(len(targets[index[str(s.id)]]) for s in chunk)
+        out = torch.zeros(len(chunk), counts[0], width, dtype=torch.float64)
+        for r, lp in enumerate(lps):
+            out[r // counts[0], r % counts[0], : len(lp)] = lp
+        return {"logprobs": out}, [{"n": len(targets[index[str(s.id)]])} for s in chunk]
+
+    _, tensors, records = run(
+        vlm,
+        samples,
+        job,
+        compute,
+        batch_size=batch_size,
+        store=store,
+        overwrite=overwrite,
+        shard=shard,
+        progress_bar=progress_bar,
+    )
+    return [tensors["logprobs"][i, :, : r["n"]].numpy() for i, r in enumerate(records)]
+
+
+def causal_drives(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    *,
+    support: Sequence[Sample] | None = None,
+    k: int = 20,
+    targets: Sequence[str | Sequence[int]] | None = None,
+    null_image: str = "blind",
+    null_question: str = "",
+    seed: int = 0,
+    pmi: bool = True,
+    max_new_tokens: int = 24,
+    edits: Sequence[Intervention] | None = None,
+    batch_size: int = 32,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    shard: Shard = None,
+    progress_bar: bool = True,
+) -> CausalDrives:
+    r"""Per-token QCD, VCD, PCD (and the PMI baselines) of each sample's answer, in bits.
+
+    For sample (v, q) with answer a_1..a_T and support {(v_k, q_k)}_{k=1..K}, w_k = 1/K:
+
+    - log2 P0(a≤t) = Σ_{i≤t} log2 P(a_i | a_<i, ∅, ∅)                              (Eq. 4)
+    - PCD_t = log2 Σ_k w_k P(a_t | a_<t, v_k, q_k) − log2 P0(a≤t)                   (Eq. 6)
+    - QCD_t = log2 Σ_k w_k Π_{i≤t} P(a_i | a_<i, v_k, q) − log2 P0(a≤t)         (Eqs. 9-11)
+    - VCD_t = Σ_{i≤t} log2 P(a_i | a_<i, v, ∅) − log2 P0(a≤t)                      (Eq. 14)
+    - PMI_Q = log2 P(a_t | a_<t, v, q) − log2 P(a_t | a_<t, v, ∅)                  (Eq. 24)
+    - PMI_P = log2 P(a_t | a_<t, v, q) − log2 P(a_t | v, q)                         (Eq. 25)
+
+    Exactly 2K + 2 teacher-forced forwards per sample (+ 2 with ``pmi``), batched across samples
+    and contexts; sums over the support with log-sum-exp.
+
+    Args:
+        samples: the generations to explain; each needs an image.
+        support: the K (image, question) contexts; default: ``k`` drawn from ``samples`` with
+            ``seed`` (:func:`draw_support`).
+        targets: one per sample (text or token ids); default: the greedy answer under ``full``
+            (``max_new_tokens``), without its end-of-sequence token.
+        null_image: V = ∅ in P0: ``"blind"`` (no image), ``"black"``, ``"white"``, ``"noise"``,
+            ``"mean"`` or ``"mismatched"``.
+        null_question: Q = ∅ in P0, VCD and PMI_Q: ``""`` or a prompt text.
+        pmi: also compute PMI_Q and PMI_P (2 more forwards per sample).
+        edits: interventions applied in every forward (and in the greedy generation).
+        batch_size: rows per forward; store, overwrite, shard: see :func:`interp.residual_stream`
+            (the greedy answers get their own store under ``store/answers``).
+
+    Raises:
+        SupportError: ``k`` < 1, ``k`` larger than the samples, an empty support.
+        ImageError: a sample or support sample without an image.
+        EmptyTargetError: a target that tokenises to nothing (or an empty greedy answer).
+        ConditionError: an unknown ``null_image``.
+        DriveError: not one target per sample, or bad ``batch_size`` / ``max_new_tokens``.
+    """
+    samples = ensure_samples(samples)
+    _check_images(samples)
+    nimg = _null_image_name(null_image)
+    qpart = _question_part(null_question)
+    _check_common(batch_size, max_new_tokens)
+    sup = _resolve_support(samples, support, k, seed)
+    ids = _resolve_targets(vlm, samples, targets)
+    edits = check_edits(vlm, edits)
+    partners = _mismatched_partners(samples) if nimg == "mismatched" else None
+    if qpart.arg:
+        warn_unknown_tokens(vlm, [Sample(qpart.arg)])
+    if ids is None:
+        ids = _greedy_targets(
+            vlm,
+            samples,
+            max_new_tokens=max_new_tokens,
+            edits=edits,
+            batch_size=batch_size,
+            store=_substore(store, "answers"),
+            overwrite=overwrite,
+            progress_bar=progress_bar,
+        )
+    K = len(sup)
+    contexts = drive_contexts(samples, sup, null_image=nimg, null_question=qpart.arg or "", pmi=pmi)
+
+    settings = {
+        "support": [c.fingerprint() for c in sup],
+        "null_image": nimg,
+        "null_question": qpart.arg or "",
+        "pmi": pmi,
+    }
+    extras = None
+    if partners is not None:
+        extras = [samples[j].fingerprint() for j in partners]
+    lps = _measure(
+        vlm,
+        samples,
+        ids,
+        contexts,
+        name="causal_drives",
+        settings=settings,
+        extras=extras,
+        edits=edits,
+        batch_size=batch_size,
+        store=_substore(store, "drives"),
+        overwrite=overwrite,
+        shard=shard,
+        progress_bar=progress_bar,
+    )
+    arrays = _drive_arrays(lps, K, pmi)
+    width = max(len(t) for t in ids)
+    mask = np.zeros((len(samples), width), dtype=bool)
+    for i, t in enumerate(ids):
+        mask[i, : len(t)] = True
+    return CausalDrives(
+        sample_ids=[str(s.id) for s in samples],
+        token_ids=ids,
+        tokens=[list(vlm.tokenizer.convert_ids_to_tokens(t)) for t in ids],
+        answers=[vlm.tokenizer.decode(t, skip_special_tokens=True).strip() for t in ids],
+        p0=_pad(arrays["p0"], width),
+        pcd=_pad(arrays["pcd"], width),
+        qcd=_pad(arrays["qcd"], width),
+        vcd=_pad(arrays["vcd"], width),
+        mask=mask,
+        pmi_q=_pad(arrays["pmi_q"], width) if pmi else None,
+        pmi_p=_pad(arrays["pmi_p"], width) if pmi else None,
+        support_ids=[str(c.id) for c in sup],
+        null_image=nimg,
+        null_question=qpart.arg or "",
+        forwards_per_sample=2 * K + 2 + (2 if pmi else 0),
+    )
+
+
+__all__ = [
+    "causal_drives",
+    "score_contexts",
+]

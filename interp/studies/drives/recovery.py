@@ -1,0 +1,215 @@
+"""Randomized-intervention recovery (Sec. 5.4, Eq. 15, Fig. 5): how well QCD and PCD (against
+the PMI baselines) recover a reference built from held-out contexts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from jaxtyping import Bool, Float
+
+from interp.edits import check_edits
+from interp.errors import DriveError, SupportError
+from interp.samples import Sample, ensure_samples
+from probes.trajectories import relative_bins
+
+from .analysis import _logsumexp, _pad
+from .contexts import (
+    FULL,
+    LN2,
+    Context,
+    _check_common,
+    _check_images,
+    _check_matches,
+    _compose,
+    _substore,
+)
+from .measure import _measure
+from .result import CausalDrives
+
+if TYPE_CHECKING:
+    from interp.edits import Intervention
+    from interp.model import VLM
+    from interp.runner import Shard
+
+
+@dataclass
+class Recovery:
+    """Recovery of the randomized-intervention reference G(t) by the drives and by PMI.
+
+    Attributes:
+        g_q: G_Q(t) = log2 (1/M) Σ_m Π_{i≤t} P(a_i | a_<i, v_m, q) − log2 P0(a≤t): the question
+            fixed, images of M held-out contexts.
+        g_p: G_P(t) = log2 (1/M) Σ_m P(a_t | a_<t, v_m, q_m) − log2 P0(a≤t): the prefix fixed,
+            M held-out (image, question) pairs.
+        errors: ``|D(t) − G(t)|`` per token for ``qcd`` and ``pmi_q`` (against G_Q) and ``pcd``
+            and ``pmi_p`` (against G_P), ``[N, T]``.
+        context_ids: the held-out contexts' ids.
+    """
+
+    sample_ids: list[str]
+    g_q: Float[np.ndarray, "n t"]
+    g_p: Float[np.ndarray, "n t"]
+    errors: dict[str, np.ndarray]
+    mask: Bool[np.ndarray, "n t"]
+    context_ids: list[str] = field(default_factory=list)
+    k: int = 0
+
+    @property
+    def m(self) -> int:
+        return len(self.context_ids)
+
+    def per_target(self) -> pd.DataFrame:
+        """Err(D) = (1/T) Σ_t |D(t) − G(t)| (Eq. 15) per target, for QCD, PMI_Q, PCD, PMI_P."""
+        return pd.DataFrame(
+            {"sample_id": self.sample_ids}
+            | {
+                f"err_{k}": np.nanmean(np.where(self.mask, v, np.nan), axis=1)
+                for k, v in self.errors.items()
+            }
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per intervention (question, prefix): mean Err of the drive and of PMI over targets,
+        the reduction of the mean (1 − mean Err(drive) / mean Err(PMI)), the mean of per-target
+        reductions, and the share of targets where the drive's error is lower."""
+        per = self.per_target()
+        rows = []
+        for source, drive, base in (("question", "qcd", "pmi_q"), ("prefix", "pcd", "pmi_p")):
+            d, p = per[f"err_{drive}"].to_numpy(), per[f"err_{base}"].to_numpy()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                each = 1.0 - d / p
+            rows.append(
+                {
+                    "intervention": source,
+                    "drive": drive.upper(),
+                    "err_drive": float(d.mean()),
+                    "baseline": "PMI_" + base[-1].upper(),
+                    "err_pmi": float(p.mean()),
+                    "reduction_of_means": float(1.0 - d.mean() / p.mean()),
+                    "mean_reduction": float(np.nanmean(each)),
+                    "share_drive_wins": float(np.mean(d < p)),
+                    "n_targets": len(d),
+                    "m": self.m,
+                    "k": self.k,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def binned(self, bins: int = 10) -> dict[str, np.ndarray]:
+        """Each error in relative-position bins ``[N, bins]``."""
+        return {k: relative_bins(np.nan_to_num(v), self.mask, bins) for k, v in self.errors.items()}
+
+
+def recovery_error(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    drives: CausalDrives,
+    *,
+    contexts: Sequence[Sample] | None = None,
+    m: int = 100,
+    seed: int = 1,
+    edits: Sequence[Intervention] | None = None,
+    batch_size: int = 32,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    shard: Shard = None,
+    progress_bar: bool = True,
+) -> Recovery:
+    """Randomized-intervention recovery (Sec. 5.4, Eq. 15, Fig. 5): a held-out reference G(t)
+    from M contexts outside the drives' support, and Err(D) = (1/T) Σ_t |D(t) − G(t)| for QCD vs
+    PMI_Q (question fixed, images reassigned) and PCD vs PMI_P (prefix fixed, (image, question)
+    pairs reassigned). 2M teacher-forced forwards per target; P0 is the drives'.
+
+    Args:
+        samples: the samples ``drives`` was computed on, in the same order.
+        drives: a :func:`causal_drives` result with the PMI baselines.
+        contexts: the held-out (image, question) contexts; default: ``m`` drawn with ``seed``
+            from ``samples`` outside the drives' support.
+
+    Raises:
+        DriveError: other samples than the drives', or drives without PMI.
+        SupportError: ``m`` < 1 or more than the held-out samples available.
+    """
+    samples = ensure_samples(samples)
+    _check_matches(samples, drives)
+    if drives.pmi_q is None or drives.pmi_p is None:
+        raise DriveError(
+            "recovery_error compares the drives with the PMI baselines: compute the drives with "
+            "pmi=True"
+        )
+    _check_common(batch_size, 1)
+    if contexts is None:
+        held = [s for s in samples if str(s.id) not in set(drives.support_ids)]
+        if not isinstance(m, (int, np.integer)) or m < 1:
+            raise SupportError(f"m must be an integer >= 1 (held-out contexts), got {m!r}")
+        if m > len(held):
+            raise SupportError(
+                f"m={m} held-out contexts asked, but only {len(held)} samples lie outside the "
+                f"support of K={drives.k}; lower m or pass contexts=..."
+            )
+        rng = np.random.default_rng(seed)
+        ctx = [held[i] for i in sorted(rng.choice(len(held), size=int(m), replace=False).tolist())]
+    else:
+        ctx = list(contexts)
+        if not ctx:
+            raise SupportError("contexts is empty; give at least one held-out (image, question)")
+    _check_images(ctx, "held-out context")
+    edits = check_edits(vlm, edits)
+    M = len(ctx)
+
+    def rows(i: int, s: Sample) -> list[Context]:
+        out: list[Context] = [
+            (_compose(s.question, c.image, f"{s.id}|gq{j}"), FULL) for j, c in enumerate(ctx)
+        ]
+        out += [(_compose(c.question, c.image, f"{s.id}|gp{j}"), FULL) for j, c in enumerate(ctx)]
+        return out
+
+    lps = _measure(
+        vlm,
+        samples,
+        drives.token_ids,
+        rows,
+        name="recovery",
+        settings={"contexts": [c.fingerprint() for c in ctx]},
+        edits=edits,
+        batch_size=batch_size,
+        store=_substore(store, "recovery"),
+        overwrite=overwrite,
+        shard=shard,
+        progress_bar=progress_bar,
+    )
+    logw = -math.log(M)
+    width = drives.mask.shape[1]
+    g_q, g_p = [], []
+    for i, lp in enumerate(lps):
+        p0 = drives.p0[i, : lp.shape[1]] * LN2
+        g_q.append((_logsumexp(np.cumsum(lp[:M], axis=1) + logw) - p0) / LN2)
+        g_p.append((_logsumexp(lp[M:] + logw) - p0) / LN2)
+    gq, gp = _pad(g_q, width), _pad(g_p, width)
+    errors = {
+        "qcd": np.abs(drives.qcd - gq),
+        "pmi_q": np.abs(drives.pmi_q - gq),
+        "pcd": np.abs(drives.pcd - gp),
+        "pmi_p": np.abs(drives.pmi_p - gp),
+    }
+    return Recovery(
+        list(drives.sample_ids),
+        gq,
+        gp,
+        errors,
+        drives.mask.copy(),
+        [str(c.id) for c in ctx],
+        drives.k,
+    )
+
+
+__all__ = [
+    "Recovery",
+    "recovery_error",
+]

@@ -1,0 +1,182 @@
+"""Source removal (Sec. 5.4, Table 3, Fig. 4): the fixed answers' token probabilities with the
+question, the image or the generated prefix removed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from jaxtyping import Bool
+
+from interp.conditions import Condition, Part
+from interp.edits import check_edits
+from interp.encoding import warn_unknown_tokens
+from interp.samples import Sample, ensure_samples
+from probes.trajectories import relative_bins
+
+from .analysis import _pad
+from .contexts import (
+    FULL,
+    Context,
+    _check_common,
+    _check_images,
+    _compose,
+    _mismatched_partners,
+    _null_context,
+    _null_image_name,
+    _question_part,
+    _substore,
+)
+from .measure import _greedy_targets, _measure, _resolve_targets
+
+if TYPE_CHECKING:
+    from interp.edits import Intervention
+    from interp.model import VLM
+    from interp.runner import Shard
+
+
+REMOVALS: tuple[tuple[str, str], ...] = (
+    ("Q", "no_question"),
+    ("V", "no_image"),
+    ("A<t", "no_prefix"),
+)
+
+
+@dataclass
+class SourceRemoval:
+    """Token probabilities of fixed answers with each source removed (Table 3, Fig. 4).
+
+    Attributes:
+        probs: ``full``, ``no_question`` (Q = ∅), ``no_image`` (V = ∅, the question kept) and
+            ``no_prefix`` (each token scored right after the prompt): ``[N, T]`` probabilities,
+            NaN past each answer's end.
+        mask: True at answer tokens.
+    """
+
+    sample_ids: list[str]
+    probs: dict[str, np.ndarray]
+    mask: Bool[np.ndarray, "n t"]
+    null_image: str = "blind"
+    null_question: str = ""
+
+    def per_sample(self) -> pd.DataFrame:
+        """Each sample's mean token probability under each condition."""
+        return pd.DataFrame(
+            {"sample_id": self.sample_ids}
+            | {k: np.nanmean(np.where(self.mask, v, np.nan), axis=1) for k, v in self.probs.items()}
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """Table 3: per removed source, P_full and P_remove (the means over samples of each
+        sample's mean token probability) and the share of samples whose mean token probability
+        drops when the source is removed."""
+        per = self.per_sample()
+        rows = []
+        for source, key in REMOVALS:
+            rows.append(
+                {
+                    "removed": source,
+                    "p_full": float(per["full"].mean()),
+                    "p_remove": float(per[key].mean()),
+                    "fraction_decreased": float((per[key] < per["full"]).mean()),
+                    "n": len(per),
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def binned(self, bins: int = 10) -> dict[str, np.ndarray]:
+        """Each condition's token probabilities in relative-position bins ``[N, bins]``."""
+        return {k: relative_bins(np.nan_to_num(v), self.mask, bins) for k, v in self.probs.items()}
+
+
+def source_removal(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    *,
+    targets: Sequence[str | Sequence[int]] | None = None,
+    null_image: str = "blind",
+    null_question: str = "",
+    max_new_tokens: int = 24,
+    edits: Sequence[Intervention] | None = None,
+    batch_size: int = 32,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    shard: Shard = None,
+    progress_bar: bool = True,
+) -> SourceRemoval:
+    """Source-removal sanity check (Sec. 5.4, Table 3, Fig. 4): the fixed answer's token
+    probabilities P(a_t | a_<t, v, q) under the full input, without Q (the null question),
+    without V (the null image, question kept) and without the prefix (P(a_t | v, q)): 4
+    teacher-forced forwards per sample.
+
+    Args: as :func:`causal_drives` (``targets`` default to the greedy answers).
+
+    Raises: as :func:`causal_drives`.
+    """
+    samples = ensure_samples(samples)
+    _check_images(samples)
+    nimg = _null_image_name(null_image)
+    qpart = _question_part(null_question)
+    _check_common(batch_size, max_new_tokens)
+    ids = _resolve_targets(vlm, samples, targets)
+    edits = check_edits(vlm, edits)
+    partners = _mismatched_partners(samples) if nimg == "mismatched" else None
+    if qpart.arg:
+        warn_unknown_tokens(vlm, [Sample(qpart.arg)])
+    if ids is None:
+        ids = _greedy_targets(
+            vlm,
+            samples,
+            max_new_tokens=max_new_tokens,
+            edits=edits,
+            batch_size=batch_size,
+            store=_substore(store, "answers"),
+            overwrite=overwrite,
+            progress_bar=progress_bar,
+        )
+
+    def contexts(i: int, s: Sample) -> list[Context]:
+        return [
+            (_compose(s.question, s.image, f"{s.id}|full"), FULL),
+            (_compose(s.question, s.image, f"{s.id}|noq"), Condition(Part("full"), qpart)),
+            _null_context(s, i, samples, nimg, None, partners, "nov"),
+            (
+                _compose(s.question, s.image, f"{s.id}|nop"),
+                Condition(Part("full"), None, "removed"),
+            ),
+        ]
+
+    extras = None if partners is None else [samples[j].fingerprint() for j in partners]
+    lps = _measure(
+        vlm,
+        samples,
+        ids,
+        contexts,
+        name="source_removal",
+        settings={"null_image": nimg, "null_question": qpart.arg or ""},
+        extras=extras,
+        edits=edits,
+        batch_size=batch_size,
+        store=_substore(store, "removal"),
+        overwrite=overwrite,
+        shard=shard,
+        progress_bar=progress_bar,
+    )
+    width = max(len(t) for t in ids)
+    mask = np.zeros((len(samples), width), dtype=bool)
+    for i, t in enumerate(ids):
+        mask[i, : len(t)] = True
+    names = ("full", "no_question", "no_image", "no_prefix")
+    probs = {n: _pad([np.exp(lp[c]) for lp in lps], width) for c, n in enumerate(names)}
+    return SourceRemoval([str(s.id) for s in samples], probs, mask, nimg, qpart.arg or "")
+
+
+__all__ = [
+    "REMOVALS",
+    "SourceRemoval",
+    "source_removal",
+]

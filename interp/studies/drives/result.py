@@ -1,0 +1,187 @@
+"""The result of :func:`~interp.studies.drives.causal_drives`: per-token drives in bits, with
+their per-token and per-sample tables and the binned trajectories."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from jaxtyping import Bool, Float, Int
+
+from interp.errors import DriveError
+from probes.trajectories import relative_bins
+
+from .contexts import DRIVES
+
+
+@dataclass
+class CausalDrives:
+    """Per-token causal drives of N generations, in bits (log base 2).
+
+    Every array is ``[N, T]`` with T the longest target; ``mask`` is True for the first
+    ``len(token_ids[i])`` entries of row i, and entries past a target's end are NaN.
+
+    Attributes:
+        p0: log2 P0(a≤t), the cumulative null-source log-likelihood (Eq. 4).
+        pcd: Prefix Causal Drive (Eq. 6), token-level numerator over the cumulative P0.
+        qcd: Question Causal Drive (Eqs. 9-11).
+        vcd: Visual Causal Drive (Eq. 14).
+        pmi_q, pmi_p: the PMI baselines of Eqs. 24 and 25 (None when not computed).
+        sample_ids, token_ids, tokens, answers: the targets.
+        support_ids: the ids of the K support samples.
+        null_image, null_question: what V = ∅ and Q = ∅ were.
+        forwards_per_sample: teacher-forced forwards each sample cost (2K + 2, + 2 with PMI).
+    """
+
+    sample_ids: list[str]
+    token_ids: list[list[int]]
+    tokens: list[list[str]]
+    answers: list[str]
+    p0: Float[np.ndarray, "n t"]
+    pcd: Float[np.ndarray, "n t"]
+    qcd: Float[np.ndarray, "n t"]
+    vcd: Float[np.ndarray, "n t"]
+    mask: Bool[np.ndarray, "n t"]
+    pmi_q: Float[np.ndarray, "n t"] | None = None
+    pmi_p: Float[np.ndarray, "n t"] | None = None
+    support_ids: list[str] = field(default_factory=list)
+    null_image: str = "blind"
+    null_question: str = ""
+    forwards_per_sample: int = 0
+
+    def __len__(self) -> int:
+        return len(self.sample_ids)
+
+    @property
+    def k(self) -> int:
+        """The support size K."""
+        return len(self.support_ids)
+
+    @property
+    def lengths(self) -> Int[np.ndarray, " n"]:
+        return self.mask.sum(axis=1).astype(np.int64)
+
+    def drive(self, name: str) -> Float[np.ndarray, "n t"]:
+        """One of ``p0``, ``pcd``, ``qcd``, ``vcd``, ``pmi_q``, ``pmi_p``."""
+        value = getattr(self, name, None) if name in ("p0", *DRIVES, "pmi_q", "pmi_p") else None
+        if value is None:
+            raise DriveError(
+                f"no drive {name!r} in this result; available: "
+                f"{', '.join(n for n in ('p0', *DRIVES, 'pmi_q', 'pmi_p') if getattr(self, n) is not None)}"
+            )
+        return value
+
+    def sample_mean(self, name: str) -> Float[np.ndarray, " n"]:
+        """Mean over each answer's tokens of one drive."""
+        return np.nanmean(np.where(self.mask, self.drive(name), np.nan), axis=1)
+
+    def final(self, name: str) -> Float[np.ndarray, " n"]:
+        """A drive at each answer's last token: for the cumulative QCD and VCD the whole-answer
+        (answer-level) drive."""
+        values = self.drive(name)
+        return values[np.arange(len(self)), self.lengths - 1]
+
+    @property
+    def s_pv(self) -> Float[np.ndarray, " n"]:
+        """Prefix-visual imbalance S_PV = mean_t PCD − mean_t VCD per sample (Sec. 5.5)."""
+        return self.sample_mean("pcd") - self.sample_mean("vcd")
+
+    def binned(self, bins: int = 10) -> Float[np.ndarray, "n three bins"]:
+        """(QCD, VCD, PCD) averaged in ``bins`` equal bins of the relative decoding position
+        (:func:`probes.trajectories.relative_bins`; Supplementary Sec. 11)."""
+        return np.stack([relative_bins(self.drive(d), self.mask, bins) for d in DRIVES], axis=1)
+
+    def features(self, bins: int = 10) -> Float[np.ndarray, "n d"]:
+        """z_i = [QCD_{i,1:bins}, VCD_{i,1:bins}, PCD_{i,1:bins}] (30 dimensions for 10 bins)."""
+        b = self.binned(bins)
+        return b.reshape(len(b), -1)
+
+    def subset(self, rows: Sequence[int] | np.ndarray) -> CausalDrives:
+        """The result for the samples at ``rows`` (indices, or a boolean mask)."""
+        idx = np.asarray(rows)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        idx = idx.astype(np.int64)
+        width = int(self.mask[idx].sum(axis=1).max()) if len(idx) else 0
+
+        def cut(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[idx, :width]
+
+        return CausalDrives(
+            sample_ids=[self.sample_ids[i] for i in idx],
+            token_ids=[self.token_ids[i] for i in idx],
+            tokens=[self.tokens[i] for i in idx],
+            answers=[self.answers[i] for i in idx],
+            p0=cut(self.p0),  # type: ignore[arg-type]
+            pcd=cut(self.pcd),  # type: ignore[arg-type]
+            qcd=cut(self.qcd),  # type: ignore[arg-type]
+            vcd=cut(self.vcd),  # type: ignore[arg-type]
+            mask=self.mask[idx, :width],
+            pmi_q=cut(self.pmi_q),
+            pmi_p=cut(self.pmi_p),
+            support_ids=list(self.support_ids),
+            null_image=self.null_image,
+            null_question=self.null_question,
+            forwards_per_sample=self.forwards_per_sample,
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per answer token: ``sample_id``, ``t`` (1-based), ``n_tokens``, ``position``
+        (relative, (t − 0.5)/T), ``token_id``, ``token``, ``p0``, ``qcd``, ``vcd``, ``pcd`` and,
+        when computed, ``pmi_q``, ``pmi_p`` (bits)."""
+        names = ["p0", *DRIVES] + [n for n in ("pmi_q", "pmi_p") if getattr(self, n) is not None]
+        rows = []
+        for i, sid in enumerate(self.sample_ids):
+            n = len(self.token_ids[i])
+            for t in range(n):
+                row = {
+                    "sample_id": sid,
+                    "t": t + 1,
+                    "n_tokens": n,
+                    "position": (t + 0.5) / n,
+                    "token_id": self.token_ids[i][t],
+                    "token": self.tokens[i][t],
+                }
+                row.update({k: float(getattr(self, k)[i, t]) for k in names})
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    def sample_frame(self) -> pd.DataFrame:
+        """One row per sample: the answer, its length, each drive's mean over the answer, the
+        answer-level (last-token) QCD and VCD, and S_PV."""
+        frame = pd.DataFrame(
+            {
+                "sample_id": self.sample_ids,
+                "answer": self.answers,
+                "n_tokens": self.lengths,
+                **{f"mean_{d}": self.sample_mean(d) for d in DRIVES},
+                "answer_qcd": self.final("qcd"),
+                "answer_vcd": self.final("vcd"),
+                "s_pv": self.s_pv,
+            }
+        )
+        for name in ("pmi_q", "pmi_p"):
+            if getattr(self, name) is not None:
+                frame[f"mean_{name}"] = self.sample_mean(name)
+        return frame
+
+    def mean_trajectories(self, bins: int = 10) -> pd.DataFrame:
+        """Mean (and standard error) over samples of each drive per relative-position bin."""
+        b = self.binned(bins)
+        se = b.std(axis=0, ddof=1) / np.sqrt(len(b)) if len(b) > 1 else np.zeros(b.shape[1:])
+        rows = []
+        for j in range(bins):
+            row: dict[str, Any] = {"bin": j + 1, "position": (j + 0.5) / bins}
+            for d, name in enumerate(DRIVES):
+                row[name] = float(b[:, d, j].mean())
+                row[f"{name}_se"] = float(se[d, j])
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+__all__ = [
+    "CausalDrives",
+]

@@ -1,0 +1,177 @@
+"""Reference and prompt sensitivity (Supplementary Sec. 10): the drives under other null
+images and null questions, and their agreement with the base setting."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from interp.conditions import Condition, Part, stable_seed
+from interp.edits import check_edits
+from interp.encoding import warn_unknown_tokens
+from interp.samples import Sample, ensure_samples
+from probes.stats import pearson
+
+from .analysis import _pad
+from .contexts import (
+    DRIVES,
+    LN2,
+    NEUTRAL_PROMPT,
+    Context,
+    _check_common,
+    _check_matches,
+    _compose,
+    _mismatched_partners,
+    _null_context,
+    _null_image_name,
+    _question_part,
+    _substore,
+)
+from .measure import _measure
+from .result import CausalDrives
+
+if TYPE_CHECKING:
+    from interp.edits import Intervention
+    from interp.model import VLM
+
+
+@dataclass
+class Sensitivity:
+    """The drives under other null sources, next to the base setting.
+
+    Attributes:
+        base: the drives under the base null image and question.
+        variants: ``"<null image> | <null question>"`` → the drives under that setting.
+    """
+
+    base: CausalDrives
+    variants: dict[str, CausalDrives]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per setting (base first): each drive's mean over all answer tokens, and its agreement
+        with the base setting — the mean over samples of the sample-wise Pearson r between the
+        two trajectories (samples with fewer than 2 tokens or a constant trajectory left out), and
+        the Pearson r over all tokens pooled."""
+        rows = []
+        mask = self.base.mask
+        for label, dr in {"base": self.base, **self.variants}.items():
+            row: dict[str, Any] = {
+                "setting": label,
+                "null_image": dr.null_image,
+                "null_question": dr.null_question or "(empty)",
+            }
+            for name in DRIVES:
+                mine, base = dr.drive(name), self.base.drive(name)
+                row[f"mean_{name}"] = float(mine[mask].mean())
+                r = [pearson(mine[i, mask[i]], base[i, mask[i]]) for i in range(len(self.base))]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    row[f"r_{name}"] = float(np.nanmean(r)) if not np.all(np.isnan(r)) else np.nan
+                row[f"r_pooled_{name}"] = pearson(mine[mask], base[mask])
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def drive_sensitivity(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    base: CausalDrives,
+    *,
+    null_images: Sequence[str] = ("black", "mismatched"),
+    null_questions: Sequence[str] = (NEUTRAL_PROMPT,),
+    edits: Sequence[Intervention] | None = None,
+    batch_size: int = 32,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    progress_bar: bool = True,
+) -> Sensitivity:
+    """Reference and prompt sensitivity (Supplementary Sec. 10): the drives with V = ∅ replaced
+    by each of ``null_images`` (the base null question kept), and with Q = ∅ replaced by each of
+    ``null_questions`` (the base null image kept). Only P0 and VCD's context change, so each
+    setting costs 2 forwards per sample; PCD and QCD keep their numerators (re-referenced to the
+    new P0) and PMI_Q its full-input term.
+
+    Raises:
+        DriveError: other samples than the base's; ConditionError: an unknown null image.
+    """
+    samples = ensure_samples(samples)
+    _check_matches(samples, base)
+    settings = [(_null_image_name(n), base.null_question) for n in null_images]
+    for q in null_questions:
+        _question_part(q)
+        settings.append((base.null_image, q.strip()))
+        if q.strip():
+            warn_unknown_tokens(vlm, [Sample(q.strip())])
+    settings = [s for s in dict.fromkeys(settings) if s != (base.null_image, base.null_question)]
+    _check_common(batch_size, 1)
+    edits = check_edits(vlm, edits)
+    if any(n == "mismatched" for n, _ in settings):
+        partners = _mismatched_partners(samples)
+    else:
+        partners = None
+    variants: dict[str, CausalDrives] = {}
+    width = base.mask.shape[1]
+    base_vcd_num = (base.vcd + base.p0) * LN2  # cumulative natural-log VCD numerator
+    base_vcd_tok = np.diff(np.nan_to_num(base_vcd_num), axis=1, prepend=0.0)
+    for nimg, nq in settings:
+        qpart = _question_part(nq)
+
+        def contexts(i: int, s: Sample, qpart: Part = qpart, nimg: str = nimg) -> list[Context]:
+            return [
+                (_compose(s.question, s.image, f"{s.id}|vcd"), Condition(Part("full"), qpart)),
+                _null_context(s, i, samples, nimg, qpart, partners, "p0"),
+            ]
+
+        extras = None if nimg != "mismatched" else [samples[j].fingerprint() for j in partners]  # type: ignore[union-attr]
+        lps = _measure(
+            vlm,
+            samples,
+            base.token_ids,
+            contexts,
+            name="drive_sensitivity",
+            settings={"null_image": nimg, "null_question": nq},
+            extras=extras,
+            edits=edits,
+            batch_size=batch_size,
+            store=_substore(store, f"sensitivity-{nimg}-{stable_seed(nq):08x}"),
+            overwrite=overwrite,
+            shard=None,
+            progress_bar=progress_bar,
+        )
+        p0 = _pad([np.cumsum(lp[1]) / LN2 for lp in lps], width)
+        vcd_num = _pad([np.cumsum(lp[0]) / LN2 for lp in lps], width)
+        vcd_tok = _pad([lp[0] for lp in lps], width)
+        shift = base.p0 - p0
+        pmi_q = None
+        if base.pmi_q is not None:
+            pmi_q = base.pmi_q + (base_vcd_tok - vcd_tok) / LN2
+        variants[f"{nimg} | {nq or '(empty)'}"] = CausalDrives(
+            sample_ids=list(base.sample_ids),
+            token_ids=base.token_ids,
+            tokens=base.tokens,
+            answers=base.answers,
+            p0=p0,
+            pcd=base.pcd + shift,
+            qcd=base.qcd + shift,
+            vcd=vcd_num - p0,
+            mask=base.mask.copy(),
+            pmi_q=pmi_q,
+            pmi_p=base.pmi_p,
+            support_ids=list(base.support_ids),
+            null_image=nimg,
+            null_question=nq,
+            forwards_per_sample=2,
+        )
+    return Sensitivity(base, variants)
+
+
+__all__ = [
+    "Sensitivity",
+    "drive_sensitivity",
+]
