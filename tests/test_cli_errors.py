@@ -546,7 +546,7 @@ def test_top_level_help_imports_no_study_and_lists_every_command():
         modules
     )
     text = "\n".join(help_lines)
-    for command in ("diagnose", "audit", "ablate", "conflict", "decode", "drives", "recall"):
+    for command in ("diagnose", "audit", "ablate", "conflict", "decoding", "drives", "recall"):
         assert re.search(rf"^    {command} +\S", text, flags=re.M), (command, text)
 
 
