@@ -58,6 +58,7 @@ bench: install-smol
 	$(PY) bench/recall.py
 	$(PY) bench/demo_smol.py
 	$(PY) bench/real_width.py
+	$(PY) bench/threads.py
 
 train-demo: install
 	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint

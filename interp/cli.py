@@ -15,6 +15,7 @@ progress bars.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import DataFormatError, InterpError
+from .help import declared_command, short_description
+from .outputs import OutputMixError, OutputRun
+from .threads import THREADS_ENV, apply_threads
+
+_RUN: OutputRun | None = None  # the outputs of the command that main() is running
 
 ENTRY_POINT_GROUP = "interp.studies"
 
@@ -32,7 +38,16 @@ class UsageError(InterpError, ValueError):
 
 
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one ``error: ...`` line and exit status 2."""
+    """An argument parser whose errors are one ``error: ...`` line and exit status 2, and whose
+    ``--help`` opens with the first paragraph of its description as plain text (a study passes
+    its module docstring; the rest of it is the module's documentation)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        description = kwargs.get("description")
+        if description:
+            kwargs["description"] = short_description(description)
+            kwargs["formatter_class"] = argparse.HelpFormatter
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
@@ -42,9 +57,14 @@ class Parser(argparse.ArgumentParser):
 # -- shared options and validation ----------------------------------------------------------------
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> None:
+def add_common_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    data_help: str,
+    n_help: str = "number of samples (default: demo 600, a data file all)",
+) -> None:
     """Options every study command takes: model, data, output folder, sample count, batching,
-    store handling, sharding and progress bars."""
+    store handling, sharding, CPU threads and progress bars."""
     parser.add_argument(
         "--model",
         required=True,
@@ -59,22 +79,33 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, data_help: str) -> 
         "question/query/prompt, image/img, answer/answers/label; image=none: text only); the "
         "other columns become labels",
     )
-    parser.add_argument("--out", required=True, help="output folder (holds the resumable store)")
     parser.add_argument(
-        "--n", type=int, default=None, help="number of samples (default: demo 600, a data file all)"
+        "--out",
+        required=True,
+        help="output folder (holds the resumable store; the outputs are moved in when the run "
+        "succeeds)",
     )
+    parser.add_argument("--n", type=int, default=None, help=n_help)
     parser.add_argument("--seed", type=int, default=0, help="demo world seed")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="discard results already in --out (the store) instead of resuming them",
+        help="replace the outputs already in --out and discard its store instead of resuming "
+        "it (needed when --out holds another command's or another configuration's outputs)",
     )
     parser.add_argument(
         "--shard",
         default="auto",
         help="'i/n': compute every n-th sample starting at i into the shared store, then wait for "
         "the other processes ('auto': from accelerate launch / torchrun, else one process)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help=f"CPU threads for torch (default: ${THREADS_ENV}, else $OMP_NUM_THREADS, else half "
+        "the CPUs this process may use; see README, Performance)",
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bars (transformers' included)"
@@ -96,6 +127,10 @@ def silence_progress() -> None:
 def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
     """Check that ``out`` is (or can become) a writable folder; create it if ``create``.
 
+    Inside an ``interp`` command, ``create=True`` on the command's ``--out`` also refuses outputs
+    that would mix with another run's and returns the staging folder the command writes into
+    (see :mod:`interp.outputs`); its ``store`` is the real ``<out>/store``.
+
     With ``create=False`` nothing is written: an existing ``out`` must be a folder the process
     may write to, a missing one must have a writable folder as its nearest existing ancestor
     (and no file on the way). Run that first, so that a command refused for another reason
@@ -107,6 +142,17 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
     path = Path(out)
     if not str(out).strip():
         raise UsageError("--out is empty; give an output folder")
+    if create and _RUN is not None and _RUN.serves(out):
+        check_output_dir(out, create=False)
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            return _RUN.stage(path)
+        except OutputMixError as err:
+            raise UsageError(str(err)) from None
+        except OSError as err:
+            raise UsageError(
+                f"--out {str(path)!r} is not a writable folder ({err.strerror})"
+            ) from None
     if not create:
         existing = path.absolute()
         while not existing.exists() and existing != existing.parent:
@@ -150,13 +196,15 @@ def load_data(
     *,
     default_qtypes: Sequence[str],
     columns: str | None = None,
+    keep: Any = None,
 ) -> list:
     """Samples from a data spec: ``demo`` / ``demo:prior`` (``default_qtypes``), ``demo:general``
     (every vision and vision-independent question type), ``demo:<qtype>[,...]``, a JSONL file
     (see :func:`interp.read_jsonl`), or a parquet file / folder / glob, a Hugging Face datasets
     folder or a hub dataset id, optionally ``:split``, read through ``columns`` (see
     :func:`interp.read_dataset`). Every image is opened, so a missing or unreadable file is
-    reported before any model is loaded.
+    reported before any model is loaded. ``keep`` (samples → samples) picks from a data file's
+    samples before their images are opened.
 
     Raises:
         MissingImageError, ImageError, DataFormatError (MissingColumnError, DataSourceError),
@@ -199,6 +247,8 @@ def load_data(
             "'demo', 'demo:general', 'demo:<qtype,...>'"
         )
     samples = read_dataset(spec, columns=columns, n=n)
+    if keep is not None:
+        samples = keep(samples)
     for s in samples:
         s.load_images()  # every image opens, before the model is loaded
     return ensure_samples(samples)
@@ -352,11 +402,35 @@ def check_common_arguments(
 
 
 def write_summary(out: Path, text: str) -> None:
-    """The end of a study command: ``summary.txt`` in ``out``, the text on stdout, then the list
-    of files written."""
+    """The end of a study command: ``summary.txt`` in ``out``, the text on stdout, then the
+    outputs are moved into place (:func:`finish_outputs`)."""
     (out / "summary.txt").write_text(text + "\n")
     print(text)
-    print(f"\nwrote {', '.join(sorted(p.name for p in out.iterdir()))} to {out}")
+    finish_outputs(out)
+
+
+def finish_outputs(out: Path) -> Path:
+    """Move the command's staged outputs into ``--out`` (when it runs under :func:`main`), print
+    the list of files written, and return the real output folder."""
+    if _RUN is not None and _RUN.staging is not None and Path(out) == _RUN.staging:
+        names = _RUN.commit()
+        real = _RUN.out
+        assert real is not None
+    else:
+        names, real = sorted(p.name for p in Path(out).iterdir()), Path(out)
+    shown = sorted({*names, "store"} if (real / "store").is_dir() else names)
+    print(f"\nwrote {', '.join(shown)} to {real}")
+    return real
+
+
+def partial_outputs_folder(out: Path) -> Path:
+    """Where the partial files of a command that is about to fail will be kept: ``--out``
+    itself when it held no complete run, else ``<out>/failed-run``."""
+    if _RUN is not None and _RUN.staging is not None and Path(out) == _RUN.staging:
+        where = _RUN.where_partial()
+        if where is not None:
+            return where
+    return Path(out)
 
 
 # -- the program ------------------------------------------------------------------------------------
@@ -366,13 +440,18 @@ def _studies() -> list[Any]:
     return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``interp`` parser. Each study's subcommand is registered lazily: only the command
+    named in ``argv`` imports its study (the others are listed with their one-line help), so
+    ``interp --help`` and argument errors stay fast. Without ``argv`` every study is loaded."""
     from . import __version__
 
     parser = Parser(
         prog="interp",
         description="Is this vision-language model looking at the image, or answering from its "
         "language prior? Studies of the vlm-interp library.",
+        epilog="Each command's --help lists its options; its module's documentation (e.g. "
+        "python -m pydoc interp.studies.audit) says what it writes.",
     )
     parser.add_argument("--version", action="version", version=f"vlm-interp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -382,8 +461,21 @@ def build_parser() -> argparse.ArgumentParser:
             "no study commands are registered: install the package (pip install -e .) so its "
             f"'{ENTRY_POINT_GROUP}' entry points exist"
         )
+    wanted = None
+    if argv is not None:
+        wanted = next((a for a in argv if not a.startswith("-")), "")
     for ep in studies:
-        ep.load()(sub)
+        try:
+            declared = declared_command(ep) if wanted is not None else None
+        except ImportError as err:  # a plugin whose module is gone: the other commands still work
+            if ep.name == wanted:
+                raise UsageError(f"the command {ep.name!r} cannot be loaded ({err})") from None
+            sub.add_parser(ep.name, help=f"(cannot be loaded: {err})", add_help=False)
+            continue
+        if declared is None or wanted in (declared[0], *declared[2]):
+            ep.load()(sub)
+        else:
+            sub.add_parser(declared[0], aliases=declared[2], help=declared[1], add_help=False)
     return parser
 
 
@@ -396,26 +488,92 @@ def main(argv: list[str] | None = None) -> int:
     store keeps what was finished). 1: stdout was closed early (a broken pipe). ``--version``
     prints ``vlm-interp <version>`` and raises ``SystemExit(0)``.
     """
+    global _RUN
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _RUN = None
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         if getattr(args, "no_progress", False):
             silence_progress()
-        return int(args.func(args))
+        if hasattr(args, "threads"):
+            apply_threads(args.threads)
+        if hasattr(args, "out"):
+            _RUN = OutputRun.from_args(args)
+        _log_to_stderr()
+        if "interp.runner" in sys.modules:  # an earlier command in this process
+            sys.modules["interp.runner"].forget_started_stores()
+        status = int(args.func(args))
+        if _RUN is not None:
+            if status == 0:
+                _RUN.commit()
+            else:
+                _RUN.fail()
+        return status
     except InterpError as err:
+        _failed()
         print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # stdout closed early (e.g. piped into `head`): not an error of ours
+        if _RUN is not None:
+            _RUN.commit()  # the outputs are complete; only the printing stopped
         try:  # so that the interpreter's final flush of stdout is silent
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError):
             pass
         return 1
     except KeyboardInterrupt:
+        _failed()
         print(
             "error: interrupted; re-run the same command to resume from the store", file=sys.stderr
         )
         return 130
+    except BaseException:
+        _failed()
+        raise
+    finally:
+        _RUN = None
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def _failed() -> None:
+    """After a failed or interrupted command: keep its partial outputs apart (the earlier
+    outputs stay as they were) and say where, on stdout (stderr holds the one error line)."""
+    if _RUN is None:
+        return
+    try:
+        where = _RUN.fail()
+    except OSError:  # pragma: no cover - the folder vanished
+        return
+    if where is not None and where != _RUN.out:
+        print(
+            f"this run failed: its partial outputs are in {where}; the earlier outputs in "
+            f"{_RUN.out} were left as they were",
+            flush=True,
+        )
+
+
+def _log_to_stderr() -> None:
+    """The library's notes (e.g. "resuming: 64 of 600 done") on stderr, as plain lines."""
+    logger = logging.getLogger("interp")
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+class _Stderr(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is at the time of each message."""
+
+    @property
+    def stream(self) -> Any:  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+if __name__ == "__main__":  # run the importable module's main: the studies share its state
+    from interp.cli import main as _main
+
+    raise SystemExit(_main())

@@ -347,6 +347,51 @@ def _looks_like_path(text: str) -> bool:
     )
 
 
+_HUB: list[bool] = []
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hugging Face hub can be reached, checked once per process (a TCP connection
+    to its host, name lookup included, within ``timeout`` seconds). ``HF_HUB_OFFLINE=1`` means
+    no. Without network, hub ids then fail at once instead of after the hub client's retries."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    if not _HUB:
+        import socket
+        import threading
+        from urllib.parse import urlparse
+
+        from huggingface_hub import constants
+
+        url = urlparse(constants.ENDPOINT)
+        host, port = (
+            url.hostname or "huggingface.co",
+            url.port or (443 if url.scheme == "https" else 80),
+        )
+        answer: list[bool] = []
+
+        def probe() -> None:
+            try:
+                socket.create_connection((host, port), timeout=timeout).close()
+                answer.append(True)
+            except OSError:
+                answer.append(False)
+
+        thread = threading.Thread(target=probe, daemon=True)  # the name lookup has no timeout
+        thread.start()
+        thread.join(timeout)
+        _HUB.append(bool(answer and answer[0]))
+    return _HUB[0]
+
+
+def _offline_kwargs(source: str) -> dict[str, Any]:
+    """``local_files_only=True`` for a hub id when the hub cannot be reached (the local cache
+    still serves it), else nothing."""
+    if Path(source).expanduser().is_dir() or hub_reachable():
+        return {}
+    return {"local_files_only": True}
+
+
 def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
     """The model's configuration (no weights are read), with a clear error when it cannot be
     found.
@@ -370,6 +415,8 @@ def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
         raise ModelNotFoundError(
             f"{source!r} is a folder without config.json: not a saved Hugging Face model"
         )
+    if not path.is_dir():
+        kwargs = {**_offline_kwargs(source), **kwargs}
     try:
         return AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
     except OSError as err:
@@ -432,7 +479,12 @@ def load(
             model.set_attn_implementation(attn_implementation)
         return VLM(model.eval(), processor, adapter=adapter)
     source = _resolve_source(model)
-    config_kwargs = {k: v for k, v in hf_kwargs.items() if k in ("revision", "trust_remote_code")}
+    hf_kwargs = {**_offline_kwargs(source), **hf_kwargs}
+    config_kwargs = {
+        k: v
+        for k, v in hf_kwargs.items()
+        if k in ("revision", "trust_remote_code", "local_files_only")
+    }
     config = model_config(source, **config_kwargs)
     if adapter is None:  # fail before loading weights, with the supported list
         adapter_for(config)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,9 @@ from .tracing import progress
 
 if TYPE_CHECKING:
     from .model import VLM
+
+logger = logging.getLogger(__name__)
+_OPENED: set[Path] = set()  # stores this process started (their results are its own)
 
 Compute = Callable[[list[Sample]], tuple[dict[str, Tensor], list[dict[str, Any]]]]
 Shard = tuple[int, int] | str | None
@@ -154,6 +158,8 @@ def run(
     )
     try:
         done = opened.done_keys if opened is not None else set()
+        if opened is not None and not done:  # what this process stores is no resumption
+            _OPENED.add(opened.path)
         # A shard takes whole batches of the full sample order (batch k goes to process
         # k mod n), so every batch has the composition a single process gives it.
         mine = [
@@ -164,7 +170,22 @@ def run(
         kept: dict[str, tuple[dict[str, Tensor], dict[str, Any]]] = {}
         chunks = [mine[k : k + batch_size] for k in range(0, len(mine), batch_size)]
         label = job.name if where is None else f"{job.name} [{where[0]}/{where[1]}]"
-        for chunk in progress(chunks, total=len(mine), desc=label, enabled=progress_bar):
+        share = len(mine) + sum(
+            1
+            for i in range(len(samples))
+            if keys[i] in done and (where is None or (i // batch_size) % where[1] == where[0])
+        )
+        if opened is not None and share > len(mine) and opened.path not in _OPENED:
+            logger.info(
+                "resuming: %d of %d done (%s, store %s)",
+                share - len(mine),
+                share,
+                label,
+                opened.path,
+            )
+        for chunk in progress(
+            chunks, total=share, desc=label, enabled=progress_bar, initial=share - len(mine)
+        ):
             tensors, records = compute([samples[i] for i in chunk])
             if opened is not None:
                 opened.write(
@@ -185,6 +206,11 @@ def run(
     finally:
         if opened is not None:
             opened.close()
+
+
+def forget_started_stores() -> None:
+    """Start a new command: a store met again is a resumption (see :func:`run`'s note)."""
+    _OPENED.clear()
 
 
 def _wait_for_shards(

@@ -44,6 +44,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from .errors import StoreError, StoreLockedError
+from .outputs import unstaged
 
 try:  # POSIX advisory locks; elsewhere stores are not locked
     import fcntl
@@ -58,6 +59,19 @@ def _atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+_MODE: list[int] = []
+
+
+def file_mode() -> int:
+    """The permissions a plain new file gets under this process's umask (e.g. 0o644), which
+    every store file gets too (some writers create theirs 0o600)."""
+    if not _MODE:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        _MODE.append(0o666 & ~umask)
+    return _MODE[0]
 
 
 def content_key(*parts: Any) -> str:
@@ -127,7 +141,7 @@ class ResultStore:
         overwrite: bool = False,
         shard: tuple[int, int] | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path = unstaged(path)  # a command's staging folder links to its real store
         self.config = json.loads(json.dumps(dict(config), default=str))  # JSON-comparable
         self.shard = shard
         try:
@@ -291,6 +305,7 @@ class ResultStore:
                 "records": json.dumps(list(records)),
             },
         )
+        os.chmod(tmp, file_mode())
         os.replace(tmp, self.path / name)
         self._own.append({"file": name, "keys": keys, "ids": ids})
         for key, sid in zip(keys, ids):

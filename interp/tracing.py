@@ -145,13 +145,20 @@ def trace_states(
 
 
 def progress(
-    iterable: Iterable[T], *, total: int | None, desc: str, enabled: bool, unit: str = "sample"
+    iterable: Iterable[T],
+    *,
+    total: int | None,
+    desc: str,
+    enabled: bool,
+    unit: str = "sample",
+    initial: int = 0,
 ) -> Iterator[T]:
-    """A tqdm progress bar (notebook-aware) over ``iterable`` unless disabled."""
+    """A tqdm progress bar (notebook-aware) over ``iterable`` unless disabled; ``initial`` rows
+    are already done (a resumed run)."""
     if not enabled:
         yield from iterable
         return
-    bar = tqdm(total=total, desc=desc, unit=unit, leave=False)
+    bar = tqdm(total=total, desc=desc, unit=unit, leave=False, initial=initial)
     try:
         for item in iterable:
             yield item

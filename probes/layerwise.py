@@ -410,7 +410,8 @@ class LayerwiseProbe(ClassifierMixin, BaseEstimator):
         return self.scores_.copy()
 
     def plot(self, metrics: Sequence[str] | None = None, ax: Any = None) -> Any:
-        """Mean ± std of each metric against the layer, best layer marked; returns the Figure."""
+        """Mean ± std (over folds, clipped to the metric's range [0, 1]) of each metric against
+        the layer, best layer marked; returns the Figure."""
         import matplotlib.pyplot as plt  # lazily: importing probes must stay light
 
         check_is_fitted(self, "scores_")
@@ -423,7 +424,9 @@ class LayerwiseProbe(ClassifierMixin, BaseEstimator):
             mean = self.scores_[f"{name}_mean"].to_numpy()
             std = self.scores_[f"{name}_std"].to_numpy()
             (line,) = ax.plot(x, mean, marker="o", ms=3, label=name.replace("_", " "))
-            ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.2)
+            # every metric here lies in [0, 1]: so does its band
+            low, high = np.clip(mean - std, 0.0, 1.0), np.clip(mean + std, 0.0, 1.0)
+            ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
         ax.axvline(self.best_layer_, color="k", ls="--", lw=1)
         ax.axhline(0.5, color="grey", ls=":", lw=1)  # chance level of both default metrics
         ax.set_xlabel("layer (0 = embeddings)")

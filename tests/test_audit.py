@@ -300,6 +300,96 @@ def test_the_report_renders_in_a_headless_browser(audited, tmp_path):
     assert dom.returncode == 0 and 'id="conflict"' in dom.stdout
 
 
+OVERFLOW_PROBE = """<script>
+window.addEventListener("load", () => {
+  const page = document.documentElement;
+  const boxes = [...document.querySelectorAll(".table-box")];
+  document.body.setAttribute("data-overflow", JSON.stringify({
+    scroll: page.scrollWidth, client: page.clientWidth,
+    scrolling_boxes: boxes.filter(b => b.scrollWidth > b.clientWidth).length}));
+});
+</script></body>"""
+
+
+def _layout(page: Path, width: int, home: Path) -> dict:
+    """The page's layout widths as headless Chromium lays it out ``width`` px wide."""
+    import re
+
+    dom = subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--window-size={width},900",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(home)},
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'data-overflow="([^"]+)"', dom.stdout)
+    assert found, dom.stdout[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"'))
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+def test_the_report_does_not_overflow_the_page_at_1280px(audited, tmp_path):
+    """Laid out by a real browser: no horizontal page scrolling at 1280 px, nor at 800 px, where
+    the widest tables (the drives' S_PV table, the decoding tables) scroll inside their own box."""
+    page = tmp_path / "report.html"
+    page.write_text((audited / "report.html").read_text().replace("</body>", OVERFLOW_PROBE))
+    wide = _layout(page, 1280, tmp_path)
+    assert wide["scroll"] <= wide["client"] <= 1280, wide
+    narrow = _layout(page, 800, tmp_path)
+    assert narrow["scroll"] <= narrow["client"] <= 800, narrow
+    assert narrow["scrolling_boxes"] >= 1, narrow  # a table wider than the page is boxed
+
+
+def test_an_audit_of_one_question_kind_still_writes_its_report(tmp_path):
+    """Twelve coloured squares with one question: removing the image changes every answer, so
+    the chain of embedding stops (one group is empty); next to a few yes/no questions the
+    decoding study runs. The report and summary.json are written, the stopped study is a
+    section saying why in words, and the exit status is 0."""
+    from interp.datasets import demo_world
+    from interp.samples import write_jsonl
+
+    colours = {"red": (220, 30, 30), "green": (30, 180, 30), "blue": (30, 30, 220)}
+    rows = []
+    for i in range(12):
+        name = list(colours)[i % 3]
+        Image.new("RGB", (32, 32), colours[name]).save(tmp_path / f"sq{i}.png")
+        rows.append(
+            {"id": f"sq{i}", "image": f"sq{i}.png", "question": "what color is the square ?",
+             "answer": name}
+        )  # fmt: skip
+    yes_no = write_jsonl(demo_world("test", n=8, seed=1, qtypes=["exist"]), tmp_path / "e.jsonl")
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows) + yes_no.read_text())
+    out = tmp_path / "run"
+    args = ["audit", "--model", "demo", "--data", str(data), "--out", str(out), "--no-progress"]
+    assert main([*args, "--studies", "coe,decoding,recall"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    studies = summary["studies"]
+    assert studies["decoding"]["status"] == "ran"
+    assert studies["coe"]["status"] == "failed" and studies["coe"]["n"] == 12
+    assert "removing the image changed all 12 answers" in studies["coe"]["reason"]
+    assert "split=" not in studies["coe"]["reason"]  # no Python argument in the user's words
+    assert (
+        studies["recall"]["status"] == "skipped"
+        and "visual-reference" in studies["recall"]["reason"]
+    )
+    html = (out / "report.html").read_text()
+    page = _Page()
+    page.feed(html)
+    assert page.sections == ["decoding", "not-run"]
+    assert "removing the image changed all 12 answers" in html
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -129,3 +129,75 @@ def test_bad_options_are_rejected(tmp_path, capsys):
         ]
     )
     assert code == 2 and "ConditionError" in capsys.readouterr().err
+
+
+def _twins(tmp_path: Path) -> Path:
+    """Each demo sample twice, once per side of a ``twin`` label: the two groups are identical,
+    so the automatic VIP fails its significance floor (NoVIPError) and ``--alpha 0`` finds one."""
+    rows = [
+        {**json.loads(line), "twin": t}
+        for line in write_jsonl(demo_world("test", n=6), tmp_path / "plain.jsonl")
+        .read_text()
+        .splitlines()
+        for t in (True, False)
+    ]
+    for r in rows:
+        r["id"] = f"{r['id']}-{int(r['twin'])}"
+    data = tmp_path / "twins.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
+def _snapshot(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+
+
+def test_a_failed_or_refused_rerun_leaves_the_outputs_as_they_were(tmp_path, capsys):
+    data = _twins(tmp_path)
+    out = tmp_path / "out"
+    base = ["diagnose", "--model", "demo", "--data", str(data), "--out", str(out)]
+    base += ["--split", "twin", "--no-progress"]
+    old = os.umask(0o022)
+    try:
+        assert main([*base, "--alpha", "0"]) == 0
+    finally:
+        os.umask(old)
+    before = _snapshot(out)
+    assert {"summary.txt", "layers.csv", "per_sample.csv", "interp-run.json"} <= set(before)
+    # every output, the store's files included, is rw-r--r-- under umask 022
+    modes = {p.relative_to(out): p.stat().st_mode & 0o777 for p in out.rglob("*") if p.is_file()}
+    assert set(modes.values()) == {0o644}, modes
+    capsys.readouterr()
+
+    # another configuration into the same folder: refused up front, nothing touched
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert "holds the outputs of `interp diagnose` with other options (--alpha 0.0 → 0.05)" in err
+    assert "--overwrite" in err and "new --out folder" in err
+    assert _snapshot(out) == before
+
+    # the same with --overwrite fails (no automatic VIP): the earlier outputs stay byte for
+    # byte; the failed run's curves are kept apart
+    assert main([*base, "--overwrite"]) == 2
+    captured = capsys.readouterr()
+    assert "NoVIPError" in captured.err
+    assert f"partial outputs are in {out / 'failed-run'}" in captured.out
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in (out / "failed-run").iterdir()) == [
+        "fig2_distance_curves.png",
+        "layers.csv",
+    ]
+    assert not list(out.glob(".interp-staging-*"))
+
+    # another study into the folder is refused too
+    ablate = ["ablate", "--model", "demo", "--data", "demo", "--n", "8", "--out", str(out)]
+    assert main(ablate) == 2
+    assert "holds the outputs of `interp diagnose`" in capsys.readouterr().err
+    assert _snapshot(out) == before
+
+    # a successful re-run replaces the outputs as one unit and says that it resumed
+    assert main([*base, "--alpha", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "resuming: 12 of 12 done" in captured.err
+    assert _snapshot(out) == before
+    assert not (out / "failed-run").exists()

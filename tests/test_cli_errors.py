@@ -354,6 +354,18 @@ def test_store_of_another_run_suggests_overwrite(tmp_path, capsys):
     base = ["diagnose", "--model", "demo", "--data", "demo", "--n", "32", "--out", str(out)]
     assert main([*base, "--no-progress"]) == 0
     other = [*base, "--no-progress", "--conditions", "full,null:black"]
+    # the outputs of the first run are there: refused up front, before the model loads
+    line = _refused(capsys, other)
+    assert line == (
+        f"error: UsageError: --out {str(out)!r} holds the outputs of `interp diagnose` with other "
+        "options (--conditions 'full,blind' → 'full,null:black'); this run's would mix with "
+        "them. Give --overwrite to replace them (and start the store over), or a new --out folder."
+    )
+    # only the store is left (as after a run killed before it wrote its outputs): the store
+    # itself refuses
+    for path in out.iterdir():
+        if path.name != "store":
+            path.unlink()
     line = _refused(capsys, other)
     assert line == (
         f"error: StoreError: the store at {str(out / 'store')!r} holds results of a different run "
@@ -509,3 +521,77 @@ def test_single_process_commands_refuse_a_shard(command, tmp_path, capsys, no_mo
     argv = [command, "--model", "demo", "--data", data, "--out", str(out), "--shard", "0/2"]
     line = _refused(capsys, argv, out)
     assert line == f"error: UsageError: interp {command} runs in one process; drop --shard"
+
+
+# -- help, threads, offline -------------------------------------------------------------------------
+
+
+def test_top_level_help_imports_no_study_and_lists_every_command():
+    """`interp --help` registers the commands from the entry points' source alone: no study
+    module (and so no torch) is imported, and each command shows its one-line help."""
+    code = (
+        "import sys\n"
+        "from interp.cli import build_parser\n"
+        "text = build_parser(['--help']).format_help()\n"
+        "print(text)\n"
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('interp.studies.')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    *help_lines, loaded = run.stdout.strip().splitlines()
+    # a study package's lazy __init__ may be imported (to find its cli module), nothing more
+    modules = eval(loaded)
+    assert "torch" not in modules, modules
+    assert not [m for m in modules if m.count(".") >= 3 or m.endswith((".audit", ".recall"))], (
+        modules
+    )
+    text = "\n".join(help_lines)
+    for command in ("diagnose", "audit", "ablate", "conflict", "decoding", "drives", "recall"):
+        assert re.search(rf"^    {command} +\S", text, flags=re.M), (command, text)
+
+
+def test_command_help_is_a_short_plain_description_then_the_options(tmp_path):
+    run = _interp("audit", "--help", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    head, _, options = run.stdout.partition("\noptions:\n")
+    description = head.split("\n\n", 1)[1]
+    assert "one report" in description and len(description.splitlines()) <= 4, description
+    assert "``" not in run.stdout and ":func:" not in run.stdout and ":mod:" not in run.stdout
+    assert "--n N" in options and "per question kind" in options
+
+
+def test_thread_count_follows_option_then_environment_then_policy(monkeypatch):
+    from interp.threads import ThreadsError, default_threads, thread_count
+
+    monkeypatch.delenv("INTERP_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert thread_count(None) == (max(1, len(os.sched_getaffinity(0)) // 2), "default")
+    assert default_threads() >= 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert thread_count(None) == (None, "$OMP_NUM_THREADS")  # torch's own setting stands
+    monkeypatch.setenv("INTERP_THREADS", "2")
+    assert thread_count(None) == (2, "$INTERP_THREADS")
+    assert thread_count(5) == (5, "--threads")
+    with pytest.raises(ThreadsError, match="--threads must be >= 1"):
+        thread_count(0)
+    monkeypatch.setenv("INTERP_THREADS", "many")
+    with pytest.raises(ThreadsError, match=r"\$INTERP_THREADS must be an integer >= 1"):
+        thread_count(None)
+
+
+def test_a_hub_id_without_the_hub_fails_at_once(tmp_path):
+    """With the hub unreachable (an endpoint that refuses connections) and no HF_HUB_OFFLINE,
+    the hub id is refused with the same one line, without the hub client's retries."""
+    env = {k: v for k, v in ENV.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"
+    run = subprocess.run(
+        [*INTERP, "diagnose", "--model", "someorg/somemodel", "--data", "demo", "--out", "o"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 2
+    line = _one_error_line(run.stderr)  # no "Retrying in 1s [Retry 1/5]" lines before it
+    assert line.startswith("error: ModelNotFoundError: cannot load 'someorg/somemodel'")

@@ -254,3 +254,14 @@ def test_the_alias_refuses_bad_options_as_the_command_does(
     line = _one_error_line(capsys.readouterr().err)
     assert line == "error: UsageError: interp decoding runs in one process; drop --shard"
     assert not out.exists()
+
+
+def test_the_alias_records_the_command_name():
+    """`interp decode` and `interp decoding` are one command: outputs written by one are the
+    other's (the run record names 'decoding' whichever was typed)."""
+    from interp.cli import build_parser
+
+    argv = ["--model", "demo", "--data", "demo", "--out", "unused"]
+    for typed in ("decode", "decoding"):
+        args = build_parser([typed]).parse_args([typed, *argv])
+        assert args.command == "decoding"

@@ -9,8 +9,15 @@ Runs every study the data supports on one model and writes:
 - ``store/`` — one resumable result store per study: a killed audit re-run with the same command
   resumes and gives the same ``summary.json``.
 
-A study runs on the samples that carry what it needs and is skipped with a line saying what is
-missing (:data:`STUDIES` lists them with their requirements):
+The report and ``summary.json`` are always written. A study runs on the samples that carry what
+it needs and is skipped with a line saying what is missing (:data:`STUDIES` lists them with their
+requirements); a study that stops on the data while it runs (e.g. removing the image changes
+every answer, so the chain of embedding has one group only) becomes a section saying why. The
+studies that did not run are listed at the end of the report, in ``summary.json`` (``status``
+``skipped`` or ``failed``, with the ``reason``) and on stdout; the exit status is 0 when at least
+one study ran. ``--n`` is the number of samples *per question kind* (the ``qtype`` label): the
+demo mix has 120 of each by default (descriptions a third as many), a data file is used whole
+unless ``--n`` is given.
 
 =============  ==========================================================================
 study          needs
@@ -36,7 +43,9 @@ import base64
 import hashlib
 import io
 import json
+import logging
 import platform
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,9 +61,10 @@ from interp.cli import (
     check_common_arguments,
     check_model,
     check_output_dir,
+    finish_outputs,
     load_data,
 )
-from interp.errors import DataFormatError, InterpError
+from interp.errors import DataFormatError, EmptyGroupError, InterpError
 from interp.samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -63,6 +73,8 @@ if TYPE_CHECKING:
     from interp.model import VLM
 
 Number = int | float | str | None
+
+logger = logging.getLogger(__name__)
 
 
 def headline(value: Any) -> Number:
@@ -115,8 +127,16 @@ class Section:
     figures: list[tuple[str, str]] = field(default_factory=list)
     tables: list[tuple[str, str]] = field(default_factory=list)
     n: int = 0
+    failed: bool = False
 
     def add_table(self, caption: str, frame: pd.DataFrame, index: bool = True) -> None:
+        """Add a table; its snake_case headers are written in words, and an index name joins
+        the header row (no row of its own)."""
+        frame = frame.rename(columns=lambda c: label(c) if isinstance(c, str) else c)
+        if index and frame.index.name and frame.columns.nlevels == 1:
+            frame = frame.rename_axis(index=None, columns=label(str(frame.index.name)))
+        elif index and frame.index.name:  # the column levels' names head the index column
+            frame = frame.rename_axis(index=None)
         html = frame.to_html(
             index=index,
             float_format=lambda x: f"{x:.3g}",
@@ -126,13 +146,88 @@ class Section:
         )
         self.tables.append((caption, html))
 
+    @property
+    def status(self) -> str:
+        return "ran" if self.ran else ("failed" if self.failed else "skipped")
+
     def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ran": self.ran, "n": self.n}
+        out: dict[str, Any] = {"ran": self.ran, "status": self.status, "n": self.n}
         if self.reason:
             out["reason"] = self.reason
         if self.ran:
             out["numbers"] = self.numbers
         return out
+
+
+# Headline numbers and table headers in words (the raw key stays in summary.json and in the
+# page's tooltip).
+LABELS = {
+    "vip": "Visual Integration Point (layer)",
+    "n_layers": "decoder layers",
+    "vip_statistic": "two-sample statistic at the VIP",
+    "share_answers_changed_without_image": "share of answers that change without the image",
+    "accuracy_with_image": "accuracy with the image",
+    "accuracy_without_image": "accuracy without the image",
+    "accuracy_blind": "accuracy without the image (blind)",
+    "rho_tvi_correct": "Spearman ρ, post-VIP TVI vs correct",
+    "p_tvi_correct": "p-value of that ρ",
+    "rho_pre_vip_tvi_correct": "Spearman ρ, pre-VIP TVI vs correct",
+    "plain_yes_ratio": "yes-ratio, plain decoding",
+    "plain_accuracy": "accuracy, plain decoding",
+    "plain_f1": "F1, plain decoding",
+    "best_accuracy": "best accuracy",
+    "yes_ratio": "yes-ratio",
+    "f1": "F1",
+    "p_full": "mean token probability, full input",
+    "p_remove": "mean token probability, source removed",
+    "s_pv_auroc": "S_PV AUROC (prior-driven vs grounded)",
+    "answer_vcd_auroc": "answer-level VCD AUROC",
+    "mean_qcd_bits": "mean QCD (bits)",
+    "mean_vcd_bits": "mean VCD (bits)",
+    "mean_pcd_bits": "mean PCD (bits)",
+    "k": "support size K",
+    "drop_blind": "accuracy the image adds (blind)",
+    "agreement_blind": "same answer without the image",
+    "text_only_accuracy": "accuracy, Text-Only",
+    "visual_accuracy": "accuracy, Visual reference",
+    "full_info_accuracy": "accuracy, Full Info",
+    "relative_decline": "relative decline, Visual vs Text-Only",
+    "items": "items",
+    "follows_drawn_object": "follows the drawn object",
+    "follows_written_label": "follows the written label",
+    "follows_caption": "follows the caption",
+    "caption_after_contrast": "follows the caption, contrastive decoding",
+    "agreeing_accuracy_greedy": "accuracy where sources agree, greedy",
+    "agreeing_accuracy_contrast": "accuracy where sources agree, contrastive",
+    "probe_best_balanced_accuracy": "probe: best balanced accuracy",
+    "probe_above_chance_from_layer": "probe: above chance from layer",
+    "with_image": "with image",
+    "p_value": "p-value",
+    "auroc": "AUROC",
+    "auprc": "AUPRC",
+}
+_SNAKE = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)+$|^[a-z]+$")
+_PREFIXES = {
+    "gap_": "visual-reference gap, ",
+    "drop_": "accuracy the image adds, ",
+    "p_without_": "mean token probability without the ",
+}
+_SUFFIXES = {"_f1": ", F1", "_yes_ratio": ", yes-ratio"}
+
+
+def label(key: str) -> str:
+    """A key in words: :data:`LABELS`, else snake_case with spaces (other text unchanged)."""
+    if key in LABELS:
+        return LABELS[key]
+    if not _SNAKE.match(key):
+        return key
+    for prefix, words in _PREFIXES.items():
+        if key.startswith(prefix):
+            return words + key[len(prefix) :].replace("_", " ")
+    for suffix, words in _SUFFIXES.items():
+        if key.endswith(suffix):
+            return key[: -len(suffix)].replace("_", " ") + words
+    return key.replace("_", " ")
 
 
 @dataclass
@@ -337,7 +432,14 @@ def run_decoding(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section
         "F1: a method can raise F1 by answering yes more often."
     )
     for metric in ("accuracy", "f1", "yes_ratio"):
-        sec.add_table(f"{metric} (greedy; sampled mean ± std over seeds)", runs.table(metric))
+        table = runs.table(metric)
+        if len(opts.seeds) >= 3:
+            caption = f"{label(metric)} (greedy; sampled: mean ± std over {len(opts.seeds)} seeds)"
+        else:  # a spread over one or two seeds says nothing
+            table = table.map(lambda c: c.split(" ± ")[0] if isinstance(c, str) else c)
+            seeds = ", ".join(map(str, opts.seeds))
+            caption = f"{label(metric)} (greedy; sampled with seed {seeds}, no spread shown)"
+        sec.add_table(caption, table)
     sec.figures.append(("Methods per setting", figure_data(plot_methods(runs))))
     return sec
 
@@ -622,6 +724,26 @@ def run_recall(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     return sec
 
 
+def failure_reason(key: str, err: Exception, n: int) -> str:
+    """Why a study stopped on these data, in the user's terms (what the data lack, which
+    option or label would help), with the library's own message after it."""
+    if key == "coe" and isinstance(err, EmptyGroupError):
+        which = f"all {n}" if "D_T empty" in str(err) else f"none of the {n}"
+        return (
+            f"it stopped: removing the image changed {which} answers, so of the two groups the "
+            "chain of embedding compares (answers that change without the image, answers that "
+            "do not) one is empty. It needs data where the image decides some answers and not "
+            "others: add questions the text alone answers, or more kinds of question "
+            f"({type(err).__name__})."
+        )
+    if isinstance(err, InterpError):
+        return f"it stopped on these data: {type(err).__name__}: {err}"
+    return (
+        f"it stopped on an internal error ({type(err).__name__}: {err}); the other studies "
+        "are unaffected — please report this with the command below"
+    )
+
+
 _SOURCE_WORDS = {"Q": "question", "V": "image", "A<t": "prefix"}
 
 
@@ -703,21 +825,23 @@ body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; 
        color: #222; line-height: 1.45; }
 h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 .verdict { background: #f4f7fb; border-left: 4px solid #3a6ea5; padding: .6em 1em; }
-.skipped { color: #777; }
-table.table { border-collapse: collapse; font-size: .85em; margin: .5em 0 1.2em; }
+.skipped { color: #777; } .failed { color: #8a3b12; }
+.table-box { max-width: 100%; overflow-x: auto; margin: .5em 0 1.2em; }
+table.table { border-collapse: collapse; font-size: .85em; }
 table.table td, table.table th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 figure { margin: 1em 0; } figure img { max-width: 100%; } figcaption { font-size: .85em; color: #555; }
 dl.numbers { display: grid; grid-template-columns: max-content auto; gap: 2px 1em; font-size: .9em; }
 dl.numbers dt { color: #555; } code { background: #f3f3f3; padding: 0 3px; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 </style></head><body>
 <h1>Is {{ model }} looking at the image?</h1>
-<p>Data: <code>{{ data }}</code>, {{ n_samples }} samples. Studies run: {{ ran|join(", ") or "none" }}.</p>
+<p>Data: <code>{{ data }}</code>, {{ n_samples }} samples{% if n_per_kind %} (--n {{ n_per_kind }}: up to {{ n_per_kind }} per question kind){% endif %}. Studies run: {{ ran|join(", ") or "none" }}{% if not_run %}; not run: {{ not_run|join(", ") }} (see <a href="#not-run">the end</a>){% endif %}.</p>
 <h2 id="summary">Summary</h2>
 {% for s in sections if s.ran %}
 <p class="verdict"><strong>{{ s.title }}</strong> — {{ s.verdict }}</p>
 {% endfor %}
 {% for s in sections if not s.ran %}
-<p class="skipped">Skipped <strong>{{ s.key }}</strong>: {{ s.reason }}</p>
+<p class="{{ s.status }}">{{ "Failed" if s.failed else "Skipped" }} <strong>{{ s.key }}</strong>: {{ s.reason }}</p>
 {% endfor %}
 {% for s in sections if s.ran %}
 <section id="{{ s.key }}">
@@ -726,17 +850,27 @@ dl.numbers dt { color: #555; } code { background: #f3f3f3; padding: 0 3px; }
 {% if s.reason %}<p class="skipped">Note: {{ s.reason }}</p>{% endif %}
 <p>{{ s.n }} samples.</p>
 <dl class="numbers">
-{% for k, v in s.numbers.items() %}<dt>{{ k }}</dt><dd>{{ show(v) }}</dd>
+{% for k, v in s.numbers.items() %}<dt title="{{ k }}">{{ label(k) }}</dt><dd>{{ show(v) }}</dd>
 {% endfor %}</dl>
 {% for caption, uri in s.figures %}
 <figure><img alt="{{ caption }}" src="{{ uri }}"><figcaption>{{ caption }}</figcaption></figure>
 {% endfor %}
 {% for caption, html in s.tables %}
 <h3>{{ caption }}</h3>
-{{ html|safe }}
+<div class="table-box">{{ html|safe }}</div>
 {% endfor %}
 </section>
 {% endfor %}
+{% if not_run %}
+<section id="not-run">
+<h2>Studies that did not run</h2>
+<ul>
+{% for s in sections if not s.ran %}
+<li class="{{ s.status }}"><strong>{{ s.title }}</strong> ({{ s.key }}, {{ s.status }}{% if s.n %}, {{ s.n }} samples{% endif %}): {{ s.reason }}</li>
+{% endfor %}
+</ul>
+</section>
+{% endif %}
 <h2 id="provenance">Provenance</h2>
 <dl class="numbers">
 <dt>model</dt><dd>{{ model }}</dd>
@@ -761,7 +895,10 @@ def render(summary: dict[str, Any], sections: Sequence[Section]) -> str:
         data=summary["data"],
         n_samples=summary["n_samples"],
         ran=[s.key for s in sections if s.ran],
+        not_run=[s.key for s in sections if not s.ran],
+        n_per_kind=summary.get("n_per_kind"),
         sections=sections,
+        label=label,
         fingerprints=summary["fingerprints"],
         versions=summary["versions"],
         command=summary["command"],
@@ -780,9 +917,16 @@ def audit(
     studies: Sequence[str] | None = None,
     options: AuditOptions | None = None,
     progress_bar: bool = True,
+    n_per_kind: int | None = None,
 ) -> dict[str, Any]:
     """Run every study the samples support; write ``report.html`` and ``summary.json`` into
-    ``out``; return the summary."""
+    ``out``; return the summary.
+
+    A study the samples cannot serve is skipped, and one that fails while it runs (e.g. the
+    agreement split leaves a group empty) becomes a section saying why: the report and the
+    summary are written whatever happens to the studies (``summary["studies"][key]["status"]``
+    is ``ran``, ``skipped`` or ``failed``). ``n_per_kind`` is the ``--n`` the data was drawn
+    with, for the page's header."""
     from interp.runner import weights_fingerprint
     from interp.tracing import progress
 
@@ -798,7 +942,19 @@ def audit(
     for study, chosen in progress(
         todo, total=len(todo), desc="audit", enabled=progress_bar, unit="study"
     ):
-        results[study.key] = study.run(vlm, chosen, opts)
+        try:
+            results[study.key] = study.run(vlm, chosen, opts)
+        except Exception as err:  # one study's failure must not cost the whole report
+            if not isinstance(err, InterpError):
+                logger.debug("the %s study failed", study.key, exc_info=True)
+            results[study.key] = Section(
+                study.key,
+                study.title,
+                ran=False,
+                failed=True,
+                n=len(chosen),
+                reason=failure_reason(study.key, err, len(chosen)),
+            )
     sections = [
         results.get(st.key) or Section(st.key, st.title, ran=False, reason=reason)
         for st, _, reason in planned
@@ -807,6 +963,7 @@ def audit(
         "model": model or str(vlm.source or type(vlm.hf).__name__),
         "data": data,
         "n_samples": len(samples),
+        "n_per_kind": n_per_kind,
         "fingerprints": {"model": weights_fingerprint(vlm), "data": data_fingerprint(samples)},
         "versions": versions(),
         "command": command,
@@ -821,18 +978,38 @@ def audit(
 
 
 def demo_data(n: int, seed: int = 0) -> list[Sample]:
-    """The demo world's audit mix: colour questions (the language-prior benchmark), descriptions
-    (a third as many), visual-reference recall items, POPE-style existence questions and conflict
-    items — about ``n`` of each."""
+    """The demo world's audit mix, ``n`` per question kind: colour questions (the language-prior
+    benchmark), visual-reference recall items (whole items of three questions: ``n`` rounded
+    down to a multiple of 3, at least 12), POPE-style existence questions and conflict items;
+    descriptions, which cost the most, a third as many (at least 8)."""
     from interp.datasets import demo_world
 
+    recall = max(3 * (n // 3), 12)
     return [
         *demo_world("test", n=n, seed=seed, qtypes=["color"]),
         *demo_world("test", n=max(n // 3, 8), seed=seed + 3, qtypes=["describe"]),
-        *demo_world("test", n=n, seed=seed + 4, qtypes=["recall", "digit_arith", "letters"]),
+        *demo_world("test", n=recall, seed=seed + 4, qtypes=["recall", "digit_arith", "letters"]),
         *demo_world("test", n=n, seed=seed + 1, qtypes=["exist"]),
         *demo_world("test", n=n, seed=seed + 2, qtypes=["conflict"]),
     ]
+
+
+DEMO_N = 120
+
+
+def per_kind(samples: Sequence[Sample], n: int | None) -> list[Sample]:
+    """The first ``n`` samples of each question kind (the ``qtype`` label; samples without one
+    are one kind), in their order; all of them when ``n`` is None."""
+    if n is None:
+        return list(samples)
+    seen: dict[str, int] = {}
+    kept = []
+    for s in samples:
+        kind = str(s.meta.get("qtype"))
+        seen[kind] = seen.get(kind, 0) + 1
+        if seen[kind] <= n:
+            kept.append(s)
+    return kept
 
 
 def read_data(
@@ -844,14 +1021,16 @@ def read_data(
 ) -> list[Sample]:
     """``demo``, a JSONL file, a VLMEvalKit ``.tsv``, a POPE question file (``.json`` /
     ``.jsonl`` whose rows hold ``text`` and ``label``), or parquet / Hugging Face datasets data
-    read through ``columns``; every image is opened up front."""
+    read through ``columns``; every image is opened up front. ``n`` is the number of samples
+    per question kind (:func:`demo_data`, :func:`per_kind`; default: 120 for the demo, every
+    sample of a file)."""
     from interp.datasets.formats import read_pope, read_vlmevalkit_tsv
 
     path = Path(spec)
     if columns is not None and (spec == "demo" or path.suffix.lower() in (".tsv", ".json")):
         raise UsageError("--columns applies to parquet and Hugging Face datasets data")
     if spec == "demo":
-        return ensure_samples(demo_data(n or 120, seed))
+        return ensure_samples(demo_data(n or DEMO_N, seed))
     if path.suffix.lower() == ".tsv":
         samples = read_vlmevalkit_tsv(path)
     elif (
@@ -861,8 +1040,17 @@ def read_data(
     else:
         if images is not None:
             raise UsageError("--images is for POPE question files (rows with text and label)")
-        return load_data(spec, n, seed, default_qtypes=("color",), columns=columns)
-    samples = samples[:n] if n else samples
+        if spec.startswith("demo:"):
+            return load_data(spec, n, seed, default_qtypes=("color",), columns=columns)
+        return load_data(
+            spec,
+            None,
+            seed,
+            default_qtypes=("color",),
+            columns=columns,
+            keep=lambda samples: per_kind(samples, n),
+        )
+    samples = per_kind(samples, n)
     for s in samples:
         s.load_images()
     return ensure_samples(samples)
@@ -954,12 +1142,27 @@ def _audit_command(args: argparse.Namespace) -> int:
         studies=only,
         options=opts,
         progress_bar=not args.no_progress,
+        n_per_kind=args.n if args.n is not None else (DEMO_N if args.data == "demo" else None),
     )
-    for key, part in summary["studies"].items():
+    parts = summary["studies"]
+    for key, part in parts.items():
         if part["ran"]:
             print(f"{key}: " + ", ".join(f"{k} {show(v)}" for k, v in part["numbers"].items()))
-    print(f"\nwrote report.html and summary.json to {out}")
+    not_run = {k: v for k, v in parts.items() if not v["ran"]}
+    if not_run:
+        print("\nnot run:")
+        for key, part in not_run.items():
+            print(f"  {key} ({part['status']}): {part.get('reason', '')}")
+    real = finish_outputs(out)
+    if not any(part["ran"] for part in parts.values()):
+        raise NoStudyRanError(
+            f"no study could run on --data {args.data!r}; {real / 'report.html'} says why for each"
+        )
     return 0
+
+
+class NoStudyRanError(InterpError):
+    """Every study the audit planned stopped on the data (the report says why)."""
 
 
 def register(sub: Any) -> None:
@@ -974,10 +1177,19 @@ def register(sub: Any) -> None:
         d,
         data_help="'demo', a JSONL file, a VLMEvalKit .tsv benchmark file, or a POPE question "
         "file (with --images)",
+        n_help=f"samples per question kind (the 'qtype' label; a file's rows without one are one "
+        f"kind): the first N of each (default: every sample of a file; demo {DEMO_N}, i.e. "
+        f"{DEMO_N} colour, recall, existence and conflict questions and {DEMO_N // 3} "
+        "descriptions, 520 in all)",
     )
     d.add_argument("--images", default=None, help="image folder of a POPE question file")
     d.add_argument("--studies", default=None, help="comma-separated subset of the studies")
-    d.add_argument("--seeds", default="0", help="sampling seeds of the decoding study")
+    d.add_argument(
+        "--seeds",
+        default="0",
+        help="sampling seeds of the decoding study (with fewer than 3 the report shows no "
+        "spread over seeds)",
+    )
     d.add_argument("--max-new-tokens", type=int, default=8)
     d.set_defaults(func=_audit_command)
 

@@ -1698,8 +1698,8 @@ def plot_linking(curves: LinkingCurves, title: str | None = None) -> Figure:
 def plot_probe_curves(
     results: Mapping[str, FailureProbes], metric: str = "balanced_accuracy"
 ) -> Figure:
-    """The validation curve over layers of each result's probe (mean ± std over folds), its
-    chosen layer marked."""
+    """The validation curve over layers of each result's probe (mean ± std over folds, clipped
+    to the score's range [0, 1]), its chosen layer marked."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -1707,7 +1707,8 @@ def plot_probe_curves(
         scores = res.curve.scores_
         mean, std = scores[f"{metric}_mean"], scores[f"{metric}_std"]
         (line,) = ax.plot(scores.index, mean, marker="o", ms=3, color=f"C{k}", label=name)
-        ax.fill_between(scores.index, mean - std, mean + std, color=line.get_color(), alpha=0.15)
+        low, high = np.clip(mean - std, 0.0, 1.0), np.clip(mean + std, 0.0, 1.0)  # scores in [0, 1]
+        ax.fill_between(scores.index, low, high, color=line.get_color(), alpha=0.15)
         ax.axvline(res.layer, color=line.get_color(), ls="--", lw=1)
     ax.axhline(0.5, color="grey", ls=":", lw=1)
     ax.set_xlabel("layer (0 = embeddings)")

@@ -43,6 +43,7 @@ from interp.cli import (
     check_output_dir,
     check_split_label,
     load_data,
+    partial_outputs_folder,
     write_summary,
 )
 from interp.errors import NoVIPError
@@ -169,7 +170,8 @@ def _diagnose_command(args: argparse.Namespace) -> int:
         ).savefig(out / "fig2_distance_curves.png", dpi=130)
         without.layer_frame().drop(columns="is_vip").to_csv(out / "layers.csv", index_label="layer")
         print(
-            f"no automatic VIP: wrote fig2_distance_curves.png and layers.csv to {out} to choose "
+            "no automatic VIP: wrote fig2_distance_curves.png and layers.csv to "
+            f"{partial_outputs_folder(out)} to choose "
             "one by hand (--vip)",
             flush=True,
         )

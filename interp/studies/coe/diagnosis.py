@@ -178,11 +178,31 @@ class Diagnosis:
             )
             for _, row in self.correlations().iterrows():
                 if row["subset"] == "all" and row["score"] in ("TVI (post-VIP)", "TVI (pre-VIP)"):
-                    lines.append(
-                        f"Spearman({row['score']}, correct) = {row['rho']:.3f} (p = {row['p_value']:.2g}, n = {row['n']})"
-                    )
+                    if np.isfinite(row["rho"]):
+                        lines.append(
+                            f"Spearman({row['score']}, correct) = {row['rho']:.3f} (p = {row['p_value']:.2g}, n = {row['n']})"
+                        )
+                    else:
+                        lines.append(
+                            f"Spearman({row['score']}, correct): not defined — "
+                            f"{_why_no_correlation(self.correct)} (n = {row['n']})"
+                        )
         lines.extend(self.notes)
         return "\n".join(lines)
+
+
+def _why_no_correlation(correct: np.ndarray) -> str:
+    """Why a rank correlation with correctness is undefined, in words."""
+    scored = correct[~np.isnan(correct)]
+    if len(scored) < 3:
+        return f"only {len(scored)} samples have a reference answer (3 are needed)"
+    if np.all(scored == scored[0]):
+        return (
+            "every answer is "
+            + ("correct" if scored[0] else "wrong")
+            + ", so correctness does not vary"
+        )
+    return "the score does not vary across the samples"
 
 
 def _no_vip_error(detector: VIPDetector, beta: float, alpha: float | None) -> NoVIPError:
@@ -261,7 +281,7 @@ def diagnose(
         raise EmptyGroupError(
             f"the {split if isinstance(split, str) else 'given'} split leaves {empty} empty "
             f"({len(in_vt)} samples): the VIP compares two groups. Add samples of the other kind, or "
-            "split by ground-truth labels (split='needs_image')."
+            "split by a boolean ground-truth label (split='needs_image'; CLI: --split needs_image)."
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

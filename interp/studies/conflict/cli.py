@@ -111,10 +111,19 @@ def _conflict_command(args: argparse.Namespace) -> int:
         )
         probe.to_frame().to_csv(out / "probe_layers.csv", index_label="layer")
         probe.plot().savefig(out / "probe.png", dpi=130)
+        first = probe.decodable_from()
+        best = probe.probe.best_layer_
+        top = float(probe.probe.scores_["balanced_accuracy_mean"].max())
+        where = (
+            f"above chance from layer {first}"
+            if first is not None
+            else "not above chance at any layer (one-sided t-test over the folds, "
+            "Bonferroni-corrected over the layers, level 0.05)"
+        )
         lines += [
             "",
-            f"bias label decodable (90 % of the best gain over chance {probe.chance:.2f})"
-            f" from layer {probe.decodable_from()}; best layer {probe.probe.best_layer_}",
+            f"bias label probe (last prompt token): {where}; its best balanced accuracy is "
+            f"{top:.2f} at layer {best} (chance {probe.chance:.2f})",
         ]
     except (EmptyInputError, ProbeError) as err:  # too few items of some label for the folds
         lines += ["", f"probe skipped: {err}"]

@@ -171,7 +171,7 @@ def register(sub: Any) -> None:
         "--amateur", default="blind", help="the amateur condition of 'contrast' (default blind)"
     )
     d.add_argument("--max-new-tokens", type=int, default=4)
-    d.set_defaults(func=_decode_command)
+    d.set_defaults(func=_decode_command, command="decoding")  # the alias records as "decoding"
 
 
 __all__ = ["register"]
