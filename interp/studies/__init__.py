@@ -1,4 +1,5 @@
-"""The studies: one module (or subpackage) per paper, each built on the core engine only.
+"""The studies: one subpackage per paper (``audit`` is still one module), each built on the core
+engine only.
 
 =============  ==================================================================================
 study          what it measures
@@ -24,7 +25,9 @@ study          what it measures
                selective prediction and cross-family transfer; CLI ``interp recall``
 =============  ==================================================================================
 
-A study is a module here, a CLI subcommand (a ``register(subparsers)`` function listed in the
-``interp.studies`` entry points of ``pyproject.toml``), a notebook and a bench script. The core
-(``interp``'s top-level modules) never imports a study.
+A study is a package here — ``__init__`` (lazy public names), ``measure`` (the model runs),
+``analysis`` (tables, statistics), ``figures``, ``cli`` (its command: a ``register(subparsers)``
+function listed in the ``interp.studies`` entry points of ``pyproject.toml``) and job modules where
+a job is big — plus a notebook and a bench script. The core (``interp``'s top-level modules) never
+imports a study.
 """
