@@ -146,9 +146,12 @@ def _token_texts(vlm: VLM, enc: Encoding, row: int) -> list[str]:
 
 def _position_checks(
     vlm: VLM, sample: Sample, answer: str, report: DoctorReport, conditions: Sequence[str]
-) -> None:
+) -> int:
+    """Add the image-token and position checks and each condition's marked prompt; return the
+    prompt length under ``full`` (0 when ``full`` is not among ``conditions``)."""
     problems: list[str] = []
     counts: dict[str, int] = {}
+    full_length = 0
     tok = vlm.tokenizer
     for cond in conditions:
         condition = Condition.parse(cond)
@@ -161,6 +164,8 @@ def _position_checks(
         answer_mask[0, -len(target[0]) :] = valid[0, : len(target[0])]
         report.prompts[cond] = marked_prompt(vlm, extended, 0, answer_mask)
         counts[cond] = int(enc.image_mask[0].sum())
+        if cond == "full":
+            full_length = int(enc.input_ids.shape[1])
         try:
             found = vlm.tokenizer.decode(enc.input_ids[0][question_mask(vlm, enc)[0]].tolist())
             if comparable(tok, found) != comparable(tok, enc.questions[0].replace("{image}", " ")):
@@ -194,6 +199,7 @@ def _position_checks(
                 f"{len(counts)} conditions",
             )
         )
+    return full_length
 
 
 def _tolerance(vlm: VLM) -> float:
@@ -310,7 +316,7 @@ def doctor(
     }
     if vlm.adapter.notes:
         report.facts["adapter notes"] = vlm.adapter.notes
-    _position_checks(vlm, sample, answer, report, conditions)
+    full_length = _position_checks(vlm, sample, answer, report, conditions)
     attention = report.facts["attention"]
     report.checks.append(
         Check(
@@ -336,7 +342,7 @@ def doctor(
     if forward_checks:
         _parity_check(vlm, sample, report)
         _batch_check(vlm, sample, report)
-        seq = int(encode(vlm, [sample], "full").input_ids.shape[1])
+        seq = full_length or int(encode(vlm, [sample], "full").input_ids.shape[1])
         report.checks.append(Check("memory", "note", _memory(vlm, seq, batch_size, 32)))
     else:
         report.checks.append(

@@ -176,8 +176,8 @@ class EditContext:
         device = enc.input_ids.device
         if self.step > 0:
             on = isinstance(spec, str) and spec in ("all", "answer")
-            if isinstance(spec, str) and spec not in POSITION_NAMES and _image_slot(spec) is None:
-                _bad_position(spec)
+            if isinstance(spec, str):
+                check_position(spec)
             return torch.full((len(batch), 1), on, dtype=torch.bool, device=device)
         if isinstance(spec, Tensor):
             if spec.dtype != torch.bool or tuple(spec.shape) != tuple(enc.input_ids.shape):
