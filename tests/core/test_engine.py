@@ -31,7 +31,7 @@ from interp.encoding import encode, question_mask
 from interp.generation import Sampling
 from interp.testing import ARCHITECTURES, build_tiny
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STOCK_PROCESSORS = {
     "llava": "LlavaProcessor",
     "llava_siglip": "LlavaProcessor",

@@ -26,7 +26,7 @@ from interp.datasets.formats import extract_choice, read_pope, read_vlmevalkit_t
 from interp.errors import DataFormatError
 from interp.studies.audit import show
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def png_base64(seed: int, size: int = 24) -> str:

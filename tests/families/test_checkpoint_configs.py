@@ -22,7 +22,7 @@ from interp.adapters import get_path
 from interp.errors import ModelNotFoundError, ProcessorMissingError
 from interp.model import config_only
 
-CONFIGS = Path(__file__).parent / "fixtures" / "configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 FIXTURES = sorted(CONFIGS.glob("*.json"))
 
 # Decoder facts a published file leaves to its language model's own configuration: LLaVA-1.5

@@ -34,7 +34,7 @@ from interp.demo.model import (
 )
 from interp.demo.train import SMOKE, encode, train
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
