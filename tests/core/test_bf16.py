@@ -27,15 +27,22 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import make_samples
-from test_edits import Recorder, _reference_attention, add_to_layer, steering_vector
-from test_reading import hf_forward, hf_hidden_states, last_layer_raw
 from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 
 import interp
 from interp.encoding import append_targets, encode, target_ids
-from interp.testing import build_tiny
+from interp.testing import (
+    Recorder,
+    add_to_layer,
+    build_tiny,
+    hf_forward,
+    hf_hidden_states,
+    last_layer_raw,
+    make_samples,
+    reference_attention,
+    steering_vector,
+)
 from interventions import Knockout, Steer, SwapImage
 
 ARCHS = ["llava", "qwen2_vl", "idefics3", "gemma3"]
@@ -194,7 +201,7 @@ def test_knockout_equals_a_hand_written_attention(arch, folder, samples):
         return scores.masked_fill(block, torch.finfo(scores.dtype).min)
 
     name = f"interp_bf16_knockout_{arch}"
-    AttentionInterface.register(name, _reference_attention(knock))
+    AttentionInterface.register(name, reference_attention(knock))
     ALL_MASK_ATTENTION_FUNCTIONS.register(name, eager_mask)
     reference = bf16_vlm(arch, folder, attention=name)
     want = interp.score(reference, samples[:3], batch_size=3, progress_bar=False)

@@ -26,44 +26,24 @@ import interp.model
 from interp.cli import main
 from interp.datasets import demo_world
 from interp.samples import write_jsonl
+from interp.testing import INTERP, OFFLINE_ENV, one_error_line
 from probes.vip import NoVIPWarning, VIPDetector
 
-_script = Path(sys.executable).with_name("interp")
-INTERP = [str(_script)] if _script.exists() else [sys.executable, "-m", "interp.cli"]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 PROGRESS_MARKS = ("Loading weights", "it/s", "%|", "sample/s")
 
 
 def _interp(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """Run the installed ``interp`` command."""
     return subprocess.run(
-        [*INTERP, *args], cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300
+        [*INTERP, *args], cwd=cwd, env=OFFLINE_ENV, capture_output=True, text=True, timeout=300
     )
-
-
-def _one_error_line(err: str) -> str:
-    """stderr holds exactly one line, ``error: ...``, and no traceback; returns it."""
-    assert "Traceback" not in err, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
-
-
-@pytest.fixture
-def no_model(monkeypatch):
-    """Fail the test if the command gets as far as loading the model."""
-
-    def load(*args, **kwargs):
-        raise AssertionError("the model was loaded: the error should have been found up front")
-
-    monkeypatch.setattr(interp.model, "load", load)
 
 
 def _refused(capsys, argv: list[str], out: Path | None = None) -> str:
     """``main(argv)`` returns 2 with one ``error: ...`` line, and leaves no ``out`` behind."""
     capsys.readouterr()
     assert main(argv) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     if out is not None:
         assert not out.exists(), "a refused command created its output folder"
     return line
@@ -160,7 +140,7 @@ def test_recall_argparse_errors_are_one_line(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(_recall("o", "--groups", "nope"))
     assert exit_.value.code == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line.startswith("error: interp recall: argument --groups: invalid choice: 'nope'")
 
 
@@ -252,7 +232,7 @@ def test_hub_id_without_network_is_a_clear_error(tmp_path):
         "diagnose", "--model", "someorg/somemodel", "--data", "demo", "--out", "o", cwd=tmp_path
     )
     assert run.returncode == 2
-    line = _one_error_line(run.stderr)
+    line = one_error_line(run.stderr)
     assert line.startswith(
         "error: ModelNotFoundError: cannot load 'someorg/somemodel': it is not a local folder, "
         "and the Hugging Face hub did not provide it"
@@ -301,7 +281,7 @@ def test_unknown_option_is_one_line(tmp_path):
         "diagnose", "--model", "demo", "--data", "demo", "--out", "o", "--bogus", cwd=tmp_path
     )
     assert run.returncode == 2
-    line = _one_error_line(run.stderr)
+    line = one_error_line(run.stderr)
     assert line == "error: interp: unrecognized arguments: --bogus (see interp --help)"
     assert not (tmp_path / "o").exists()
 
@@ -331,7 +311,7 @@ def test_argparse_errors_are_one_line(argv, expected, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line.replace("'cosine', 'l2', 'kl', 'js'", "cosine, l2, kl, js") == expected
 
 
@@ -508,7 +488,7 @@ def test_drives_argparse_errors_are_one_line(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(_drives("o", "--null-image", "grey"))
     assert exit_.value.code == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line.startswith("error: interp drives: argument --null-image: invalid choice: 'grey'")
 
 
@@ -536,7 +516,9 @@ def test_top_level_help_imports_no_study_and_lists_every_command():
         "print(text)\n"
         "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('interp.studies.')))\n"
     )
-    run = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=OFFLINE_ENV, capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
     *help_lines, loaded = run.stdout.strip().splitlines()
     # a study package's lazy __init__ may be imported (to find its cli module), nothing more
@@ -580,7 +562,9 @@ def test_thread_count_follows_option_then_environment_then_policy(monkeypatch):
 def test_a_hub_id_without_the_hub_fails_at_once(tmp_path):
     """With the hub unreachable (an endpoint that refuses connections) and no HF_HUB_OFFLINE,
     the hub id is refused with the same one line, without the hub client's retries."""
-    env = {k: v for k, v in ENV.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env = {
+        k: v for k, v in OFFLINE_ENV.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
     env["HF_ENDPOINT"] = "http://127.0.0.1:9"
     run = subprocess.run(
         [*INTERP, "diagnose", "--model", "someorg/somemodel", "--data", "demo", "--out", "o"],
@@ -591,5 +575,5 @@ def test_a_hub_id_without_the_hub_fails_at_once(tmp_path):
         timeout=300,
     )
     assert run.returncode == 2
-    line = _one_error_line(run.stderr)  # no "Retrying in 1s [Retry 1/5]" lines before it
+    line = one_error_line(run.stderr)  # no "Retrying in 1s [Retry 1/5]" lines before it
     assert line.startswith("error: ModelNotFoundError: cannot load 'someorg/somemodel'")

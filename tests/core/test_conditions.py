@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import get_vlm
 
 import interp
 from interp.conditions import Condition, condition_inputs
 from interp.encoding import encode
+from interp.testing import shared_tiny_vlm
 
 
 @pytest.fixture(scope="module")
 def llava():
-    return get_vlm("llava_siglip")
+    return shared_tiny_vlm("llava_siglip")
 
 
 def test_parse_round_trip():

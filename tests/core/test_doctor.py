@@ -7,16 +7,16 @@ import dataclasses
 
 import pytest
 import torch
-from conftest import get_vlm, random_image
 
 import interp
 from interp.cli import main
 from interp.doctor import doctor
+from interp.testing import random_image, shared_tiny_vlm
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3", "paligemma", "mllama"])
 def test_doctor_finds_no_problem_on_tiny_models(arch):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     sample = interp.Sample(image=random_image(32, 40, 0), question="Which color is it?", id="x")
     report = doctor(vlm, sample, answer="Red.")
     assert report.ok, report.render()
@@ -33,7 +33,7 @@ def test_doctor_finds_no_problem_on_tiny_models(arch):
 
 def test_doctor_reports_a_rewritten_question(monkeypatch):
     """A prompt builder that changes the question's text: positions become a problem with a fix."""
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
 
     def shouting(processor, question, n_images):
         content = [{"type": "image"}] * int(n_images) + [{"type": "text", "text": question.upper()}]
@@ -77,7 +77,7 @@ def test_doctor_command_missing_image_is_one_error_line(capsys, tmp_path):
 def test_memory_estimate_counts_the_kv_cache():
     from interp.doctor import _memory
 
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     config = vlm.hf.config.get_text_config()
     heads = config.num_attention_heads
     kv = getattr(config, "num_key_value_heads", None) or heads

@@ -15,9 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import get_vlm, make_samples, random_image
 from PIL import Image
-from test_reading import hf_forward
 from transformers.generation.logits_process import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,
@@ -29,7 +27,14 @@ from interp.conditions import Condition, diffusion_alphas_cumprod, prepare
 from interp.datasets import demo_world
 from interp.encoding import encode, question_mask
 from interp.generation import Sampling
-from interp.testing import ARCHITECTURES, build_tiny
+from interp.testing import (
+    ARCHITECTURES,
+    build_tiny,
+    hf_forward,
+    make_samples,
+    random_image,
+    shared_tiny_vlm,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 STOCK_PROCESSORS = {
@@ -57,7 +62,7 @@ STOCK_PROCESSORS = {
 def test_blind_works_with_the_stock_processor_class(arch, samples):
     import transformers
 
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     stock = getattr(transformers, STOCK_PROCESSORS[arch])
     assert type(vlm.processor) is stock  # exactly the stock class, not a subclass
     enc = encode(vlm, samples[:3], "blind")
@@ -118,7 +123,7 @@ def test_bad_conditions_are_typed_errors(bad, match):
 
 
 def test_condition_parts_give_the_inputs_they_promise(samples):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     s = samples[0]
     (p0,) = prepare([s], "blind+no_question", vlm.processor)
     assert p0.sample.question == "" and p0.images == []
@@ -131,7 +136,7 @@ def test_condition_parts_give_the_inputs_they_promise(samples):
 
 
 def test_null_noise_is_seeded_per_sample(samples):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     same_size = [interp.Sample("q", random_image(32, 32, i), id=f"n{i}") for i in range(2)]
     a, b = (p.images[0] for p in prepare(same_size, "null:noise", vlm.processor))
     again = prepare(same_size, "null:noise", vlm.processor)[0].images[0]
@@ -153,7 +158,7 @@ def test_a_registered_condition_is_usable_everywhere(samples):
         return text.upper()
 
     try:
-        vlm = get_vlm("llava")
+        vlm = shared_tiny_vlm("llava")
         got = interp.residual_stream(vlm, samples[:2], "blur_test:2+shout_test", progress_bar=False)
         by_hand = [
             interp.Sample(
@@ -177,7 +182,7 @@ def test_vcd_noise_schedule_and_distortion(samples):
     t = np.linspace(-6, 6, 1000)
     betas = 1 / (1 + np.exp(-t)) * (5e-3 - 1e-5) + 1e-5
     np.testing.assert_allclose(diffusion_alphas_cumprod().numpy(), np.cumprod(1 - betas), 1e-10)
-    vlm = get_vlm("llava_siglip")
+    vlm = shared_tiny_vlm("llava_siglip")
     batch = [s for s in samples if s.load_image().size == (32, 32)][:2]
     clean = encode(vlm, batch).inputs["pixel_values"].double()
     abar = float(np.cumprod(1 - betas)[499])
@@ -191,7 +196,7 @@ def test_vcd_noise_schedule_and_distortion(samples):
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_distortion_does_not_depend_on_the_batch(arch, samples):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     one = interp.residual_stream(vlm, samples[:3], "distort:300", batch_size=1, progress_bar=False)
     three = interp.residual_stream(
         vlm, samples[:3], "distort:300", batch_size=3, progress_bar=False
@@ -205,7 +210,7 @@ def test_distortion_does_not_depend_on_the_batch(arch, samples):
 
 
 def test_images_as_arrays_and_tensors_equal_pil(samples):
-    vlm = get_vlm("qwen2_vl")
+    vlm = shared_tiny_vlm("qwen2_vl")
     pil = samples[:2]
     arrays = [interp.Sample(s.question, np.array(s.load_image()), s.answer, s.id) for s in pil]
     chw = [
@@ -271,7 +276,7 @@ def test_unknown_words_get_one_warning():
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3", "paligemma"])
 def test_question_positions_hold_the_question(arch, samples):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     enc = encode(vlm, samples[:3])
     mask = question_mask(vlm, enc)
     for row, s in enumerate(samples[:3]):
@@ -336,7 +341,7 @@ def test_plain_generation_scores_are_the_logits_not_the_forced_row(samples):
     """``output_scores`` of plain decoding: step 0 equals the logits of a plain HF forward of the
     prompt, step 1 those of the prompt plus the first token (regression: the scores were read
     after the library had overwritten the logits with its one-hot 0/-inf row)."""
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     batch = samples[:2]
     gen = interp.generate(vlm, batch, max_new_tokens=2, output_scores=True, progress_bar=False)
     for i, sample in enumerate(batch):
@@ -356,7 +361,7 @@ def test_plain_generation_scores_are_the_logits_not_the_forced_row(samples):
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "paligemma"])
 def test_removing_the_prefix_scores_each_token_right_after_the_prompt(arch, samples):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     batch = samples[:3]
     targets = ["yellow banana two", "circle", "two three"]
     got = interp.score(vlm, batch, targets, "full+no_prefix", progress_bar=False)
@@ -376,7 +381,7 @@ def test_removing_the_prefix_scores_each_token_right_after_the_prompt(arch, samp
 
 def test_store_recomputes_samples_whose_inputs_changed(tmp_path, monkeypatch):
     """Same ids, other images: the store must not serve the old states."""
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     first = make_samples(4, seed=0)
     a = interp.residual_stream(vlm, first, store=tmp_path, progress_bar=False)
     changed = make_samples(4, seed=0)
@@ -399,7 +404,7 @@ def test_store_recomputes_samples_whose_inputs_changed(tmp_path, monkeypatch):
 
 
 def test_store_refuses_other_runs_and_a_second_writer(tmp_path):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     batch = make_samples(2)
     interp.residual_stream(vlm, batch, layers=[1], store=tmp_path, progress_bar=False)
     with pytest.raises(interp.StoreError, match="layers.*overwrite"):
@@ -459,7 +464,7 @@ def test_two_processes_share_a_store_and_give_the_single_process_result(tmp_path
         procs.append(subprocess.Popen([sys.executable, "-c", script], env=env))
     assert [p.wait(timeout=300) for p in procs] == [0, 0]
     single = interp.residual_stream(
-        get_vlm("llava"), demo_world("test", n=9), batch_size=2, progress_bar=False
+        shared_tiny_vlm("llava"), demo_world("test", n=9), batch_size=2, progress_bar=False
     )
     for rank in range(2):
         torch.testing.assert_close(torch.load(tmp_path / f"r{rank}.pt"), single, atol=0, rtol=0)
@@ -473,7 +478,7 @@ def test_two_processes_share_a_store_and_give_the_single_process_result(tmp_path
 
 
 def test_a_sharded_run_waits_for_and_detects_a_missing_process(tmp_path):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     import interp.runner as runner
 
     with pytest.raises(interp.StoreError, match="process 1/2 is not running"):
@@ -599,7 +604,7 @@ def test_teacher_forced_batches_keep_their_question_positions(samples):
     from interp.edits import Batch, EditContext
     from interp.encoding import append_targets, target_ids
 
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     batch = samples[:3]
     enc = encode(vlm, batch)
     ext, _, _ = append_targets(vlm, enc, target_ids(vlm, [s.answer for s in batch]))

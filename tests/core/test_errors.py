@@ -5,19 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import get_vlm, make_samples, refused
 from PIL import Image
 from transformers import LlamaConfig, LlamaForCausalLM
 
 import interp
 from interp.store import ResultStore
 from interp.studies.coe import chain_of_embedding, diagnose
-from interp.testing import tiny_tokenizer
+from interp.testing import make_samples, refused, shared_tiny_vlm, tiny_tokenizer
 
 
 @pytest.fixture(scope="module")
 def llava():
-    return get_vlm("llava")
+    return shared_tiny_vlm("llava")
 
 
 def test_missing_image_file(llava, tmp_path):
@@ -77,7 +76,7 @@ def test_registering_an_adapter_makes_a_model_loadable(samples):
         vlm = interp.load(model, processor)
         assert vlm.adapter is adapter
         states = interp.residual_stream(vlm, samples[:2], progress_bar=False)
-        ref = interp.residual_stream(get_vlm("llava"), samples[:2], progress_bar=False)
+        ref = interp.residual_stream(shared_tiny_vlm("llava"), samples[:2], progress_bar=False)
         torch.testing.assert_close(states, ref)  # same seed, same weights
         with pytest.raises(ValueError, match="already registered"):
             interp.register_adapter(

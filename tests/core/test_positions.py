@@ -11,7 +11,6 @@ import re
 
 import pytest
 import torch
-from conftest import random_image
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import (
     CLIPImageProcessorPil,
@@ -27,7 +26,7 @@ import interp
 from interp.encoding import encode, image_slot_mask, question_mask
 from interp.errors import PositionError
 from interp.positions import map_spans, prompt_spans, search_spans, special_token_pattern
-from interp.testing import ARCHITECTURES
+from interp.testing import ARCHITECTURES, random_image
 from interventions import Steer
 
 # LLaVA-1.5's published chat template (llava-hf/llava-1.5-7b-hf, chat_template.json): images first,
@@ -184,9 +183,9 @@ def test_question_positions_sentencepiece(llava_spm, condition):
 
 def test_question_positions_every_family(arch):
     """Every tiny family: the question positions decode to the question under each condition."""
-    from conftest import get_vlm
+    from interp.testing import shared_tiny_vlm
 
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     samples = [
         interp.Sample(image=random_image(32, 40, i), question=q, id=f"q{i}")
         for i, q in enumerate(["Which color is it?", "A", "  spaced  ", "3+4=?"])
@@ -298,9 +297,9 @@ def test_unlocatable_question_names_the_row(llava_spm, monkeypatch):
 def test_image_slots(arch):
     """'image:k' selects the k-th image's tokens: as many as that image has when encoded alone,
     disjoint, together all image tokens."""
-    from conftest import get_vlm
+    from interp.testing import shared_tiny_vlm
 
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     first, second = random_image(30, 40, 3), random_image(40, 30, 4)
     if arch == "instructblip":
         pytest.skip("InstructBLIP takes one image per prompt (its query tokens are prepended once)")

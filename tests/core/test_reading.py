@@ -8,61 +8,7 @@ from PIL import Image
 
 import interp
 from interp.encoding import encode
-
-
-def hf_forward(vlm: interp.VLM, enc: interp.Encoding, **kwargs):
-    """A plain HF forward. Families whose processor breaks positions under padding (InstructBLIP)
-    declare a fix-up; batch invariance against unpadded single rows is tested separately."""
-    inputs = dict(enc.inputs)
-    if vlm.adapter.forward_inputs is not None:
-        inputs = vlm.adapter.forward_inputs(inputs)
-    with torch.no_grad():
-        return vlm.hf(**inputs, **kwargs)
-
-
-def hf_hidden_states(out) -> tuple[torch.Tensor, ...]:
-    """HF hidden states, whichever output field the family puts them in."""
-    if getattr(out, "hidden_states", None) is not None:
-        return out.hidden_states
-    return out.language_model_outputs.hidden_states  # Q-Former families
-
-
-def last_layer_raw(vlm: interp.VLM, enc: interp.Encoding) -> torch.Tensor:
-    """Raw output of the last decoder layer (before the final norm), via a plain torch hook."""
-    seen = {}
-    layer = vlm.adapter.layers(vlm.hf)[-1]
-    handle = layer.register_forward_hook(
-        lambda m, a, o: seen.setdefault("out", o[0] if isinstance(o, tuple) else o)
-    )
-    try:
-        hf_forward(vlm, enc)
-    finally:
-        handle.remove()
-    return seen["out"]
-
-
-def hf_target_logprobs(vlm: interp.VLM, enc: interp.Encoding, tgt: list[int]) -> torch.Tensor:
-    """log p of each target token after the one-row prompt ``enc``, by a plain HF forward over
-    prompt + target (every per-token field extended as teacher forcing extends it)."""
-    inputs = dict(enc.inputs)
-    for key, value in enc.inputs.items():  # extend every per-token field by the target
-        if (
-            isinstance(value, torch.Tensor)
-            and value.dim() >= 2
-            and value.shape[:2] == enc.input_ids.shape
-        ):
-            tail = (
-                torch.tensor([tgt])
-                if key == "input_ids"
-                else value[:, -1:].expand(1, len(tgt), *value.shape[2:])
-            )
-            if key in vlm.adapter.target_fields:  # e.g. PaliGemma marks the answer as suffix
-                tail = torch.full_like(tail, vlm.adapter.target_fields[key])
-            inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
-    with torch.no_grad():
-        logits = vlm.hf(**inputs).logits[0].float().log_softmax(-1)
-    n = enc.input_ids.shape[1]
-    return torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
+from interp.testing import hf_forward, hf_hidden_states, hf_target_logprobs, last_layer_raw
 
 
 def test_accessors_are_consistent(vlm):

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import random_image
 from nnsight import NNsight
 from PIL import Image
 from transformers import BatchFeature, PreTrainedModel, ProcessorMixin
@@ -21,6 +20,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_
 
 import interp
 from interp.adapters import chat_prompt
+from interp.testing import random_image
 from interp.testing.builders import gemma, idefics3, mllama
 
 Builder = Callable[..., tuple[PreTrainedModel, ProcessorMixin]]

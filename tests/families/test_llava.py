@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import random_image
 from nnsight import NNsight
 from PIL import Image
 from transformers import BatchFeature, PreTrainedModel, ProcessorMixin
 from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING
 
 from interp.adapters import chat_prompt
+from interp.testing import random_image
 from interp.testing.builders.instructblip import NUM_QUERY_TOKENS, build_instructblip
 from interp.testing.builders.llava import (
     IMAGE_PLACEHOLDER,

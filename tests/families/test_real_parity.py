@@ -3,7 +3,7 @@ equal plain Hugging Face: residual reads, generation, teacher-forced scores, and
 question's positions (steering, attention knockout) against the same change made by hand.
 
 A few questions per family (a forward over a real vocabulary costs more than the position checks,
-which run every question: tests/test_real_positions.py). The question positions an edit uses are
+which run every question: tests/families/test_real_positions.py). The question positions an edit uses are
 first checked by decoding them with the tokenizer, so the by-hand reference edits exactly the
 question's tokens.
 """
@@ -12,7 +12,21 @@ from __future__ import annotations
 
 import pytest
 import torch
-from real_families import (
+from transformers import AttentionInterface
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
+
+import interp
+from interp.encoding import append_targets, encode, target_ids
+from interp.testing import (
+    add_to_layer,
+    hf_forward,
+    hf_hidden_states,
+    hf_target_logprobs,
+    last_layer_raw,
+    reference_attention,
+    steering_vector,
+)
+from interp.testing.conformance import (
     FAMILIES,
     decoded_runs,
     edit_positions,
@@ -20,13 +34,6 @@ from real_families import (
     get_real,
     samples_for,
 )
-from test_edits import _reference_attention, add_to_layer, steering_vector
-from test_reading import hf_forward, hf_hidden_states, hf_target_logprobs, last_layer_raw
-from transformers import AttentionInterface
-from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
-
-import interp
-from interp.encoding import append_targets, encode, target_ids
 from interp.testing.real_models import build_real
 from interventions import Knockout, Steer
 
@@ -125,7 +132,7 @@ def test_knocking_out_the_question_equals_a_hand_written_attention(arch):
         return scores.masked_fill(block, torch.finfo(scores.dtype).min)
 
     name = f"interp_real_ref_{arch}"
-    AttentionInterface.register(name, _reference_attention(knock))
+    AttentionInterface.register(name, reference_attention(knock))
     ALL_MASK_ATTENTION_FUNCTIONS.register(name, eager_mask)
     model, processor = build_real(arch)
     model.set_attn_implementation(name)

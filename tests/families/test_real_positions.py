@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from real_families import (
+
+from interp.conditions import Condition
+from interp.testing.conformance import (
     CONDITIONS,
     FAMILIES,
     decoded_runs,
@@ -22,8 +24,6 @@ from real_families import (
     image_token_of,
     samples_for,
 )
-
-from interp.conditions import Condition
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)

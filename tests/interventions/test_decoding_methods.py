@@ -11,13 +11,18 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import get_vlm, make_samples, refused
-from test_edits import _with_reference
 
 import interp
 from interp.encoding import encode
 from interp.errors import DecodingError
-from interp.testing import ARCHITECTURES, build_tiny
+from interp.testing import (
+    ARCHITECTURES,
+    build_tiny,
+    make_samples,
+    refused,
+    shared_tiny_vlm,
+    tiny_vlm_with_attention,
+)
 from interventions import AttentionBoost, Steer, SwapImage
 from interventions.decoding import (
     DISTURBANCE,
@@ -32,7 +37,7 @@ from interventions.decoding import (
 )
 
 # Families that cannot batch a row with an image together with one without (Adapter.mixed_batches).
-UNMIXED = [a for a in ARCHITECTURES if not get_vlm(a).adapter.mixed_batches]
+UNMIXED = [a for a in ARCHITECTURES if not shared_tiny_vlm(a).adapter.mixed_batches]
 STEPS = 4
 
 
@@ -159,7 +164,7 @@ def samples() -> list[interp.Sample]:
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_greedy_contrast_equals_the_brute_force_loop(arch, samples):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     dec = contrast([amateur_for(arch)], alpha=1.0, beta=0.1)
     gen = interp.generate(
         vlm, samples, decoding=dec, max_new_tokens=STEPS, output_scores=True, progress_bar=False
@@ -174,7 +179,7 @@ def test_greedy_contrast_equals_the_brute_force_loop(arch, samples):
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3", "mllama", "paligemma"])
 def test_sampled_vcd_equals_the_brute_force_loop_with_the_same_seeds(arch, samples):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     gen = interp.generate(
         vlm,
         samples,
@@ -194,7 +199,7 @@ def test_sampled_vcd_equals_the_brute_force_loop_with_the_same_seeds(arch, sampl
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_5_vl", "gemma3"])
 def test_m3id_and_two_averaged_amateurs_equal_the_formula(arch, samples):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     lam = 0.3  # large enough that the weight visibly grows over four tokens
     gen = interp.generate(
         vlm,
@@ -217,7 +222,7 @@ def test_m3id_and_two_averaged_amateurs_equal_the_formula(arch, samples):
 
 
 def test_icd_disturbs_the_instruction_of_the_amateur_only(samples):
-    vlm = get_vlm("qwen2_vl")
+    vlm = shared_tiny_vlm("qwen2_vl")
     gen = interp.generate(
         vlm, samples, decoding=icd(), max_new_tokens=STEPS, output_scores=True, progress_bar=False
     )
@@ -251,7 +256,7 @@ def test_pai_boost_and_guidance_equal_a_hand_written_attention_loop(arch, sample
         cols[:, :, -1, : mask.shape[1]] = mask[:, None, :]
         return torch.where(cols, scores + alpha * scores.abs(), scores)
 
-    ref_vlm = _with_reference(arch, boost)
+    ref_vlm = tiny_vlm_with_attention(arch, boost)
     expert_mask = encode(vlm, samples).image_mask
 
     def on_forward(i: int) -> None:  # the expert's image columns; the amateur has none
@@ -275,7 +280,7 @@ def test_pai_boost_and_guidance_equal_a_hand_written_attention_loop(arch, sample
 def test_plain_scores_are_the_model_logits(arch, samples):
     """Without a method, the returned scores are the raw next-token logits of each step (not the
     one-hot the library writes back to force its token)."""
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     gen = interp.generate(
         vlm, samples, max_new_tokens=STEPS, output_scores=True, progress_bar=False
     )
@@ -288,7 +293,7 @@ def test_plain_scores_are_the_model_logits(arch, samples):
 
 
 def test_batch_size_and_order_do_not_change_the_answers():
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     many = make_samples(9, seed=4)
     kw = dict(decoding=vcd(), max_new_tokens=STEPS, progress_bar=False, output_scores=True)
     for sampled in (False, True):
@@ -306,7 +311,7 @@ def test_batch_size_and_order_do_not_change_the_answers():
 def test_edits_compose_with_the_contrast(samples):
     """A steering edit on every position applies to the expert and the amateur rows alike: the
     same as the brute-force loop of the steered model."""
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     v = torch.randn(vlm.d_model, generator=torch.Generator().manual_seed(0)) * 0.5
     gen = interp.generate(
         vlm,
@@ -345,7 +350,7 @@ def test_edits_compose_with_the_contrast(samples):
 
 
 def test_store_keys_on_the_method(tmp_path, samples):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     a = interp.generate(
         vlm, samples, decoding=vcd(), max_new_tokens=3, store=tmp_path / "s", progress_bar=False
     )
@@ -383,7 +388,7 @@ def test_bad_methods_are_typed_errors(make, match):
 
 
 def test_bad_runs_are_refused_before_any_compute(samples, monkeypatch):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     calls = {"n": 0}
     original = interp.generation.generate_batch
 
@@ -395,7 +400,7 @@ def test_bad_runs_are_refused_before_any_compute(samples, monkeypatch):
     with pytest.raises(DecodingError, match="equals the expert"):
         interp.generate(vlm, samples, "blind", decoding=vdd(), progress_bar=False)
     with pytest.raises(DecodingError, match="cannot run rows with and without an image"):
-        interp.generate(get_vlm("mllama"), samples, decoding=m3id(), progress_bar=False)
+        interp.generate(shared_tiny_vlm("mllama"), samples, decoding=m3id(), progress_bar=False)
     with pytest.raises(interp.InterventionError, match="eager"):
         sdpa = interp.load(*build_tiny("llava", attn_implementation="sdpa"))
         interp.generate(sdpa, samples, decoding=pai(), progress_bar=False)

@@ -4,73 +4,38 @@ function, hand-built inputs), or a brute-force per-step loop without the KV cach
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
 import torch
-from conftest import get_vlm, make_samples, refused
-from test_reading import hf_forward, hf_hidden_states
-from transformers import AttentionInterface
-from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 
 import interp
 from interp.conditions import Condition
 from interp.datasets import demo_world
 from interp.encoding import encode
-from interp.testing import ARCHITECTURES, build_tiny
+from interp.testing import (
+    ARCHITECTURES,
+    Recorder,
+    add_to_layer,
+    build_tiny,
+    hf_forward,
+    hf_hidden_states,
+    make_samples,
+    refused,
+    shared_tiny_vlm,
+    steering_vector,
+    tiny_vlm_with_attention,
+)
 from interventions import AblateImage, AttentionBoost, Knockout, Patch, Steer, SwapImage
 
 TOKEN_FUSION = [a for a in ARCHITECTURES if a != "mllama"]
-
-
-def steering_vector(vlm: interp.VLM, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    return scale * torch.randn(vlm.d_model, generator=gen)
-
-
-class add_to_layer:  # noqa: N801 - used as a context manager
-    """A plain torch forward hook adding ``vector`` to decoder layer ``layer``'s output (residual
-    index ``layer``, 1..L) where ``mask`` ([batch, seq]) is True — the hand-made reference."""
-
-    def __init__(self, vlm: interp.VLM, layer: int, vector: torch.Tensor, mask: Any) -> None:
-        self.module = vlm.adapter.layers(vlm.hf)[layer - 1]
-        self.vector, self.mask = vector, mask
-
-    def hook(self, module: Any, args: Any, out: Any) -> Any:
-        h = out[0] if isinstance(out, tuple) else out
-        mask = self.mask(h) if callable(self.mask) else self.mask
-        h = h + mask[..., None].to(h.dtype) * self.vector.to(h.dtype)
-        return (h, *out[1:]) if isinstance(out, tuple) else h
-
-    def __enter__(self) -> None:
-        # prepend: before transformers' own hidden-state capturing hooks
-        self.handle = self.module.register_forward_hook(self.hook, prepend=True)
-
-    def __exit__(self, *exc: Any) -> None:
-        self.handle.remove()
-
-
-class Recorder(interp.Intervention):
-    """Saves the next-token logits of every step (a user-written edit, as the README shows)."""
-
-    steps = "all"
-
-    def __init__(self) -> None:
-        self.logits: list[torch.Tensor] = []
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {"type": "Recorder"}
-
-    def apply(self, ctx: interp.EditContext) -> None:
-        self.logits.append(ctx.vlm.lm_head.output[:, -1].detach().clone().cpu())
 
 
 # -- the protocol --------------------------------------------------------------------------------
 
 
 def test_edits_are_validated_before_compute(samples):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     with refused(interp.InterventionError, match="interp.Intervention"):
         interp.residual_stream(vlm, samples[:2], edits=["steer"], progress_bar=False)
     with pytest.raises(interp.InterventionError, match=r"valid indices are 0\.\.3"):
@@ -93,7 +58,7 @@ def test_edits_are_validated_before_compute(samples):
 def test_edits_compose_in_any_order(samples):
     """Two edits on different layers give the same result in either order, and equal the two
     hooks applied by hand."""
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     a, b = steering_vector(vlm, 1), steering_vector(vlm, 2)
     one = [Steer(3, b, "last"), Steer(1, a, "all")]
     two = [Steer(1, a, "all"), Steer(3, b, "last")]
@@ -120,7 +85,7 @@ def test_a_user_written_edit_plugs_in(samples):
             h = ctx.vlm.residual[self.layer]
             h[ctx.positions("last")] = 0.0
 
-    vlm = get_vlm("qwen2_vl")
+    vlm = shared_tiny_vlm("qwen2_vl")
     states = interp.residual_stream(vlm, samples[:3], edits=[ZeroLast(2)], progress_bar=False)
     assert torch.all(states[:, 2] == 0)
     assert not torch.all(states[:, 3] == 0)
@@ -131,7 +96,7 @@ def test_a_user_written_edit_plugs_in(samples):
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_steer_equals_a_forward_hook(arch, samples):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     batch = samples[:4]
     v = steering_vector(vlm, scale=0.5)
     layer = 1
@@ -167,7 +132,7 @@ def test_steering_changes_step_3_logits_as_a_brute_force_loop(arch, samples):
     """Generation with a steering edit on every position (prompt and generated tokens): the
     logits of step 3 equal a loop of plain HF forwards without the KV cache, each over the whole
     sequence so far with the same hook."""
-    vlm = interp.load("demo") if arch == "demo" else get_vlm(arch)
+    vlm = interp.load("demo") if arch == "demo" else shared_tiny_vlm(arch)
     batch = demo_world("test", n=3, qtypes=["describe"]) if arch == "demo" else samples[:3]
     v = steering_vector(vlm, 3, scale=0.3)
     recorder = Recorder()
@@ -212,7 +177,7 @@ def test_steering_changes_step_3_logits_as_a_brute_force_loop(arch, samples):
 def test_patching_every_prompt_position_of_the_embeddings_gives_the_source_run(arch, samples):
     """(Not Qwen3-VL: DeepStack adds the real image's features after early layers, which a patch
     of the embeddings does not reach; SwapImage swaps those too.)"""
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     batch = samples[:3]
     patched = interp.residual_stream(
         vlm, batch, edits=[Patch("null:black", 0, "prompt")], batch_size=3, progress_bar=False
@@ -225,7 +190,7 @@ def test_patching_every_prompt_position_of_the_embeddings_gives_the_source_run(a
 def test_patching_the_last_token_from_the_blind_run_equals_hooks(arch, samples):
     """Patch layer k's last-token state from the blind run: equal to capturing it with a hook in a
     plain blind forward and writing it with a hook in a plain full forward."""
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     batch = samples[:3]
     k = 2
     states = interp.residual_stream(
@@ -263,7 +228,7 @@ def test_patching_the_last_token_from_the_blind_run_equals_hooks(arch, samples):
 
 
 def test_patch_positions_must_correspond(samples):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     with pytest.raises(interp.InterventionError, match="positions"):
         interp.residual_stream(
             vlm, samples[:2], edits=[Patch("blind", 1, "image")], progress_bar=False
@@ -271,35 +236,6 @@ def test_patch_positions_must_correspond(samples):
 
 
 # -- attention -----------------------------------------------------------------------------------
-
-
-def _reference_attention(edit: Any) -> Any:
-    """A hand-written eager attention (q·kᵀ·scale + mask → edit → softmax → ·v) that applies
-    ``edit(scores, layer_idx)`` to the scores: the independent reference of the attention edits."""
-
-    def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
-        groups = query.shape[1] // key.shape[1]
-        key = key.repeat_interleave(groups, dim=1)
-        value = value.repeat_interleave(groups, dim=1)
-        scale = scaling if scaling is not None else 1.0 / math.sqrt(query.shape[-1])
-        scores = torch.matmul(query, key.transpose(2, 3)) * scale
-        if attention_mask is not None:
-            scores = scores + attention_mask[:, :, :, : key.shape[-2]]
-        if getattr(module, "layer_idx", None) is not None:  # decoder layers (not the tower)
-            scores = edit(scores, module.layer_idx)
-        weights = torch.softmax(scores.float(), dim=-1).to(query.dtype)
-        return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
-
-    return attention
-
-
-def _with_reference(arch: str, edit: Any) -> interp.VLM:
-    name = f"interp_ref_{id(edit)}"
-    AttentionInterface.register(name, _reference_attention(edit))
-    ALL_MASK_ATTENTION_FUNCTIONS.register(name, eager_mask)
-    model, processor = build_tiny(arch, attn_implementation="eager")
-    model.set_attn_implementation(name)
-    return interp.load(model, processor)
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3"])
@@ -322,7 +258,7 @@ def test_knockout_equals_a_hand_written_attention_with_the_mask(arch, samples):
         block[torch.arange(3), :, ext.last_index] = image[:, None, :]
         return scores.masked_fill(block, torch.finfo(scores.dtype).min)
 
-    ref_vlm = _with_reference(arch, knock)
+    ref_vlm = tiny_vlm_with_attention(arch, knock)
     want = interp.score(ref_vlm, batch, batch_size=3, progress_bar=False)
     torch.testing.assert_close(got.logprobs, want.logprobs, atol=1e-5, rtol=0)
     plain = interp.score(vlm, batch, batch_size=3, progress_bar=False)
@@ -333,7 +269,7 @@ def test_knockout_equals_a_hand_written_attention_with_the_mask(arch, samples):
 def test_text_knocked_out_from_the_image_never_sees_it(arch, samples):
     """With every text position blocked from the image tokens in every layer, nothing of the
     image reaches the last token: its states are the same whatever the image (real or black)."""
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     if vlm.hf.config._attn_implementation != "eager":
         pytest.skip("needs eager attention")
     edit = Knockout(keys="image", queries="text")
@@ -371,7 +307,7 @@ def test_attention_boost_equals_a_hand_written_attention(arch, samples):
         cols[:, :, -1, : image.shape[1]] = image[:, None, :]  # last row, prompt image columns
         return torch.where(cols, scores + alpha * scores.abs(), scores)
 
-    ref_vlm = _with_reference(arch, boost)
+    ref_vlm = tiny_vlm_with_attention(arch, boost)
     inputs = dict(enc.inputs)
     for step in range(3):
         with torch.no_grad():
@@ -386,7 +322,7 @@ def test_attention_boost_equals_a_hand_written_attention(arch, samples):
 
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_swap_image_edit_equals_the_null_condition(arch, samples):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     batch = samples[:3]
     swapped = interp.residual_stream(
         vlm, batch, edits=[SwapImage("null:black")], batch_size=3, progress_bar=False
@@ -396,7 +332,7 @@ def test_swap_image_edit_equals_the_null_condition(arch, samples):
 
 
 def test_image_edits_apply_in_scoring_and_generation(samples):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     batch = samples[:3]
     s1 = interp.score(vlm, batch, edits=[SwapImage("null:white")], progress_bar=False)
     s2 = interp.score(vlm, batch, condition="null:white", progress_bar=False)
@@ -411,7 +347,7 @@ def test_image_edits_apply_in_scoring_and_generation(samples):
 
 
 def test_edits_key_the_store(tmp_path):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     batch = make_samples(3)
     v = steering_vector(vlm)
     interp.residual_stream(vlm, batch, edits=[Steer(1, v)], store=tmp_path, progress_bar=False)
@@ -449,7 +385,7 @@ def test_knockout_of_prompt_rows_in_generation_equals_a_no_cache_loop(queries, s
         block = q[:, None, :, None] & k[:, None, None, :]
         return scores.masked_fill(block, torch.finfo(scores.dtype).min)
 
-    ref_vlm = _with_reference("llava", knock)
+    ref_vlm = tiny_vlm_with_attention("llava", knock)
     inputs = dict(enc.inputs)
     tokens = []
     for _ in range(3):
@@ -469,7 +405,7 @@ def test_residual_assignment_replaces_the_layer_output(samples):
         def apply(self, ctx: interp.EditContext) -> None:
             ctx.vlm.residual[2] = 2 * ctx.vlm.residual[2]
 
-    vlm = get_vlm("qwen2_vl")
+    vlm = shared_tiny_vlm("qwen2_vl")
     batch = samples[:3]
     got = interp.residual_stream(vlm, batch, edits=[Double()], progress_bar=False)
     enc = encode(vlm, batch)

@@ -16,10 +16,10 @@ from typing import Any
 import nnsight
 import pytest
 import torch
-from conftest import get_vlm, refused
 
 import interp
 from interp.encoding import Encoding, encode
+from interp.testing import refused, shared_tiny_vlm
 from interp.tracing import read_states
 from interventions import (
     ImageInputs,
@@ -208,7 +208,7 @@ def test_null_image_swap_equals_a_real_null_image_run(arch, vlm, samples):
 
 
 def test_qwen3_vl_swap_needs_the_deepstack_features(samples):
-    vlm = get_vlm("qwen3_vl")
+    vlm = shared_tiny_vlm("qwen3_vl")
     batch = samples[:N_ROWS]
     swap = swap_image(vlm, batch, "null:black")
     assert len(swap.inputs.deepstack) == 1
@@ -245,7 +245,7 @@ def test_ablation_equals_hf_forward_with_hand_built_image_vectors(arch, vlm, sam
 
 @pytest.mark.parametrize("arch_name", ["llava", "mllama", "instructblip"])
 def test_text_only_batches_have_no_image_positions(arch_name, samples):
-    vlm = get_vlm(arch_name)
+    vlm = shared_tiny_vlm(arch_name)
     enc = encode(vlm, samples[:N_ROWS], "blind")
     assert image_embeddings(vlm, enc).shape == (0, vlm.d_model)
     rows = torch.arange(len(enc))
@@ -262,7 +262,7 @@ def test_text_only_batches_have_no_image_positions(arch_name, samples):
 
 @pytest.mark.parametrize("arch_name", ["llava", "qwen3_vl", "mllama"])
 def test_wrong_replacement_shape_is_an_image_token_mismatch(arch_name, samples):
-    vlm = get_vlm(arch_name)
+    vlm = shared_tiny_vlm(arch_name)
     enc = encode(vlm, samples[:N_ROWS], "full")
     inputs = read_image_inputs(vlm, enc)
     n = len(inputs)
@@ -286,14 +286,14 @@ def test_wrong_replacement_shape_is_an_image_token_mismatch(arch_name, samples):
 
 @pytest.mark.parametrize("arch_name", ["qwen2_vl", "mllama"])
 def test_swap_between_images_of_different_layouts_is_refused(arch_name, samples):
-    vlm = get_vlm(arch_name)
+    vlm = shared_tiny_vlm(arch_name)
     # s0 is 32x32 (Qwen: 4 tokens; Mllama: one tile), s1 is 48x40 (6 tokens; two tiles)
     with pytest.raises(interp.ImageTokenMismatchError, match="'s0'"):
         swap_image(vlm, samples[:1], "swap:s1", all_samples=samples)
 
 
 def test_bad_sources_and_modes(samples):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     with pytest.raises(interp.ConditionError, match="no image"):
         swap_image(vlm, samples[:1], "blind")
     with pytest.raises(interp.ConditionError):
@@ -305,7 +305,7 @@ def test_bad_sources_and_modes(samples):
 
 @pytest.mark.parametrize("arch_name", ["llava", "qwen3_vl", "mllama"])
 def test_swap_inside_generate_equals_null_image_generation(arch_name, samples):
-    vlm = get_vlm(arch_name)
+    vlm = shared_tiny_vlm(arch_name)
     batch = samples[:N_ROWS]
     swap = swap_image(vlm, batch, "null:black")
     enc = swap.encoding

@@ -12,7 +12,7 @@ every constructor parameter (result stores key on it); it runs in ``residual_str
 and ``generate`` and changes their output; prompt-only edits act at the prompt forward only, as
 documented; decoding methods run through ``generate(decoding=...)`` with answers independent of
 the batch size. The in-depth comparisons against hand-written references live in
-``test_edits.py`` and ``test_decoding.py``.
+``test_edits.py`` and ``test_decoding_methods.py``.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import get_vlm, make_samples
 
 import interp
 import interventions
 from interp.edits import check_position, edits_fingerprint
 from interp.errors import ConditionError, DecodingError, InterpError, InterventionError
+from interp.testing import make_samples, shared_tiny_vlm
 from interventions import decoding as dec
 
 ARCH = "llava"  # tiny, eager attention (the attention edits need it), mixed batches
@@ -207,7 +207,7 @@ class Spy(interp.Intervention):
 
 @pytest.fixture(scope="module")
 def vlm() -> interp.VLM:
-    return get_vlm(ARCH)
+    return shared_tiny_vlm(ARCH)
 
 
 @pytest.fixture(scope="module")
@@ -476,7 +476,7 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
     served: dict[str, str] = {}
 
     def model_type(arch: str) -> str:
-        return str(get_vlm(arch).hf.config.model_type)
+        return str(shared_tiny_vlm(arch).hf.config.model_type)
 
     wanted = sorted(interp.ADAPTERS)
     for mt in wanted:
@@ -493,4 +493,4 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
     )
     # each tiny model is served by the adapter of its own model type
     for mt, arch in served.items():
-        assert get_vlm(arch).adapter is interp.ADAPTERS[mt]
+        assert shared_tiny_vlm(arch).adapter is interp.ADAPTERS[mt]

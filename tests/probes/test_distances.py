@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import refused
 from scipy.spatial import distance as sp_distance
 from scipy.special import log_softmax
 from scipy.stats import entropy
 
+from interp.testing import refused
 from probes import (
     DISTANCES,
     cosine_distance,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import refused
 
 from interp.errors import EmptyInputError
+from interp.testing import refused
 from probes import agreement_split, is_correct, normalize_answer
 
 

@@ -8,12 +8,12 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from conftest import refused
 from jaxtyping import TypeCheckError
 from scipy import stats as sps
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from interp.errors import EmptyGroupError, TooFewSamplesError
+from interp.testing import refused
 from probes import (
     ConstantInputWarning,
     Estimate,

@@ -7,8 +7,8 @@ import statistics
 import numpy as np
 import pytest
 import torch
-from conftest import refused
 
+from interp.testing import refused
 from probes import layer_std, pre_vip_tvi, spearman, tvi, weighted_tvi
 
 

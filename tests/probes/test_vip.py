@@ -9,11 +9,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from conftest import refused
 from scipy import stats as sps
 from sklearn.base import clone
 
 from interp.errors import EmptyGroupError, TooFewSamplesError
+from interp.testing import refused
 from probes import (
     NoVIPWarning,
     VIPDetector,

@@ -15,8 +15,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import random_image, refused
-from test_cli_errors import _one_error_line, no_model  # noqa: F401 - fixture
 
 import interp
 import interp.generation
@@ -45,6 +43,7 @@ from interp.studies.ablation import (
     shot_sample,
     text_only_baseline,
 )
+from interp.testing import one_error_line, random_image, refused
 
 N_BOOT = 200
 CONDITIONS = ("blind", "null:black", "swap:next")
@@ -528,12 +527,12 @@ def test_command_errors_are_one_line_before_the_model_loads(
     message,
     tmp_path,
     capsys,
-    no_model,  # noqa: F811 - fixture
+    no_model,
 ):
     out = tmp_path / "out"
     argv = ["ablate", "--model", "demo", "--data", "demo", "--n", "24", "--out", str(out), *extra]
     capsys.readouterr()
     assert main(argv) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert re.search(message, line), line
     assert not out.exists()

@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from test_cli_errors import ENV, INTERP, _one_error_line, no_model  # noqa: F401 - fixture
 
 from interp.cli import main
 from interp.datasets.formats import extract_choice, read_pope, read_vlmevalkit_tsv
 from interp.errors import DataFormatError
 from interp.studies.audit import show
+from interp.testing import INTERP, OFFLINE_ENV, one_error_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -232,13 +232,17 @@ def test_a_killed_audit_resumes_to_the_same_summary(tmp_path):
     ]
     clean = tmp_path / "clean"
     ref = subprocess.run(
-        [*INTERP, *args, "--out", str(clean)], env=ENV, capture_output=True, text=True, timeout=600
+        [*INTERP, *args, "--out", str(clean)],
+        env=OFFLINE_ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert ref.returncode == 0, ref.stderr
     out = tmp_path / "killed"
     proc = subprocess.Popen(
         [*INTERP, *args, "--out", str(out)],
-        env=ENV,
+        env=OFFLINE_ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -251,7 +255,11 @@ def test_a_killed_audit_resumes_to_the_same_summary(tmp_path):
     proc.wait()
     assert not (out / "summary.json").exists()
     again = subprocess.run(
-        [*INTERP, *args, "--out", str(out)], env=ENV, capture_output=True, text=True, timeout=600
+        [*INTERP, *args, "--out", str(out)],
+        env=OFFLINE_ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert again.returncode == 0, again.stderr
     a = json.loads((clean / "summary.json").read_text())
@@ -403,7 +411,7 @@ def test_bad_options_are_one_line_before_the_model_loads(
     message,
     tmp_path,
     capsys,
-    no_model,  # noqa: F811 - fixture
+    no_model,
 ):
     out = tmp_path / "out"
     data = tmp_path / "items.jsonl"
@@ -412,21 +420,21 @@ def test_bad_options_are_one_line_before_the_model_loads(
     assert code == 2
     import re
 
-    assert re.search(message, _one_error_line(capsys.readouterr().err))
+    assert re.search(message, one_error_line(capsys.readouterr().err))
     assert not out.exists()
 
 
-def test_data_no_study_can_use_and_malformed_rows_are_one_line(tmp_path, capsys, no_model):  # noqa: F811
+def test_data_no_study_can_use_and_malformed_rows_are_one_line(tmp_path, capsys, no_model):
     data = tmp_path / "items.jsonl"
     data.write_text(json.dumps({"question": "q", "answer": "a"}) + "\n")
     assert (
         main(["audit", "--model", "demo", "--data", str(data), "--out", str(tmp_path / "o")]) == 2
     )
-    assert "no study can run" in _one_error_line(capsys.readouterr().err)
+    assert "no study can run" in one_error_line(capsys.readouterr().err)
     tsv = write_tsv(
         tmp_path / "b.tsv",
         [{"image": png_base64(0), "question": "q"}, {"image": "???", "question": "q"}],
     )
     assert main(["audit", "--model", "demo", "--data", str(tsv), "--out", str(tmp_path / "o")]) == 2
-    assert "b.tsv:3" in _one_error_line(capsys.readouterr().err)
+    assert "b.tsv:3" in one_error_line(capsys.readouterr().err)
     assert not (tmp_path / "o").exists()

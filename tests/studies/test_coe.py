@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import get_vlm, make_samples
 from matplotlib.figure import Figure
 from scipy.spatial.distance import cosine as scipy_cosine
 from scipy.stats import spearmanr
@@ -22,6 +21,7 @@ from interp.studies.coe import (
     plot_vip_comparison,
     vip_methods,
 )
+from interp.testing import make_samples, shared_tiny_vlm
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def batch():
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "mllama", "instructblip"])
 def test_states_and_answers_match_separate_reads(arch, batch):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     coe = chain_of_embedding(vlm, batch, max_new_tokens=3, batch_size=4, progress_bar=False)
     for condition in ("full", "blind"):
         ref = interp.residual_stream(vlm, batch, condition, batch_size=9, progress_bar=False)

@@ -11,7 +11,6 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from test_cli_errors import _one_error_line, no_model  # noqa: F401 - fixture
 
 import interp
 from interp.cli import main
@@ -28,6 +27,7 @@ from interp.studies.conflict import (
     favouring,
     wilson,
 )
+from interp.testing import one_error_line
 from probes import LayerwiseProbe
 
 LABELS = {"image": "leaf", "prop_image": "banana", "text": "drop"}
@@ -249,12 +249,12 @@ def test_bad_options_are_one_line_before_the_model_loads(
     message,
     tmp_path,
     capsys,
-    no_model,  # noqa: F811 - fixture
+    no_model,
 ):
     out = tmp_path / "out"
     code = main(
         ["conflict", "--model", "demo", "--data", "demo", "--n", "12", "--out", str(out), *extra]
     )
     assert code == 2
-    assert re.search(message, _one_error_line(capsys.readouterr().err))
+    assert re.search(message, one_error_line(capsys.readouterr().err))
     assert not out.exists()

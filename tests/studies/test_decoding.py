@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
-from test_cli_errors import _one_error_line, no_model  # noqa: F401 - fixture
 
 import interp
 from interp.cli import main
@@ -25,6 +24,7 @@ from interp.studies.decoding import (
     pope_settings,
     yes_no,
 )
+from interp.testing import one_error_line
 from interventions.decoding import vcd
 
 
@@ -216,14 +216,14 @@ def test_bad_options_are_one_line_before_the_model_loads(
     message,
     tmp_path,
     capsys,
-    no_model,  # noqa: F811 - fixture
+    no_model,
 ):
     out = tmp_path / "out"
     args = ["decoding", "--model", "demo", "--data", "pope", "--n", "8", "--out", str(out)]
     code = main(args + extra)
     err = capsys.readouterr().err
     assert code == 2
-    assert re.search(message, _one_error_line(err)), err
+    assert re.search(message, one_error_line(err)), err
     assert not out.exists()
 
 
@@ -244,14 +244,14 @@ def test_decode_is_an_alias_of_decoding(tmp_path, capsys):
 def test_the_alias_refuses_bad_options_as_the_command_does(
     tmp_path,
     capsys,
-    no_model,  # noqa: F811 - fixture
+    no_model,
 ):
     out = tmp_path / "out"
     code = main(
         ["decode", "--model", "demo", "--data", "pope", "--out", str(out), "--shard", "0/2"]
     )
     assert code == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line == "error: UsageError: interp decoding runs in one process; drop --shard"
     assert not out.exists()
 

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import get_vlm, make_samples
 from PIL import Image
 
 import interp
 from interp.encoding import encode
 from interp.studies import drives as dr
+from interp.testing import make_samples, shared_tiny_vlm
 
 matplotlib.use("Agg")
 
@@ -141,7 +141,7 @@ def small():
 
 @pytest.mark.parametrize("arch", FAMILIES)
 def test_drives_equal_a_per_prefix_brute_force(arch, small):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     samples, support = small
     samples = samples[:3]
     result = dr.causal_drives(
@@ -161,7 +161,7 @@ def test_drives_equal_a_per_prefix_brute_force(arch, small):
     [("black", ""), ("mismatched", ""), ("blind", "Please provide a response.")],
 )
 def test_null_sources_equal_the_brute_force(null_image, null_question, small):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples, support = small
     result = dr.causal_drives(
         vlm,
@@ -188,7 +188,7 @@ def test_null_sources_equal_the_brute_force(null_image, null_question, small):
 
 
 def test_sensitivity_variants_equal_the_brute_force(small):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples, support = small
     base = dr.causal_drives(vlm, samples, support=support, targets=TARGETS, progress_bar=False)
     sens = dr.drive_sensitivity(
@@ -239,7 +239,7 @@ class ForwardCounter:
 
 @pytest.mark.parametrize("pmi, extra", [(False, 0), (True, 2)])
 def test_each_sample_costs_2k_plus_2_forwards(pmi, extra):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples = make_samples(6, seed=1)
     k, batch = 3, 4
     counter = ForwardCounter(vlm)
@@ -268,7 +268,7 @@ def test_each_sample_costs_2k_plus_2_forwards(pmi, extra):
 
 
 def test_batch_size_does_not_change_the_drives(small):
-    vlm = get_vlm("qwen2_vl")
+    vlm = shared_tiny_vlm("qwen2_vl")
     samples, support = small
     one = dr.causal_drives(
         vlm, samples, support=support, targets=TARGETS, batch_size=1, progress_bar=False
@@ -281,7 +281,7 @@ def test_batch_size_does_not_change_the_drives(small):
 
 
 def test_default_targets_are_the_greedy_answers_and_support_is_drawn_from_the_samples():
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples = make_samples(5, seed=2)
     result = dr.causal_drives(vlm, samples, k=2, seed=4, max_new_tokens=3, progress_bar=False)
     gen = interp.generate(vlm, samples, max_new_tokens=3, progress_bar=False)
@@ -300,7 +300,7 @@ def test_default_targets_are_the_greedy_answers_and_support_is_drawn_from_the_sa
 
 
 def test_a_store_resumes_without_recomputing(tmp_path, small):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples, support = small
     first = dr.causal_drives(
         vlm, samples[:2], support=support, targets=TARGETS[:2], store=tmp_path, progress_bar=False
@@ -321,7 +321,7 @@ def test_a_store_resumes_without_recomputing(tmp_path, small):
 
 
 def test_frames_hold_one_row_per_token_and_per_sample(small):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples, support = small
     result = dr.causal_drives(vlm, samples, support=support, targets=TARGETS, progress_bar=False)
     frame = result.to_frame()
@@ -347,7 +347,7 @@ def test_frames_hold_one_row_per_token_and_per_sample(small):
 
 
 def test_source_removal_equals_the_brute_force_and_table_3_by_hand(small):
-    vlm = get_vlm("idefics3")
+    vlm = shared_tiny_vlm("idefics3")
     samples, _ = small
     got = dr.source_removal(vlm, samples, targets=TARGETS, progress_bar=False)
     ids = [_ids(vlm, t) for t in TARGETS]
@@ -374,7 +374,7 @@ def test_source_removal_equals_the_brute_force_and_table_3_by_hand(small):
 
 
 def test_recovery_error_equals_eq_15_on_a_brute_force_reference():
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples = make_samples(6, seed=5)
     targets = TARGETS + TARGETS[:2]
     drives = dr.causal_drives(vlm, samples, k=2, targets=targets, seed=1, progress_bar=False)
@@ -438,7 +438,7 @@ def test_clusters_equal_a_scikit_learn_pipeline(small):
     from sklearn.cluster import KMeans
     from sklearn.preprocessing import StandardScaler
 
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples = make_samples(9, seed=7)
     targets = ["yellow banana", "two", "a red circle", "blue", "a", "two two", "sky", "red", "x y"]
     result = dr.causal_drives(vlm, samples, k=2, targets=targets, progress_bar=False)
@@ -509,7 +509,7 @@ def test_prefix_visual_imbalance_equals_sklearn_and_hand_effect_sizes():
 def test_figures_are_returned(small):
     from matplotlib.figure import Figure
 
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples = make_samples(6, seed=5)
     targets = TARGETS + TARGETS[:2]
     result = dr.causal_drives(vlm, samples, k=2, targets=targets, progress_bar=False)
@@ -534,7 +534,7 @@ def test_figures_are_returned(small):
 
 
 def test_bad_input_is_refused_before_any_forward(small):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     samples, support = small
     counter = ForwardCounter(vlm)
     try:

@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 import sacrebleu
 import torch
-from conftest import get_vlm, make_samples, refused
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
@@ -32,6 +31,7 @@ from interp.datasets import demo_world
 from interp.encoding import encode
 from interp.errors import ProbeError, RecallError, UnknownFamilyError
 from interp.studies import recall as rc
+from interp.testing import make_samples, refused, shared_tiny_vlm
 from probes.text import normalize_text
 
 # -- the model runs, on a tiny random model ------------------------------------------------------
@@ -104,7 +104,7 @@ def hand_lens(vlm: interp.VLM, h: torch.Tensor, token: int) -> float:
 
 @pytest.fixture(scope="module")
 def tiny_run() -> tuple[interp.VLM, list[rc.RecallItem], rc.RecallRun]:
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     items = tiny_items()
     run = rc.run_recall(vlm, items, max_new_tokens=3, batch_size=4, progress_bar=False)
     return vlm, items, run
@@ -215,7 +215,7 @@ def _incl(pred: str | None, ref: str | None, whole_words: bool = True) -> bool:
 
 
 def test_a_store_resumes_without_recomputing(tmp_path, monkeypatch):
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     items = tiny_items(4)
     kw = dict(max_new_tokens=2, batch_size=4, progress_bar=False, store=tmp_path / "s")
     first = rc.run_recall(vlm, items, **kw)
@@ -233,7 +233,7 @@ def test_a_store_resumes_without_recomputing(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
 def test_logit_lens_equals_the_unembedding_applied_by_hand(arch):
-    vlm = get_vlm(arch)
+    vlm = shared_tiny_vlm(arch)
     samples = make_samples(3)
     states = interp.residual_stream(vlm, samples, progress_bar=False)
     tokens = torch.tensor([3, 7, 11])
@@ -639,7 +639,7 @@ def test_wrong_shapes_are_refused():
         rc.layerwise_cosine(np.zeros((3, 4)), np.zeros((3, 4)))
     with refused(RecallError, match="one shape"):
         rc.layerwise_cosine(np.zeros((3, 4, 5)), np.zeros((3, 4, 6)))
-    vlm = get_vlm("llava")
+    vlm = shared_tiny_vlm("llava")
     with refused(RecallError, match="one token per row"):
         rc.logit_lens(vlm, torch.zeros(3, vlm.d_model), torch.zeros(3, dtype=torch.long))
     with refused(RecallError, match="one token per row"):

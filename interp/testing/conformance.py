@@ -1,22 +1,24 @@
-"""Shared pieces of the real-tokenizer conformance tests: the ordinary questions, the conditions,
-one tiny model per family built around its real checkpoint's tokenizer, template and processor
-settings (skipped with the make target's name when the tokenizers are not fetched), and the
-positions a measurement's edits see, derived without a forward."""
+"""The real-tokenizer conformance checks' references: the ordinary questions, the conditions, one
+tiny model per family built around its real checkpoint's tokenizer, template and processor settings
+(:func:`get_real`: the test is skipped, naming the make target, when the tokenizers are not
+fetched), and what a measurement should see — the question's words as the tokenizer decodes them,
+the positions a measurement's edits see, derived without a forward. A new family's adapter is
+checked against these (the suite's ``tests/families/test_real_positions.py`` and
+``test_real_parity.py``)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 from PIL import Image
 
-import interp
-from interp.conditions import Condition
-from interp.edits import Batch, EditContext
-from interp.encoding import append_targets, encode, target_ids
-from interp.samples import IMAGE_SLOT
-from interp.testing.real import MAKE_TARGET, RealTokenizerMissing
-from interp.testing.real_models import REAL_FAMILIES, real_vlm
+from ..conditions import Condition
+from ..edits import Batch, EditContext
+from ..encoding import append_targets, encode, target_ids
+from ..model import VLM
+from ..samples import IMAGE_SLOT, Sample
+from .real import MAKE_TARGET, RealTokenizerMissing
+from .real_models import REAL_FAMILIES, real_vlm
 
 FAMILIES = tuple(REAL_FAMILIES)
 # families whose processor takes several images in one prompt (slots placed mid-sentence)
@@ -73,7 +75,7 @@ def image(seed: int, height: int = 40, width: int = 48) -> Image.Image:
     return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8), "RGB")
 
 
-def samples_for(arch: str, questions: list[str] | None = None) -> list[interp.Sample]:
+def samples_for(arch: str, questions: list[str] | None = None) -> list[Sample]:
     """One sample per question (one image per slot, else one image), answers cycling."""
     qs = list(QUESTIONS if questions is None else questions)
     if questions is None and arch in MULTI_IMAGE:
@@ -83,7 +85,7 @@ def samples_for(arch: str, questions: list[str] | None = None) -> list[interp.Sa
         n = max(1, q.count(IMAGE_SLOT))
         images = [image(10 * i + k) for k in range(n)]
         out.append(
-            interp.Sample(
+            Sample(
                 question=q,
                 image=images if n > 1 else images[0],
                 answer=ANSWERS[i % len(ANSWERS)],
@@ -93,11 +95,14 @@ def samples_for(arch: str, questions: list[str] | None = None) -> list[interp.Sa
     return out
 
 
-def get_real(arch: str) -> interp.VLM:
-    """The family's real-tokenizer tiny model, one per session; skips when not fetched."""
+def get_real(arch: str) -> VLM:
+    """The family's real-tokenizer tiny model, one per process; skips the calling pytest test when
+    the tokenizers are not fetched (``make real-tokenizers``)."""
     try:
         return real_vlm(arch)
     except RealTokenizerMissing as err:
+        import pytest  # only a test calls this; pytest is a development dependency
+
         pytest.skip(str(err) if MAKE_TARGET in str(err) else f"{err} (`make {MAKE_TARGET}`)")
 
 
@@ -147,7 +152,7 @@ def image_token_of(arch: str) -> str:
 
 
 def edit_positions(
-    vlm: interp.VLM, samples: list[interp.Sample], condition: str, with_answers: bool
+    vlm: VLM, samples: list[Sample], condition: str, with_answers: bool
 ) -> tuple[EditContext, torch.Tensor]:
     """The prompt-forward :class:`EditContext` of a measurement over ``samples`` (a teacher-forced
     ``score`` batch with ``with_answers``), built as the measurements build it, without running
