@@ -38,16 +38,23 @@ _BUILDERS: dict[str, str] = {
 
 ARCHITECTURES: tuple[str, ...] = tuple(_BUILDERS)
 
+# Families without images (audio-language): buildable by name, kept out of ARCHITECTURES, which
+# the image tests run over.
+_MEDIA_BUILDERS: dict[str, str] = {"qwen2_audio": "audio"}
+MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
+
 
 def build_tiny(
     arch: str, seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PreTrainedModel, Any]:
-    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`)."""
-    if arch not in _BUILDERS:
+    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`
+    or :data:`MEDIA_ARCHITECTURES`)."""
+    builders = {**_BUILDERS, **_MEDIA_BUILDERS}
+    if arch not in builders:
         raise ValueError(
-            f"unknown tiny architecture {arch!r}; choose one of {', '.join(ARCHITECTURES)}"
+            f"unknown tiny architecture {arch!r}; choose one of {', '.join(builders)}"
         )
-    module = import_module(f"{__package__}.builders.{_BUILDERS[arch]}")
+    module = import_module(f"{__package__}.builders.{builders[arch]}")
     return getattr(module, f"build_{arch}")(seed=seed, attn_implementation=attn_implementation)
 
 
@@ -59,4 +66,4 @@ def tiny_vlm(arch: str, seed: int = 0, attn_implementation: str = "eager") -> VL
     return load(model, processor)
 
 
-__all__ = ["ARCHITECTURES", "build_tiny", "tiny_vlm"]
+__all__ = ["ARCHITECTURES", "MEDIA_ARCHITECTURES", "build_tiny", "tiny_vlm"]
