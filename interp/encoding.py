@@ -321,6 +321,8 @@ def encode(
         for i, p in zip(rows, done):
             prepared[i] = p
     for original, p in zip(samples, prepared):
+        if p.images:
+            vlm.adapter.require("image")
         if p.audios:
             vlm.adapter.require("audio")
         if p.videos:
