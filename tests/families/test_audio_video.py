@@ -1,0 +1,272 @@
+"""Audio on Qwen2-Audio and video on Qwen2-VL, end to end on tiny models, against plain HF
+references: residual reads equal ``output_hidden_states``, a null audio equals a real run with a
+silent waveform built by hand, batches mixing rows with and without audio/video equal single rows
+(in any order), the audio/video positions decode to exactly the placeholder tokens the processor
+expanded, and generation equals HF ``generate``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.signal import resample_poly
+
+import interp
+from interp.conditions import Condition
+from interp.edits import Batch, EditContext
+from interp.encoding import encode
+from interp.testing import tiny_vlm
+
+RATE = 16000
+
+
+def wave(seconds: float, seed: int, rate: int = RATE) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0, 0.1, int(seconds * rate)).astype(np.float32)
+
+
+def clip(frames: int, h: int, w: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (frames, h, w, 3), dtype=np.uint8)
+
+
+@pytest.fixture(scope="module")
+def audio_vlm() -> interp.VLM:
+    return tiny_vlm("qwen2_audio")
+
+
+@pytest.fixture(scope="module")
+def video_vlm() -> interp.VLM:
+    return tiny_vlm("qwen2_vl")
+
+
+def audio_samples() -> list[interp.Sample]:
+    """Rows with one audio, two audios in slots, audio at another rate, and no audio."""
+    return [
+        interp.Sample("what is this sound ?", audio=(wave(0.4, 0), RATE), id="a0"),
+        interp.Sample(
+            "is {audio} the same as {audio} ?",
+            audio=[(wave(0.3, 1), RATE), (wave(0.6, 2), RATE)],
+            id="a1",
+        ),
+        interp.Sample("what color is the sky ?", id="t0"),
+        interp.Sample("describe it", audio=(wave(0.5, 3, 8000), 8000), id="a2"),
+        interp.Sample("two plus three", id="t1"),
+    ]
+
+
+def video_samples() -> list[interp.Sample]:
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, 256, (32, 48, 3), dtype=np.uint8)
+    return [
+        interp.Sample("what happens {video} here ?", video=clip(4, 32, 32, 0), id="v0"),
+        interp.Sample("what is it ?", image=image, id="i0"),
+        interp.Sample("describe the video", video=clip(3, 32, 48, 1), id="v1"),
+        interp.Sample("what color is the sky ?", id="t0"),
+    ]
+
+
+def hf_states(vlm: interp.VLM, inputs: dict) -> tuple[torch.Tensor, ...]:
+    with torch.no_grad():
+        return vlm.hf(**inputs, output_hidden_states=True).hidden_states
+
+
+def check_residuals_equal_hf(vlm: interp.VLM, samples: list[interp.Sample]) -> None:
+    states = interp.residual_stream(vlm, samples, batch_size=len(samples), progress_bar=False)
+    enc = encode(vlm, samples)
+    hs = hf_states(vlm, enc.inputs)
+    rows = torch.arange(len(samples))
+    ref = torch.stack([h[rows, enc.last_index] for h in hs[: vlm.n_layers]], dim=1)
+    torch.testing.assert_close(states[:, : vlm.n_layers], ref.float(), atol=1e-5, rtol=0)
+
+
+def test_audio_residuals_equal_hf_hidden_states(audio_vlm):
+    check_residuals_equal_hf(audio_vlm, audio_samples())
+
+
+def test_video_residuals_equal_hf_hidden_states(video_vlm):
+    check_residuals_equal_hf(video_vlm, video_samples())
+
+
+def hand_prompt(processor, content: list[dict]) -> str:
+    return processor.apply_chat_template(
+        [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
+    )
+
+
+def test_null_audio_silence_equals_a_real_silent_run(audio_vlm):
+    samples = audio_samples()[:2]
+    null = interp.residual_stream(audio_vlm, samples, "null_audio:silence", progress_bar=False)
+    proc = audio_vlm.processor
+    refs = []
+    # by hand: the stock processor on a zero waveform of each audio's length
+    prompts = [
+        hand_prompt(proc, [{"type": "audio"}, {"type": "text", "text": "what is this sound ?"}]),
+        hand_prompt(
+            proc,
+            [
+                {"type": "text", "text": "is"},
+                {"type": "audio"},
+                {"type": "text", "text": "the same as"},
+                {"type": "audio"},
+                {"type": "text", "text": "?"},
+            ],
+        ),
+    ]
+    silences = [[np.zeros(int(0.4 * RATE), np.float32)], [np.zeros(4800), np.zeros(9600)]]
+    for prompt, audio in zip(prompts, silences):
+        inputs = proc(text=[prompt], audio=audio, sampling_rate=RATE, return_tensors="pt")
+        hs = hf_states(audio_vlm, dict(inputs))
+        refs.append(torch.stack([h[0, -1] for h in hs[: audio_vlm.n_layers]]))
+    torch.testing.assert_close(null[:, : audio_vlm.n_layers], torch.stack(refs), atol=1e-5, rtol=0)
+    full = interp.residual_stream(audio_vlm, samples, progress_bar=False)
+    assert (full - null).abs().max() > 1e-3  # the audio matters: the check has teeth
+
+
+def test_null_video_black_equals_a_real_black_video(video_vlm):
+    samples = [video_samples()[0], video_samples()[2]]
+    null = interp.residual_stream(video_vlm, samples, "null_video:black", progress_bar=False)
+    black = [
+        interp.Sample(s.question, video=np.zeros_like(s.load_videos()[0]), id=s.id) for s in samples
+    ]
+    real = interp.residual_stream(video_vlm, black, progress_bar=False)
+    torch.testing.assert_close(null, real, atol=0, rtol=0)
+    full = interp.residual_stream(video_vlm, samples, progress_bar=False)
+    assert (full - null).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("family", ["audio", "video"])
+@pytest.mark.parametrize("condition", ["full", "blind+no_audio", "frames:2+no_question"])
+def test_mixed_batches_equal_single_rows_in_any_order(family, condition, audio_vlm, video_vlm):
+    vlm, samples = (audio_vlm, audio_samples()) if family == "audio" else (video_vlm, video_samples())
+    if family == "audio" and "frames" in condition:
+        condition = "null_audio:noise+no_question"
+    if family == "video" and "frames" in condition:
+        samples = [s for s in samples if s.has_video]  # frames:<k> needs a video
+    one = interp.residual_stream(vlm, samples, condition, batch_size=1, progress_bar=False)
+    many = interp.residual_stream(
+        vlm, samples, condition, batch_size=len(samples), progress_bar=False
+    )
+    back = interp.residual_stream(
+        vlm, samples[::-1], condition, batch_size=len(samples), progress_bar=False
+    )
+    torch.testing.assert_close(one, many, atol=1e-4, rtol=0)
+    torch.testing.assert_close(one, back.flip(0), atol=1e-4, rtol=0)
+
+
+def positions(vlm: interp.VLM, samples: list[interp.Sample], name: str) -> tuple:
+    enc = encode(vlm, samples)
+    ctx = EditContext(vlm, Batch(vlm, enc, samples, Condition.parse("full")), None)
+    return enc, ctx.positions(name)
+
+
+def test_audio_positions_decode_to_the_expanded_placeholders(audio_vlm):
+    samples = audio_samples()
+    enc, mask = positions(audio_vlm, samples, "audio")
+    tok = audio_vlm.tokenizer
+    # the encoder's own output length for each audio (HF's formula from the feature mask)
+    fmask = enc.inputs["feature_attention_mask"]
+    _, lengths = audio_vlm.hf.model.audio_tower._get_feat_extract_output_lengths(fmask.sum(-1))
+    per_audio = iter(lengths.tolist())
+    for row, s in enumerate(samples):
+        expected = [next(per_audio) for _ in range(s.n_audio)]
+        ids = enc.input_ids[row][mask[row]].tolist()
+        assert ids == [tok.convert_tokens_to_ids("<|AUDIO|>")] * sum(expected)
+        for k, n in enumerate(expected):
+            _, slot = positions(audio_vlm, [s], f"audio:{k}")
+            where = slot[0].nonzero().flatten()
+            assert len(where) == n and (where.diff() == 1).all()  # one contiguous run each
+            before = tok.decode(enc_one(audio_vlm, s).input_ids[0][: int(where[0])])
+            assert before.endswith("<|audio_bos|>")
+            after = tok.decode(enc_one(audio_vlm, s).input_ids[0][int(where[-1]) + 1 :])
+            assert after.startswith("<|audio_eos|>")
+        _, q = positions(audio_vlm, [s], "question")
+        decoded = tok.decode(enc_one(audio_vlm, s).input_ids[0][q[0]])
+        assert decoded.replace(" ", "") == s.question.replace("{audio}", "").replace(" ", "")
+
+
+def enc_one(vlm: interp.VLM, sample: interp.Sample) -> interp.Encoding:
+    return encode(vlm, [sample])
+
+
+def test_video_positions_decode_to_the_expanded_placeholders(video_vlm):
+    samples = video_samples()
+    enc, mask = positions(video_vlm, samples, "video")
+    grids = iter(enc.inputs["video_grid_thw"].tolist())  # the processor's (t, h, w) patch grid
+    pad = video_vlm.tokenizer.convert_tokens_to_ids("<|video_pad|>")
+    for row, s in enumerate(samples):
+        n = int(np.prod(next(grids))) // 4 if s.has_video else 0  # 2x2 merge
+        assert enc.input_ids[row][mask[row]].tolist() == [pad] * n
+    _, image = positions(video_vlm, samples, "image")
+    assert not (image & mask).any()
+    _, text = positions(video_vlm, samples, "text")
+    assert not (text & mask).any()
+
+
+def test_audio_generate_equals_hf_generate(audio_vlm):
+    samples = audio_samples()
+    gen = interp.generate(audio_vlm, samples, max_new_tokens=5, batch_size=5, progress_bar=False)
+    for s, ids in zip(samples, gen.token_ids):
+        enc = encode(audio_vlm, [s])
+        with torch.no_grad():
+            out = audio_vlm.hf.generate(
+                **enc.inputs,
+                max_new_tokens=5,
+                do_sample=False,
+                pad_token_id=audio_vlm.tokenizer.pad_token_id,
+            )
+        assert ids == out[0, enc.input_ids.shape[1] :].tolist()[: len(ids)]
+
+
+def test_video_generate_equals_hf_generate(video_vlm):
+    samples = video_samples()[:3]
+    gen = interp.generate(video_vlm, samples, max_new_tokens=4, batch_size=3, progress_bar=False)
+    for s, ids in zip(samples, gen.token_ids):
+        enc = encode(video_vlm, [s])
+        with torch.no_grad():
+            out = video_vlm.hf.generate(
+                **enc.inputs,
+                max_new_tokens=4,
+                do_sample=False,
+                pad_token_id=video_vlm.tokenizer.pad_token_id,
+            )
+        assert ids == out[0, enc.input_ids.shape[1] :].tolist()[: len(ids)]
+
+
+def test_resampled_audio_reaches_the_feature_extractor(audio_vlm):
+    """An 8 kHz waveform is encoded as the feature extractor's features of the scipy-resampled
+    16 kHz waveform."""
+    low = wave(0.5, 3, 8000)
+    enc = encode(audio_vlm, [interp.Sample("q", audio=(low, 8000))])
+    ref = audio_vlm.processor.feature_extractor(
+        [resample_poly(low, 2, 1).astype(np.float32)],
+        sampling_rate=RATE,
+        padding="max_length",
+        return_tensors="pt",
+    )["input_features"]
+    torch.testing.assert_close(enc.inputs["input_features"], ref, atol=1e-6, rtol=0)
+
+
+def test_frames_processor_lays_out_frame_pairs_like_the_image_processor(video_vlm):
+    """Each patch row of a video holds frame 2t's patch in temporal slot 0 and frame 2t+1's in
+    slot 1, where the stock image processor's patch of a single frame has that frame in both."""
+    frames = clip(3, 32, 48, 7)  # odd: the last frame is repeated
+    proc = video_vlm.processor
+    video = proc.video_processor([frames])
+    t, gh, gw = video["video_grid_thw"][0].tolist()
+    assert t == 2
+    n, p = gh * gw, proc.image_processor.patch_size
+    rows = video["pixel_values_videos"].reshape(t, n, 3, 2, p, p)
+    padded = [frames[0], frames[1], frames[2], frames[2]]
+    for k, frame in enumerate(padded):
+        image = proc.image_processor([frame], return_tensors="pt")["pixel_values"]
+        ref = image.reshape(n, 3, 2, p, p)[:, :, 0]
+        torch.testing.assert_close(rows[k // 2, :, :, k % 2], ref, atol=0, rtol=0)
+
+
+def test_audio_family_refuses_images_and_groups_nothing_it_need_not(audio_vlm):
+    image = np.zeros((32, 32, 3), np.uint8)
+    with pytest.raises(interp.errors.ModalityError, match="qwen2_audio takes audio inputs"):
+        interp.residual_stream(audio_vlm, [interp.Sample("q", image=image)], progress_bar=False)
+    states = interp.residual_stream(
+        audio_vlm, [interp.Sample("q", image=image)], "blind", progress_bar=False
+    )
+    assert states.shape[0] == 1
