@@ -62,7 +62,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -155,12 +155,8 @@ class Condition:
 
 
 def _media(kind: str) -> dict[str, Any]:
-    """The audio or video part registry (:mod:`interp.media_conditions`)."""
-    from . import media_conditions
-
-    return (
-        media_conditions.AUDIO_CONDITIONS if kind == "audio" else media_conditions.VIDEO_CONDITIONS
-    )
+    """The audio or video part registry (parts defined in :mod:`interp.media_conditions`)."""
+    return AUDIO_CONDITIONS if kind == "audio" else VIDEO_CONDITIONS
 
 
 _ALIASES = {"null_question": ("full", "no_question")}
@@ -295,6 +291,9 @@ class QuestionCondition(_Registered):
 
 IMAGE_CONDITIONS: dict[str, ImageCondition] = {}
 QUESTION_CONDITIONS: dict[str, QuestionCondition] = {}
+# audio / video parts: name -> interp.media_conditions.MediaCondition
+AUDIO_CONDITIONS: dict[str, Any] = {}
+VIDEO_CONDITIONS: dict[str, Any] = {}
 
 
 def _check_free(name: str, overwrite: bool) -> None:
@@ -576,9 +575,17 @@ __all__ = [
 ]
 
 from . import media_conditions as _media_conditions  # noqa: E402,F401  (registers the parts)
-from .prepare import (  # noqa: E402  (resolving a condition; re-exported here)
-    Prepared,
-    condition_inputs,
-    condition_sources,
-    prepare,
-)
+
+if TYPE_CHECKING:
+    from .resolve import Prepared, condition_inputs, condition_sources, prepare
+
+_RESOLVE = ("Prepared", "condition_inputs", "condition_sources", "prepare")
+
+
+def __getattr__(name: str) -> Any:
+    """Resolving a condition lives in :mod:`interp.resolve`; its names are re-exported here."""
+    if name in _RESOLVE:
+        from . import resolve
+
+        return getattr(resolve, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -570,4 +570,14 @@ __all__ = [
     "target_ids",
 ]
 
-from .targets import append_targets, target_ids  # noqa: E402  (re-exported)
+if TYPE_CHECKING:
+    from .targets import append_targets, target_ids
+
+
+def __getattr__(name: str) -> Any:
+    """Teacher-forcing targets live in :mod:`interp.targets`; their names are re-exported here."""
+    if name in ("append_targets", "target_ids"):
+        from . import targets
+
+        return getattr(targets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,6 +44,8 @@ from typing import Any, Literal
 import numpy as np
 
 from .conditions import (
+    AUDIO_CONDITIONS,
+    VIDEO_CONDITIONS,
     ConditionContext,
     _arg_check,
     _check_free,
@@ -78,10 +80,6 @@ class MediaCondition(_Registered):
     usage: str = ""
     keeps: bool = True
     sources: SourcesFn | None = None
-
-
-AUDIO_CONDITIONS: dict[str, MediaCondition] = {}
-VIDEO_CONDITIONS: dict[str, MediaCondition] = {}
 
 
 def _register(

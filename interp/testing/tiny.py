@@ -51,9 +51,7 @@ def build_tiny(
     or :data:`MEDIA_ARCHITECTURES`)."""
     builders = {**_BUILDERS, **_MEDIA_BUILDERS}
     if arch not in builders:
-        raise ValueError(
-            f"unknown tiny architecture {arch!r}; choose one of {', '.join(builders)}"
-        )
+        raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {', '.join(builders)}")
     module = import_module(f"{__package__}.builders.{builders[arch]}")
     return getattr(module, f"build_{arch}")(seed=seed, attn_implementation=attn_implementation)
 

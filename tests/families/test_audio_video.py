@@ -136,7 +136,9 @@ def test_null_video_black_equals_a_real_black_video(video_vlm):
 @pytest.mark.parametrize("family", ["audio", "video"])
 @pytest.mark.parametrize("condition", ["full", "blind+no_audio", "frames:2+no_question"])
 def test_mixed_batches_equal_single_rows_in_any_order(family, condition, audio_vlm, video_vlm):
-    vlm, samples = (audio_vlm, audio_samples()) if family == "audio" else (video_vlm, video_samples())
+    vlm, samples = (
+        (audio_vlm, audio_samples()) if family == "audio" else (video_vlm, video_samples())
+    )
     if family == "audio" and "frames" in condition:
         condition = "null_audio:noise+no_question"
     if family == "video" and "frames" in condition:
@@ -270,3 +272,76 @@ def test_audio_family_refuses_images_and_groups_nothing_it_need_not(audio_vlm):
         audio_vlm, [interp.Sample("q", image=image)], "blind", progress_bar=False
     )
     assert states.shape[0] == 1
+
+
+# -- real tokenizers -----------------------------------------------------------------------------
+
+REAL_QUESTIONS = [
+    "What is happening in {media} this clip?",
+    "Describe it in 3 words.",
+    "Yes",
+    "¿Qué pasa?",
+]
+
+
+def decoded_pieces(tok, ids: list[int]) -> str:
+    return "".join(tok.decode(ids).split())
+
+
+def real_audio_vlm() -> interp.VLM:
+    """Tiny Qwen2-Audio around the real Qwen2 BPE with Qwen2-Audio's three audio tokens added
+    (their checkpoint ids differ; the text around them is tokenized as the real model's is)."""
+    from tokenizers import AddedToken
+
+    from interp.testing.builders.audio import build_qwen2_audio
+    from interp.testing.real import RealTokenizerMissing, load_tokenizer
+
+    try:
+        tok = load_tokenizer("qwen")
+    except RealTokenizerMissing as err:
+        pytest.skip(str(err))
+    tok.add_tokens(
+        [
+            AddedToken(t, special=True, normalized=False)
+            for t in ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>")
+        ]
+    )
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    return interp.load(*build_qwen2_audio(tokenizer=tok))
+
+
+def real_video_vlm() -> interp.VLM:
+    from interp.testing.real import RealTokenizerMissing
+    from interp.testing.real_models import real_vlm
+
+    try:
+        return real_vlm("qwen2_vl")
+    except RealTokenizerMissing as err:
+        pytest.skip(str(err))
+
+
+@pytest.mark.parametrize("kind", ["audio", "video"])
+def test_real_tokenizer_positions_decode_to_placeholders_and_question(kind):
+    vlm = real_audio_vlm() if kind == "audio" else real_video_vlm()
+    tok = vlm.tokenizer
+    placeholder = "<|AUDIO|>" if kind == "audio" else "<|video_pad|>"
+    pad = tok.convert_tokens_to_ids(placeholder)
+    samples = []
+    for i, q in enumerate(REAL_QUESTIONS):
+        question = q.replace("{media}", "{" + kind + "}")
+        if kind == "audio":
+            samples.append(interp.Sample(question, audio=(wave(0.3 + 0.1 * i, i), RATE), id=str(i)))
+        else:
+            samples.append(interp.Sample(question, video=clip(2 + i, 32, 32, i), id=str(i)))
+    samples.append(interp.Sample("No media here.", id="plain"))
+    enc, media = positions(vlm, samples, kind)
+    _, question = positions(vlm, samples, "question")
+    for row, s in enumerate(samples):
+        ids = enc.input_ids[row]
+        n = int((ids == pad).sum())
+        assert ids[media[row]].tolist() == [pad] * n and (n > 0) == (s.n_audio + s.n_video > 0)
+        want = "".join(s.question.replace("{" + kind + "}", " ").split())
+        assert decoded_pieces(tok, ids[question[row]].tolist()) == want
+        assert not (question[row] & media[row]).any()
