@@ -1,6 +1,13 @@
 """Tiny random VLMs with working offline processors, for tests, notebooks and users' own checks."""
 
-from .tiny import ARCHITECTURES, build_tiny, tiny_vlm
+from .tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, build_tiny, tiny_vlm
 from .tokenizer import chat_template, tiny_tokenizer
 
-__all__ = ["ARCHITECTURES", "build_tiny", "chat_template", "tiny_tokenizer", "tiny_vlm"]
+__all__ = [
+    "ARCHITECTURES",
+    "MEDIA_ARCHITECTURES",
+    "build_tiny",
+    "chat_template",
+    "tiny_tokenizer",
+    "tiny_vlm",
+]

@@ -345,3 +345,32 @@ def test_real_tokenizer_positions_decode_to_placeholders_and_question(kind):
         want = "".join(s.question.replace("{" + kind + "}", " ").split())
         assert decoded_pieces(tok, ids[question[row]].tolist()) == want
         assert not (question[row] & media[row]).any()
+
+
+def test_feature_sites_hold_what_the_decoder_reads(audio_vlm, video_vlm):
+    """The adapter's audio / video feature module outputs exactly the embeddings at the audio /
+    video positions (HF ``hidden_states[0]``)."""
+    for vlm, sample, kind in (
+        (audio_vlm, audio_samples()[1], "audio"),
+        (video_vlm, video_samples()[0], "video"),
+    ):
+        module = vlm.features(kind)._module
+        seen: list = []
+        handle = module.register_forward_hook(lambda m, a, o, seen=seen: seen.append(o))
+        try:
+            enc = encode(vlm, [sample])
+            hs = hf_states(vlm, enc.inputs)
+        finally:
+            handle.remove()
+        at = hs[0][0][enc.mask(kind)[0]]
+        out = seen[0]
+        if kind == "audio":  # [audios, max tokens, d], padded past each audio's length
+            fmask = enc.inputs["feature_attention_mask"]
+            _, n = vlm.hf.model.audio_tower._get_feat_extract_output_lengths(fmask.sum(-1))
+            feats = torch.cat([out[i, :k] for i, k in enumerate(n.tolist())])
+        else:  # merged features, one tensor per video or one for all
+            pooled = out.pooler_output
+            feats = torch.cat(list(pooled)) if isinstance(pooled, (tuple, list)) else pooled
+        torch.testing.assert_close(at, feats, atol=1e-6, rtol=0)
+    with pytest.raises(interp.errors.ModalityError):
+        audio_vlm.features("video")
