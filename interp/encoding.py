@@ -27,12 +27,13 @@ from .media import audio_rate
 from .positions import (
     RowSpans,
     locate_row,
+    question_pieces,
     slot_mask,
     span_tokens,
     special_token_pattern,
     uncovered,
 )
-from .samples import IMAGE_SLOT, Sample
+from .samples import Sample
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -490,7 +491,7 @@ def unknown_words(vlm: VLM, texts: Sequence[str]) -> tuple[int, list[str]]:
 def warn_unknown_tokens(vlm: VLM, samples: Sequence[Sample]) -> None:
     """One :class:`~interp.errors.UnknownTokenWarning` if any question has words the tokenizer
     cannot represent (they reach the model as its unknown token)."""
-    texts = [" ".join(p for p in s.question.split(IMAGE_SLOT)) for s in samples]
+    texts = [" ".join(question_pieces(s.question)) for s in samples]  # without input slots
     count, words = unknown_words(vlm, texts)
     if count:
         shown = ", ".join(repr(w) for w in words[:5])

@@ -374,3 +374,29 @@ def test_feature_sites_hold_what_the_decoder_reads(audio_vlm, video_vlm):
         torch.testing.assert_close(at, feats, atol=1e-6, rtol=0)
     with pytest.raises(interp.errors.ModalityError):
         audio_vlm.features("video")
+
+
+def test_a_family_that_cannot_mix_audio_rows_runs_them_apart(audio_vlm):
+    """With ``mixed_audio=False`` rows with and without audio go to separate forwards (grouped
+    before compute, as images are for Mllama) and the results do not change; contrastive
+    decoding, which needs both in one forward, is refused before compute."""
+    from dataclasses import replace
+
+    from interp.encoding import batch_indices
+    from interp.generation import check_decoding
+
+    apart = interp.load(
+        audio_vlm.hf, audio_vlm.processor, adapter=replace(audio_vlm.adapter, mixed_audio=False)
+    )
+    samples = audio_samples()
+    assert list(batch_indices(apart, samples, "full", 8)) == [[0, 1, 3], [2, 4]]
+    assert list(batch_indices(apart, samples, "no_audio", 8)) == [[0, 1, 2, 3, 4]]
+    grouped = interp.residual_stream(apart, samples, batch_size=8, progress_bar=False)
+    single = interp.residual_stream(audio_vlm, samples, batch_size=1, progress_bar=False)
+    torch.testing.assert_close(grouped, single, atol=1e-4, rtol=0)
+    class WithoutAudio(interp.Decoding):
+        amateurs = (Condition.parse("no_audio"),)
+
+    decoding = WithoutAudio()
+    with pytest.raises(interp.DecodingError, match="cannot run rows with and without audio"):
+        check_decoding(apart, Condition.parse("full"), decoding, samples)
