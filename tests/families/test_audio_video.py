@@ -394,6 +394,7 @@ def test_a_family_that_cannot_mix_audio_rows_runs_them_apart(audio_vlm):
     grouped = interp.residual_stream(apart, samples, batch_size=8, progress_bar=False)
     single = interp.residual_stream(audio_vlm, samples, batch_size=1, progress_bar=False)
     torch.testing.assert_close(grouped, single, atol=1e-4, rtol=0)
+
     class WithoutAudio(interp.Decoding):
         amateurs = (Condition.parse("no_audio"),)
 
