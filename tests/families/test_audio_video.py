@@ -401,3 +401,32 @@ def test_a_family_that_cannot_mix_audio_rows_runs_them_apart(audio_vlm):
     decoding = WithoutAudio()
     with pytest.raises(interp.DecodingError, match="cannot run rows with and without audio"):
         check_decoding(apart, Condition.parse("full"), decoding, samples)
+
+
+@pytest.mark.parametrize("family", ["audio", "video"])
+def test_teacher_forced_scores_equal_a_manual_log_softmax(family, audio_vlm, video_vlm):
+    vlm, samples = (
+        (audio_vlm, audio_samples()[:3])
+        if family == "audio"
+        else (
+            video_vlm,
+            video_samples()[:3],
+        )
+    )
+    targets = ["the sky is blue", "two", "a red circle"]
+    scores = interp.score(vlm, samples, targets, batch_size=3, progress_bar=False)
+    for i, (s, target) in enumerate(zip(samples, targets)):
+        tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
+        enc = encode(vlm, [s])
+        inputs = dict(enc.inputs)
+        for key, value in enc.inputs.items():  # every per-token field grows with the target
+            if isinstance(value, torch.Tensor) and value.shape[:2] == enc.input_ids.shape:
+                tail = (
+                    torch.tensor([tgt]) if key == "input_ids" else value[:, -1:].repeat(1, len(tgt))
+                )
+                inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+        with torch.no_grad():
+            logits = vlm.hf(**inputs).logits[0].float().log_softmax(-1)
+        n = enc.input_ids.shape[1]
+        ref = torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
+        torch.testing.assert_close(scores.logprobs[i, : len(tgt)], ref, atol=1e-4, rtol=0)
