@@ -44,35 +44,38 @@ def _is_tensor(obj: Any) -> bool:
     return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
 
 
+def _where(sid: Any) -> str:
+    """The message prefix naming the sample (none for an Audio built on its own)."""
+    return "" if sid is None else f"Sample {sid!r}: "
+
+
 def _mono(waveform: Any, sid: Any) -> np.ndarray:
     """A 1-D float32 waveform from a 1-D or ``samples × channels`` array (float or PCM ints)."""
     if _is_tensor(waveform):
         waveform = waveform.detach().cpu().numpy()
     if not isinstance(waveform, np.ndarray):
         raise AudioError(
-            f"Sample {sid!r}: a waveform must be a numpy array (or a torch tensor), got "
+            f"{_where(sid)}a waveform must be a numpy array (or a torch tensor), got "
             f"{type(waveform).__name__}"
         )
     arr = waveform
-    if arr.ndim == 2:
-        arr = arr.mean(axis=1) if np.issubdtype(arr.dtype, np.floating) else arr
-    if arr.ndim == 2:  # integer PCM with channels: scale first, then average
-        arr = (arr / float(np.iinfo(arr.dtype).max)).mean(axis=1)
-    if arr.ndim != 1 or arr.size == 0:
-        raise AudioError(
-            f"Sample {sid!r}: a waveform must be 1-D (samples) or 2-D (samples × channels) and "
-            f"non-empty, got shape {tuple(waveform.shape)}"
-        )
     if np.issubdtype(arr.dtype, np.integer) and arr.dtype.itemsize >= 2:
-        arr = arr / float(np.iinfo(arr.dtype).max)
+        arr = arr / float(np.iinfo(arr.dtype).max)  # PCM to [-1, 1]
     elif not np.issubdtype(arr.dtype, np.floating):
         raise AudioError(
-            f"Sample {sid!r}: a waveform must hold floats in [-1, 1] or int16/int32 PCM, got "
+            f"{_where(sid)}a waveform must hold floats in [-1, 1] or int16/int32 PCM, got "
             f"dtype {waveform.dtype}"
+        )
+    if arr.ndim == 2:
+        arr = arr.mean(axis=1)  # samples x channels -> mono
+    if arr.ndim != 1 or arr.size == 0:
+        raise AudioError(
+            f"{_where(sid)}a waveform must be 1-D (samples) or 2-D (samples × channels) and "
+            f"non-empty, got shape {tuple(waveform.shape)}"
         )
     arr = np.asarray(arr, dtype=np.float32)
     if not np.isfinite(arr).all():
-        raise AudioError(f"Sample {sid!r}: the waveform holds NaN or infinite values")
+        raise AudioError(f"{_where(sid)}the waveform holds NaN or infinite values")
     return arr
 
 
