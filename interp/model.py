@@ -219,6 +219,15 @@ class VLM:
         """Envoy of the module producing the image features the decoder consumes."""
         return self.nn.get(self.adapter.image_features)
 
+    def features(self, modality: str) -> Any:
+        """Envoy of the module producing ``modality``'s features (``"image"``, ``"audio"``,
+        ``"video"``; see the adapter's ``*_features`` fields).
+
+        Raises:
+            ModalityError: the family does not take that modality.
+        """
+        return self.nn.get(self.adapter.features_path(modality))  # type: ignore[arg-type]
+
     # -- facts ------------------------------------------------------------------------------------
 
     @property

@@ -16,6 +16,7 @@ from .._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
     "ARCHITECTURES": "tiny",
+    "MEDIA_ARCHITECTURES": "tiny",
     "INTERP": "checks",
     "OFFLINE_ENV": "checks",
     "Recorder": "reference",
@@ -52,7 +53,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         tiny_vlm_with_attention,
     )
     from .samples import make_samples, random_image
-    from .tiny import ARCHITECTURES, build_tiny, shared_tiny_vlm, tiny_vlm
+    from .tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, build_tiny, shared_tiny_vlm, tiny_vlm
     from .tokenizer import chat_template, tiny_tokenizer
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
@@ -60,6 +61,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 __all__ = [
     "ARCHITECTURES",
     "INTERP",
+    "MEDIA_ARCHITECTURES",
     "OFFLINE_ENV",
     "Recorder",
     "add_to_layer",

@@ -39,16 +39,21 @@ _BUILDERS: dict[str, str] = {
 
 ARCHITECTURES: tuple[str, ...] = tuple(_BUILDERS)
 
+# Families without images (audio-language): buildable by name, kept out of ARCHITECTURES, which
+# the image tests run over.
+_MEDIA_BUILDERS: dict[str, str] = {"qwen2_audio": "audio"}
+MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
+
 
 def build_tiny(
     arch: str, seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PreTrainedModel, Any]:
-    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`)."""
-    if arch not in _BUILDERS:
-        raise ValueError(
-            f"unknown tiny architecture {arch!r}; choose one of {', '.join(ARCHITECTURES)}"
-        )
-    module = import_module(f"{__package__}.builders.{_BUILDERS[arch]}")
+    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`
+    or :data:`MEDIA_ARCHITECTURES`)."""
+    builders = {**_BUILDERS, **_MEDIA_BUILDERS}
+    if arch not in builders:
+        raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {', '.join(builders)}")
+    module = import_module(f"{__package__}.builders.{builders[arch]}")
     return getattr(module, f"build_{arch}")(seed=seed, attn_implementation=attn_implementation)
 
 
@@ -67,4 +72,4 @@ def shared_tiny_vlm(arch: str) -> VLM:
     return tiny_vlm(arch, seed=0)
 
 
-__all__ = ["ARCHITECTURES", "build_tiny", "shared_tiny_vlm", "tiny_vlm"]
+__all__ = ["ARCHITECTURES", "MEDIA_ARCHITECTURES", "build_tiny", "shared_tiny_vlm", "tiny_vlm"]

@@ -471,7 +471,7 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
     """Each registered adapter entry (every ``config.model_type`` in ``interp.ADAPTERS``) is the
     model type of at least one tiny builder, so the tiny-model suites exercise it. Builds are
     the session's cached tiny VLMs; the architecture named like the model type is tried first."""
-    from interp.testing import ARCHITECTURES
+    from interp.testing import ARCHITECTURES, MEDIA_ARCHITECTURES
 
     served: dict[str, str] = {}
 
@@ -479,10 +479,11 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
         return str(shared_tiny_vlm(arch).hf.config.model_type)
 
     wanted = sorted(interp.ADAPTERS)
+    every = (*ARCHITECTURES, *MEDIA_ARCHITECTURES)  # audio-language families too
     for mt in wanted:
-        if mt in ARCHITECTURES and model_type(mt) == mt:
+        if mt in every and model_type(mt) == mt:
             served[mt] = mt
-    for arch in ARCHITECTURES:
+    for arch in every:
         if len(served) == len(wanted):
             break
         served.setdefault(model_type(arch), arch)
