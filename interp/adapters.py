@@ -364,6 +364,8 @@ _QWEN_VISUAL = (
     "in placement order"
 )
 
+_OMNI = "the library reads its image path; audio and video inputs are not wired yet"
+
 for _adapter in (
     Adapter(name="llava", model_types=("llava",), image_features="model.multi_modal_projector"),
     Adapter(
@@ -399,6 +401,35 @@ for _adapter in (
         pixel_layout="patches",
         notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
         "early decoder layers (outside the layer modules), at image positions only",
+    ),
+    Adapter(
+        name="qwen2_5_omni_thinker",
+        model_types=("qwen2_5_omni_thinker",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; " + _OMNI,
+    ),
+    Adapter(
+        name="qwen3_omni_moe_thinker",
+        model_types=("qwen3_omni_moe_thinker",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
+        "early decoder layers (outside the layer modules), at image positions only; " + _OMNI,
+    ),
+    Adapter(
+        name="gemma4",
+        model_types=("gemma4",),
+        image_features="model.embed_vision",
+        images_per_row=True,
+        notes="image_features (embed_vision) also projects video frames; the audio features are "
+        "embed_audio's output at its valid (unpadded) positions; " + _OMNI,
+    ),
+    Adapter(
+        name="llava_next_video",
+        model_types=("llava_next_video",),
+        image_features="model.multi_modal_projector",
+        notes=_LLAVA_ANYRES + "; video frames pass the same projector after 2x2 pooling",
     ),
     Adapter(
         name="internvl",
