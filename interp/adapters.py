@@ -157,6 +157,11 @@ class Adapter:
         attention_scores_site: the path, through nnsight's ``.source``, from the attention module
             to the call whose input is the pre-softmax attention scores ``[batch, heads, query,
             key]`` (mask already added): the site of attention knockout and PAI's boost.
+        embeddings_kwarg: the decoder's keyword input holding its input embeddings, read and
+            written as residual index 0 instead of ``layers[0].input``, for families whose decoder
+            derives more than the first layer's input from them (Gemma 4 projects its per-layer
+            inputs from ``inputs_embeds`` before layer 0, so an edit at ``layers[0].input`` would
+            miss them); None: ``layers[0].input``.
         notes: caveats users should know (shown by ``VLM.__repr__``).
     """
 
@@ -178,6 +183,7 @@ class Adapter:
     pixel_layout: PixelLayout = "images"
     attention_module: str = "self_attn"
     attention_scores_site: tuple[str, ...] = ("attention_interface_1", "nn_functional_softmax_0")
+    embeddings_kwarg: str | None = None
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -422,7 +428,11 @@ for _adapter in (
         model_types=("gemma4",),
         image_features="model.embed_vision",
         images_per_row=True,
-        notes="image_features (embed_vision) also projects video frames; the audio features are "
+        embeddings_kwarg="inputs_embeds",
+        forward_inputs=_mask_positions,
+        notes="single forwards get mask-derived position_ids, as generate derives them (the plain "
+        "forward counts padding); residual index 0 is the decoder's inputs_embeds, from which Gemma 4 also projects "
+        "its per-layer inputs; image_features (embed_vision) also projects video frames; the audio features are "
         "embed_audio's output at its valid (unpadded) positions; " + _OMNI,
     ),
     Adapter(

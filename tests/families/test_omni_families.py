@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import nnsight
 import pytest
 import torch
 from transformers import (
@@ -52,9 +53,13 @@ def vlm(arch: str) -> interp.VLM:
     return vlm_of(arch)
 
 
-def hf_forward(vlm: interp.VLM, enc: interp.Encoding) -> tuple[torch.Tensor, ...]:
+def hf_forward(vlm: interp.VLM, inputs: dict) -> tuple[torch.Tensor, ...]:
+    """HF hidden states of a plain forward, with the family's declared position fix-up."""
+    inputs = dict(inputs)
+    if vlm.adapter.forward_inputs is not None:
+        inputs = vlm.adapter.forward_inputs(inputs)
     with torch.no_grad():
-        return vlm.hf(**enc.inputs, output_hidden_states=True).hidden_states
+        return vlm.hf(**inputs, output_hidden_states=True).hidden_states
 
 
 def test_builder_gives_the_stock_classes_tiny_and_seeded(arch: str) -> None:
@@ -82,7 +87,7 @@ def test_residual_reads_equal_hf_hidden_states(vlm: interp.VLM, samples) -> None
     for condition in ("full", "blind"):
         states = interp.residual_stream(vlm, batch, condition, batch_size=4, progress_bar=False)
         enc = encode(vlm, batch, condition)
-        hs = hf_forward(vlm, enc)
+        hs = hf_forward(vlm, enc.inputs)
         n, rows = vlm.n_layers, torch.arange(len(batch))
         ref = torch.stack([h[rows, enc.last_index] for h in hs[:n]], dim=1)
         torch.testing.assert_close(states[:, :n], ref, atol=1e-5, rtol=0)
@@ -115,12 +120,10 @@ def test_mixed_image_and_blind_rows_equal_single_runs(vlm: interp.VLM, samples) 
         return_tensors="pt",
     )
     assert inputs["attention_mask"][:, -1].all()  # left padded: the last column is every row's
-    with torch.no_grad():
-        hs = vlm.hf(**inputs, output_hidden_states=True).hidden_states
+    hs = hf_forward(vlm, inputs)
     got = torch.stack([h[:, -1] for h in hs[: vlm.n_layers]], dim=1)
-    # padding changes float summation order: the suite's batch-invariance tolerance
-    torch.testing.assert_close(got[:2], full[:, : vlm.n_layers], atol=1e-4, rtol=0)
-    torch.testing.assert_close(got[2:], blind[:, : vlm.n_layers], atol=1e-4, rtol=0)
+    torch.testing.assert_close(got[:2], full[:, : vlm.n_layers], atol=1e-5, rtol=0)
+    torch.testing.assert_close(got[2:], blind[:, : vlm.n_layers], atol=1e-5, rtol=0)
 
 
 def test_generate_equals_hf_generate(vlm: interp.VLM, samples) -> None:
@@ -161,3 +164,35 @@ def test_image_and_question_positions_decode_to_their_tokens(vlm: interp.VLM, sa
         got = vlm.tokenizer.decode(ids[qmask[row]].tolist())
         assert squash(got) == squash(sample.question)
         assert not bool((qmask[row] & enc.image_mask[row]).any())
+
+
+def test_gemma4_residual_0_is_the_decoder_input_the_per_layer_inputs_come_from(samples) -> None:
+    """Gemma 4 projects per-layer inputs from the decoder's ``inputs_embeds`` before layer 0: an
+    edit of residual index 0 equals a plain forward whose decoder input is edited by a torch
+    pre-hook, and differs from the same edit at layer 0's input (which misses them)."""
+    vlm = vlm_of("gemma4")
+    enc = encode(vlm, samples[:2], "full")
+    rows = torch.arange(2)
+    v = torch.randn(vlm.d_model, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad(), vlm.trace_encoding(enc):
+        read = nnsight.save(vlm.residual[0].clone())
+        vlm.residual[0][:, -1] += v
+        got = nnsight.save(vlm.lm_head.output[rows, enc.last_index])
+    torch.testing.assert_close(read, hf_forward(vlm, enc.inputs)[0], atol=0, rtol=0)
+
+    def pre(module: torch.nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        embeds = kwargs["inputs_embeds"].clone()
+        embeds[:, -1] += v
+        return args, {**kwargs, "inputs_embeds": embeds}
+
+    handle = vlm.hf.get_decoder().register_forward_pre_hook(pre, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            ref = vlm.hf(**vlm.adapter.forward_inputs(dict(enc.inputs))).logits
+    finally:
+        handle.remove()
+    torch.testing.assert_close(got, ref[rows, enc.last_index], atol=1e-5, rtol=0)
+    with torch.no_grad(), vlm.trace_encoding(enc):
+        vlm.layers[0].input[:, -1] += v
+        other = nnsight.save(vlm.lm_head.output[rows, enc.last_index])
+    assert (other - got).abs().amax() > 1e-3

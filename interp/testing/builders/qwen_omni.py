@@ -189,9 +189,10 @@ def build_qwen3_omni_moe_thinker(
             "num_position_embeddings": 16,
             "deepstack_visual_indexes": [0],
         },
+        # the processor counts audio tokens with its own n_window (50, the checkpoint's)
         audio_config=_audio(
-            n_window=10,
-            n_window_infer=20,
+            n_window=50,
+            n_window_infer=100,
             max_source_positions=100,
             downsample_hidden_size=16,
             conv_chunksize=50,
