@@ -196,3 +196,25 @@ def test_gemma4_residual_0_is_the_decoder_input_the_per_layer_inputs_come_from(s
         vlm.layers[0].input[:, -1] += v
         other = nnsight.save(vlm.lm_head.output[rows, enc.last_index])
     assert (other - got).abs().amax() > 1e-3
+
+
+def test_gemma4_real_tokenizer_has_the_checkpoint_ids_and_template() -> None:
+    """Gemma 4's real vocabulary carries its multimodal tokens at the ids Gemma4Config defaults to
+    (the checkpoint's), and its own chat template writes the image item as the processor expects."""
+    from transformers import Gemma4Config
+
+    from interp.testing.real import RealTokenizerMissing
+    from interp.testing.real_models import real_vlm
+
+    try:
+        vlm = real_vlm("gemma4")
+    except RealTokenizerMissing as err:
+        pytest.skip(str(err))
+    defaults = Gemma4Config()
+    tok = vlm.tokenizer
+    assert vlm.image_token_id == defaults.image_token_id
+    assert tok.convert_tokens_to_ids("<|audio|>") == defaults.audio_token_id
+    assert tok.convert_tokens_to_ids("<|video|>") == defaults.video_token_id
+    assert tok.convert_tokens_to_ids("<|image>") == defaults.boi_token_id
+    prompt = vlm.adapter.build_prompt(vlm.processor, "What is it?", 1)
+    assert "\n\n<|image|>\n\n" in prompt and prompt.startswith("<bos><|turn>user")
