@@ -194,3 +194,27 @@ def test_llava_next_video_tokens_and_features_site() -> None:
     out, seen = forward_capturing(model, inputs, "model.multi_modal_projector")
     rows = seen[0].reshape(-1, seen[0].shape[-1])
     torch.testing.assert_close(out.hidden_states[0][0][video_mask], rows, rtol=0, atol=0)
+
+
+def test_gemma4_video_tokens_and_features_site() -> None:
+    """Two 16 px frames of 4 px patches, pooled 2x2: per frame ``"mm:ss <|image>"`` + 4
+    ``<|video|>`` + ``<image|>`` (the processor's expansion, written by hand), filled with
+    ``embed_vision``'s output (the image features site serves videos too). The inputs are the
+    video processor's layout: patches ``[frames, patches, 3·4·4]``, their (x, y) positions and the
+    frame count per video."""
+    model, processor = built("gemma4")
+    frame = "<|image>" + processor.video_token * 4 + "<image|>"
+    text = prompt(processor, ["video"]).replace(
+        "\n\n" + processor.video_token + "\n\n", f"00:00 {frame} 00:01 {frame}"
+    )
+    inputs = dict(processor.tokenizer([text], return_tensors="pt"))
+    ys, xs = torch.meshgrid(torch.arange(4), torch.arange(4), indexing="ij")
+    positions = torch.stack([xs.flatten(), ys.flatten()], -1)
+    inputs["pixel_values_videos"] = torch.rand(2, 16, 3 * 4 * 4)
+    inputs["video_position_ids"] = positions.expand(2, 16, 2).clone()
+    inputs["num_frames_per_video"] = torch.tensor([2])
+    video_mask = inputs["input_ids"][0] == processor.video_token_id
+    assert int(video_mask.sum()) == 8
+    out, seen = forward_capturing(model, inputs, "model.embed_vision")
+    rows = seen[0].reshape(-1, seen[0].shape[-1])
+    torch.testing.assert_close(out.hidden_states[0][0][video_mask], rows, rtol=0, atol=0)
