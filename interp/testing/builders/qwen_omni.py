@@ -79,6 +79,15 @@ def _video_processor(patch_size: int) -> Any:
     )
 
 
+def _small_videos(processor: Any) -> Any:
+    """Scale the processor's own video size default (128 to 768 merge units of 28 px per frame,
+    which overrides the video processor's settings at call time) down to the tiny 16 px units, at
+    most 64x64 px per frame."""
+    unit = (PATCH_SIZE * MERGE_SIZE) ** 2
+    processor.videos_kwargs = {"size": {"shortest_edge": unit, "longest_edge": 64 * 64}}
+    return processor
+
+
 def _vision(patch_size: int) -> dict[str, Any]:
     return {
         "depth": 2,
@@ -160,7 +169,7 @@ def build_qwen2_5_omni_thinker(
         tokenizer=tok,
         chat_template=chat_template or tok.chat_template,
     )
-    return finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), _small_videos(processor)
 
 
 def build_qwen3_omni_moe_thinker(
@@ -217,7 +226,7 @@ def build_qwen3_omni_moe_thinker(
         tokenizer=tok,
         chat_template=chat_template or tok.chat_template,
     )
-    return finish(model, tok, attn_implementation), processor
+    return finish(model, tok, attn_implementation), _small_videos(processor)
 
 
 __all__ = [
