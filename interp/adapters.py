@@ -183,6 +183,11 @@ class Adapter:
         attention_scores_site: the path, through nnsight's ``.source``, from the attention module
             to the call whose input is the pre-softmax attention scores ``[batch, heads, query,
             key]`` (mask already added): the site of attention knockout and PAI's boost.
+        embeddings_kwarg: the decoder's keyword input holding its input embeddings, read and
+            written as residual index 0 instead of ``layers[0].input``, for families whose decoder
+            derives more than the first layer's input from them (Gemma 4 projects its per-layer
+            inputs from ``inputs_embeds`` before layer 0, so an edit at ``layers[0].input`` would
+            miss them); None: ``layers[0].input``.
         notes: caveats users should know (shown by ``VLM.__repr__``).
 
     Audio and video (families that take them; image-only entries keep the defaults):
@@ -226,6 +231,7 @@ class Adapter:
     pixel_layout: PixelLayout = "images"
     attention_module: str = "self_attn"
     attention_scores_site: tuple[str, ...] = ("attention_interface_1", "nn_functional_softmax_0")
+    embeddings_kwarg: str | None = None
     notes: str = ""
     modalities: tuple[Modality, ...] = ("image",)
     audio_features: str | None = None
@@ -475,6 +481,8 @@ _QWEN_VISUAL = (
     "in placement order"
 )
 
+_OMNI = "the library reads its image path; audio and video inputs are not wired yet"
+
 for _adapter in (
     Adapter(name="llava", model_types=("llava",), image_features="model.multi_modal_projector"),
     Adapter(
@@ -522,6 +530,39 @@ for _adapter in (
         notes="audio-language model: the audio features are the projector output "
         "[audios, max tokens, d], padded past each audio's token count; the processor expands "
         "<|AUDIO|> to one token per feature vector (25 per second of audio)",
+    ),
+    Adapter(
+        name="qwen2_5_omni_thinker",
+        model_types=("qwen2_5_omni_thinker",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; " + _OMNI,
+    ),
+    Adapter(
+        name="qwen3_omni_moe_thinker",
+        model_types=("qwen3_omni_moe_thinker",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
+        "early decoder layers (outside the layer modules), at image positions only; " + _OMNI,
+    ),
+    Adapter(
+        name="gemma4",
+        model_types=("gemma4",),
+        image_features="model.embed_vision",
+        images_per_row=True,
+        embeddings_kwarg="inputs_embeds",
+        forward_inputs=_mask_positions,
+        notes="single forwards get mask-derived position_ids, as generate derives them (the plain "
+        "forward counts padding); residual index 0 is the decoder's inputs_embeds, from which Gemma 4 also projects "
+        "its per-layer inputs; image_features (embed_vision) also projects video frames; the audio features are "
+        "embed_audio's output at its valid (unpadded) positions; " + _OMNI,
+    ),
+    Adapter(
+        name="llava_next_video",
+        model_types=("llava_next_video",),
+        image_features="model.multi_modal_projector",
+        notes=_LLAVA_ANYRES + "; video frames pass the same projector after 2x2 pooling",
     ),
     Adapter(
         name="internvl",

@@ -35,6 +35,10 @@ _BUILDERS: dict[str, str] = {
     "internvl": "internvl",
     "mllama": "mllama",
     "instructblip": "instructblip",
+    "qwen2_5_omni_thinker": "qwen_omni",
+    "qwen3_omni_moe_thinker": "qwen_omni",
+    "gemma4": "gemma_omni",
+    "llava_next_video": "llava_video",
 }
 
 ARCHITECTURES: tuple[str, ...] = tuple(_BUILDERS)

@@ -52,6 +52,10 @@ STOCK_PROCESSORS = {
     "internvl": "InternVLProcessor",
     "mllama": "MllamaProcessor",
     "instructblip": "InstructBlipProcessor",
+    "qwen2_5_omni_thinker": "Qwen2_5OmniProcessor",
+    "qwen3_omni_moe_thinker": "Qwen3OmniMoeProcessor",
+    "gemma4": "Gemma4Processor",
+    "llava_next_video": "LlavaNextVideoProcessor",
 }
 
 

@@ -173,9 +173,11 @@ def test_steering_changes_step_3_logits_as_a_brute_force_loop(arch, samples):
 # -- patching ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("arch", [a for a in TOKEN_FUSION if a != "qwen3_vl"])
+@pytest.mark.parametrize(
+    "arch", [a for a in TOKEN_FUSION if a not in ("qwen3_vl", "qwen3_omni_moe_thinker")]
+)
 def test_patching_every_prompt_position_of_the_embeddings_gives_the_source_run(arch, samples):
-    """(Not Qwen3-VL: DeepStack adds the real image's features after early layers, which a patch
+    """(Not Qwen3-VL / Qwen3-Omni: DeepStack adds the real image's features after early layers, which a patch
     of the embeddings does not reach; SwapImage swaps those too.)"""
     vlm = shared_tiny_vlm(arch)
     batch = samples[:3]

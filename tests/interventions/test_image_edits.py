@@ -96,7 +96,8 @@ def hf_logits_with_image_vectors(
     """Last-token logits of a plain HF forward in which the image positions hold ``vectors``.
 
     Token fusion: ``inputs_embeds`` = the token embeddings with ``vectors`` at image tokens, no
-    pixels. M-RoPE families get the positions from HF's ``get_rope_index``; InstructBLIP (whose
+    pixels. M-RoPE families get the positions from HF's ``get_rope_index``; Gemma 4 its per-layer
+    inputs from the token ids (pad at image positions) and mask-derived positions; InstructBLIP (whose
     top-level forward requires pixels) runs its ``language_model``; Qwen3-VL runs its decoder with
     the given DeepStack features. Mllama: ``cross_attention_states`` = ``vectors``.
     """
@@ -117,13 +118,23 @@ def hf_logits_with_image_vectors(
         kwargs: dict[str, Any] = {"inputs_embeds": embeds, "attention_mask": mask}
         if "token_type_ids" in enc.inputs:  # Gemma3 / PaliGemma: bidirectional image attention
             kwargs["token_type_ids"] = enc.inputs["token_type_ids"]
-        if "image_grid_thw" in enc.inputs:  # M-RoPE positions follow the image grid
+        if "mm_token_type_ids" in enc.inputs and "image_grid_thw" in enc.inputs:
+            # M-RoPE positions follow the image grid
             kwargs["position_ids"], _ = vlm.hf.model.get_rope_index(
                 ids,
                 enc.inputs["mm_token_type_ids"],
                 image_grid_thw=enc.inputs["image_grid_thw"],
                 attention_mask=mask,
             )
+        elif "image_grid_thw" in enc.inputs:  # Qwen-Omni: M-RoPE from the token ids
+            kwargs["position_ids"], _ = vlm.hf.model.get_rope_index(
+                ids, image_grid_thw=enc.inputs["image_grid_thw"], attention_mask=mask
+            )
+        if vlm.adapter.name == "gemma4":
+            # per-layer inputs come from the token ids, with the pad id at image positions
+            text_ids = ids.masked_fill(enc.image_mask, vlm.hf.config.text_config.pad_token_id)
+            kwargs["per_layer_inputs"] = vlm.hf.model.language_model.get_per_layer_inputs(text_ids)
+            kwargs = vlm.adapter.forward_inputs(kwargs)  # mask-derived positions
         if deepstack:
             hidden = vlm.hf.model.language_model(
                 **kwargs,
