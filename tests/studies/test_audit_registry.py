@@ -124,3 +124,25 @@ def test_a_toy_study_joins_the_audit_through_an_entry_point(toy_entry_point, tmp
 def test_add_study_refuses_what_is_not_a_study():
     with pytest.raises(TypeError, match="AuditStudy|not an audit study"):
         add_study(object())  # type: ignore[arg-type]
+
+
+def test_the_audit_imports_no_study():
+    """The audit's own modules import the core and themselves only: a study is reached through
+    its entry point, never by name."""
+    import ast
+    from pathlib import Path
+
+    import interp.studies.audit as package
+
+    folder = Path(package.__file__).parent
+    imported = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level <= 1, (path.name, node.module)  # nothing above the package
+                imported.append(node.module or "")
+            elif isinstance(node, ast.Import):
+                imported += [a.name for a in node.names]
+    studies = [m for m in imported if m.startswith("interp.studies")]
+    assert all(m.startswith("interp.studies.audit") for m in studies), studies
+    assert len(list(folder.glob("*.py"))) >= 5

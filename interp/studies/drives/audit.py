@@ -17,8 +17,9 @@ from interp.studies.audit.kinds import is_conflict_item
 from interp.studies.audit.registry import AuditOptions, Selection, Study
 from interp.studies.audit.report import Labels, Section, headline, show
 
-from .analysis import prefix_visual_imbalance
 from . import _labels  # the command's labelling (through the package: cli.py may move it)
+from .analysis import IMBALANCE_SCORES, prefix_visual_imbalance
+from .contexts import DRIVES
 from .figures import plot_trajectories
 from .measure import causal_drives
 from .removal import source_removal
@@ -26,15 +27,17 @@ from .removal import source_removal
 if TYPE_CHECKING:
     from interp.model import VLM
 
+# the drives paper's VCD in words: the report also shows visual contrastive decoding (VCD)
+VISUAL_DRIVE = "visual drive (VCD, drives paper)"
 LABELS = Labels(
     {
         "p_full": "mean token probability, full input",
         "p_remove": "mean token probability, source removed",
         "s_pv_auroc": "S_PV AUROC (prior-driven vs grounded)",
-        "answer_vcd_auroc": "answer-level VCD AUROC",
-        "mean_qcd_bits": "mean QCD (bits)",
-        "mean_vcd_bits": "mean VCD (bits)",
-        "mean_pcd_bits": "mean PCD (bits)",
+        "answer_visual_drive_auroc": f"answer-level {VISUAL_DRIVE} AUROC",
+        "mean_question_drive_bits": "mean question drive (QCD), bits",
+        "mean_visual_drive_bits": f"mean {VISUAL_DRIVE}, bits",
+        "mean_prefix_drive_bits": "mean prefix drive (PCD), bits",
         "k": "support size K",
     },
     prefixes={"p_without_": "mean token probability without the "},
@@ -73,12 +76,12 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     drives = causal_drives(vlm, samples, k=k, pmi=False, store=opts.store_for("drives"), **kw)
     removal = source_removal(vlm, samples, store=opts.store_for("drives-removal"), **kw)
     table = removal.to_frame().set_index("removed")
-    means = {name: float(np.nanmean(drives.sample_mean(name))) for name in ("qcd", "vcd", "pcd")}
+    means = {name: float(np.nanmean(drives.sample_mean(name))) for name in DRIVES}
     sec.numbers = {
         "k": k,
-        "mean_qcd_bits": headline(means["qcd"]),
-        "mean_vcd_bits": headline(means["vcd"]),
-        "mean_pcd_bits": headline(means["pcd"]),
+        "mean_question_drive_bits": headline(means["question_drive"]),
+        "mean_visual_drive_bits": headline(means["visual_drive"]),
+        "mean_prefix_drive_bits": headline(means["prefix_drive"]),
         "p_full": headline(table["p_full"].iloc[0]),
     }
     for source, row in table.iterrows():
@@ -88,9 +91,10 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     sec.verdict = (
         f"Removing the {_key(top)} costs the answers most (mean token probability "
         f"{show(sec.numbers['p_full'])} → {show(sec.numbers['p_without_' + _key(top)])}); "
-        f"over the answer, the prefix drive averages {show(sec.numbers['mean_pcd_bits'])} bits, "
-        f"the question's {show(sec.numbers['mean_qcd_bits'])} and the image's "
-        f"{show(sec.numbers['mean_vcd_bits'])} (K = {k})."
+        f"over the answer, the prefix drive averages "
+        f"{show(sec.numbers['mean_prefix_drive_bits'])} bits, the question's "
+        f"{show(sec.numbers['mean_question_drive_bits'])} and the image's "
+        f"{show(sec.numbers['mean_visual_drive_bits'])} (K = {k})."
     )
     labels = _labels(samples, drives.answers, None)
     if labels is not None:
@@ -98,13 +102,18 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
             imb = prefix_visual_imbalance(drives, labels)
             auc = imb.table.set_index("score")
             sec.numbers["s_pv_auroc"] = headline(auc.loc["S_PV", "auroc"])
-            sec.numbers["answer_vcd_auroc"] = headline(auc.loc["answer-level VCD", "auroc"])
+            answer_level = IMBALANCE_SCORES[1][0]  # the answer-level visual drive's row
+            sec.numbers["answer_visual_drive_auroc"] = headline(auc.loc[answer_level, "auroc"])
             sec.verdict += (
                 f" Separating prior-driven from grounded answers: S_PV AUROC "
-                f"{show(sec.numbers['s_pv_auroc'])}, answer-level VCD AUROC "
-                f"{show(sec.numbers['answer_vcd_auroc'])}."
+                f"{show(sec.numbers['s_pv_auroc'])}, answer-level {VISUAL_DRIVE} AUROC "
+                f"{show(sec.numbers['answer_visual_drive_auroc'])}."
             )
-            sec.add_table("S_PV and VCD: prior-driven vs grounded", imb.to_frame(), index=False)
+            sec.add_table(
+                f"S_PV and the {VISUAL_DRIVE}: prior-driven vs grounded",
+                imb.to_frame(),
+                index=False,
+            )
         except (EmptyGroupError, TooFewSamplesError) as err:
             sec.reason = f"S_PV skipped: {err}"
     sec.add_table("Source removal (mean token probability)", table)
