@@ -153,7 +153,11 @@ def studies() -> list[AuditStudy]:
         name = _audit_module(str(ep.value))
         if name is None:
             continue
-        study = getattr(importlib.import_module(name), "STUDY", None)
+        try:
+            study = getattr(importlib.import_module(name), "STUDY", None)
+        except ImportError as err:  # a plugin that cannot load: the other studies still run
+            logger.warning("%s cannot be loaded (%s); its study is left out", name, err)
+            continue
         if isinstance(study, AuditStudy):
             found.setdefault(study.key, study)
         elif study is not None:
