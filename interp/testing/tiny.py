@@ -1,4 +1,4 @@
-"""Registry of tiny random VLMs: :func:`tiny_vlm` and :data:`ARCHITECTURES`.
+"""Registry of tiny random VLMs: :func:`tiny_vlm`, :func:`shared_tiny_vlm`, :data:`ARCHITECTURES`.
 
 Each architecture has a builder in :mod:`interp.testing.builders` returning ``(hf_model, processor)``:
 a real transformers model class with random weights (a few hundred thousand parameters) and the
@@ -10,6 +10,7 @@ tiny models around real checkpoints' tokenizers and templates.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -59,4 +60,11 @@ def tiny_vlm(arch: str, seed: int = 0, attn_implementation: str = "eager") -> VL
     return load(model, processor)
 
 
-__all__ = ["ARCHITECTURES", "build_tiny", "tiny_vlm"]
+@cache
+def shared_tiny_vlm(arch: str) -> VLM:
+    """The tiny model of ``arch`` (seed 0), built once per process and shared by every caller: for
+    tests that only read the model (a test that changes it builds its own with :func:`tiny_vlm`)."""
+    return tiny_vlm(arch, seed=0)
+
+
+__all__ = ["ARCHITECTURES", "build_tiny", "shared_tiny_vlm", "tiny_vlm"]
