@@ -31,6 +31,9 @@ FAMILIES = ("llava", "qwen2_vl", "idefics3")
 TARGETS = ["yellow banana", "two", "a red circle", "blue"]
 ATOL = 1e-4  # bits
 
+# the drives as code, tables and figures name them (the paper's QCD, VCD, PCD)
+NAMES = ("question_drive", "visual_drive", "prefix_drive")
+
 
 # -- the brute-force reference -------------------------------------------------------------------
 
@@ -96,15 +99,13 @@ def brute_drives(
 ) -> dict[str, list[list[float]]]:
     """Eqs. 4, 6, 9-11, 14, 24, 25 from per-prefix HF forwards, with float64 sums of products."""
     K = len(support)
-    out: dict[str, list[list[float]]] = {
-        k: [] for k in ("p0", "pcd", "qcd", "vcd", "pmi_q", "pmi_p")
-    }
+    out: dict[str, list[list[float]]] = {k: [] for k in ("p0", *NAMES, "pmi_q", "pmi_p")}
     for i, (s, a) in enumerate(zip(samples, targets)):
         img = s.load_image()
         partner = samples[partners[i]] if partners else None
-        p_pcd = [token_probs(vlm, c.question, c.load_image(), a) for c in support]
-        p_qcd = [token_probs(vlm, s.question, c.load_image(), a) for c in support]
-        p_vcd = token_probs(vlm, null_question, img, a)
+        p_prefix = [token_probs(vlm, c.question, c.load_image(), a) for c in support]
+        p_question = [token_probs(vlm, s.question, c.load_image(), a) for c in support]
+        p_visual = token_probs(vlm, null_question, img, a)
         p_p0 = token_probs(vlm, null_question, null_image_for(null_image, s, partner), a)
         p_full = token_probs(vlm, s.question, img, a)
         p_nopre = token_probs(vlm, s.question, img, a, prefix=False)
@@ -112,11 +113,11 @@ def brute_drives(
         for t in range(len(a)):
             log_p0 = sum(math.log2(p) for p in p_p0[: t + 1])
             rows["p0"].append(log_p0)
-            rows["pcd"].append(math.log2(sum(p[t] for p in p_pcd) / K) - log_p0)
-            qsum = sum(math.prod(p[: t + 1]) for p in p_qcd) / K
-            rows["qcd"].append(math.log2(qsum) - log_p0)
-            rows["vcd"].append(math.log2(math.prod(p_vcd[: t + 1])) - log_p0)
-            rows["pmi_q"].append(math.log2(p_full[t] / p_vcd[t]))
+            rows["prefix_drive"].append(math.log2(sum(p[t] for p in p_prefix) / K) - log_p0)
+            qsum = sum(math.prod(p[: t + 1]) for p in p_question) / K
+            rows["question_drive"].append(math.log2(qsum) - log_p0)
+            rows["visual_drive"].append(math.log2(math.prod(p_visual[: t + 1])) - log_p0)
+            rows["pmi_q"].append(math.log2(p_full[t] / p_visual[t]))
             rows["pmi_p"].append(math.log2(p_full[t] / p_nopre[t]))
         for k in out:
             out[k].append(rows[k])
@@ -150,7 +151,7 @@ def test_drives_equal_a_per_prefix_brute_force(arch, small):
     ids = [_ids(vlm, t) for t in TARGETS[:3]]
     assert result.token_ids == ids
     want = brute_drives(vlm, samples, support, ids)
-    for name in ("p0", "pcd", "qcd", "vcd", "pmi_q", "pmi_p"):
+    for name in ("p0", *NAMES, "pmi_q", "pmi_p"):
         assert_rows_equal(getattr(result, name), result.mask, want[name], f"{arch} {name}")
     assert result.support_ids == [str(s.id) for s in support]
     assert result.forwards_per_sample == 2 * 2 + 2 + 2
@@ -183,7 +184,7 @@ def test_null_sources_equal_the_brute_force(null_image, null_question, small):
         null_question=null_question,
         partners=partners,
     )
-    for name in ("p0", "pcd", "qcd", "vcd", "pmi_q"):
+    for name in ("p0", *NAMES, "pmi_q"):
         assert_rows_equal(getattr(result, name), result.mask, want[name], name)
 
 
@@ -203,19 +204,19 @@ def test_sensitivity_variants_equal_the_brute_force(small):
     ids = [_ids(vlm, t) for t in TARGETS]
     for key, (nimg, nq) in zip(sens.variants, [("black", ""), ("blind", "describe it")]):
         want = brute_drives(vlm, samples, support, ids, null_image=nimg, null_question=nq)
-        for name in ("p0", "pcd", "qcd", "vcd", "pmi_q", "pmi_p"):
+        for name in ("p0", *NAMES, "pmi_q", "pmi_p"):
             assert_rows_equal(getattr(sens.variants[key], name), base.mask, want[name], name)
     frame = sens.to_frame()
     assert list(frame["setting"]) == ["base", *sens.variants]
     base_row = frame.iloc[0]
-    assert base_row["r_pooled_qcd"] == pytest.approx(1.0) and base_row["r_vcd"] == pytest.approx(
-        1.0
-    )
+    assert base_row["r_pooled_question_drive"] == pytest.approx(1.0) and base_row[
+        "r_visual_drive"
+    ] == pytest.approx(1.0)
     # pooled Pearson r by hand (numpy's corrcoef) for one variant
     v = sens.variants["black | (empty)"]
     m = base.mask
-    r = np.corrcoef(v.vcd[m], base.vcd[m])[0, 1]
-    assert frame.iloc[1]["r_pooled_vcd"] == pytest.approx(r)
+    r = np.corrcoef(v.visual_drive[m], base.visual_drive[m])[0, 1]
+    assert frame.iloc[1]["r_pooled_visual_drive"] == pytest.approx(r)
 
 
 # -- cost -----------------------------------------------------------------------------------------
@@ -276,7 +277,7 @@ def test_batch_size_does_not_change_the_drives(small):
     eight = dr.causal_drives(
         vlm, samples, support=support, targets=TARGETS, batch_size=8, progress_bar=False
     )
-    for name in ("p0", "pcd", "qcd", "vcd", "pmi_q", "pmi_p"):
+    for name in ("p0", *NAMES, "pmi_q", "pmi_p"):
         np.testing.assert_allclose(getattr(one, name), getattr(eight, name), atol=ATOL, rtol=0)
 
 
@@ -296,7 +297,7 @@ def test_default_targets_are_the_greedy_answers_and_support_is_drawn_from_the_sa
         targets=gen.token_ids,
         progress_bar=False,
     )
-    np.testing.assert_allclose(result.pcd, again.pcd, atol=0, rtol=0)
+    np.testing.assert_allclose(result.prefix_drive, again.prefix_drive, atol=0, rtol=0)
 
 
 def test_a_store_resumes_without_recomputing(tmp_path, small):
@@ -313,7 +314,12 @@ def test_a_store_resumes_without_recomputing(tmp_path, small):
     finally:
         counter.close()
     assert sum(counter.rows) == 2 * (2 * 2 + 4)  # only the two new samples ran
-    np.testing.assert_allclose(full.qcd[:2, : first.qcd.shape[1]], first.qcd, atol=0, rtol=0)
+    np.testing.assert_allclose(
+        full.question_drive[:2, : first.question_drive.shape[1]],
+        first.question_drive,
+        atol=0,
+        rtol=0,
+    )
     with pytest.raises(interp.StoreError):  # another support: another configuration
         dr.causal_drives(
             vlm, samples, support=samples[:2], targets=TARGETS, store=tmp_path, progress_bar=False
@@ -329,18 +335,23 @@ def test_frames_hold_one_row_per_token_and_per_sample(small):
     assert len(frame) == sum(lengths)
     first = frame[frame["sample_id"] == samples[2].id]
     assert list(first["t"]) == list(range(1, lengths[2] + 1))
-    np.testing.assert_allclose(first["pcd"], result.pcd[2, : lengths[2]])
+    np.testing.assert_allclose(first["prefix_drive"], result.prefix_drive[2, : lengths[2]])
     per = result.sample_frame()
     np.testing.assert_allclose(
         per["s_pv"],
-        [np.mean(result.pcd[i, :n]) - np.mean(result.vcd[i, :n]) for i, n in enumerate(lengths)],
+        [
+            np.mean(result.prefix_drive[i, :n]) - np.mean(result.visual_drive[i, :n])
+            for i, n in enumerate(lengths)
+        ],
     )
     np.testing.assert_allclose(
-        per["answer_vcd"], [result.vcd[i, n - 1] for i, n in enumerate(lengths)]
+        per["answer_visual_drive"], [result.visual_drive[i, n - 1] for i, n in enumerate(lengths)]
     )
     sub = result.subset([2, 0])
     assert sub.sample_ids == [samples[2].id, samples[0].id]
-    np.testing.assert_allclose(sub.vcd[0, : lengths[2]], result.vcd[2, : lengths[2]])
+    np.testing.assert_allclose(
+        sub.visual_drive[0, : lengths[2]], result.visual_drive[2, : lengths[2]]
+    )
 
 
 # -- source removal and recovery ----------------------------------------------------------------
@@ -384,7 +395,12 @@ def test_recovery_error_equals_eq_15_on_a_brute_force_reference():
     ctx = [held[i] for i in sorted(rng.choice(len(held), size=2, replace=False).tolist())]
     assert rec.context_ids == [c.id for c in ctx]
     ids = [_ids(vlm, t) for t in targets]
-    errs: dict[str, list[float]] = {"qcd": [], "pmi_q": [], "pcd": [], "pmi_p": []}
+    errs: dict[str, list[float]] = {
+        "question_drive": [],
+        "pmi_q": [],
+        "prefix_drive": [],
+        "pmi_p": [],
+    }
     for i, (s, a) in enumerate(zip(samples, ids)):
         pq = [token_probs(vlm, s.question, c.load_image(), a) for c in ctx]
         pp = [token_probs(vlm, c.question, c.load_image(), a) for c in ctx]
@@ -396,14 +412,22 @@ def test_recovery_error_equals_eq_15_on_a_brute_force_reference():
         g_p = [math.log2(np.mean([p[t] for p in pp])) - log_p0[t] for t in range(len(a))]
         np.testing.assert_allclose(rec.g_q[i, : len(a)], g_q, atol=ATOL, rtol=0)
         np.testing.assert_allclose(rec.g_p[i, : len(a)], g_p, atol=ATOL, rtol=0)
-        for name, g in (("qcd", g_q), ("pmi_q", g_q), ("pcd", g_p), ("pmi_p", g_p)):
+        for name, g in (
+            ("question_drive", g_q),
+            ("pmi_q", g_q),
+            ("prefix_drive", g_p),
+            ("pmi_p", g_p),
+        ):
             d = getattr(drives, name)[i, : len(a)]
             errs[name].append(float(np.mean(np.abs(d - np.asarray(g)))))
     per = rec.per_target()
     for name, values in errs.items():
         np.testing.assert_allclose(per[f"err_{name}"], values, atol=ATOL, rtol=0)
     table = rec.to_frame().set_index("intervention")
-    for source, drive, base in (("question", "qcd", "pmi_q"), ("prefix", "pcd", "pmi_p")):
+    for source, drive, base in (
+        ("question", "question_drive", "pmi_q"),
+        ("prefix", "prefix_drive", "pmi_p"),
+    ):
         d, p = np.asarray(errs[drive]), np.asarray(errs[base])
         assert table.loc[source, "err_drive"] == pytest.approx(d.mean(), abs=ATOL)
         assert table.loc[source, "reduction_of_means"] == pytest.approx(
@@ -446,7 +470,11 @@ def test_clusters_equal_a_scikit_learn_pipeline(small):
     from probes.trajectories import relative_bins
 
     feats = np.concatenate(
-        [relative_bins(getattr(result, d), result.mask, 10) for d in ("qcd", "vcd", "pcd")], 1
+        [
+            relative_bins(getattr(result, d), result.mask, 10)
+            for d in ("question_drive", "visual_drive", "prefix_drive")
+        ],
+        1,
     )
     np.testing.assert_allclose(clusters.features, feats)
     ref = KMeans(n_clusters=3, n_init=10, random_state=0).fit(StandardScaler().fit_transform(feats))
@@ -459,6 +487,36 @@ def test_clusters_equal_a_scikit_learn_pipeline(small):
             clusters.profiles[c].reshape(-1), feats[clusters.labels == c].mean(0)
         )
     assert clusters.to_frame()["share"].sum() == pytest.approx(1.0)
+
+
+def test_the_papers_symbols_still_name_the_drives_with_a_deprecation_warning():
+    """``qcd``, ``vcd``, ``pcd`` (the paper's symbols; ``vcd`` also names visual contrastive
+    decoding) are deprecated names of the question, visual and prefix drives."""
+    rng = np.random.default_rng(2)
+    n, t = 4, 3
+    arrays = {name: rng.normal(size=(n, t)) for name in ("p0", *NAMES)}
+    fake = dr.CausalDrives(
+        sample_ids=[f"s{i}" for i in range(n)],
+        token_ids=[[1] * t] * n,
+        tokens=[["a"] * t] * n,
+        answers=["a"] * n,
+        mask=np.ones((n, t), dtype=bool),
+        **arrays,
+    )
+    with pytest.warns(DeprecationWarning, match="'vcd' is now called 'visual_drive'"):
+        old = fake.sample_mean("vcd")
+    np.testing.assert_array_equal(old, arrays["visual_drive"].mean(axis=1))
+    for symbol, name in (
+        ("qcd", "question_drive"),
+        ("vcd", "visual_drive"),
+        ("pcd", "prefix_drive"),
+    ):
+        with pytest.warns(DeprecationWarning, match=name):
+            assert getattr(fake, symbol) is arrays[name]
+        with pytest.warns(DeprecationWarning, match=name):
+            np.testing.assert_array_equal(fake.final(symbol), arrays[name][:, -1])
+    with pytest.raises(interp.DriveError, match="no drive 'VCD'"):
+        fake.drive("VCD")
 
 
 def test_prefix_visual_imbalance_equals_sklearn_and_hand_effect_sizes():
@@ -474,9 +532,9 @@ def test_prefix_visual_imbalance_equals_sklearn_and_hand_effect_sizes():
         tokens=[["a"] * t] * n,
         answers=["a"] * n,
         p0=arr(),
-        pcd=arr() + 1.0,
-        qcd=arr(),
-        vcd=arr(),
+        prefix_drive=arr() + 1.0,
+        question_drive=arr(),
+        visual_drive=arr(),
         mask=mask,
     )
     labels = ["prior_driven"] * 12 + ["grounded"] * 14 + ["other"] * 3 + [None]
@@ -484,12 +542,14 @@ def test_prefix_visual_imbalance_equals_sklearn_and_hand_effect_sizes():
     imb = dr.prefix_visual_imbalance(fake, labels, n_boot=200)
     keep = np.array([lab in ("prior_driven", "grounded") for lab in labels])
     y = np.array([lab == "prior_driven" for lab in labels])[keep]
-    s_pv = (fake.pcd.mean(1) - fake.vcd.mean(1))[keep]
-    vcd_t = fake.vcd[:, -1][keep]
+    s_pv = (fake.prefix_drive.mean(1) - fake.visual_drive.mean(1))[keep]
+    visual_t = fake.visual_drive[:, -1][keep]
     table = imb.table.set_index("score")
     assert table.loc["S_PV", "auroc"] == pytest.approx(roc_auc_score(y, s_pv))
     assert table.loc["S_PV", "auprc"] == pytest.approx(average_precision_score(y, s_pv))
-    assert table.loc["answer-level VCD", "auroc"] == pytest.approx(roc_auc_score(y, -vcd_t))
+    assert table.loc["answer-level visual drive (VCD)", "auroc"] == pytest.approx(
+        roc_auc_score(y, -visual_t)
+    )
     assert (
         table.loc["S_PV", "auroc_low"]
         <= table.loc["S_PV", "auroc"]
@@ -619,7 +679,8 @@ def test_the_command_writes_its_outputs_and_resumes(tmp_path, capsys):
     ):
         assert name in names, name
     tokens = pd.read_csv(out / "tokens.csv")
-    assert {"pcd", "qcd", "vcd", "pmi_q", "pmi_p"} <= set(tokens.columns)
+    assert {*NAMES, "pmi_q", "pmi_p"} <= set(tokens.columns)
+    assert {"answer_visual_drive", "mean_question_drive"} <= set(pd.read_csv(out / "samples.csv"))
     first = (out / "summary.txt").read_text()
     assert main(argv) == 0  # resumed from the store: the same summary
     assert (out / "summary.txt").read_text() == first
