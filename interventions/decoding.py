@@ -27,7 +27,8 @@ method                    amateur and weights (the authors' code defaults)
                           α = γ − 1) plus the image-attention boost ``a + 0.2·|a|``
                           (:class:`~interventions.AttentionBoost`)
 :func:`contrast`          any amateur; α = 0.5, β = 0.1 (the modality-conflict paper's
-                          diagnostic: the amateur is the input without the favoured source)
+                          diagnostic: the amateur is the input without the favoured source —
+                          ``no_audio``, ``null_audio:noise``, ``no_video``, ``blind`` ...)
 ========================  ================================================================
 
 Usage::
