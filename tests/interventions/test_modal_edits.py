@@ -22,7 +22,13 @@ import torch
 
 import interp
 from interp.encoding import encode
-from interp.errors import ConditionError, DecodingError, InterventionError, ModalityError
+from interp.errors import (
+    ConditionError,
+    DecodingError,
+    ImageTokenMismatchError,
+    InterventionError,
+    ModalityError,
+)
 from interp.testing import make_samples, refused, shared_tiny_vlm, tiny_vlm_with_attention
 from interventions import AblateFeatures, AblateImage, Knockout, SwapFeatures, SwapImage
 from interventions.decoding import contrast
@@ -354,3 +360,45 @@ def test_bad_constructions_are_typed():
         SwapFeatures("video", "no_video+no_question")
     with refused(InterventionError, match="unknown ablation mode"):
         AblateFeatures("audio", "median")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_swap_in_generate_and_score_equals_the_null_condition(case):
+    """At the prompt forward only, the swap reaches every generated token through the cache:
+    greedy tokens and teacher-forced scores equal those of a real run under the null condition."""
+    vlm, samples = shared_tiny_vlm(case.arch), case.samples()[:2]
+    edit = [SwapFeatures(case.kind, case.null)]
+    kw = {**KW, "max_new_tokens": 4, "output_scores": True}
+    got = interp.generate(vlm, samples, edits=edit, **kw)
+    want = interp.generate(vlm, samples, case.null, **kw)
+    assert got.token_ids == want.token_ids
+    for a, b in zip(got.scores, want.scores):
+        torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
+    targets = ["a red circle", "two"]
+    scored = interp.score(vlm, samples, targets, edits=edit, **KW)
+    ref = interp.score(vlm, samples, targets, case.null, **KW)
+    torch.testing.assert_close(scored.logprobs, ref.logprobs, atol=ATOL, rtol=0)
+
+
+def test_a_source_of_another_length_is_refused_naming_the_samples():
+    vlm = shared_tiny_vlm("qwen2_audio")
+    samples = [
+        interp.Sample("what is this sound ?", audio=(wave(0.4, 0), RATE), id="short"),
+        interp.Sample("what is this sound ?", audio=(wave(0.9, 1), RATE), id="long"),
+    ]
+    with refused(ImageTokenMismatchError, match=r"'short'.*audio positions"):
+        interp.residual_stream(vlm, samples, edits=[SwapFeatures("audio", "swap_audio:next")], **KW)
+
+
+def test_video_edits_are_refused_where_deepstack_mixes_image_and_video():
+    """Qwen3-VL adds per-layer DeepStack features at image and video positions together: a
+    video-only swap could not be exact, so it is refused before compute."""
+    from dataclasses import replace
+
+    base = shared_tiny_vlm("qwen3_vl")
+    with_video = replace(base.adapter, modalities=("image", "video"), video_features="model.visual")
+    vlm = interp.load(base.hf, base.processor, adapter=with_video)
+    for edit in (SwapFeatures("video"), AblateFeatures("video")):
+        with refused(InterventionError, match="DeepStack"):
+            edit.check(vlm)
+    SwapFeatures("image").check(vlm)  # the image case handles DeepStack itself
