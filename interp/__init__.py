@@ -23,6 +23,7 @@ _LAZY: dict[str, str] = {
     "Batch": "edits",
     "Condition": "conditions",
     "ConditionError": "errors",
+    "ContextError": "errors",
     "DataFormatError": "errors",
     "DataSourceError": "errors",
     "Decoding": "edits",
@@ -34,6 +35,7 @@ _LAZY: dict[str, str] = {
     "EmptyInputError": "errors",
     "EmptyTargetError": "errors",
     "Encoding": "encoding",
+    "GeneratedStates": "residual",
     "Generation": "generation",
     "IMAGE_SLOT": "samples",
     "ImageError": "errors",
@@ -64,6 +66,7 @@ _LAZY: dict[str, str] = {
     "encode": "encoding",
     "ensure_samples": "samples",
     "generate": "generation",
+    "generate_states": "residual",
     "load": "model",
     "null_image": "conditions",
     "read_dataset": "datasets.tabular",
@@ -73,6 +76,7 @@ _LAZY: dict[str, str] = {
     "register_question_condition": "conditions",
     "residual_stream": "residual",
     "score": "scoring",
+    "score_contexts": "scoring",
     "supported_architectures": "adapters",
     "write_jsonl": "samples",
 }
@@ -90,6 +94,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .encoding import Encoding, encode
     from .errors import (
         ConditionError,
+        ContextError,
         DataFormatError,
         DataSourceError,
         DecodingError,
@@ -120,9 +125,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     )
     from .generation import Generation, Sampling, generate
     from .model import VLM, load
-    from .residual import residual_stream
+    from .residual import GeneratedStates, generate_states, residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
-    from .scoring import TokenScores, score
+    from .scoring import TokenScores, score, score_contexts
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
@@ -135,6 +140,7 @@ __all__ = [
     "Batch",
     "Condition",
     "ConditionError",
+    "ContextError",
     "DataFormatError",
     "DataSourceError",
     "Decoding",
@@ -146,6 +152,7 @@ __all__ = [
     "EmptyInputError",
     "EmptyTargetError",
     "Encoding",
+    "GeneratedStates",
     "Generation",
     "ImageError",
     "ImageTokenMismatchError",
@@ -174,6 +181,7 @@ __all__ = [
     "encode",
     "ensure_samples",
     "generate",
+    "generate_states",
     "load",
     "null_image",
     "read_dataset",
@@ -183,6 +191,7 @@ __all__ = [
     "register_question_condition",
     "residual_stream",
     "score",
+    "score_contexts",
     "supported_architectures",
     "write_jsonl",
 ]
