@@ -141,9 +141,12 @@ def test_generate_states_refuses_bad_requests(tiny):
         interp.generate_states(tiny, samples, ("full", "full"), progress_bar=False)
     with pytest.raises(interp.ConditionError, match="no_prefix"):
         interp.generate_states(tiny, samples, "full+no_prefix", progress_bar=False)
+
+
+def test_visual_attention_needs_eager_attention():
     sdpa = interp.load(*interp.testing.build_tiny("llava", attn_implementation="sdpa"))
     with pytest.raises(interp.InterpError, match="attn_implementation='eager'"):
-        interp.generate_states(sdpa, samples, visual_attention=True, progress_bar=False)
+        interp.generate_states(sdpa, _samples(2), visual_attention=True, progress_bar=False)
 
 
 def _contexts(samples: list[interp.Sample]):
