@@ -1,9 +1,9 @@
 """Figure helpers shared by the studies. Plotting functions take results and return a matplotlib
 Figure (nothing is shown or saved; call ``fig.savefig``); the helpers here draw onto a given axis.
 
-Every band of the studies' figures is drawn by :func:`plot_line_band`: a line of width 2 and a
-band of the same colour at opacity 0.2 behind it. :func:`plot_band` (mean ± one standard
-deviation) and :func:`plot_mean_ci` (mean ± 1.96 standard errors) compute the band from rows of
+A mean curve with its band (a line of width 2, the band in the same colour at opacity 0.2) is
+drawn by :func:`plot_line_band`, whatever computed the band; :func:`plot_band` (mean ± one
+standard deviation) and :func:`plot_mean_ci` (mean ± 1.96 standard errors) compute it from rows of
 values.
 """
 
