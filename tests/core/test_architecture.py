@@ -16,15 +16,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
 ROOTS = ("interp/", "interventions/", "probes/", "tests/", "docs/", "bench/", "notebooks/")
-# Paths of the target layout that other branches of the same change bring (the audit package, the
-# test subfolders). Once one exists this test fails until it is removed from here.
-PENDING = {
-    "interp/studies/audit/",
-    "tests/interventions/",
-    "tests/studies/",
-    "tests/probes/",
-    "tests/families/",
-}
 
 
 def _doc() -> str:
@@ -105,11 +96,8 @@ def _studies() -> list[Path]:
 
 
 def test_every_path_and_name_the_doc_gives_exists():
-    missing = sorted(p for p in _paths() - PENDING if not (ROOT / p.rstrip("/")).exists())
+    missing = sorted(p for p in _paths() if not (ROOT / p.rstrip("/")).exists())
     assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
-    arrived = sorted(p for p in PENDING if (ROOT / p.rstrip("/")).exists())
-    assert not arrived, f"these paths exist now: remove them from PENDING: {arrived}"
-    assert PENDING <= _paths(), sorted(PENDING - _paths())
     for dotted in sorted(_dotted()):
         module, _, attr = dotted.rpartition(".")
         try:
