@@ -146,6 +146,8 @@ def test_no_study_imports_another():
                 if full.startswith("interp.studies.") and not full.startswith(own):
                     if module == "interp.studies" and name == study.name:
                         continue  # the package itself (its lazy exports)
+                    if path.name == "audit.py" and full.startswith("interp.studies.audit"):
+                        continue  # a study's audit module speaks the audit's protocol
                     pytest.fail(f"{path.relative_to(ROOT)} imports {full}")
 
 
