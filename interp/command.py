@@ -95,6 +95,11 @@ class Outputs:
         place and the list of files printed; returns the real output folder."""
         self.text("summary.txt", text + "\n")
         print(text)
+        return self.finish()
+
+    def finish(self) -> Path:
+        """Move the outputs into ``--out``, print the list of files written, and return the real
+        output folder (:func:`interp.cli.finish_outputs`)."""
         return finish_outputs(self.folder)
 
     def partial_folder(self) -> Path:
