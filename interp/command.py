@@ -1,23 +1,25 @@
 """The scaffold every study command shares: options, checks before compute, output folder, model,
 data, and the outputs helper.
 
-A study's ``cli.py`` declares its command with :func:`add_command` (name, aliases, one-line help,
-data help) and adds its own options; its checks and its run are small functions the scaffold calls
-in one fixed order, cheapest first, so that a refused command loads no model and leaves no folder:
+A study's ``cli.py`` declares its command in a few module-level names (``HELP``, ``DESCRIPTION``,
+optional ``ALIASES``, ``DATA_HELP``, ...: see :func:`add_command`), adds its own options in
+``register`` and writes its checks as small hooks; the scaffold runs them in one fixed order,
+cheapest first, so that a refused command loads no model and leaves no folder:
 
 1. the common options (:func:`interp.cli.check_common_arguments`) and ``--max-new-tokens`` >= 1;
-2. ``options(inv)``: the study's own options (e.g. a list of conditions);
+2. ``check_options(inv)``: the study's own options (e.g. a list of conditions);
 3. ``--out`` is (or can become) a writable folder — nothing is created yet;
-4. the model's configuration alone (architecture supported, decoder depth L); ``layers(inv)``
+4. the model's configuration alone (architecture supported, decoder depth L); ``check_layers(inv)``
    checks layer options against ``inv.n_layers``;
-5. ``data(inv)``: the samples (or the study's items), every image opened
+5. ``load_samples(inv)``: the samples (or the study's items), every image opened
    (:meth:`Invocation.load_data` by default), with the study's data checks;
 6. the output folder is created (staged, see :mod:`interp.outputs`).
 
-Then the model is loaded, one header line is printed, and ``run(inv)`` computes and writes through
-``inv.out`` (an :class:`Outputs`); the summary text it returns is written to ``summary.txt``,
-printed, and the outputs are moved into ``--out``. ``run`` may be given as ``"module:function"`` so
-that registering the command imports none of the study's model code.
+Then the model is loaded, one header line is printed, and the run (``RUN``, by default the study's
+``report.report``, imported only now, so that registering a command imports none of the study's
+model code) computes and writes through ``inv.out`` (an :class:`Outputs`: tables, figures at one
+dpi and closed, the list of files written). The summary text it returns is written to
+``summary.txt`` and printed, and the outputs are moved into ``--out``.
 
 Each hook may return a mapping, merged into ``inv.plan``: what the checks resolved, for the run.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +124,19 @@ class Invocation:
     out: Outputs | None = None
     vlm: VLM | None = None
 
+    def run_options(self, store: str | None = None) -> dict[str, Any]:
+        """What every study's measurements take from the common options: ``batch_size``,
+        ``store`` (``<out>/store``, or its sub-folder ``store``), ``overwrite`` and
+        ``progress_bar``."""
+        assert self.out is not None
+        a = self.args
+        return {
+            "batch_size": a.batch_size,
+            "store": self.out.store / store if store else self.out.store,
+            "overwrite": a.overwrite,
+            "progress_bar": not a.no_progress,
+        }
+
     def load_data(
         self, default_qtypes: Sequence[str], *, spec: str | None = None, n: int | None = None
     ) -> list[Any]:
@@ -195,32 +211,46 @@ class StudyCommand:
         return 0
 
 
-def add_command(
-    sub: Any,
-    name: str,
-    *,
-    help: str,
-    description: str | None,
-    run: Hook | str,
-    aliases: Sequence[str] = (),
-    data_help: str = DEMO_HELP,
-    n_help: str | None = None,
-    **hooks: Any,
-) -> argparse.ArgumentParser:
-    """Add a study command to the ``interp`` parser and return its parser (for the study's own
-    options). ``hooks``: the :class:`StudyCommand` fields ``one_process``, ``noun``,
-    ``options``, ``layers``, ``data`` and ``default_qtypes``. The manifest records ``name``
-    whichever alias was typed."""
+def add_command(sub: Any, name: str, module: str) -> argparse.ArgumentParser:
+    """Add the study command ``name`` that the module ``module`` (a study's ``cli``) declares to
+    the ``interp`` parser, and return its parser for the study's own options.
+
+    The module declares the command with these names (only ``HELP`` and ``DESCRIPTION`` are
+    required; ``interp --help`` reads ``HELP`` and ``ALIASES`` from its source):
+
+    - ``HELP``: the one-line help; ``DESCRIPTION``: the text the command's ``--help`` opens with;
+    - ``ALIASES``: earlier names that run the same command (the manifest records ``name``);
+    - ``DATA_HELP`` / ``N_HELP``: the help of ``--data`` / ``--n``;
+    - ``NOUN``: what the header line counts (``"samples"``; None: no header);
+    - ``ONE_PROCESS``: False when the command can run sharded (default True);
+    - ``DEFAULT_QTYPES``: the demo question types ``--data demo`` reads;
+    - ``check_options(inv)``, ``check_layers(inv)``, ``load_samples(inv)``: the hooks of
+      :class:`StudyCommand` (``options``, ``layers``, ``data``);
+    - ``RUN``: the run, ``"module:function"`` (default ``<study package>.report:report``).
+    """
+    mod = sys.modules[module]
+    aliases = tuple(getattr(mod, "ALIASES", ()))
+    command = StudyCommand(
+        name=name,
+        run=getattr(mod, "RUN", f"{module.rpartition('.')[0]}.report:report"),
+        aliases=aliases,
+        one_process=getattr(mod, "ONE_PROCESS", True),
+        noun=getattr(mod, "NOUN", "samples"),
+        options=getattr(mod, "check_options", None),
+        layers=getattr(mod, "check_layers", None),
+        data=getattr(mod, "load_samples", None),
+        default_qtypes=getattr(mod, "DEFAULT_QTYPES", ()),
+    )
     parser = sub.add_parser(
         name,
         aliases=list(aliases),
-        help=help,
-        description=description,
+        help=mod.HELP,
+        description=mod.DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    n_help = getattr(mod, "N_HELP", None)
     common = {"n_help": n_help} if n_help else {}
-    add_common_arguments(parser, data_help=data_help, **common)
-    command = StudyCommand(name=name, run=run, aliases=tuple(aliases), **hooks)
+    add_common_arguments(parser, data_help=getattr(mod, "DATA_HELP", DEMO_HELP), **common)
     parser.set_defaults(func=command, command=name)
     return parser
 

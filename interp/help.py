@@ -37,12 +37,24 @@ def _called(call: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
+def _constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """A module's ``HELP`` and ``ALIASES`` (see :func:`interp.command.add_command`), as the keyword
+    names of ``add_parser``."""
+    found: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in ("HELP", "ALIASES"):
+                found[target.id.lower()] = node.value
+    return found
+
+
 def declared_command(ep: Any) -> tuple[str, str, list[str]] | None:
     """The subcommand name, one-line help and aliases a study's ``register`` declares
     (``sub.add_parser("<name>", aliases=[...], help="...")`` or
-    ``add_command(sub, "<name>", aliases=[...], help="...")``), read from its source without
-    importing it (so ``interp --help`` does not import every study); None when they cannot be
-    read statically.
+    ``add_command(sub, "<name>", __name__)`` with the module's ``HELP`` and ``ALIASES``), read from
+    its source without importing it (so ``interp --help`` does not import every study); None when
+    they cannot be read statically.
 
     Raises:
         ImportError: the entry point's module does not exist.
@@ -69,7 +81,7 @@ def declared_command(ep: Any) -> tuple[str, str, list[str]] | None:
                     if isinstance(a, ast.Constant) and isinstance(a.value, str)
                 ]
                 if names:
-                    words = {k.arg: k.value for k in call.keywords if k.arg}
+                    words = {**_constants(tree), **{k.arg: k.value for k in call.keywords if k.arg}}
                     try:
                         text = ast.literal_eval(words["help"]) if "help" in words else ""
                         aliases = ast.literal_eval(words["aliases"]) if "aliases" in words else []

@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 
 import interp
-import interp.model
 import interp.command as command_module
+import interp.model
 from interp.cli import main
 from interp.errors import (
     DataSourceError,

@@ -1063,7 +1063,7 @@ def _looks_like_pope(path: Path) -> bool:
     return isinstance(obj, dict) and "text" in obj and "label" in obj and "question" not in obj
 
 
-def _options(inv: Invocation) -> dict[str, Any]:
+def check_options(inv: Invocation) -> dict[str, Any]:
     """``--studies`` names known studies; ``--seeds`` is a list of integers."""
     args = inv.args
     only = None
@@ -1077,7 +1077,7 @@ def _options(inv: Invocation) -> dict[str, Any]:
     return {"only": only, "seeds": tuple(int_list(args.seeds, "--seeds"))}
 
 
-def _data(inv: Invocation) -> list[Sample]:
+def load_samples(inv: Invocation) -> list[Sample]:
     """The samples, of which at least one study can run."""
     args, only = inv.args, inv.plan["only"]
     samples = read_data(args.data, args.n, args.seed, args.images, args.columns)
@@ -1103,7 +1103,8 @@ def reproduce_command(args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _run(inv: Invocation) -> None:
+def run_command(inv: Invocation) -> None:
+    """The audit on ``inv.vlm``: the plan, the report, the headline numbers on stdout."""
     args, samples, only, out = inv.args, inv.samples, inv.plan["only"], inv.out
     assert out is not None and inv.vlm is not None
     for study, chosen, reason in plan(samples, only):
@@ -1147,24 +1148,24 @@ class NoStudyRanError(InterpError):
     """Every study the audit planned stopped on the data (the report says why)."""
 
 
+HELP = "every study the data supports, one self-contained HTML report"
+DESCRIPTION = __doc__
+DATA_HELP = (
+    "'demo', a JSONL file, a VLMEvalKit .tsv benchmark file, or a POPE question file (with "
+    "--images)"
+)
+N_HELP = (
+    "samples per question kind (the 'qtype' label; a file's rows without one are one kind): the "
+    f"first N of each (default: every sample of a file; demo {DEMO_N}, i.e. {DEMO_N} colour, "
+    f"recall, existence and conflict questions and {DEMO_N // 3} descriptions, 520 in all)"
+)
+NOUN = None  # the run prints its own plan
+RUN = "interp.studies.audit:run_command"
+
+
 def register(sub: Any) -> None:
     """Add ``audit`` to the ``interp`` command."""
-    d = add_command(
-        sub,
-        "audit",
-        help="every study the data supports, one self-contained HTML report",
-        description=__doc__,
-        data_help="'demo', a JSONL file, a VLMEvalKit .tsv benchmark file, or a POPE question "
-        "file (with --images)",
-        n_help=f"samples per question kind (the 'qtype' label; a file's rows without one are one "
-        f"kind): the first N of each (default: every sample of a file; demo {DEMO_N}, i.e. "
-        f"{DEMO_N} colour, recall, existence and conflict questions and {DEMO_N // 3} "
-        "descriptions, 520 in all)",
-        run=_run,
-        noun=None,
-        options=_options,
-        data=_data,
-    )
+    d = add_command(sub, "audit", __name__)
     d.add_argument("--images", default=None, help="image folder of a POPE question file")
     d.add_argument("--studies", default=None, help="comma-separated subset of the studies")
     d.add_argument(

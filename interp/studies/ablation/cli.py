@@ -20,10 +20,14 @@ DATA_HELP = (
     "describe, each in four wordings on one image), 'demo:<qtype,...>', or a JSONL file (image, "
     "question, answer, and the variant / category labels)"
 )
+HELP = "no-image ablation across question wordings: accuracy with vs without the image"
+DESCRIPTION = _package.__doc__
+ALIASES = ("ablate",)
+NOUN = "items"
 WORDED = ("color", "identify", "count", "position", "digit", "describe")
 
 
-def _options(inv: Invocation) -> dict[str, Any]:
+def check_options(inv: Invocation) -> dict[str, Any]:
     """``--ci``, ``--n-boot``, the conditions, ``--shots``, the variants and the judge."""
     from interp.conditions import Condition
 
@@ -51,7 +55,7 @@ def _options(inv: Invocation) -> dict[str, Any]:
     }
 
 
-def _data(inv: Invocation) -> list[Any]:
+def load_samples(inv: Invocation) -> list[Any]:
     """The items (labels, variants), the conditions against them, and enough examples."""
     from .context import select_examples
     from .items import check_without, select_items
@@ -76,19 +80,10 @@ def _data(inv: Invocation) -> list[Any]:
 
 
 def register(sub: Any) -> None:
-    """Add ``ablation`` (alias ``ablate``) to the ``interp`` command."""
-    d = add_command(
-        sub,
-        "ablation",
-        aliases=["ablate"],
-        help="no-image ablation across question wordings: accuracy with vs without the image",
-        description=_package.__doc__,
-        data_help=DATA_HELP,
-        run="interp.studies.ablation.report:report",
-        noun="items",
-        options=_options,
-        data=_data,
-    )
+    """Add ``ablation`` (alias ``ablate``) to the ``interp`` command: the common options, then
+    the conditions without the image, the wordings and their labels, the judge, the in-context
+    runs and the bootstrap."""
+    d = add_command(sub, "ablation", __name__)
     d.add_argument(
         "--conditions",
         default=",".join(DEFAULT_CONDITIONS),

@@ -21,15 +21,12 @@ def report(inv: Invocation) -> str:
         "group_key": plan["group_key"],
         "judge": plan["judge"],
         "max_new_tokens": args.max_new_tokens,
-        "batch_size": args.batch_size,
         "ci": args.ci,
         "n_boot": args.n_boot,
         "seed": args.seed,
-        "overwrite": args.overwrite,
-        "progress_bar": not args.no_progress,
     }
     ablation = no_image_ablation(
-        vlm, inv.samples, plan["conditions"], store=out.store / "ablation", **common
+        vlm, inv.samples, plan["conditions"], **common, **inv.run_options("ablation")
     )
     out.csv(ablation.answers, "answers.csv")
     out.csv(ablation.baseline, "text_only.csv")
@@ -45,8 +42,8 @@ def report(inv: Invocation) -> str:
             inv.samples,
             [0, *plan["shots"]],
             plan["shot_conditions"],
-            store=out.store / "in_context",
             **common,
+            **inv.run_options("in_context"),
         )
         out.csv(shots.answers, "in_context_answers.csv")
         out.csv(shots.to_frame(), "in_context.csv")

@@ -30,20 +30,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from interp.command import (
-    DEMO_HELP,
-    Invocation,
-    UsageError,
-    add_command,
-    check_label,
-    check_split_label,
-)
+from interp.command import Invocation, UsageError, add_command, check_label, check_split_label
 
+HELP = "chain of embedding → VIP → TVI → correlations (the main job)"
+DESCRIPTION = __doc__
+ALIASES = ("diagnose",)
+ONE_PROCESS = False  # a sharded run: each process computes its share, process 0 writes
 DEFAULT_QTYPES = ("color",)
 MIN_SAMPLES = 4  # two groups of at least two samples (each group's variance is needed)
 
 
-def _options(inv: Invocation) -> dict[str, Any]:
+def check_options(inv: Invocation) -> dict[str, Any]:
     """``--conditions`` names two different, known conditions; ``--alpha`` in [0, 1), ``--beta``
     > 0; ``--visual-attention`` asks for eager attention."""
     from interp.conditions import Condition
@@ -66,7 +63,7 @@ def _options(inv: Invocation) -> dict[str, Any]:
     return {"conditions": conds}
 
 
-def _layers(inv: Invocation) -> None:
+def check_layers(inv: Invocation) -> None:
     for option, value in (("--vip", inv.args.vip), ("--fallback-vip", inv.args.fallback_vip)):
         if value is not None and not 1 <= value <= (inv.n_layers or 0):
             raise UsageError(
@@ -74,7 +71,7 @@ def _layers(inv: Invocation) -> None:
             )
 
 
-def _data(inv: Invocation) -> list[Any]:
+def load_samples(inv: Invocation) -> list[Any]:
     """At least four samples; ``--group-by`` an existing label, ``--split`` (unless
     ``agreement``) a boolean label with two samples on each side."""
     args = inv.args
@@ -91,20 +88,9 @@ def _data(inv: Invocation) -> list[Any]:
 
 
 def register(sub: Any) -> None:
-    """Add ``coe`` (alias ``diagnose``, its earlier name) to the ``interp`` command."""
-    d = add_command(
-        sub,
-        "coe",
-        aliases=["diagnose"],
-        help="chain of embedding → VIP → TVI → correlations (the main job)",
-        description=__doc__,
-        data_help=DEMO_HELP,
-        run="interp.studies.coe.report:report",
-        one_process=False,
-        options=_options,
-        layers=_layers,
-        data=_data,
-    )
+    """Add ``coe`` (alias ``diagnose``, its earlier name) to the ``interp`` command: the common
+    options, then the conditions, the distance, the split, the VIP rule and the baselines."""
+    d = add_command(sub, "coe", __name__)
     d.add_argument(
         "--conditions",
         default="full,blind",

@@ -25,11 +25,8 @@ def report(inv: Invocation) -> str | None:
         inv.plan["conditions"],
         max_new_tokens=args.max_new_tokens,
         visual_attention=args.visual_attention,
-        batch_size=args.batch_size,
-        store=out.store,
-        overwrite=args.overwrite,
         shard=inv.shard,
-        progress_bar=not args.no_progress,
+        **inv.run_options(),
     )
     if inv.shard is not None and inv.shard[0] != 0:
         return None

@@ -12,8 +12,16 @@ from typing import Any
 from interp.command import Invocation, UsageError, add_command, at_least, split_list
 from interp.studies import conflict as _package
 
+HELP = "modality conflict: bias labels per evidence form and order, probes, contrastive decoding"
+DESCRIPTION = _package.__doc__
+DATA_HELP = (
+    "'demo' (the demo world's conflict items, all six orders) or a JSONL file whose items carry "
+    "image_label, propositional_label, text_label, order and caption labels"
+)
+NOUN = "conflict items"
 
-def _options(inv: Invocation) -> dict[str, Any]:
+
+def check_options(inv: Invocation) -> dict[str, Any]:
     """``--cv`` >= 2 and the sources ``--favour`` names."""
     from .items import SOURCES
 
@@ -25,7 +33,7 @@ def _options(inv: Invocation) -> dict[str, Any]:
     return {"favour": favour}
 
 
-def _data(inv: Invocation) -> list[Any]:
+def load_samples(inv: Invocation) -> list[Any]:
     """The conflict items, each with its per-source labels."""
     from .items import check_items
 
@@ -35,20 +43,9 @@ def _data(inv: Invocation) -> list[Any]:
 
 
 def register(sub: Any) -> None:
-    """Add ``conflict`` to the ``interp`` command."""
-    d = add_command(
-        sub,
-        "conflict",
-        help="modality conflict: bias labels per evidence form and order, probes, "
-        "contrastive decoding",
-        description=_package.__doc__,
-        data_help="'demo' (the demo world's conflict items, all six orders) or a JSONL file whose "
-        "items carry image_label, propositional_label, text_label, order and caption labels",
-        run="interp.studies.conflict.report:report",
-        noun="conflict items",
-        options=_options,
-        data=_data,
-    )
+    """Add ``conflict`` to the ``interp`` command (the common options, the favoured sources
+    and the probe folds)."""
+    d = add_command(sub, "conflict", __name__)
     d.add_argument(
         "--favour",
         default="image,text",

@@ -19,19 +19,13 @@ def report(inv: Invocation) -> str:
     """Run the study on ``inv.vlm``, write its outputs and return the summary text."""
     args, out, vlm, samples = inv.args, inv.out, inv.vlm, inv.samples
     assert out is not None and vlm is not None
-    kw = dict(
-        max_new_tokens=args.max_new_tokens,
-        batch_size=args.batch_size,
-        overwrite=args.overwrite,
-        progress_bar=not args.no_progress,
-    )
-    resp = conflict_responses(vlm, samples, store=out.store, **kw)
+    kw = {"max_new_tokens": args.max_new_tokens, **inv.run_options()}
+    resp = conflict_responses(vlm, samples, **kw)
     cd = conflict_responses(
         vlm,
         samples,
         configurations={"PercI+PropI": "full"},
         decodings={k: v for k, v in favouring(inv.plan["favour"]).items() if v is not None},
-        store=out.store,
         **kw,
     )
     both = ConflictResponses(pd.concat([resp.frame, cd.frame], ignore_index=True))

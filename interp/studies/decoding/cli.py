@@ -3,16 +3,9 @@
     interp decoding --model demo --data pope --methods greedy,vcd,icd,m3id,vdd,pai --out results/
 
 runs each method of ``interventions.decoding`` greedy **and** sampled (one run per ``--seeds`` seed,
-reported as mean ± std), so a method is never compared with a sampled baseline only:
-
-- the questions are existence questions (``is there a <object> in the image?``) whose truth is
-  ``yes`` for objects in the image and ``no`` for absent ones; absent objects are drawn in three
-  ways (the ``pope_negative`` label): ``random``, ``popular`` (frequent objects) and
-  ``adversarial`` (objects that co-occur with one in the image — where a language prior says yes);
-- each setting is scored on the positive questions plus that setting's negatives, as POPE
-  balances them;
-- an answer counts as ``no`` if its words hold ``no`` or ``not``, else ``yes`` (POPE's rule);
-- metrics (positive class ``yes``): accuracy, precision, recall, F1 and the yes-ratio.
+reported as mean ± std), so a method is never compared with a sampled baseline only. The
+questions, POPE's three settings, the answer rule and the metrics are those of the study
+(:mod:`interp.studies.decoding`).
 
 It writes into ``--out``: ``answers.csv`` (every run's answer to every question), ``metrics.csv``
 (the metrics per method, mode, seed and setting), ``summary.csv`` (mean and std over seeds),
@@ -29,6 +22,10 @@ from interp.command import Invocation, UsageError, add_command, int_list, split_
 
 from .analysis import DEFAULT_METHODS, pope_settings
 
+HELP = "POPE-style evaluation of contrastive decoding methods (greedy and sampled)"
+DESCRIPTION = __doc__
+ALIASES = ("decode",)
+NOUN = "questions"
 DATA_HELP = (
     "'pope' (the demo world's POPE-style existence questions), 'demo:<qtype,...>' with yes/no "
     "answers, or a JSONL file (image, question, answer yes/no, and a 'pope_negative' label "
@@ -36,7 +33,7 @@ DATA_HELP = (
 )
 
 
-def _options(inv: Invocation) -> dict[str, Any]:
+def check_options(inv: Invocation) -> dict[str, Any]:
     """``--seeds``, ``--temperature``, the methods with their parameters; an amateur that equals
     the expert's input is refused. Edits inside attention (pai) need eager attention."""
     from interp.conditions import Condition
@@ -75,7 +72,7 @@ def _options(inv: Invocation) -> dict[str, Any]:
     return {"methods": methods, "params": params, "seeds": seeds}
 
 
-def _data(inv: Invocation) -> list[Any]:
+def load_samples(inv: Invocation) -> list[Any]:
     """Yes/no questions, each negative with its POPE setting."""
     spec = "demo:exist" if inv.args.data == "pope" else inv.args.data
     samples = inv.load_data(("exist",), spec=spec)
@@ -85,18 +82,7 @@ def _data(inv: Invocation) -> list[Any]:
 
 def register(sub: Any) -> None:
     """Add ``decoding`` (alias ``decode``, its earlier name) to the ``interp`` command."""
-    d = add_command(
-        sub,
-        "decoding",
-        aliases=["decode"],
-        help="POPE-style evaluation of contrastive decoding methods (greedy and sampled)",
-        description=__doc__,
-        data_help=DATA_HELP,
-        run="interp.studies.decoding.report:report",
-        noun="questions",
-        options=_options,
-        data=_data,
-    )
+    d = add_command(sub, "decoding", __name__)
     d.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),

@@ -24,10 +24,7 @@ def report(inv: Invocation) -> str:
         greedy=not args.no_greedy,
         temperature=args.temperature,
         max_new_tokens=args.max_new_tokens,
-        batch_size=args.batch_size,
-        store=out.store,
-        overwrite=args.overwrite,
-        progress_bar=not args.no_progress,
+        **inv.run_options(),
     )
     out.csv(runs.answers, "answers.csv")
     out.csv(runs.metrics(), "metrics.csv")

@@ -24,8 +24,12 @@ from .contexts import (
     _question_part,
 )
 
+HELP = "temporal causal drives (QCD, VCD, PCD) of each generated token"
+DESCRIPTION = STUDY_DOC
+DATA_HELP = DEMO_HELP + " (default question type for demo: describe)"
 
-def _options(inv: Invocation) -> None:
+
+def check_options(inv: Invocation) -> None:
     """``--k`` >= 1, ``--m`` >= 0, ``--clusters`` >= 1, ``--null-image``, ``--null-question``."""
     args = inv.args
     at_least(args.k, "--k", 1, " (the support size K)")
@@ -35,7 +39,7 @@ def _options(inv: Invocation) -> None:
     _question_part(args.null_question)
 
 
-def _data(inv: Invocation) -> list[Any]:
+def load_samples(inv: Invocation) -> list[Any]:
     """Every sample with an image; K, M and the clusters against the number of samples;
     ``--labels``."""
     args = inv.args
@@ -59,17 +63,9 @@ def _data(inv: Invocation) -> list[Any]:
 
 
 def register(sub: Any) -> None:
-    """Add ``drives`` to the ``interp`` command."""
-    d = add_command(
-        sub,
-        "drives",
-        help="temporal causal drives (QCD, VCD, PCD) of each generated token",
-        description=STUDY_DOC,
-        data_help=DEMO_HELP + " (default question type for demo: describe)",
-        run="interp.studies.drives.report:report",
-        options=_options,
-        data=_data,
-    )
+    """Add ``drives`` to the ``interp`` command: the common options, then K, M, the null
+    image and question, the clusters and the labels of the S_PV validation."""
+    d = add_command(sub, "drives", __name__)
     d.add_argument("--k", type=int, default=20, help="support size K (default 20)")
     d.add_argument(
         "--m",

@@ -39,12 +39,7 @@ def report(inv: Invocation) -> str:
     """Run the study on ``inv.vlm``, write its outputs and return the summary text."""
     args, out, vlm, samples = inv.args, inv.out, inv.vlm, inv.samples
     assert out is not None and vlm is not None
-    common = {
-        "batch_size": args.batch_size,
-        "store": out.store,
-        "overwrite": args.overwrite,
-        "progress_bar": not args.no_progress,
-    }
+    common = inv.run_options()
     nulls = {"null_image": args.null_image, "null_question": args.null_question}
     result = causal_drives(
         vlm,

@@ -13,14 +13,17 @@ from interp.command import Invocation, UsageError, add_command, at_least, split_
 from . import __doc__ as STUDY_DOC
 from .settings import DEMO_IDENTIFY, GROUPINGS, REFERENCE_QTYPES, SUBSETS, TRIVIAL
 
+HELP = "visual-reference recall: Text-Only / Visual / Full Info, logit lens, failure probes"
+DESCRIPTION = STUDY_DOC
 DATA_HELP = (
     "'demo' (the demo world's three reference families: facts, arithmetic, words), or a JSONL "
     "file whose rows carry the labels group, setting (text_only/full_info/visual), family and "
     "entity (and optionally identify: the question asking what the image shows)"
 )
+NOUN = "recall items"
 
 
-def _options(inv: Invocation) -> dict[str, Any]:
+def check_options(inv: Invocation) -> dict[str, Any]:
     """``--cv`` and ``--inner-cv`` >= 2 folds, the trivial conditions."""
     from .items import check_trivial
 
@@ -29,13 +32,13 @@ def _options(inv: Invocation) -> dict[str, Any]:
     return {"trivial": check_trivial(split_list(inv.args.trivial))}
 
 
-def _layers(inv: Invocation) -> None:
+def check_layers(inv: Invocation) -> None:
     layer, n_layers = inv.args.layer, inv.n_layers
     if layer is not None and not 0 <= layer <= (n_layers or 0):
         raise UsageError(f"--layer {layer} is outside the model's layers 0..{n_layers}")
 
 
-def _data(inv: Invocation) -> list[Any]:
+def load_samples(inv: Invocation) -> list[Any]:
     """The recall items (whole items of the demo: three settings each), at least ``--cv`` per
     family."""
     from .items import families_of, recall_items
@@ -60,18 +63,7 @@ def _data(inv: Invocation) -> list[Any]:
 
 def register(sub: Any) -> None:
     """Add ``recall`` to the ``interp`` command."""
-    p = add_command(
-        sub,
-        "recall",
-        help="visual-reference recall: Text-Only / Visual / Full Info, logit lens, failure probes",
-        description=STUDY_DOC,
-        data_help=DATA_HELP,
-        run="interp.studies.recall.report:report",
-        noun="recall items",
-        options=_options,
-        layers=_layers,
-        data=_data,
-    )
+    p = add_command(sub, "recall", __name__)
     p.add_argument("--families", default=None, help="comma-separated families (default: all)")
     p.add_argument(
         "--trivial",

@@ -90,10 +90,7 @@ def report(inv: Invocation) -> str:
         max_new_tokens=args.max_new_tokens,
         whole_words=not args.char_inclusion,
         seed=args.seed,
-        batch_size=args.batch_size,
-        store=out.store,
-        overwrite=args.overwrite,
-        progress_bar=not args.no_progress,
+        **inv.run_options(),
     )
     subset = args.subset
     out.csv(run.to_frame(), "answers.csv")
