@@ -402,14 +402,6 @@ def check_common_arguments(
     return shard
 
 
-def write_summary(out: Path, text: str) -> None:
-    """The end of a study command: ``summary.txt`` in ``out``, the text on stdout, then the
-    outputs are moved into place (:func:`finish_outputs`)."""
-    (out / "summary.txt").write_text(text + "\n")
-    print(text)
-    finish_outputs(out)
-
-
 def finish_outputs(out: Path) -> Path:
     """Move the command's staged outputs into ``--out`` (when it runs under :func:`main`), print
     the list of files written, and return the real output folder."""
