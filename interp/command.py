@@ -265,6 +265,18 @@ def at_least(value: float, option: str, minimum: float, note: str = "") -> None:
         raise UsageError(f"{option} must be >= {minimum}{note}, got {value}")
 
 
+def parse_conditions(names: str | Sequence[str]) -> list[str]:
+    """Condition names (a comma-separated option, or its items) in their canonical spelling.
+
+    Raises:
+        ConditionError: a name is not a condition.
+    """
+    from .conditions import Condition
+
+    items = split_list(names) if isinstance(names, str) else names
+    return [str(Condition.parse(c)) for c in items]
+
+
 def split_list(text: str) -> list[str]:
     """The non-empty items of a comma-separated option."""
     return [t.strip() for t in text.split(",") if t.strip()]
@@ -294,5 +306,6 @@ __all__ = [
     "check_label",
     "check_split_label",
     "int_list",
+    "parse_conditions",
     "split_list",
 ]

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from interp.command import Invocation, UsageError, add_command, at_least, int_list, split_list
+from interp.command import (
+    Invocation,
+    UsageError,
+    add_command,
+    at_least,
+    int_list,
+    parse_conditions,
+    split_list,
+)
 from interp.studies import ablation as _package
 
 from .variants import DEFAULT_CONDITIONS
@@ -29,21 +37,19 @@ WORDED = ("color", "identify", "count", "position", "digit", "describe")
 
 def check_options(inv: Invocation) -> dict[str, Any]:
     """``--ci``, ``--n-boot``, the conditions, ``--shots``, the variants and the judge."""
-    from interp.conditions import Condition
-
     from .judge import make_judge
 
     args = inv.args
     if not 0.0 < args.ci < 1.0:
         raise UsageError(f"--ci must lie in (0, 1), got {args.ci}")
     at_least(args.n_boot, "--n-boot", 1)
-    conditions = [str(Condition.parse(c)) for c in split_list(args.conditions)]
+    conditions = parse_conditions(args.conditions)
     if not conditions:
         raise UsageError("--conditions is empty; give e.g. blind,null:black,null:noise,swap:next")
     shots = sorted(set(int_list(args.shots, "--shots")))
     if any(v < 1 for v in shots):
         raise UsageError(f"--shots: each k must be >= 1 (k = 0 is always run), got {args.shots!r}")
-    shot_conditions = [str(Condition.parse(c)) for c in split_list(args.shot_conditions)]
+    shot_conditions = parse_conditions(args.shot_conditions)
     if shots and not shot_conditions:
         raise UsageError("--shot-conditions is empty; give e.g. full,blind")
     return {

@@ -2,16 +2,10 @@
 
     interp coe --model demo --data demo --out results/
 
-runs agreement split → chain of embedding → VIP → TVI → correlations and writes into ``--out``:
-
-- ``fig2_distance_curves.png`` — mean ± std distance per layer for D_VT and D_T, VIP marked;
-- ``fig4_tvi_by_group.png`` — TVI distributions per group;
-- ``per_sample.csv`` — per-sample answers, group, TVI variants, baselines, correctness, labels;
-- ``layers.csv`` — per-layer group means/stds, two-sample statistic and p-value;
-- ``correlations.csv`` — Spearman ρ of TVI (and baselines) with correctness;
-- ``summary.txt`` — VIP layer, statistic, Spearman ρ with p;
-- ``store/`` — the resumable result store: re-running the same command after a crash or kill
-  continues where it stopped and gives identical outputs (``--overwrite`` starts over).
+runs agreement split → chain of embedding → VIP → TVI → correlations and writes the figures,
+tables and summary that :mod:`interp.studies.coe.report` lists into ``--out``, beside ``store/``,
+the resumable result store: re-running the same command after a crash or kill continues where it
+stopped and gives identical outputs (``--overwrite`` starts over).
 
 ``--data`` is ``demo`` (the embedded demo world's language-prior benchmark: colour questions, half the
 prior-bearing objects drawn in a counterfactual colour), ``demo:general`` (all question types),
@@ -22,6 +16,7 @@ may be null; other keys become labels usable with ``--group-by`` and ``--split``
 The automatic VIP is Eq. 9 of the paper plus a significance floor: the candidate layer's own
 one-sided two-sample test must pass at ``--alpha`` (Bonferroni-corrected over the candidate
 layers), which keeps noise in the early layers from triggering Eq. 9. ``--alpha 0`` is Eq. 9
+alone; ``--vip`` sets the layer by hand.
 
 ``interp diagnose`` is an alias of this command (its earlier name).
 """
@@ -30,7 +25,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from interp.command import Invocation, UsageError, add_command, check_label, check_split_label
+from interp.command import (
+    Invocation,
+    UsageError,
+    add_command,
+    check_label,
+    check_split_label,
+    parse_conditions,
+    split_list,
+)
 
 HELP = "chain of embedding → VIP → TVI → correlations (the main job)"
 DESCRIPTION = __doc__
@@ -43,16 +46,14 @@ MIN_SAMPLES = 4  # two groups of at least two samples (each group's variance is 
 def check_options(inv: Invocation) -> dict[str, Any]:
     """``--conditions`` names two different, known conditions; ``--alpha`` in [0, 1), ``--beta``
     > 0; ``--visual-attention`` asks for eager attention."""
-    from interp.conditions import Condition
-
     args = inv.args
-    names = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    names = split_list(args.conditions)
     if len(names) != 2:
         raise UsageError(
             f"--conditions needs two conditions separated by a comma, got {args.conditions!r} "
             "(e.g. full,blind or full,null:black)"
         )
-    conds = tuple(str(Condition.parse(c)) for c in names)
+    conds = tuple(parse_conditions(names))
     if conds[0] == conds[1]:
         raise UsageError(f"--conditions: the two conditions are the same ({conds[0]!r})")
     if args.alpha is not None and not 0.0 <= args.alpha < 1.0:

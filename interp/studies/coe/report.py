@@ -1,6 +1,17 @@
 """What ``interp coe`` computes and writes once its checks have passed and the model is loaded
-(:mod:`.cli` declares the command): the chain of embedding, the diagnosis, its tables, figures
-and summary."""
+(:mod:`.cli` declares the command): the chain of embedding and the diagnosis, written into
+``--out`` as
+
+- ``fig2_distance_curves.png`` — mean ± std distance per layer for D_VT and D_T, VIP marked;
+- ``fig4_tvi_by_group.png`` — TVI distributions per group;
+- ``per_sample.csv`` — per-sample answers, group, TVI variants, baselines, correctness, labels;
+- ``layers.csv`` — per-layer group means/stds, two-sample statistic and p-value;
+- ``correlations.csv`` — Spearman ρ of TVI (and baselines) with correctness;
+- ``summary.txt`` — VIP layer, statistic, Spearman ρ with p.
+
+Without an automatic VIP it writes only the curves and ``layers.csv`` (to choose one by hand) and
+fails.
+"""
 
 from __future__ import annotations
 
