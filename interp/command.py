@@ -55,7 +55,9 @@ if TYPE_CHECKING:
 
 DPI = 130  # every figure a command writes
 
-Hook = Callable[["Invocation"], Mapping[str, Any] | None]
+Hook = Callable[["Invocation"], Mapping[str, Any] | None]  # a check; what it resolved, for the run
+DataHook = Callable[["Invocation"], Sequence[Any]]  # the samples (or items), checked
+Run = Callable[["Invocation"], str | None]  # the summary text, or None: nothing more to write
 
 
 class Outputs:
@@ -91,6 +93,7 @@ class Outputs:
         plt.close(fig)
 
     def text(self, name: str, text: str) -> None:
+        """Write ``text`` as ``name``."""
         self.path(name).write_text(text)
 
     def summary(self, text: str) -> Path:
@@ -149,7 +152,7 @@ class Invocation:
         )
 
 
-def _resolve(target: Hook | str) -> Hook:
+def _resolve(target: Run | str) -> Run:
     if not isinstance(target, str):
         return target
     module, _, name = target.partition(":")
@@ -161,13 +164,13 @@ class StudyCommand:
     """A study command as the scaffold runs it (the parser's ``func``)."""
 
     name: str
-    run: Hook | str
+    run: Run | str
     aliases: tuple[str, ...] = ()
     one_process: bool = True
     noun: str | None = "samples"  # the header counts these; None: no header
     options: Hook | None = None
     layers: Hook | None = None
-    data: Hook | None = None
+    data: DataHook | None = None
     default_qtypes: Sequence[str] = ()
 
     def _hook(self, hook: Hook | None, inv: Invocation) -> None:
