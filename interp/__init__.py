@@ -19,7 +19,10 @@ __version__ = "0.2.0"
 # line answers --version, --help and argument errors without loading torch and transformers.
 _LAZY: dict[str, str] = {
     "ADAPTERS": "adapters",
+    "AUDIO_SLOT": "media",
     "Adapter": "adapters",
+    "Audio": "media",
+    "AudioError": "errors",
     "Batch": "edits",
     "Condition": "conditions",
     "ConditionError": "errors",
@@ -44,7 +47,10 @@ _LAZY: dict[str, str] = {
     "PositionError": "errors",
     "MissingColumnError": "errors",
     "MissingExtraError": "errors",
+    "MissingAudioError": "errors",
     "MissingImageError": "errors",
+    "MissingVideoError": "errors",
+    "ModalityError": "errors",
     "ModelNotFoundError": "errors",
     "NoVIPError": "errors",
     "ProcessorMissingError": "errors",
@@ -59,7 +65,9 @@ _LAZY: dict[str, str] = {
     "UnknownFamilyError": "errors",
     "UnknownTokenWarning": "errors",
     "UnsupportedArchitectureError": "errors",
+    "VIDEO_SLOT": "media",
     "VLM": "model",
+    "VideoError": "errors",
     "adapter_for": "adapters",
     "encode": "encoding",
     "ensure_samples": "samples",
@@ -69,8 +77,10 @@ _LAZY: dict[str, str] = {
     "read_dataset": "datasets.tabular",
     "read_jsonl": "samples",
     "register_adapter": "adapters",
+    "register_audio_condition": "media_conditions",
     "register_image_condition": "conditions",
     "register_question_condition": "conditions",
+    "register_video_condition": "media_conditions",
     "residual_stream": "residual",
     "score": "scoring",
     "supported_architectures": "adapters",
@@ -89,6 +99,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .edits import Batch, Decoding, EditContext, Intervention
     from .encoding import Encoding, encode
     from .errors import (
+        AudioError,
         ConditionError,
         DataFormatError,
         DataSourceError,
@@ -102,9 +113,12 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         ImageTokenMismatchError,
         InterpError,
         InterventionError,
+        MissingAudioError,
         MissingColumnError,
         MissingExtraError,
         MissingImageError,
+        MissingVideoError,
+        ModalityError,
         ModelNotFoundError,
         NoVIPError,
         PositionError,
@@ -117,8 +131,11 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         UnknownFamilyError,
         UnknownTokenWarning,
         UnsupportedArchitectureError,
+        VideoError,
     )
     from .generation import Generation, Sampling, generate
+    from .media import AUDIO_SLOT, VIDEO_SLOT, Audio
+    from .media_conditions import register_audio_condition, register_video_condition
     from .model import VLM, load
     from .residual import residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
@@ -129,9 +146,13 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "ADAPTERS",
+    "AUDIO_SLOT",
     "IMAGE_SLOT",
+    "VIDEO_SLOT",
     "VLM",
     "Adapter",
+    "Audio",
+    "AudioError",
     "Batch",
     "Condition",
     "ConditionError",
@@ -154,7 +175,10 @@ __all__ = [
     "InterventionError",
     "MissingColumnError",
     "MissingExtraError",
+    "MissingAudioError",
     "MissingImageError",
+    "MissingVideoError",
+    "ModalityError",
     "ModelNotFoundError",
     "NoVIPError",
     "PositionError",
@@ -170,6 +194,7 @@ __all__ = [
     "UnknownFamilyError",
     "UnknownTokenWarning",
     "UnsupportedArchitectureError",
+    "VideoError",
     "adapter_for",
     "encode",
     "ensure_samples",
@@ -179,8 +204,10 @@ __all__ = [
     "read_dataset",
     "read_jsonl",
     "register_adapter",
+    "register_audio_condition",
     "register_image_condition",
     "register_question_condition",
+    "register_video_condition",
     "residual_stream",
     "score",
     "supported_architectures",

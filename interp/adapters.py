@@ -20,6 +20,7 @@ Registering a new architecture is a few lines::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,39 +29,62 @@ import torch
 from einops import reduce
 from transformers import PretrainedConfig, PreTrainedModel
 
-from .errors import UnsupportedArchitectureError
+from .errors import ModalityError, UnsupportedArchitectureError
+from .media import AUDIO_SLOT, VIDEO_SLOT
 from .samples import IMAGE_SLOT
 
 Fusion = Literal["tokens", "cross_attention"]
 
 PixelLayout = Literal["images", "patches", "rows", "tiles", "cross_tiles"]
+Modality = Literal["image", "audio", "video"]
+MODALITIES: tuple[Modality, ...] = ("image", "audio", "video")
 
-# Build the text prompt of one sample: (processor, question, n_images) -> str.
-PromptBuilder = Callable[[Any, str, int], str]
+# Build the text prompt of one sample: (processor, question, n_images) -> str. Builders of
+# families that take audio or video also accept the keywords ``n_audio`` and ``n_video``; they are
+# passed only when a row carries audio or video.
+PromptBuilder = Callable[..., str]
+
+_SLOTS = {IMAGE_SLOT: "image", AUDIO_SLOT: "audio", VIDEO_SLOT: "video"}
+_SLOT_RE = re.compile("|".join(re.escape(slot) for slot in _SLOTS))
 
 
-def chat_content(question: str, n_images: int) -> list[dict[str, str]]:
-    """The user turn's content items for a question with ``n_images`` images.
+def chat_content(
+    question: str, n_images: int, n_audio: int = 0, n_video: int = 0
+) -> list[dict[str, str]]:
+    """The user turn's content items for a question with ``n_images`` images (and ``n_audio``
+    audio inputs, ``n_video`` videos).
 
     A question with one :data:`IMAGE_SLOT` (``"{image}"``) per image interleaves text and images
     in that order (each text piece stripped, empty pieces dropped); otherwise the images come
     first, then the question, as the model cards of the supported families do. Without images the
     text pieces are joined by one space into one text item — the blind prompt is the image prompt
-    with its image items removed (Z_blind of Eq. 2 of the chain-of-embedding paper).
+    with its image items removed (Z_blind of Eq. 2 of the chain-of-embedding paper). Audio
+    (``{"type": "audio"}``, ``"{audio}"`` slots) and video (``{"type": "video"}``, ``"{video}"``
+    slots) follow the same rule, each kind on its own: a kind whose slots do not match its count
+    comes first (images, then videos, then audio), its slots dropped.
     """
-    pieces = [p.strip() for p in question.split(IMAGE_SLOT)]
-    if n_images == 0:
-        return [{"type": "text", "text": " ".join(p for p in pieces if p)}]
-    if len(pieces) - 1 != n_images:
-        return [{"type": "image"} for _ in range(n_images)] + [
-            {"type": "text", "text": " ".join(p for p in pieces if p)}
-        ]
-    content: list[dict[str, str]] = []
+    counts = {"image": n_images, "audio": n_audio, "video": n_video}
+    found = [_SLOTS[m.group()] for m in _SLOT_RE.finditer(question)]
+    placed = {kind: n > 0 and found.count(kind) == n for kind, n in counts.items()}
+    content: list[dict[str, str]] = [
+        {"type": kind}
+        for kind in ("image", "video", "audio")
+        if not placed[kind]
+        for _ in range(counts[kind])
+    ]
+    text: list[str] = []
+    pieces = _SLOT_RE.split(question)
     for k, piece in enumerate(pieces):
-        if piece:
-            content.append({"type": "text", "text": piece})
-        if k < n_images:
-            content.append({"type": "image"})
+        if piece.strip():
+            text.append(piece.strip())
+        kind = found[k] if k < len(found) else None
+        if kind is not None and placed[kind]:
+            if text:
+                content.append({"type": "text", "text": " ".join(text)})
+                text = []
+            content.append({"type": kind})
+    if text or not any(placed.values()):
+        content.append({"type": "text", "text": " ".join(text)})
     return content
 
 
@@ -83,12 +107,14 @@ def _glues_text(processor: Any, content: list[dict[str, str]]) -> bool:
     return "\ue001\ue000" in _render(processor, marked)
 
 
-def chat_prompt(processor: Any, question: str, n_images: int | bool) -> str:
+def chat_prompt(
+    processor: Any, question: str, n_images: int | bool, n_audio: int = 0, n_video: int = 0
+) -> str:
     """Default prompt: one user turn (see :func:`chat_content`) through the processor's chat
     template, with the generation prompt appended. Where the template cannot interleave (it
     would write the question's pieces back to back), the images come first and the pieces are
     joined by one space, as for a question without slots."""
-    content = chat_content(question, int(n_images))
+    content = chat_content(question, int(n_images), n_audio, n_video)
     if _glues_text(processor, content):
         images = [item for item in content if item["type"] != "text"]
         text = " ".join(item["text"] for item in content if item["type"] == "text")
@@ -157,7 +183,34 @@ class Adapter:
         attention_scores_site: the path, through nnsight's ``.source``, from the attention module
             to the call whose input is the pre-softmax attention scores ``[batch, heads, query,
             key]`` (mask already added): the site of attention knockout and PAI's boost.
+        embeddings_kwarg: the decoder's keyword input holding its input embeddings, read and
+            written as residual index 0 instead of ``layers[0].input``, for families whose decoder
+            derives more than the first layer's input from them (Gemma 4 projects its per-layer
+            inputs from ``inputs_embeds`` before layer 0, so an edit at ``layers[0].input`` would
+            miss them); None: ``layers[0].input``.
         notes: caveats users should know (shown by ``VLM.__repr__``).
+
+    Audio and video (families that take them; image-only entries keep the defaults):
+
+    Attributes:
+        modalities: the input kinds the family takes, among ``"image"``, ``"audio"``,
+            ``"video"``. A sample with audio or video for a family without that kind is refused
+            before compute. An entry without ``"image"`` (Qwen2-Audio) sets ``image_features=""``
+            and has no image-token id.
+        audio_features: dotted path of the module whose output are the audio features the
+            decoder consumes at audio-token positions (Qwen2-Audio: ``model.multi_modal_projector``,
+            output ``[audios, max_audio_tokens, d]``, padded past each audio's token count).
+        video_features: the same for videos (Qwen2-VL: ``model.visual``, which encodes images and
+            videos alike; its ``pooler_output`` holds the merged features in placement order).
+        audio_token_attrs / video_token_attrs: config attributes tried, in order, for the id of
+            the placeholder token the processor expands once per audio / video feature vector.
+        audio_kwarg / video_kwarg: the processor call's keyword for the audio waveforms
+            (``audio``) and the videos (``videos``).
+        audio_sampling_rate: the rate (Hz) waveforms are resampled to; None reads it from the
+            processor's feature extractor (``processor.feature_extractor.sampling_rate``).
+        mixed_audio / mixed_video: rows with and without audio (video) may share one forward and
+            give the results they give alone; when False, batches group rows by whether they
+            carry it.
     """
 
     name: str
@@ -178,7 +231,18 @@ class Adapter:
     pixel_layout: PixelLayout = "images"
     attention_module: str = "self_attn"
     attention_scores_site: tuple[str, ...] = ("attention_interface_1", "nn_functional_softmax_0")
+    embeddings_kwarg: str | None = None
     notes: str = ""
+    modalities: tuple[Modality, ...] = ("image",)
+    audio_features: str | None = None
+    video_features: str | None = None
+    audio_token_attrs: tuple[str, ...] = ("audio_token_id", "audio_token_index")
+    video_token_attrs: tuple[str, ...] = ("video_token_id", "video_token_index")
+    audio_kwarg: str = "audio"
+    video_kwarg: str = "videos"
+    audio_sampling_rate: int | None = None
+    mixed_audio: bool = True
+    mixed_video: bool = True
 
     def __post_init__(self) -> None:
         if self.blind_by_stripping and self.mixed_batches:
@@ -206,6 +270,8 @@ class Adapter:
         return get_path(model, self.image_features)
 
     def image_token_id(self, model: PreTrainedModel) -> int:
+        if "image" not in self.modalities:
+            return -1  # no token id is -1: the image mask of such a family is all False
         for attr in self.image_token_attrs:
             value = getattr(model.config, attr, None)
             if value is not None:
@@ -213,6 +279,57 @@ class Adapter:
         raise UnsupportedArchitectureError(
             f"adapter {self.name!r}: none of the config attributes {self.image_token_attrs} is set"
         )
+
+    def token_id(self, model: PreTrainedModel, modality: Modality) -> int:
+        """The placeholder-token id of ``modality`` (``"image"``, ``"audio"``, ``"video"``).
+
+        Raises:
+            ModalityError: the family does not take that modality.
+            UnsupportedArchitectureError: none of the entry's config attributes is set.
+        """
+        self.require(modality)
+        if modality == "image":
+            return self.image_token_id(model)
+        attrs = self.audio_token_attrs if modality == "audio" else self.video_token_attrs
+        for config in (model.config, model.config.get_text_config()):
+            for attr in attrs:
+                value = getattr(config, attr, None)
+                if value is not None:
+                    return int(value)
+        raise UnsupportedArchitectureError(
+            f"adapter {self.name!r}: none of the config attributes {attrs} is set"
+        )
+
+    def features_path(self, modality: Modality) -> str:
+        """The dotted path of the module producing ``modality``'s features (see the fields)."""
+        self.require(modality)
+        path = {
+            "image": self.image_features,
+            "audio": self.audio_features,
+            "video": self.video_features,
+        }[modality]
+        if not path:
+            raise UnsupportedArchitectureError(
+                f"adapter {self.name!r} names no {modality} feature module; set {modality}_features"
+            )
+        return path
+
+    def require(self, modality: str) -> None:
+        """Raise :class:`~interp.errors.ModalityError` unless the family takes ``modality``."""
+        if modality not in self.modalities:
+            raise ModalityError(
+                f"{self.name} takes {', '.join(self.modalities)} inputs, not {modality}; remove "
+                f"the {modality} from the samples or drop it with a condition (no_{modality}), or "
+                "load a family that takes it"
+            )
+
+    def mixed(self, modality: str) -> bool:
+        """Whether rows with and without ``modality`` may share one forward."""
+        return {
+            "image": self.mixed_batches,
+            "audio": self.mixed_audio,
+            "video": self.mixed_video,
+        }[modality]
 
     def skipped_layers(self, model: PreTrainedModel, has_image: Sequence[bool]) -> frozenset[int]:
         """0-based decoder layers that do not run for a batch whose rows carry ``has_image``."""
@@ -364,6 +481,8 @@ _QWEN_VISUAL = (
     "in placement order"
 )
 
+_OMNI = "the library reads its image path; audio and video inputs are not wired yet"
+
 for _adapter in (
     Adapter(name="llava", model_types=("llava",), image_features="model.multi_modal_projector"),
     Adapter(
@@ -384,6 +503,8 @@ for _adapter in (
         image_features="model.visual",
         pixel_layout="patches",
         notes=_QWEN_VISUAL,
+        modalities=("image", "video"),
+        video_features="model.visual",
     ),
     Adapter(
         name="qwen2_5_vl",
@@ -399,6 +520,49 @@ for _adapter in (
         pixel_layout="patches",
         notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
         "early decoder layers (outside the layer modules), at image positions only",
+    ),
+    Adapter(
+        name="qwen2_audio",
+        model_types=("qwen2_audio",),
+        image_features="",
+        modalities=("audio",),
+        audio_features="model.multi_modal_projector",
+        notes="audio-language model: the audio features are the projector output "
+        "[audios, max tokens, d], padded past each audio's token count; the processor expands "
+        "<|AUDIO|> to one token per feature vector (25 per second of audio)",
+    ),
+    Adapter(
+        name="qwen2_5_omni_thinker",
+        model_types=("qwen2_5_omni_thinker",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; " + _OMNI,
+    ),
+    Adapter(
+        name="qwen3_omni_moe_thinker",
+        model_types=("qwen3_omni_moe_thinker",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
+        "early decoder layers (outside the layer modules), at image positions only; " + _OMNI,
+    ),
+    Adapter(
+        name="gemma4",
+        model_types=("gemma4",),
+        image_features="model.embed_vision",
+        images_per_row=True,
+        embeddings_kwarg="inputs_embeds",
+        forward_inputs=_mask_positions,
+        notes="single forwards get mask-derived position_ids, as generate derives them (the plain "
+        "forward counts padding); residual index 0 is the decoder's inputs_embeds, from which Gemma 4 also projects "
+        "its per-layer inputs; image_features (embed_vision) also projects video frames; the audio features are "
+        "embed_audio's output at its valid (unpadded) positions; " + _OMNI,
+    ),
+    Adapter(
+        name="llava_next_video",
+        model_types=("llava_next_video",),
+        image_features="model.multi_modal_projector",
+        notes=_LLAVA_ANYRES + "; video frames pass the same projector after 2x2 pooling",
     ),
     Adapter(
         name="internvl",
@@ -459,6 +623,8 @@ for _adapter in (
 
 __all__ = [
     "ADAPTERS",
+    "MODALITIES",
+    "Modality",
     "IMAGE_SLOT",
     "Adapter",
     "chat_content",

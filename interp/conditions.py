@@ -34,6 +34,9 @@ question / prefix part     input
                            the prompt, without the answer tokens before it
 =========================  =====================================================================
 
+Audio and video parts (``no_audio``, ``null_audio:silence``, ``frames:8``, ``still:0`` ...) are
+listed in :mod:`interp.media_conditions`; a condition holds at most one of each.
+
 ``null_question`` is kept as the name of ``full+no_question``. Text arguments may hold ``:`` but not
 ``+``; build a :class:`Condition` directly for any text. Null images take the size of the image
 they replace, so architectures with dynamic resolution get exactly as many image tokens. A sample
@@ -57,9 +60,9 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -67,7 +70,7 @@ from PIL import Image
 from torch import Tensor
 
 from .errors import ConditionError, ImageError
-from .samples import IMAGE_SLOT, Sample
+from .samples import Sample
 
 NULL_KINDS = ("black", "white", "noise", "mean")
 Prefix = Literal["kept", "removed"]
@@ -89,15 +92,19 @@ class Part:
 
 @dataclass(frozen=True)
 class Condition:
-    """A parsed condition: an image part, an optional question part, and the prefix treatment.
+    """A parsed condition: an image part, an optional question part, the prefix treatment, and
+    optional audio and video parts (None: the sample's own audio / video).
 
     ``Condition.parse("blind+no_question")`` gives ``Condition(image=Part("blind"),
-    question=Part("no_question"))``; ``str()`` gives the canonical string back.
+    question=Part("no_question"))``; ``str()`` gives the canonical string back (image, audio,
+    video, question, prefix).
     """
 
     image: Part = field(default_factory=lambda: Part("full"))
     question: Part | None = None
     prefix: Prefix = "kept"
+    audio: Part | None = None
+    video: Part | None = None
 
     @classmethod
     def parse(cls, value: str | Condition) -> Condition:
@@ -114,6 +121,7 @@ class Condition:
 
     def __str__(self) -> str:
         parts = [str(self.image)]
+        parts += [str(p) for p in (self.audio, self.video) if p is not None]
         if self.question is not None:
             parts.append(str(self.question))
         if self.prefix == "removed":
@@ -133,6 +141,22 @@ class Condition:
     def uses_image(self) -> bool:
         """Whether inputs under this condition carry the images (False for ``blind``)."""
         return IMAGE_CONDITIONS[self.image.name].uses_image
+
+    @property
+    def uses_audio(self) -> bool:
+        """Whether inputs under this condition carry the samples' audio slots (False for
+        ``no_audio``)."""
+        return self.audio is None or _media("audio")[self.audio.name].keeps
+
+    @property
+    def uses_video(self) -> bool:
+        """Whether inputs under this condition carry videos (False for ``no_video``)."""
+        return self.video is None or _media("video")[self.video.name].keeps
+
+
+def _media(kind: str) -> dict[str, Any]:
+    """The audio or video part registry (parts defined in :mod:`interp.media_conditions`)."""
+    return AUDIO_CONDITIONS if kind == "audio" else VIDEO_CONDITIONS
 
 
 _ALIASES = {"null_question": ("full", "no_question")}
@@ -158,13 +182,13 @@ def _parse(value: str) -> Condition:
                 raise ConditionError(f"'no_prefix' takes no argument, got {raw!r} in {value!r}")
             prefix = "removed"
             continue
-        kind = (
-            "image"
-            if part.name in IMAGE_CONDITIONS
-            else "question"
-            if part.name in QUESTION_CONDITIONS
-            else None
-        )
+        kinds = {
+            "image": IMAGE_CONDITIONS,
+            "question": QUESTION_CONDITIONS,
+            "audio": _media("audio"),
+            "video": _media("video"),
+        }
+        kind = next((k for k, registry in kinds.items() if part.name in registry), None)
         if kind is None:
             raise ConditionError(
                 f"unknown condition part {part.name!r} in {value!r}; {condition_help()}"
@@ -173,20 +197,23 @@ def _parse(value: str) -> Condition:
             raise ConditionError(
                 f"condition {value!r} has two {kind} parts ({parts[kind]}, {part}); give one"
             )
-        registry = IMAGE_CONDITIONS if kind == "image" else QUESTION_CONDITIONS
-        registry[part.name].validate(part, value)
+        kinds[kind][part.name].validate(part, value)
         parts[kind] = part
     image, question = parts.get("image"), parts.get("question")
-    return Condition(image or Part("full"), question, prefix)
+    return Condition(
+        image or Part("full"), question, prefix, parts.get("audio"), parts.get("video")
+    )
 
 
 def condition_help() -> str:
     """One line listing every registered condition part."""
     images = ", ".join(spec.usage for spec in IMAGE_CONDITIONS.values())
     questions = ", ".join(spec.usage for spec in QUESTION_CONDITIONS.values())
+    audio = ", ".join(spec.usage for spec in _media("audio").values())
+    video = ", ".join(spec.usage for spec in _media("video").values())
     return (
-        f"image parts: {images}; question parts: {questions}; prefix: no_prefix; join parts "
-        "with '+' (e.g. 'blind+no_question')"
+        f"image parts: {images}; audio parts: {audio}; video parts: {video}; question parts: "
+        f"{questions}; prefix: no_prefix; join parts with '+' (e.g. 'blind+no_question')"
     )
 
 
@@ -264,11 +291,20 @@ class QuestionCondition(_Registered):
 
 IMAGE_CONDITIONS: dict[str, ImageCondition] = {}
 QUESTION_CONDITIONS: dict[str, QuestionCondition] = {}
+# audio / video parts: name -> interp.media_conditions.MediaCondition
+AUDIO_CONDITIONS: dict[str, Any] = {}
+VIDEO_CONDITIONS: dict[str, Any] = {}
 
 
 def _check_free(name: str, overwrite: bool) -> None:
     reserved = {"no_prefix", *_ALIASES}
-    taken = name in IMAGE_CONDITIONS or name in QUESTION_CONDITIONS or name in reserved
+    taken = (
+        name in IMAGE_CONDITIONS
+        or name in QUESTION_CONDITIONS
+        or name in reserved
+        or name in _media("audio")
+        or name in _media("video")
+    )
     if taken and not overwrite:
         raise ValueError(f"a condition part named {name!r} exists; pass overwrite=True")
     if not name or any(c in name for c in "+: "):
@@ -514,92 +550,6 @@ register_question_condition(
 )
 
 
-# -- resolving a condition -----------------------------------------------------------------------
-
-
-@dataclass
-class Prepared:
-    """One sample under a condition: the sample the model sees (question and images as PIL
-    images) and, for pixel-stage conditions, the per-image pixel transform."""
-
-    sample: Sample
-    images: list[Image.Image]
-    pixels: Callable[[Tensor, int], Tensor] | None = None
-
-    @property
-    def has_image(self) -> bool:
-        return bool(self.images)
-
-
-def prepare(
-    samples: Sequence[Sample],
-    condition: Condition | str,
-    processor: Any,
-    *,
-    all_samples: Sequence[Sample] | None = None,
-) -> list[Prepared]:
-    """Each sample as the model will see it under ``condition``.
-
-    ``all_samples`` is the full list the samples belong to; ``swap:next`` and ``swap:<id>`` look
-    images up in it (defaults to ``samples``).
-
-    Raises:
-        ImageError / MissingImageError: a needed image is missing or unreadable.
-        ConditionError: ``swap:<id>`` names no sample.
-    """
-    cond = Condition.parse(condition)
-    ctx = ConditionContext(processor, list(all_samples) if all_samples is not None else samples)
-    spec = IMAGE_CONDITIONS[cond.image.name]
-    qspec = QUESTION_CONDITIONS[cond.question.name] if cond.question is not None else None
-    out: list[Prepared] = []
-    for s in samples:
-        images = spec.images(s, cond.image.arg, ctx) or []
-        question = s.question
-        if spec.question is not None:
-            question = spec.question(question, cond.image.arg, s)
-        if qspec is not None:
-            question = qspec.question(question, cond.question.arg, s)  # type: ignore[union-attr]
-        if IMAGE_SLOT in question and question.count(IMAGE_SLOT) != len(images):
-            # the images were removed or replaced by a different number: they go first
-            question = " ".join(p.strip() for p in question.split(IMAGE_SLOT) if p.strip())
-        seen = replace(s, question=question, image=list(images) or None)
-        pixels = None
-        if spec.pixels is not None and images:
-            pixels = _bind_pixels(spec.pixels, s, cond.image.arg)
-        out.append(Prepared(seen, list(images), pixels))
-    return out
-
-
-def _bind_pixels(fn: PixelFn, sample: Sample, arg: str | None) -> Callable[[Tensor, int], Tensor]:
-    return lambda values, index: fn(values, sample, arg, index)
-
-
-def condition_sources(
-    sample: Sample, condition: Condition | str, pool: Sequence[Sample], processor: Any = None
-) -> list[Sample]:
-    """Samples other than ``sample`` whose content the input under ``condition`` uses."""
-    cond = Condition.parse(condition)
-    spec = IMAGE_CONDITIONS[cond.image.name]
-    if spec.sources is None:
-        return []
-    return [p for p in spec.sources(sample, cond.image.arg, ConditionContext(processor, pool))]
-
-
-def condition_inputs(
-    samples: Sequence[Sample],
-    condition: Condition | str,
-    processor: Any,
-    *,
-    all_samples: Sequence[Sample] | None = None,
-) -> list[tuple[str, Image.Image | None]]:
-    """(question, first image or None) per sample under ``condition`` — a compact view of
-    :func:`prepare` for single-image samples."""
-    return [
-        (p.sample.question, p.images[0] if p.images else None)
-        for p in prepare(samples, condition, processor, all_samples=all_samples)
-    ]
-
-
 __all__ = [
     "DIFFUSION_STEPS",
     "IMAGE_CONDITIONS",
@@ -623,3 +573,19 @@ __all__ = [
     "register_question_condition",
     "stable_seed",
 ]
+
+from . import media_conditions as _media_conditions  # noqa: E402,F401  (registers the parts)
+
+if TYPE_CHECKING:
+    from .resolve import Prepared, condition_inputs, condition_sources, prepare
+
+_RESOLVE = ("Prepared", "condition_inputs", "condition_sources", "prepare")
+
+
+def __getattr__(name: str) -> Any:
+    """Resolving a condition lives in :mod:`interp.resolve`; its names are re-exported here."""
+    if name in _RESOLVE:
+        from . import resolve
+
+        return getattr(resolve, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -48,8 +48,9 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from .conditions import Condition
-from .encoding import Encoding, image_slot_mask, question_mask
+from .encoding import Encoding, question_mask
 from .errors import InterventionError
+from .positions import slot_mask
 from .samples import Sample
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ Steps = Literal["prompt", "all"]
 Kind = Literal["forward", "generate", "score"]
 PositionSpec = str | int | Sequence[int] | Tensor
 
-POSITION_NAMES = ("all", "prompt", "last", "image", "text", "question", "answer")
+POSITION_NAMES = ("all", "prompt", "last", "image", "audio", "video", "text", "question", "answer")
+SLOT_KINDS = ("image", "audio", "video")
 
 
 @dataclass
@@ -161,7 +163,9 @@ class EditContext:
 
         Names: ``"all"`` (every attended token), ``"prompt"``, ``"last"`` (the last prompt token,
         which predicts the first answer token), ``"image"`` (image-token positions), ``"image:k"``
-        (those of each row's k-th image), ``"text"`` (prompt tokens that are not image tokens),
+        (those of each row's k-th image), ``"audio"`` / ``"video"`` and ``"audio:k"`` /
+        ``"video:k"`` (the audio / video placeholder tokens the processor expanded, likewise),
+        ``"text"`` (prompt tokens that are not image, audio or video tokens),
         ``"question"`` (the tokens over the question text's characters; see
         :func:`~interp.encoding.question_mask`),
         ``"answer"`` (teacher-forced target tokens; at generated steps, the token being read).
@@ -196,17 +200,17 @@ class EditContext:
                 mask = torch.zeros_like(prompt)
                 mask[torch.arange(len(batch), device=device), enc.last_index] = True
                 return mask
-            if spec == "image":
-                return enc.image_mask & prompt
+            if spec in SLOT_KINDS:
+                return enc.mask(spec) & prompt
             if spec == "text":
-                return prompt & ~enc.image_mask
+                return prompt & ~enc.media_mask
             if spec == "question":
                 return batch.question_mask()
             if spec == "answer":
                 return batch.answer_mask.to(device)
-            slot = _image_slot(spec)
+            slot = _slot(spec)
             if slot is not None:
-                return image_slot_mask(enc, slot) & prompt
+                return slot_mask(enc, *slot) & prompt
             _bad_position(spec)
         offsets = [spec] if isinstance(spec, int) else list(spec)
         first = enc.attention_mask.to(torch.long).argmax(dim=1)
@@ -230,7 +234,7 @@ def check_position(spec: Any) -> None:
         InterventionError: anything else.
     """
     if isinstance(spec, str):
-        if spec not in POSITION_NAMES and _image_slot(spec) is None:
+        if spec not in POSITION_NAMES and _slot(spec) is None:
             _bad_position(spec)
         return
     if isinstance(spec, Tensor):
@@ -249,20 +253,22 @@ def check_position(spec: Any) -> None:
         _bad_position(spec)
 
 
-def _image_slot(spec: str) -> int | None:
-    """``"image:k"`` → k (the k-th image of each row), else None."""
+def _slot(spec: str) -> tuple[str, int] | None:
+    """``"image:k"`` (``"audio:k"``, ``"video:k"``) → (kind, k): the k-th input of that kind in
+    each row; else None."""
     name, sep, arg = spec.partition(":")
-    if name != "image" or not sep:
+    if name not in SLOT_KINDS or not sep:
         return None
     if not arg.isdigit():
-        raise InterventionError(f"position {spec!r}: give the image's index, e.g. 'image:0'")
-    return int(arg)
+        raise InterventionError(f"position {spec!r}: give the input's index, e.g. '{name}:0'")
+    return name, int(arg)
 
 
 def _bad_position(spec: Any) -> None:
     raise InterventionError(
         f"unknown position {spec!r}; use one of {', '.join(POSITION_NAMES)}, 'image:<k>' (the "
-        "k-th image of each row), prompt offsets (ints), or a bool mask"
+        "k-th image of each row; 'audio:<k>', 'video:<k>' likewise), prompt offsets (ints), or a "
+        "bool mask"
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -18,13 +18,22 @@ from torch import Tensor
 
 from .conditions import Condition, nominal_size, null_image, prepare
 from .errors import (
-    EmptyTargetError,
     ImageTokenMismatchError,
+    ModalityError,
     PositionError,
     UnknownTokenWarning,
 )
-from .positions import RowSpans, locate_row, span_tokens, special_token_pattern, uncovered
-from .samples import IMAGE_SLOT, Sample
+from .media import audio_rate
+from .positions import (
+    RowSpans,
+    locate_row,
+    question_pieces,
+    slot_mask,
+    span_tokens,
+    special_token_pattern,
+    uncovered,
+)
+from .samples import Sample
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -50,6 +59,9 @@ class Encoding:
         offsets: ``[batch, seq, 2]`` character offsets of each token in ``texts`` (on the CPU;
             ``(0, 0)`` for padding and added tokens); None for a tokenizer without offsets.
         spans: per row, where the question and each image are in ``texts`` (:class:`RowSpans`).
+        audio_mask / video_mask: True at the audio / video placeholder positions the processor
+            expanded (None for an encoding built without them: no such positions).
+        n_audio / n_video: audio inputs / videos per row.
     """
 
     inputs: dict[str, Tensor]
@@ -63,6 +75,21 @@ class Encoding:
     texts: list[str | None] = field(default_factory=list)
     offsets: Int[Tensor, "batch seq 2"] | None = None
     spans: list[RowSpans] = field(default_factory=list)
+    audio_mask: Bool[Tensor, "batch seq"] | None = None
+    video_mask: Bool[Tensor, "batch seq"] | None = None
+    n_audio: list[int] = field(default_factory=list)
+    n_video: list[int] = field(default_factory=list)
+
+    def mask(self, kind: str) -> Bool[Tensor, "batch seq"]:
+        """The placeholder positions of ``kind`` (``"image"``, ``"audio"``, ``"video"``)."""
+        found = {"image": self.image_mask, "audio": self.audio_mask, "video": self.video_mask}
+        value = found[kind]
+        return torch.zeros_like(self.image_mask) if value is None else value
+
+    @property
+    def media_mask(self) -> Bool[Tensor, "batch seq"]:
+        """True at every image, audio and video placeholder position."""
+        return self.image_mask | self.mask("audio") | self.mask("video")
 
     @property
     def input_ids(self) -> Int[Tensor, "batch seq"]:
@@ -188,8 +215,21 @@ def _run_processor(processor: Any, n_rows: int, kwargs: dict[str, Any]) -> _Proc
     return _Processed(raw, texts, offsets, replacements)
 
 
-def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> _Processed:
+def _processor_call(
+    vlm: VLM,
+    prompts: list[str],
+    images: list[list[Any]],
+    audios: Sequence[Sequence[Any]] = (),
+    videos: Sequence[Sequence[Any]] = (),
+) -> _Processed:
     kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
+    flat_audio = [a.waveform for row in audios for a in row]
+    if flat_audio:
+        kwargs[vlm.adapter.audio_kwarg] = flat_audio
+        kwargs["sampling_rate"] = audio_rate(vlm.processor)
+    flat_video = [v for row in videos for v in row]
+    if flat_video:
+        kwargs[vlm.adapter.video_kwarg] = flat_video
     stripped = vlm.adapter.blind_by_stripping and not any(images)
     if stripped:
         # The stock processor needs an image: encode a placeholder image's prompt and remove the
@@ -202,7 +242,14 @@ def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> _P
     try:
         out = _run_processor(vlm.processor, len(prompts), kwargs)
     except ValueError as err:
-        if "image" in str(err).lower() and "token" in str(err).lower():
+        text = str(err).lower()
+        if ("audio" in text or "video" in text) and "token" in text:
+            raise ModalityError(
+                f"the processor could not match audio/video inputs to their placeholder tokens "
+                f"({err}). Check that no question contains a placeholder string and that each row "
+                "has as many audio/video inputs as {audio}/{video} slots."
+            ) from err
+        if "image" in text and "token" in text:
             raise ImageTokenMismatchError(
                 f"the processor could not match images to image tokens ({err}). Check that no "
                 "question contains an image placeholder string and that each image-bearing row "
@@ -224,9 +271,16 @@ def _processor_call(vlm: VLM, prompts: list[str], images: list[list[Any]]) -> _P
     return out
 
 
-def _builder(vlm: VLM, n_images: int) -> Callable[[str], str]:
-    """The adapter's prompt builder with the processor and image count bound."""
-    return lambda question: vlm.adapter.build_prompt(vlm.processor, question, n_images)
+def _build(vlm: VLM, question: str, n_images: int, n_audio: int = 0, n_video: int = 0) -> str:
+    """The adapter's prompt for one row; audio and video counts are passed only when nonzero, so
+    image-only builders keep their three-argument form."""
+    extra = {k: n for k, n in (("n_audio", n_audio), ("n_video", n_video)) if n}
+    return vlm.adapter.build_prompt(vlm.processor, question, n_images, **extra)
+
+
+def _builder(vlm: VLM, n_images: int, n_audio: int = 0, n_video: int = 0) -> Callable[[str], str]:
+    """The adapter's prompt builder with the processor and the counts bound."""
+    return lambda question: _build(vlm, question, n_images, n_audio, n_video)
 
 
 def row_conditions(
@@ -268,6 +322,12 @@ def encode(
         for i, p in zip(rows, done):
             prepared[i] = p
     for original, p in zip(samples, prepared):
+        if p.images:
+            vlm.adapter.require("image")
+        if p.audios:
+            vlm.adapter.require("audio")
+        if p.videos:
+            vlm.adapter.require("video")
         if (
             vlm.image_token_id
             in vlm.tokenizer(p.sample.question, add_special_tokens=False)["input_ids"]
@@ -279,14 +339,21 @@ def encode(
                 "place several images)"
             )
     prompts = [
-        vlm.adapter.build_prompt(vlm.processor, p.sample.question, len(p.images)) for p in prepared
+        _build(vlm, p.sample.question, len(p.images), len(p.audios), len(p.videos))
+        for p in prepared
     ]
-    processed = _processor_call(vlm, prompts, [p.images for p in prepared])
+    processed = _processor_call(
+        vlm,
+        prompts,
+        [p.images for p in prepared],
+        [p.audios for p in prepared],
+        [p.videos for p in prepared],
+    )
     inputs = processed.inputs
     special = special_token_pattern(vlm.tokenizer)
     spans = [
         locate_row(
-            _builder(vlm, len(p.images)),
+            _builder(vlm, len(p.images), len(p.audios), len(p.videos)),
             p.sample.question,
             prompt,
             text,
@@ -307,6 +374,22 @@ def encode(
                 f"{'with' if flag else 'without'} an image. A question text must not contain the "
                 "model's image placeholder; pass the image through Sample.image instead."
             )
+    media_masks: dict[str, Tensor | None] = {"audio": None, "video": None}
+    for kind in media_masks:
+        if kind not in vlm.adapter.modalities:
+            continue
+        mask = inputs["input_ids"] == vlm.adapter.token_id(vlm.hf, kind)
+        media_masks[kind] = mask
+        counts_k = mask.sum(dim=1).tolist()
+        for row, p in enumerate(prepared):
+            carries = bool(p.audios if kind == "audio" else p.videos)
+            if carries != (counts_k[row] > 0):
+                raise ModalityError(
+                    f"sample {samples[row].id!r}: {counts_k[row]} {kind}-token positions for a row "
+                    f"{'with' if carries else 'without'} {kind}. A question text must not "
+                    f"contain the model's {kind} placeholder; pass the {kind} through "
+                    f"Sample.{kind} instead."
+                )
     if any(p.pixels is not None for p in prepared):
         pixels = inputs["pixel_values"]
         where = vlm.adapter.pixel_rows(inputs, n_images, image_mask, vlm.processor)
@@ -326,6 +409,10 @@ def encode(
         texts=processed.texts,
         offsets=processed.offsets,
         spans=spans,
+        audio_mask=None if media_masks["audio"] is None else media_masks["audio"].to(vlm.device),
+        video_mask=None if media_masks["video"] is None else media_masks["video"].to(vlm.device),
+        n_audio=[len(p.audios) for p in prepared],
+        n_video=[len(p.videos) for p in prepared],
     )
 
 
@@ -334,7 +421,8 @@ def question_mask(vlm: VLM, enc: Encoding) -> Bool[Tensor, "batch seq"]:
 
     The positions are the tokens whose character offsets overlap the question's character spans
     in the text the tokenizer read (see :mod:`interp.positions`); image tokens are never part of
-    it. Every non-space character of the question must lie under a selected token.
+    it, nor audio or video tokens. Every non-space character of the question must lie under a
+    selected token.
     A row with an empty question (``no_question``) has no question positions.
 
     Raises:
@@ -357,7 +445,7 @@ def question_mask(vlm: VLM, enc: Encoding) -> Bool[Tensor, "batch seq"]:
             )
             continue
         assert enc.offsets is not None
-        exclude = (enc.image_mask[row] | ~enc.attention_mask[row].bool()).cpu()
+        exclude = (enc.media_mask[row] | ~enc.attention_mask[row].bool()).cpu()
         found = span_tokens(enc.offsets[row], spans.question, exclude)
         missing = uncovered(enc.offsets[row][found], spans.question, enc.texts[row] or "")
         if missing:
@@ -377,38 +465,9 @@ def question_mask(vlm: VLM, enc: Encoding) -> Bool[Tensor, "batch seq"]:
 
 
 def image_slot_mask(enc: Encoding, k: int) -> Bool[Tensor, "batch seq"]:
-    """True at the image-token positions of each row's ``k``-th image (0-based, in prompt order).
-
-    The image's tokens are those inside the character span its placeholder expanded to (the
-    processor's replacement offsets); for processors that report none (one image token per image,
-    or image tokens prepended outside the text), the ``k``-th run of consecutive image tokens.
-    A row with fewer than ``k + 1`` images has no such positions.
-    """
-    mask = torch.zeros_like(enc.image_mask, device="cpu")
-    image = enc.image_mask.cpu()
-    for row in range(len(enc)):
-        spans = enc.spans[row].images if row < len(enc.spans) else []
-        if spans and enc.offsets is not None:
-            if k < len(spans):
-                mask[row] = span_tokens(enc.offsets[row], [spans[k]], ~image[row])
-            continue
-        runs = _runs(image[row])
-        n_images = enc.n_images[row] if row < len(enc.n_images) else len(runs)
-        if len(runs) < n_images == int(image[row].sum()):
-            # one token per image (Mllama's <|image|>) with images side by side: one run, n images
-            runs = [(i, i + 1) for i in image[row].nonzero().flatten().tolist()]
-        if k < len(runs):
-            mask[row, runs[k][0] : runs[k][1]] = True
-    return mask.to(enc.image_mask.device)
-
-
-def _runs(flags: Tensor) -> list[tuple[int, int]]:
-    """``[start, end)`` of each run of True in a 1-D bool tensor."""
-    padded = torch.cat(
-        [torch.zeros(1, dtype=torch.int8), flags.to(torch.int8), torch.zeros(1, dtype=torch.int8)]
-    )
-    edges = padded.diff().nonzero().flatten().tolist()
-    return list(zip(edges[::2], edges[1::2]))
+    """True at the image-token positions of each row's ``k``-th image (0-based, in prompt order);
+    see :func:`interp.positions.slot_mask`."""
+    return slot_mask(enc, "image", k)
 
 
 def unknown_words(vlm: VLM, texts: Sequence[str]) -> tuple[int, list[str]]:
@@ -432,7 +491,7 @@ def unknown_words(vlm: VLM, texts: Sequence[str]) -> tuple[int, list[str]]:
 def warn_unknown_tokens(vlm: VLM, samples: Sequence[Sample]) -> None:
     """One :class:`~interp.errors.UnknownTokenWarning` if any question has words the tokenizer
     cannot represent (they reach the model as its unknown token)."""
-    texts = [" ".join(p for p in s.question.split(IMAGE_SLOT)) for s in samples]
+    texts = [" ".join(question_pieces(s.question)) for s in samples]  # without input slots
     count, words = unknown_words(vlm, texts)
     if count:
         shown = ", ".join(repr(w) for w in words[:5])
@@ -476,101 +535,27 @@ def batch_indices(
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     cond = Condition.parse(condition)
     order = list(range(len(samples)))
-    if not vlm.adapter.mixed_batches and cond.uses_image:
-        with_image = [i for i in order if samples[i].has_image]
-        groups = [with_image, [i for i in order if not samples[i].has_image]]
-    else:
-        groups = [order]
+    groups = [order]
+    carries = {
+        "image": (cond.uses_image, lambda s: s.has_image),
+        "audio": (cond.uses_audio, lambda s: s.has_audio),
+        "video": (cond.uses_video, lambda s: s.has_video),
+    }
+    for kind, (used, has) in carries.items():
+        if used and not vlm.adapter.mixed(kind):
+            # rows with and without this modality run in separate forwards
+            groups = [
+                part
+                for group in groups
+                for part in (
+                    [i for i in group if has(samples[i])],
+                    [i for i in group if not has(samples[i])],
+                )
+                if part
+            ]
     for group in groups:
         for start in range(0, len(group), batch_size):
             yield group[start : start + batch_size]
-
-
-def target_ids(vlm: VLM, targets: Sequence[str | Sequence[int]]) -> list[list[int]]:
-    """Token ids of teacher-forcing targets (strings are tokenised without special tokens).
-
-    Raises:
-        EmptyTargetError: a target tokenises to nothing.
-    """
-    out: list[list[int]] = []
-    for i, target in enumerate(targets):
-        if isinstance(target, str):
-            ids = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
-        else:
-            ids = [int(t) for t in target]
-        if not ids:
-            raise EmptyTargetError(
-                f"target {i} ({target!r}) tokenises to no tokens; give a non-empty answer text"
-            )
-        out.append(list(ids))
-    return out
-
-
-def append_targets(
-    vlm: VLM, enc: Encoding, targets: Sequence[Sequence[int]]
-) -> tuple[Encoding, Int[Tensor, "batch tgt"], Bool[Tensor, "batch tgt"]]:
-    """Append target tokens after each row's prompt, re-padding on the left.
-
-    Per-token fields of the encoding (same ``[batch, seq]`` leading shape as ``input_ids``, e.g.
-    ``attention_mask``, ``token_type_ids``, ``cross_attention_mask``) are re-laid out alongside: a
-    target position copies the row's last prompt position (so answer tokens see what the prompt's
-    end saw), unless the adapter fixes a value for it (``Adapter.target_fields``); padding is 0.
-
-    Returns:
-        the extended encoding (``last_index`` still points at the last *prompt* token), the target
-        positions ``[batch, max_tgt]`` in the new sequence, and a mask of real target tokens.
-    """
-    ids = enc.input_ids
-    batch, seq = ids.shape
-    lengths = [len(t) for t in targets]
-    starts = (
-        enc.attention_mask.to(torch.long).argmax(dim=1).cpu().tolist()
-    )  # first attended position
-    ends = enc.last_index.cpu().tolist()
-    total = max(e - s + 1 + n for s, e, n in zip(starts, ends, lengths))
-    per_token = {
-        k: v
-        for k, v in enc.inputs.items()
-        if isinstance(v, Tensor) and v.dim() >= 2 and v.shape[:2] == (batch, seq)
-    }
-    new: dict[str, Tensor] = {}
-    for key, value in per_token.items():
-        fill = vlm.tokenizer.pad_token_id if key == "input_ids" else 0
-        new[key] = torch.full(
-            (batch, total, *value.shape[2:]), fill, dtype=value.dtype, device=value.device
-        )
-    offsets = None
-    if enc.offsets is not None:
-        offsets = torch.zeros(batch, total, 2, dtype=torch.long)
-    positions = torch.zeros(batch, max(lengths), dtype=torch.long)
-    valid = torch.zeros(batch, max(lengths), dtype=torch.bool)
-    last = torch.empty(batch, dtype=torch.long)
-    for row, (s, e, tgt) in enumerate(zip(starts, ends, targets)):
-        n_prompt = e - s + 1
-        offset = total - n_prompt - len(tgt)
-        tgt_slice = slice(offset + n_prompt, total)
-        for key, value in per_token.items():
-            new[key][row, offset : offset + n_prompt] = value[row, s : e + 1]
-            if key == "input_ids":
-                new[key][row, tgt_slice] = torch.tensor(tgt, dtype=value.dtype, device=value.device)
-            elif key in vlm.adapter.target_fields:
-                new[key][row, tgt_slice] = vlm.adapter.target_fields[key]
-            else:
-                new[key][row, tgt_slice] = value[row, e]
-        if offsets is not None and enc.offsets is not None:
-            offsets[row, offset : offset + n_prompt] = enc.offsets[row, s : e + 1]
-        last[row] = offset + n_prompt - 1
-        positions[row, : len(tgt)] = torch.arange(offset + n_prompt, total)
-        valid[row, : len(tgt)] = True
-    inputs = {**enc.inputs, **new}
-    extended = replace(
-        enc,
-        inputs=inputs,
-        last_index=last.to(ids.device),
-        image_mask=inputs["input_ids"] == vlm.image_token_id,
-        offsets=offsets,
-    )
-    return extended, positions.to(ids.device), valid.to(ids.device)
 
 
 __all__ = [
@@ -585,3 +570,15 @@ __all__ = [
     "row_conditions",
     "target_ids",
 ]
+
+if TYPE_CHECKING:
+    from .targets import append_targets, target_ids
+
+
+def __getattr__(name: str) -> Any:
+    """Teacher-forcing targets live in :mod:`interp.targets`; their names are re-exported here."""
+    if name in ("append_targets", "target_ids"):
+        from . import targets
+
+        return getattr(targets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

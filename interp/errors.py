@@ -43,6 +43,29 @@ class ImageTokenMismatchError(InterpError, ValueError):
     """The number of image-token positions does not match the image features."""
 
 
+class AudioError(InterpError, ValueError):
+    """An audio input is unreadable or of an unusable type, shape, dtype or sampling rate."""
+
+
+class MissingAudioError(AudioError, FileNotFoundError):
+    """An audio file path does not exist."""
+
+
+class VideoError(InterpError, ValueError):
+    """A video input is unreadable or of an unusable type, shape or dtype (or needs a decoder that
+    is not installed)."""
+
+
+class MissingVideoError(VideoError, FileNotFoundError):
+    """A video file path does not exist."""
+
+
+class ModalityError(InterpError, ValueError):
+    """Audio or video given where it cannot go: a family that does not take that modality, a
+    ``{audio}`` / ``{video}`` slot count that does not match the sample's inputs, or placeholder
+    tokens that do not match the inputs after encoding."""
+
+
 class EmptyTargetError(EmptyInputError):
     """A teacher-forcing target tokenises to no tokens."""
 
@@ -132,6 +155,11 @@ class UnknownTokenWarning(UserWarning):
 
 
 __all__ = [
+    "AudioError",
+    "MissingAudioError",
+    "MissingVideoError",
+    "ModalityError",
+    "VideoError",
     "ConditionError",
     "DataFormatError",
     "DataSourceError",

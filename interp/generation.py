@@ -124,7 +124,8 @@ def check_decoding(
     Raises:
         DecodingError: no amateur, an amateur equal to the expert's condition, or a family that
             cannot run a sample's expert and amateur inputs in one forward (one with an image,
-            the other without, where ``Adapter.mixed_batches`` is False).
+            audio or video, the other without, where the adapter's ``mixed_batches`` /
+            ``mixed_audio`` / ``mixed_video`` is False).
     """
     if not isinstance(decoding, Decoding):
         raise DecodingError(
@@ -140,23 +141,34 @@ def check_decoding(
                 "contrast would be zero; give an amateur that removes or degrades something "
                 "(e.g. 'blind', 'distort:500')"
             )
-        if vlm.adapter.mixed_batches:
-            continue
-        for s in samples:
-            expert_image = condition.uses_image and s.has_image
-            amateur_image = amateur.uses_image and s.has_image
-            if expert_image != amateur_image:
+        kinds = (
+            ("image", "an image", condition.uses_image, amateur.uses_image),
+            ("audio", "audio", condition.uses_audio, amateur.uses_audio),
+            ("video", "a video", condition.uses_video, amateur.uses_video),
+        )
+        for kind, noun, expert_uses, amateur_uses in kinds:
+            if vlm.adapter.mixed(kind):
+                continue
+            for s in samples:
+                has = {"image": s.has_image, "audio": s.has_audio, "video": s.has_video}[kind]
+                expert_has, amateur_has = expert_uses and has, amateur_uses and has
+                if expert_has != amateur_has:
 
-                def says(flag: bool) -> str:
-                    return "carries an image" if flag else "carries none"
+                    def says(flag: bool, noun: str = noun) -> str:
+                        return f"carries {noun}" if flag else "carries none"
 
-                raise DecodingError(
-                    f"{vlm.adapter.name} cannot run rows with and without an image in one forward, "
-                    "and contrastive decoding runs the expert and amateur inputs in one batch "
-                    f"(sample {s.id!r}: its input under {str(condition)!r} {says(expert_image)}, "
-                    f"under the amateur {str(amateur)!r} {says(amateur_image)}). Use an amateur "
-                    "that keeps the image, e.g. 'null:black' or 'distort:500'."
-                )
+                    keep = (
+                        "e.g. 'null:black' or 'distort:500'"
+                        if kind == "image"
+                        else f"e.g. 'null_{kind}:{'silence' if kind == 'audio' else 'black'}'"
+                    )
+                    raise DecodingError(
+                        f"{vlm.adapter.name} cannot run rows with and without {noun} in one "
+                        "forward, and contrastive decoding runs the expert and amateur inputs in "
+                        f"one batch (sample {s.id!r}: its input under {str(condition)!r} "
+                        f"{says(expert_has)}, under the amateur {str(amateur)!r} "
+                        f"{says(amateur_has)}). Use an amateur that keeps the {kind}, {keep}."
+                    )
     decoding.check(vlm)
 
 

@@ -113,7 +113,7 @@ class Residual:
     """``vlm.residual[l]``: the residual stream in the 0..L layer convention, inside a trace.
 
     Index 0 is the decoder's input embeddings (``layers[0].input``, after any image features are
-    placed), index l in 1..L the output of decoder layer l (before the final norm); negative
+    placed; the decoder's ``Adapter.embeddings_kwarg`` input where the family names one), index l in 1..L the output of decoder layer l (before the final norm); negative
     indices count from L. Reads return the tensor ``[batch, seq, d]`` the model passes on, so an
     in-place edit (``vlm.residual[6][:, -1] += v``) changes what the next layer sees; assignment
     (``vlm.residual[6] = h``) replaces it. Accesses follow nnsight's rule: in execution order
@@ -139,12 +139,20 @@ class Residual:
 
     def __getitem__(self, layer: int) -> Any:
         layer = self.index(layer)
+        kwarg = self._vlm.adapter.embeddings_kwarg
+        if layer == 0 and kwarg is not None:
+            return self._vlm.decoder.inputs[1][kwarg]
         value = self._vlm.layers[0].input if layer == 0 else self._vlm.layers[layer - 1].output
         # transformers 5 decoder layers return a tensor; older ones (and some families) a tuple.
         return value[0] if isinstance(value, tuple) else value
 
     def __setitem__(self, layer: int, value: Tensor) -> None:
         layer = self.index(layer)
+        kwarg = self._vlm.adapter.embeddings_kwarg
+        if layer == 0 and kwarg is not None:
+            args, kwargs = self._vlm.decoder.inputs
+            self._vlm.decoder.inputs = (args, {**kwargs, kwarg: value})
+            return
         if layer == 0:
             self._vlm.layers[0].input = value
             return
@@ -173,6 +181,7 @@ class VLM:
         )
         self.residual = Residual(self)
         self._layers_path = module_path(hf, self.adapter.layers(hf))
+        self._decoder_path = module_path(hf, self.adapter.decoder(hf))
         self._norm_path = module_path(hf, self.adapter.final_norm(hf))
         self._head_path = module_path(hf, self.adapter.lm_head(hf))
         tokenizer = getattr(processor, "tokenizer", processor)
@@ -207,6 +216,11 @@ class VLM:
         return self.nn.get(self._layers_path)
 
     @property
+    def decoder(self) -> Any:
+        """Envoy of the language decoder (the module holding the layers)."""
+        return self.nn.get(self._decoder_path)
+
+    @property
     def final_norm(self) -> Any:
         return self.nn.get(self._norm_path)
 
@@ -218,6 +232,15 @@ class VLM:
     def image_features(self) -> Any:
         """Envoy of the module producing the image features the decoder consumes."""
         return self.nn.get(self.adapter.image_features)
+
+    def features(self, modality: str) -> Any:
+        """Envoy of the module producing ``modality``'s features (``"image"``, ``"audio"``,
+        ``"video"``; see the adapter's ``*_features`` fields).
+
+        Raises:
+            ModalityError: the family does not take that modality.
+        """
+        return self.nn.get(self.adapter.features_path(modality))  # type: ignore[arg-type]
 
     # -- facts ------------------------------------------------------------------------------------
 

@@ -26,24 +26,33 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from jaxtyping import Bool, Int
 from torch import Tensor
 
+from .media import AUDIO_SLOT, VIDEO_SLOT
 from .samples import IMAGE_SLOT
+
+if TYPE_CHECKING:
+    from .encoding import Encoding
 
 Span = tuple[int, int]
 
 # Private-use characters: no template alters them and no question holds them.
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _SENTINEL = re.compile(f"{_OPEN}(\\d+){_CLOSE}")
+# every input slot, kept by re.split (a capturing group)
+_SLOTS = re.compile(
+    "(" + "|".join(re.escape(s) for s in (IMAGE_SLOT, AUDIO_SLOT, VIDEO_SLOT)) + ")"
+)
 
 
 def question_pieces(question: str) -> list[str]:
-    """The question's text pieces between ``{image}`` slots, stripped, empty ones dropped."""
-    return [p.strip() for p in question.split(IMAGE_SLOT) if p.strip()]
+    """The question's text pieces between ``{image}`` (``{audio}``, ``{video}``) slots,
+    stripped, empty ones dropped."""
+    return [p.strip() for p in _SLOTS.split(question)[::2] if p.strip()]
 
 
 def prompt_spans(
@@ -66,13 +75,13 @@ def prompt_spans(
     if not pieces:
         return [], []
     parts, k = [], 0
-    for raw in question.split(IMAGE_SLOT):
-        if raw.strip():
+    for i, raw in enumerate(_SLOTS.split(question)):
+        if i % 2 == 0 and raw.strip():  # a text piece (odd items are the slots themselves)
             parts.append(f"{_OPEN}{k}{_CLOSE}")
             k += 1
         else:
             parts.append(raw)
-    marked = build(IMAGE_SLOT.join(parts))
+    marked = build("".join(parts))
     spans: list[Span] = []
     texts: list[str] = []
     out: list[str] = []
@@ -239,12 +248,19 @@ class RowSpans:
         images: per image of the row, the span its placeholder expanded to (empty when the
             processor reports no replacement offsets).
         problem: why the question could not be located, or None.
+        audio / video: per audio input / video, the span its placeholder expanded to.
     """
 
     question: list[Span] = field(default_factory=list)
     question_text: list[str] = field(default_factory=list)
     images: list[Span] = field(default_factory=list)
     problem: str | None = None
+    audio: list[Span] = field(default_factory=list)
+    video: list[Span] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[Span]:
+        """The spans of ``kind``: ``"image"``, ``"audio"`` or ``"video"``."""
+        return {"image": self.images, "audio": self.audio, "video": self.video}[kind]
 
 
 def locate_row(
@@ -256,9 +272,28 @@ def locate_row(
     special: re.Pattern[str] | None,
 ) -> RowSpans:
     """The :class:`RowSpans` of one row (see the module docstring for the steps)."""
-    images = [tuple(r["new_span"]) for r in replacements or () if r.get("type") == "image"]
+    found_media = {
+        kind: [tuple(r["new_span"]) for r in replacements or () if r.get("type") == kind]
+        for kind in ("image", "audio", "video")
+    }
+    rows = _locate_question(build, question, prompt, tokenized, replacements, special)
+    rows.images = found_media["image"]  # type: ignore[assignment]
+    rows.audio = found_media["audio"]  # type: ignore[assignment]
+    rows.video = found_media["video"]  # type: ignore[assignment]
+    return rows
+
+
+def _locate_question(
+    build: Callable[[str], str],
+    question: str,
+    prompt: str,
+    tokenized: str | None,
+    replacements: Sequence[dict[str, Any]] | None,
+    special: re.Pattern[str] | None,
+) -> RowSpans:
+    images: list[Span] = []
     if not question_pieces(question):
-        return RowSpans(images=images)  # type: ignore[arg-type]
+        return RowSpans(images=images)
     if tokenized is None:
         return RowSpans(
             images=images,  # type: ignore[arg-type]
@@ -280,6 +315,43 @@ def locate_row(
     return RowSpans(question=moved, question_text=list(texts), images=images)  # type: ignore[arg-type]
 
 
+def slot_mask(enc: Encoding, kind: str, k: int) -> Bool[Tensor, "batch seq"]:
+    """True at the placeholder positions of each row's ``k``-th ``kind`` input (``"image"``,
+    ``"audio"``, ``"video"``; 0-based, in prompt order).
+
+    The input's tokens are those inside the character span its placeholder expanded to (the
+    processor's replacement offsets); for processors that report none (one image token per image,
+    or image tokens prepended outside the text), the ``k``-th run of consecutive placeholder
+    tokens. A row with fewer than ``k + 1`` such inputs has no such positions.
+    """
+    tokens = enc.mask(kind).cpu()
+    mask = torch.zeros_like(tokens)
+    counts = {"image": enc.n_images, "audio": enc.n_audio, "video": enc.n_video}[kind]
+    for row in range(len(enc)):
+        spans = enc.spans[row].of(kind) if row < len(enc.spans) else []
+        if spans and enc.offsets is not None:
+            if k < len(spans):
+                mask[row] = span_tokens(enc.offsets[row], [spans[k]], ~tokens[row])
+            continue
+        runs = _runs(tokens[row])
+        n = counts[row] if row < len(counts) else len(runs)
+        if len(runs) < n == int(tokens[row].sum()):
+            # one token per input (Mllama's <|image|>) with inputs side by side: one run, n inputs
+            runs = [(i, i + 1) for i in tokens[row].nonzero().flatten().tolist()]
+        if k < len(runs):
+            mask[row, runs[k][0] : runs[k][1]] = True
+    return mask.to(enc.image_mask.device)
+
+
+def _runs(flags: Tensor) -> list[tuple[int, int]]:
+    """``[start, end)`` of each run of True in a 1-D bool tensor."""
+    padded = torch.cat(
+        [torch.zeros(1, dtype=torch.int8), flags.to(torch.int8), torch.zeros(1, dtype=torch.int8)]
+    )
+    edges = padded.diff().nonzero().flatten().tolist()
+    return list(zip(edges[::2], edges[1::2]))
+
+
 __all__ = [
     "RowSpans",
     "Span",
@@ -289,6 +361,7 @@ __all__ = [
     "prompt_spans",
     "question_pieces",
     "search_spans",
+    "slot_mask",
     "span_tokens",
     "special_token_pattern",
     "uncovered",

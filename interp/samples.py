@@ -1,8 +1,8 @@
-"""One item of an image-question dataset.
+"""One item of a dataset.
 
-A :class:`Sample` is what every measurement consumes: an image (a PIL image, a path, or absent), a
-question, an optional answer/target, an id and free metadata (dataset labels such as
-``needs_image`` or ``counterfactual`` live in ``meta``).
+A :class:`Sample` is what every measurement consumes: an image (a PIL image, a path, or absent),
+optionally audio and video (see :mod:`interp.media`), a question, an optional answer/target, an id
+and free metadata (dataset labels such as ``needs_image`` or ``counterfactual`` live in ``meta``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,20 @@ from .errors import (
     ImageError,
     ImageTokenMismatchError,
     MissingImageError,
+    ModalityError,
+)
+from .media import (
+    AUDIO_SLOT,
+    VIDEO_SLOT,
+    Audio,
+    AudioLike,
+    VideoLike,
+    audio_digest,
+    check_audio_like,
+    check_video_like,
+    to_audio,
+    to_video,
+    video_digest,
 )
 
 # A PIL image, a path to an image file, an ``H×W×3`` uint8 array, or a torch tensor (``3×H×W`` or
@@ -138,10 +152,20 @@ class Sample:
         answer: the reference answer (also the default teacher-forcing target), if known.
         id: a stable identifier; used by result stores to resume and by seeded null images.
         meta: free labels (``needs_image``, ``counterfactual``, ``qtype`` ...), copied into tables.
+        audio: one audio input — an :class:`~interp.media.Audio`, a ``(waveform, sampling_rate)``
+            pair or a WAV/FLAC path — or a list of them, or ``None``. Waveforms are resampled to
+            the model's feature-extractor rate by the library (see :mod:`interp.media`).
+        video: one video — a ``T×H×W×3`` uint8 array, a list of frames (images of one size) or a
+            video file path — or a list of ``T×H×W×3`` arrays for several videos, or ``None``.
+
+    ``{audio}`` and ``{video}`` slots place audio and video inside the question as ``{image}``
+    slots place images (one slot per input of that kind, or none: those inputs then come first).
 
     Raises:
         ImageError: an image of an unusable type or shape.
         ImageTokenMismatchError: the question holds image slots but not one per image.
+        AudioError / VideoError: audio or video of an unusable type, shape or dtype.
+        ModalityError: ``{audio}`` / ``{video}`` slots that do not match the inputs.
     """
 
     question: str
@@ -149,6 +173,8 @@ class Sample:
     answer: str | None = None
     id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    audio: AudioLike | list[AudioLike] | None = None
+    video: VideoLike | list[VideoLike] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.question, str):
@@ -165,6 +191,81 @@ class Sample:
                 f"Sample {self.id!r}: the question has {slots} {IMAGE_SLOT!r} slot(s) for "
                 f"{len(self.images)} image(s); give one slot per image, or none (images first)"
             )
+        if isinstance(self.audio, list) and not self.audio:
+            self.audio = None
+        if isinstance(self.video, list) and not self.video:
+            self.video = None
+        for audio in self.audios:
+            check_audio_like(audio, self.id)
+        for video in self.videos:
+            check_video_like(video, self.id)
+        for slot, n, kind in (
+            (AUDIO_SLOT, self.n_audio, "audio"),
+            (VIDEO_SLOT, self.n_video, "video"),
+        ):
+            slots = self.question.count(slot)
+            if slots and slots != n:
+                raise ModalityError(
+                    f"Sample {self.id!r}: the question has {slots} {slot!r} slot(s) for {n} "
+                    f"{kind} input(s); give one slot per {kind} input, or none ({kind} first)"
+                )
+
+    @property
+    def audios(self) -> list[AudioLike]:
+        """The sample's audio inputs, in prompt order (empty without audio)."""
+        if self.audio is None:
+            return []
+        return list(self.audio) if isinstance(self.audio, list) else [self.audio]
+
+    @property
+    def videos(self) -> list[VideoLike]:
+        """The sample's videos, in prompt order (empty without video). A list of frames is one
+        video; a list whose items are all ``T×H×W×3`` arrays (or tensors) is several."""
+        if self.video is None:
+            return []
+        if isinstance(self.video, list) and all(
+            getattr(v, "ndim", None) == 4 or (hasattr(v, "dim") and v.dim() == 4)
+            for v in self.video
+        ):
+            return list(self.video)
+        return [self.video]
+
+    @property
+    def n_audio(self) -> int:
+        return len(self.audios)
+
+    @property
+    def n_video(self) -> int:
+        return len(self.videos)
+
+    @property
+    def has_audio(self) -> bool:
+        return self.audio is not None
+
+    @property
+    def has_video(self) -> bool:
+        return self.video is not None
+
+    def load_audios(self, sampling_rate: int | None = None) -> list[Audio]:
+        """Every audio input as an :class:`~interp.media.Audio`, resampled to ``sampling_rate``
+        when given (``scipy.signal.resample_poly``).
+
+        Raises:
+            MissingAudioError: a path does not exist.
+            AudioError: a file cannot be decoded.
+        """
+        out = [to_audio(a, self.id) for a in self.audios]
+        return [a.resampled(sampling_rate) for a in out] if sampling_rate else out
+
+    def load_videos(self) -> list[np.ndarray]:
+        """Every video as a ``T×H×W×3`` uint8 array, in prompt order.
+
+        Raises:
+            MissingVideoError: a path does not exist.
+            MissingExtraError: a video file without PyAV installed.
+            VideoError: unusable frames.
+        """
+        return [to_video(v, self.id) for v in self.videos]
 
     @property
     def images(self) -> list[ImageLike]:
@@ -208,11 +309,16 @@ class Sample:
 
     def fingerprint(self) -> str:
         """A content hash of everything that defines the sample as a model input: id, question,
-        answer and the content of every image (file bytes or pixels). ``meta`` is not included."""
+        answer and the content of every image, audio and video (file bytes, pixels or samples).
+        ``meta`` is not included."""
         h = hashlib.sha256()
         h.update(json.dumps([str(self.id), self.question, self.answer]).encode())
         for image in self.images:
             h.update(image_digest(image, self.id).encode())
+        for audio in self.audios:  # nothing is added without audio: image-only hashes unchanged
+            h.update(b"audio" + audio_digest(audio, self.id).encode())
+        for video in self.videos:
+            h.update(b"video" + video_digest(video, self.id).encode())
         return h.hexdigest()[:32]
 
 
@@ -249,7 +355,7 @@ def read_jsonl(path: str | Path) -> list[Sample]:
     """Read samples from a JSONL file, one JSON object per line.
 
     Fields: ``question`` (required), ``image`` (a path relative to the file's folder, a list of
-    paths for a multi-image sample, or null),
+    paths for a multi-image sample, or null), ``audio`` / ``video`` (a file path, optional),
     ``answer`` (optional), ``id`` (optional; defaults to the line number) and any other keys, which
     go to ``meta``. Blank lines are skipped.
 
@@ -276,6 +382,11 @@ def read_jsonl(path: str | Path) -> list[Sample]:
             image = [_relative_to(path, p) for p in image]
         elif image is not None:
             image = _relative_to(path, image)
+        media = {
+            key: _relative_to(path, obj.pop(key))
+            for key in ("audio", "video")
+            if obj.get(key) is not None
+        }
         samples.append(
             Sample(
                 question=obj.pop("question"),
@@ -283,6 +394,7 @@ def read_jsonl(path: str | Path) -> list[Sample]:
                 answer=obj.pop("answer", None),
                 id=str(obj.pop("id", lineno)),
                 meta=obj,
+                **media,
             )
         )
     if not samples:
@@ -328,9 +440,20 @@ def write_jsonl(
             if s.n_images == 1 and not isinstance(s.image, list)
             else names
         )
+        media: dict[str, str] = {}
+        for key, value in (("audio", s.audio), ("video", s.video)):
+            if value is None:
+                continue
+            if not isinstance(value, (str, Path)):
+                raise DataFormatError(
+                    f"sample {sid!r}: write_jsonl stores {key} as a file path; save the in-memory "
+                    f"{key} to a file (WAV/FLAC, a video file) and give its path"
+                )
+            media[key] = str(value)
         lines.append(
             json.dumps(
                 {
+                    **media,
                     "id": sid,
                     "image": image_field,
                     "question": s.question,
@@ -344,7 +467,9 @@ def write_jsonl(
 
 
 __all__ = [
+    "AUDIO_SLOT",
     "IMAGE_SLOT",
+    "VIDEO_SLOT",
     "ImageLike",
     "Sample",
     "ensure_samples",

@@ -1,5 +1,5 @@
-"""The studies: one subpackage per paper (``audit`` is still one module), each built on the core
-engine only.
+"""The studies: one subpackage per paper, each built on the core engine only, and ``audit``, which
+runs them all.
 
 =============  ==================================================================================
 study          what it measures
@@ -13,7 +13,8 @@ study          what it measures
                order, layer-wise probes, contrastive decoding as a diagnostic; CLI
                ``interp conflict``
 ``audit``      every study the data supports, one self-contained HTML report; CLI ``interp audit``
-``drives``     temporal causal drives: per-token QCD, VCD and PCD of a generated answer by
+``drives``     temporal causal drives: per-token question, visual and prefix drives (the paper's
+               QCD, VCD, PCD; this VCD is not visual contrastive decoding) of a generated answer by
                teacher-forced scoring under interventions on the image, the question and the
                prefix; source removal, recovery vs PMI, trajectory clusters, S_PV; CLI
                ``interp drives``
@@ -27,7 +28,8 @@ study          what it measures
 
 A study is a package here — ``__init__`` (lazy public names), ``measure`` (the model runs),
 ``analysis`` (tables, statistics), ``figures``, ``cli`` (its command: a ``register(subparsers)``
-function listed in the ``interp.studies`` entry points of ``pyproject.toml``) and job modules where
-a job is big — plus a notebook and a bench script. The core (``interp``'s top-level modules) never
-imports a study.
+function listed in the ``interp.studies`` entry points of ``pyproject.toml``), ``audit`` (what data
+it needs and its section of the ``interp audit`` report: a ``STUDY`` the audit finds through the
+same entry point) and job modules where a job is big — plus a notebook and a bench script. The
+core (``interp``'s top-level modules) never imports a study, nor does the audit.
 """

@@ -1,6 +1,84 @@
-"""Tiny random VLMs with working offline processors, for tests, notebooks and users' own checks."""
+"""Test support, for the project's tests, notebooks and users' own checks: tiny random VLMs with
+working offline processors (:mod:`.tiny`), small sample sets (:mod:`.samples`), independent
+references of measurements and edits (:mod:`.reference`), the error contract (:mod:`.checks`),
+the real-tokenizer conformance references (:mod:`.conformance`) and the run-time annotation
+checker (:mod:`.typechecking`).
 
-from .tiny import ARCHITECTURES, build_tiny, tiny_vlm
-from .tokenizer import chat_template, tiny_tokenizer
+The names below are imported on first use (PEP 562): importing :mod:`interp.testing.typechecking`
+before installing its hook loads nothing else of the project.
+"""
 
-__all__ = ["ARCHITECTURES", "build_tiny", "chat_template", "tiny_tokenizer", "tiny_vlm"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+_LAZY: dict[str, str] = {
+    "ARCHITECTURES": "tiny",
+    "MEDIA_ARCHITECTURES": "tiny",
+    "INTERP": "checks",
+    "OFFLINE_ENV": "checks",
+    "Recorder": "reference",
+    "add_to_layer": "reference",
+    "build_tiny": "tiny",
+    "chat_template": "tokenizer",
+    "hf_forward": "reference",
+    "hf_hidden_states": "reference",
+    "hf_target_logprobs": "reference",
+    "last_layer_raw": "reference",
+    "make_samples": "samples",
+    "one_error_line": "checks",
+    "random_image": "samples",
+    "reference_attention": "reference",
+    "refused": "checks",
+    "shared_tiny_vlm": "tiny",
+    "steering_vector": "reference",
+    "tiny_tokenizer": "tokenizer",
+    "tiny_vlm": "tiny",
+    "tiny_vlm_with_attention": "reference",
+}
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from .checks import INTERP, OFFLINE_ENV, one_error_line, refused
+    from .reference import (
+        Recorder,
+        add_to_layer,
+        hf_forward,
+        hf_hidden_states,
+        hf_target_logprobs,
+        last_layer_raw,
+        reference_attention,
+        steering_vector,
+        tiny_vlm_with_attention,
+    )
+    from .samples import make_samples, random_image
+    from .tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, build_tiny, shared_tiny_vlm, tiny_vlm
+    from .tokenizer import chat_template, tiny_tokenizer
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+__all__ = [
+    "ARCHITECTURES",
+    "INTERP",
+    "MEDIA_ARCHITECTURES",
+    "OFFLINE_ENV",
+    "Recorder",
+    "add_to_layer",
+    "build_tiny",
+    "chat_template",
+    "hf_forward",
+    "hf_hidden_states",
+    "hf_target_logprobs",
+    "last_layer_raw",
+    "make_samples",
+    "one_error_line",
+    "random_image",
+    "reference_attention",
+    "refused",
+    "shared_tiny_vlm",
+    "steering_vector",
+    "tiny_tokenizer",
+    "tiny_vlm",
+    "tiny_vlm_with_attention",
+]

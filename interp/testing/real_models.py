@@ -53,7 +53,8 @@ class RealFamily:
         extra: further special tokens the checkpoint adds (unnamed).
         pad: the checkpoint's padding token, added if absent (None: keep the tokenizer's).
         template: chat template: a fixture folder (its ``chat_template.jinja``) or a literal
-            template starting with ``{``; "" for none (the prompt is the question).
+            template starting with ``{``; "" for none (the prompt is the question; a builder
+            whose tokenizer carries a template uses that one).
         scaled: processor settings scaled down from the checkpoint's for CPU cost.
         image_config: a fixture folder whose ``preprocessor_config.json`` gives the Qwen-VL image
             processor's patch size and normalisation ("" for the tiny builder's own).
@@ -201,6 +202,22 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         named={"image_token": "<image>"},
         template="",
         scaled="32 px, 16 image tokens instead of 224 px, 256",
+    ),
+    "gemma4": RealFamily(
+        "google/gemma-4-E4B-it",
+        "gemma4",
+        exact=True,
+        named={
+            "image_token": "<|image|>",
+            "boi_token": "<|image>",
+            "eoi_token": "<image|>",
+            "audio_token": "<|audio|>",
+            "boa_token": "<|audio>",
+            "eoa_token": "<audio|>",
+        },
+        # "": the tokenizer's own chat template (Gemma 4's, shipped in the vocabulary's GGUF)
+        template="",
+        scaled="70 soft tokens per image (the smallest budget) at patch 4 instead of 280 at 16",
     ),
     "internvl": RealFamily(
         "OpenGVLab/InternVL3-8B-hf",

@@ -1,4 +1,4 @@
-"""Registry of tiny random VLMs: :func:`tiny_vlm` and :data:`ARCHITECTURES`.
+"""Registry of tiny random VLMs: :func:`tiny_vlm`, :func:`shared_tiny_vlm`, :data:`ARCHITECTURES`.
 
 Each architecture has a builder in :mod:`interp.testing.builders` returning ``(hf_model, processor)``:
 a real transformers model class with random weights (a few hundred thousand parameters) and the
@@ -10,6 +10,7 @@ tiny models around real checkpoints' tokenizers and templates.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -34,20 +35,29 @@ _BUILDERS: dict[str, str] = {
     "internvl": "internvl",
     "mllama": "mllama",
     "instructblip": "instructblip",
+    "qwen2_5_omni_thinker": "qwen_omni",
+    "qwen3_omni_moe_thinker": "qwen_omni",
+    "gemma4": "gemma_omni",
+    "llava_next_video": "llava_video",
 }
 
 ARCHITECTURES: tuple[str, ...] = tuple(_BUILDERS)
+
+# Families without images (audio-language): buildable by name, kept out of ARCHITECTURES, which
+# the image tests run over.
+_MEDIA_BUILDERS: dict[str, str] = {"qwen2_audio": "audio"}
+MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
 
 
 def build_tiny(
     arch: str, seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PreTrainedModel, Any]:
-    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`)."""
-    if arch not in _BUILDERS:
-        raise ValueError(
-            f"unknown tiny architecture {arch!r}; choose one of {', '.join(ARCHITECTURES)}"
-        )
-    module = import_module(f"{__package__}.builders.{_BUILDERS[arch]}")
+    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`
+    or :data:`MEDIA_ARCHITECTURES`)."""
+    builders = {**_BUILDERS, **_MEDIA_BUILDERS}
+    if arch not in builders:
+        raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {', '.join(builders)}")
+    module = import_module(f"{__package__}.builders.{builders[arch]}")
     return getattr(module, f"build_{arch}")(seed=seed, attn_implementation=attn_implementation)
 
 
@@ -59,4 +69,11 @@ def tiny_vlm(arch: str, seed: int = 0, attn_implementation: str = "eager") -> VL
     return load(model, processor)
 
 
-__all__ = ["ARCHITECTURES", "build_tiny", "tiny_vlm"]
+@cache
+def shared_tiny_vlm(arch: str) -> VLM:
+    """The tiny model of ``arch`` (seed 0), built once per process and shared by every caller: for
+    tests that only read the model (a test that changes it builds its own with :func:`tiny_vlm`)."""
+    return tiny_vlm(arch, seed=0)
+
+
+__all__ = ["ARCHITECTURES", "MEDIA_ARCHITECTURES", "build_tiny", "shared_tiny_vlm", "tiny_vlm"]

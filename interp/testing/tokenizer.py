@@ -51,9 +51,21 @@ CHATML_TEMPLATE = (
 )
 
 
-def chat_template(image_placeholder: str) -> str:
-    """The ChatML template with ``image_placeholder`` where an image item appears."""
-    return CHATML_TEMPLATE.replace("{{ image_placeholder }}", image_placeholder)
+def chat_template(
+    image_placeholder: str,
+    video_placeholder: str | None = None,
+    audio_placeholder: str | None = None,
+) -> str:
+    """The ChatML template with ``image_placeholder`` where an image item appears (and, when
+    given, ``video_placeholder`` / ``audio_placeholder`` for video / audio items)."""
+    template = CHATML_TEMPLATE.replace("{{ image_placeholder }}", image_placeholder)
+    for kind, placeholder in (("video", video_placeholder), ("audio", audio_placeholder)):
+        if placeholder is not None:
+            template = template.replace(
+                "{% else %}{{ c['text'] }}",
+                f"{{% elif c['type'] == '{kind}' %}}{placeholder}{{% else %}}{{{{ c['text'] }}}}",
+            )
+    return template
 
 
 def tiny_tokenizer(
@@ -63,6 +75,8 @@ def tiny_tokenizer(
     bos_token: str | None = "<s>",
     eos_token: str = "<|im_end|>",
     image_placeholder: str = "<image>",
+    video_placeholder: str | None = None,
+    audio_placeholder: str | None = None,
 ) -> PreTrainedTokenizerFast:
     """Build a tiny fast tokenizer.
 
@@ -72,6 +86,8 @@ def tiny_tokenizer(
         additional_special_tokens: further unnamed special tokens (e.g. ``<row_1_col_1>``).
         vocab_size: BPE vocabulary size before special tokens are appended.
         image_placeholder: what the chat template writes for an image item.
+        video_placeholder / audio_placeholder: what it writes for a video / audio item (none:
+            such items render as nothing).
     """
     extra_special_tokens = dict(extra_special_tokens or {})
     additional = list(additional_special_tokens or [])
@@ -89,7 +105,7 @@ def tiny_tokenizer(
         extra_special_tokens=extra_special_tokens,
         padding_side="left",
     )
-    tok.chat_template = chat_template(image_placeholder)
+    tok.chat_template = chat_template(image_placeholder, video_placeholder, audio_placeholder)
     return tok
 
 

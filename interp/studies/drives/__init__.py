@@ -15,6 +15,11 @@ P(V) P(Q|V) of Eq. 1 and P(V) of Eq. 2 on a finite support, Supplementary Sec. 9
 - PMI_Q (Eq. 24): log2 P(a_t | a_<t, v, q) − log2 P(a_t | a_<t, v)   (Q removed: the null question)
 - PMI_P (Eq. 25): log2 P(a_t | a_<t, v, q) − log2 P(a_t | v, q)      (the prefix removed)
 
+In code, tables and figures the three drives are named ``question_drive`` (QCD), ``visual_drive``
+(VCD — the paper's Visual Causal Drive, not visual contrastive decoding, the ``vcd`` method of
+:mod:`interventions.decoding`) and ``prefix_drive`` (PCD); the symbols ``qcd``, ``vcd``, ``pcd`` are
+still taken, deprecated, where a drive is named (``CausalDrives.sample_mean("vcd")``).
+
 Note that the paper's PCD divides a *token-level* probability by the *cumulative* P0(a≤t)
 (Sec. 4, under Eq. 6), so PCD grows with t as −log2 P0(a≤t) does; it is implemented as written.
 
@@ -45,6 +50,7 @@ from interp._lazy import lazy_exports
 
 _LAZY = {
     "DRIVES": "contexts",
+    "DRIVE_ALIASES": "contexts",
     "NEUTRAL_PROMPT": "contexts",
     "NULL_IMAGES": "contexts",
     "draw_support": "contexts",
@@ -76,7 +82,14 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 if TYPE_CHECKING:
     from .analysis import DriveClusters, Imbalance, cluster_drives, prefix_visual_imbalance
     from .cli import register
-    from .contexts import DRIVES, NEUTRAL_PROMPT, NULL_IMAGES, draw_support, drive_contexts
+    from .contexts import (
+        DRIVE_ALIASES,
+        DRIVES,
+        NEUTRAL_PROMPT,
+        NULL_IMAGES,
+        draw_support,
+        drive_contexts,
+    )
     from .figures import (
         plot_clusters,
         plot_imbalance,
@@ -93,6 +106,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CausalDrives",
     "DRIVES",
+    "DRIVE_ALIASES",
     "DriveClusters",
     "Imbalance",
     "NEUTRAL_PROMPT",

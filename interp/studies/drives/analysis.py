@@ -40,17 +40,17 @@ def _drive_arrays(
     lps: list[np.ndarray], k: int, pmi: bool
 ) -> dict[str, np.ndarray | list[np.ndarray]]:
     """The drives from each sample's ``[C, T]`` natural-log context probabilities, contexts in
-    the order PCD (K), QCD (K), VCD, P0 [, full, full without prefix]."""
+    the order prefix drive PCD (K), question drive QCD (K), visual drive VCD, P0 [, full, full
+    without prefix]."""
     logw = -math.log(k)
-    out: dict[str, list[np.ndarray]] = {
-        n: [] for n in ("p0", "pcd", "qcd", "vcd", "pmi_q", "pmi_p")
-    }
+    out: dict[str, list[np.ndarray]] = {n: [] for n in ("p0", *DRIVES, "pmi_q", "pmi_p")}
     for lp in lps:
         p0 = np.cumsum(lp[2 * k + 1])
         out["p0"].append(p0 / LN2)
-        out["pcd"].append((_logsumexp(lp[:k] + logw) - p0) / LN2)
-        out["qcd"].append((_logsumexp(np.cumsum(lp[k : 2 * k], axis=1) + logw) - p0) / LN2)
-        out["vcd"].append((np.cumsum(lp[2 * k]) - p0) / LN2)
+        out["prefix_drive"].append((_logsumexp(lp[:k] + logw) - p0) / LN2)
+        cum = np.cumsum(lp[k : 2 * k], axis=1)
+        out["question_drive"].append((_logsumexp(cum + logw) - p0) / LN2)
+        out["visual_drive"].append((np.cumsum(lp[2 * k]) - p0) / LN2)
         if pmi:
             out["pmi_q"].append((lp[2 * k + 2] - lp[2 * k]) / LN2)
             out["pmi_p"].append((lp[2 * k + 2] - lp[2 * k + 3]) / LN2)
@@ -68,7 +68,7 @@ class DriveClusters:
         labels: cluster of each sample, 0-based (0 = the largest); the frames and figures number
             clusters from 1.
         profiles: each cluster's mean trajectories ``[k, 3, bins]`` in bits, drives in the order
-            (QCD, VCD, PCD).
+            of :data:`DRIVES` (question, visual, prefix).
         features: the samples' 30-dimensional (for 10 bins) vectors before standardisation.
     """
 
@@ -93,7 +93,7 @@ class DriveClusters:
 
     def to_frame(self) -> pd.DataFrame:
         """Per cluster: size, share, and each drive's mean over the first three bins (early),
-        the last three (late) and all bins."""
+        the last three (late) and all bins (``question_drive_early``, ...)."""
         rows = []
         third = max(1, self.bins * 3 // 10)
         for c in range(self.k):
@@ -141,13 +141,15 @@ def cluster_drives(
 
 @dataclass
 class Imbalance:
-    """How well S_PV (and answer-level VCD) separate prior-driven from grounded generations.
+    """How well S_PV (and the answer-level visual drive) separate prior-driven from grounded
+    generations.
 
     Attributes:
         scores: per labelled sample: ``sample_id``, ``label``, ``positive`` (bool), ``s_pv``,
-            ``mean_pcd``, ``mean_vcd``, ``answer_vcd``.
+            ``mean_prefix_drive``, ``mean_visual_drive``, ``answer_visual_drive``.
         table: per score, AUROC and AUPRC with bootstrap CIs (the score oriented so that a
-            larger value predicts the positive label: S_PV, −answer-level VCD, −mean VCD).
+            larger value predicts the positive label: S_PV, −answer-level visual drive, −mean
+            visual drive).
         effects: per score, the group means, their difference with a CI, Cohen's d and Cliff's
             delta with CIs (positive minus negative group, unoriented values).
     """
@@ -164,8 +166,8 @@ class Imbalance:
 
 IMBALANCE_SCORES: tuple[tuple[str, str, float], ...] = (
     ("S_PV", "s_pv", 1.0),
-    ("answer-level VCD", "answer_vcd", -1.0),
-    ("mean VCD", "mean_vcd", -1.0),
+    ("answer-level visual drive (VCD)", "answer_visual_drive", -1.0),
+    ("mean visual drive (VCD)", "mean_visual_drive", -1.0),
 )
 
 
@@ -179,11 +181,11 @@ def prefix_visual_imbalance(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> Imbalance:
-    """S_PV = mean_t PCD − mean_t VCD (Sec. 5.5) as a score for ``positive`` (prior-driven) vs
+    """S_PV = mean_t PCD − mean_t VCD (Sec. 5.5; mean prefix drive − mean visual drive) as a score for ``positive`` (prior-driven) vs
     ``negative`` (visually grounded) generations: AUROC and AUPRC with percentile bootstrap CIs
     (stratified by label), Cohen's d and Cliff's delta (Table 4, Supplementary Sec. 12); the
-    same for answer-level VCD (VCD_T, the whole answer) and mean VCD, where *lower* visual drive
-    predicts prior-driven. Samples with other labels (``other``, None) are left out.
+    same for the answer-level visual drive (VCD_T, the whole answer) and the mean visual drive,
+    where *lower* visual drive predicts prior-driven. Samples with other labels (``other``, None) are left out.
 
     Raises:
         DriveError: not one label per sample.
@@ -195,7 +197,8 @@ def prefix_visual_imbalance(
     keep = np.array([lab in (positive, negative) for lab in labels])
     frame = drives.sample_frame()
     frame["label"] = labels
-    scores = frame.loc[keep, ["sample_id", "label", "s_pv", "mean_pcd", "mean_vcd", "answer_vcd"]]
+    columns = ["s_pv", "mean_prefix_drive", "mean_visual_drive", "answer_visual_drive"]
+    scores = frame.loc[keep, ["sample_id", "label", *columns]]
     scores = scores.reset_index(drop=True)
     scores.insert(2, "positive", scores["label"] == positive)
     y = scores["positive"].to_numpy()

@@ -24,7 +24,15 @@ if TYPE_CHECKING:
 LN2 = math.log(2.0)
 NULL_IMAGES: tuple[str, ...] = ("blind", "black", "white", "noise", "mean", "mismatched")
 NEUTRAL_PROMPT = "Please provide a response."
-DRIVES: tuple[str, ...] = ("qcd", "vcd", "pcd")
+# The three drives, named so that none is mistaken for another method: the paper's QCD, VCD
+# (Visual Causal Drive, Eq. 14 — not visual contrastive decoding) and PCD.
+DRIVES: tuple[str, ...] = ("question_drive", "visual_drive", "prefix_drive")
+# The paper's symbols, still taken (deprecated) where a drive is named.
+DRIVE_ALIASES: dict[str, str] = {
+    "qcd": "question_drive",
+    "vcd": "visual_drive",
+    "pcd": "prefix_drive",
+}
 DEFAULT_QTYPES: tuple[str, ...] = ("describe",)
 FULL = Condition(Part("full"))
 
@@ -179,8 +187,9 @@ def drive_contexts(
     pmi: bool = True,
 ) -> ContextsFn:
     """The contexts whose teacher-forced forwards give a sample's drives, in order: the K support
-    pairs (v_k, q_k) for PCD, the K support images with the sample's question (v_k, q) for QCD,
-    the sample's image with the null question (VCD), the null input (P0), and with ``pmi`` the
+    pairs (v_k, q_k) for the prefix drive (PCD), the K support images with the sample's question
+    (v_k, q) for the question drive (QCD), the sample's image with the null question for the
+    visual drive (VCD), the null input (P0), and with ``pmi`` the
     full input and the full input without the prefix. Returns ``contexts(i, sample)`` giving
     sample i's ``(input sample, condition)`` pairs (used by :func:`causal_drives`, and by the bench
     to feed bare HF forwards the same inputs)."""
@@ -189,15 +198,16 @@ def drive_contexts(
     nimg = _null_image_name(null_image)
     qpart = _question_part(null_question)
     partners = _mismatched_partners(samples) if nimg == "mismatched" else None
-    vcd_cond = Condition(Part("full"), qpart)
+    visual_cond = Condition(Part("full"), qpart)
     noprefix = Condition(Part("full"), None, "removed")
 
     def contexts(i: int, s: Sample) -> list[Context]:
+        # the row ids' tags (pcd, qcd, vcd) key the result store: kept as they are
         rows: list[Context] = [
             (_compose(c.question, c.image, f"{s.id}|pcd{j}"), FULL) for j, c in enumerate(sup)
         ]
         rows += [(_compose(s.question, c.image, f"{s.id}|qcd{j}"), FULL) for j, c in enumerate(sup)]
-        rows.append((_compose(s.question, s.image, f"{s.id}|vcd"), vcd_cond))
+        rows.append((_compose(s.question, s.image, f"{s.id}|vcd"), visual_cond))
         rows.append(_null_context(s, i, samples, nimg, qpart, partners, "p0"))
         if pmi:
             rows.append((_compose(s.question, s.image, f"{s.id}|full"), FULL))
@@ -221,6 +231,7 @@ __all__ = [
     "ContextsFn",
     "DEFAULT_QTYPES",
     "DRIVES",
+    "DRIVE_ALIASES",
     "FULL",
     "LN2",
     "NEUTRAL_PROMPT",

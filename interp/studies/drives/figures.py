@@ -13,18 +13,25 @@ from sklearn.metrics import roc_curve
 
 from .analysis import IMBALANCE_SCORES, DriveClusters, Imbalance
 from .contexts import DRIVES
-from .recovery import Recovery
+from .recovery import RECOVERED, Recovery
 from .removal import SourceRemoval
 from .result import CausalDrives
 
 COLORS = {
-    "qcd": "#1f77b4",
-    "vcd": "#2ca02c",
-    "pcd": "#d62728",
+    "question_drive": "#1f77b4",
+    "visual_drive": "#2ca02c",
+    "prefix_drive": "#d62728",
     "pmi_q": "#7f7f7f",
     "pmi_p": "#7f7f7f",
 }
-NAMES = {"qcd": "QCD", "vcd": "VCD", "pcd": "PCD", "pmi_q": "PMI$_Q$", "pmi_p": "PMI$_P$"}
+# legends: the drive in words with the paper's symbol
+NAMES = {
+    "question_drive": "question drive (QCD)",
+    "visual_drive": "visual drive (VCD)",
+    "prefix_drive": "prefix drive (PCD)",
+    "pmi_q": "PMI$_Q$",
+    "pmi_p": "PMI$_P$",
+}
 
 
 def _mean_band(
@@ -40,7 +47,8 @@ def _mean_band(
 
 
 def plot_trajectories(drives: CausalDrives, *, bins: int = 10, title: str | None = None) -> Figure:
-    """Fig. 2: mean QCD, VCD and PCD over the relative decoding position (``bins`` bins), with
+    """Fig. 2: mean question, visual and prefix drives (QCD, VCD, PCD) over the relative decoding
+    position (``bins`` bins), with
     95% bands of the mean over samples."""
     b = drives.binned(bins)
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -56,12 +64,13 @@ def plot_trajectories(drives: CausalDrives, *, bins: int = 10, title: str | None
 
 
 def plot_clusters(clusters: DriveClusters, *, title: str | None = None) -> Figure:
-    """Fig. 3: each cluster's mean PCD, QCD and VCD trajectory (one panel per drive), labelled
+    """Fig. 3: each cluster's mean prefix, question and visual drive trajectory (one panel per
+    drive), labelled
     with the cluster's share of the generations."""
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
     x = (np.arange(clusters.bins) + 0.5) / clusters.bins
     palette = plt.get_cmap("tab10")
-    for ax, name in zip(axes, ("pcd", "qcd", "vcd")):
+    for ax, name in zip(axes, ("prefix_drive", "question_drive", "visual_drive")):
         d = DRIVES.index(name)
         for c in range(clusters.k):
             ax.plot(
@@ -84,12 +93,11 @@ def plot_clusters(clusters: DriveClusters, *, title: str | None = None) -> Figur
 
 def plot_recovery(recovery: Recovery, *, bins: int = 10) -> Figure:
     """Fig. 5: |D(t) − G(t)| over the relative decoding position for the drive and its PMI
-    baseline, question (QCD vs PMI_Q) and prefix (PCD vs PMI_P) interventions, with 95% bands."""
+    baseline, question (question drive QCD vs PMI_Q) and prefix (prefix drive PCD vs PMI_P)
+    interventions, with 95% bands."""
     b = recovery.binned(bins)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.3))
-    for ax, (title, drive, base) in zip(
-        axes, (("question", "qcd", "pmi_q"), ("prefix", "pcd", "pmi_p"))
-    ):
+    for ax, (title, drive, base) in zip(axes, RECOVERED):
         _mean_band(ax, b[drive], COLORS[drive], NAMES[drive])
         _mean_band(ax, b[base], COLORS[base], NAMES[base], ls="--")
         ax.set_title(f"{title} intervention (M={recovery.m})", fontsize=10)
@@ -102,7 +110,7 @@ def plot_recovery(recovery: Recovery, *, bins: int = 10) -> Figure:
 
 def plot_imbalance(imbalance: Imbalance) -> Figure:
     """S_PV of prior-driven vs grounded generations (histograms) and the ROC curves of S_PV and
-    of answer-level VCD (negated: lower visual drive predicts prior-driven)."""
+    of the answer-level visual drive (negated: lower visual drive predicts prior-driven)."""
     s = imbalance.scores
     y = s["positive"].to_numpy()
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
@@ -118,7 +126,7 @@ def plot_imbalance(imbalance: Imbalance) -> Figure:
             color=color,
             label=f"{name} (n={int((y == flag).sum())})",
         )
-    left.set_xlabel("$S_{PV}$ = mean PCD − mean VCD (bits)")
+    left.set_xlabel("$S_{PV}$ = mean prefix drive − mean visual drive (bits)")
     left.set_ylabel("generations")
     left.legend(fontsize=8)
     table = imbalance.table.set_index("score")
@@ -141,9 +149,9 @@ def plot_source_removal(removal: SourceRemoval, *, bins: int = 10) -> Figure:
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     styles = {
         "full": ("k", "full"),
-        "no_question": (COLORS["qcd"], "without Q"),
-        "no_image": (COLORS["vcd"], "without V"),
-        "no_prefix": (COLORS["pcd"], "without $A_{<t}$"),
+        "no_question": (COLORS["question_drive"], "without Q"),
+        "no_image": (COLORS["visual_drive"], "without V"),
+        "no_prefix": (COLORS["prefix_drive"], "without $A_{<t}$"),
     }
     for key, (color, label) in styles.items():
         _mean_band(ax, b[key], color, label)

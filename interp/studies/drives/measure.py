@@ -210,7 +210,8 @@ def causal_drives(
     shard: Shard = None,
     progress_bar: bool = True,
 ) -> CausalDrives:
-    r"""Per-token QCD, VCD, PCD (and the PMI baselines) of each sample's answer, in bits.
+    r"""Per-token question, visual and prefix drives (the paper's QCD, VCD, PCD) and the PMI
+    baselines of each sample's answer, in bits.
 
     For sample (v, q) with answer a_1..a_T and support {(v_k, q_k)}_{k=1..K}, w_k = 1/K:
 
@@ -305,9 +306,9 @@ def causal_drives(
         tokens=[list(vlm.tokenizer.convert_ids_to_tokens(t)) for t in ids],
         answers=[vlm.tokenizer.decode(t, skip_special_tokens=True).strip() for t in ids],
         p0=_pad(arrays["p0"], width),
-        pcd=_pad(arrays["pcd"], width),
-        qcd=_pad(arrays["qcd"], width),
-        vcd=_pad(arrays["vcd"], width),
+        prefix_drive=_pad(arrays["prefix_drive"], width),
+        question_drive=_pad(arrays["question_drive"], width),
+        visual_drive=_pad(arrays["visual_drive"], width),
         mask=mask,
         pmi_q=_pad(arrays["pmi_q"], width) if pmi else None,
         pmi_p=_pad(arrays["pmi_p"], width) if pmi else None,

@@ -37,6 +37,13 @@ if TYPE_CHECKING:
     from interp.model import VLM
     from interp.runner import Shard
 
+# (intervention, drive, its PMI baseline) of Fig. 5; the table names the drive by its symbol
+RECOVERED: tuple[tuple[str, str, str], ...] = (
+    ("question", "question_drive", "pmi_q"),
+    ("prefix", "prefix_drive", "pmi_p"),
+)
+SYMBOLS = {"question_drive": "QCD", "prefix_drive": "PCD"}
+
 
 @dataclass
 class Recovery:
@@ -47,8 +54,8 @@ class Recovery:
             fixed, images of M held-out contexts.
         g_p: G_P(t) = log2 (1/M) Σ_m P(a_t | a_<t, v_m, q_m) − log2 P0(a≤t): the prefix fixed,
             M held-out (image, question) pairs.
-        errors: ``|D(t) − G(t)|`` per token for ``qcd`` and ``pmi_q`` (against G_Q) and ``pcd``
-            and ``pmi_p`` (against G_P), ``[N, T]``.
+        errors: ``|D(t) − G(t)|`` per token for ``question_drive`` and ``pmi_q`` (against G_Q)
+            and ``prefix_drive`` and ``pmi_p`` (against G_P), ``[N, T]``.
         context_ids: the held-out contexts' ids.
     """
 
@@ -65,7 +72,8 @@ class Recovery:
         return len(self.context_ids)
 
     def per_target(self) -> pd.DataFrame:
-        """Err(D) = (1/T) Σ_t |D(t) − G(t)| (Eq. 15) per target, for QCD, PMI_Q, PCD, PMI_P."""
+        """Err(D) = (1/T) Σ_t |D(t) − G(t)| (Eq. 15) per target, for the question drive (QCD),
+        PMI_Q, the prefix drive (PCD) and PMI_P (``err_question_drive``, ...)."""
         return pd.DataFrame(
             {"sample_id": self.sample_ids}
             | {
@@ -80,14 +88,14 @@ class Recovery:
         reductions, and the share of targets where the drive's error is lower."""
         per = self.per_target()
         rows = []
-        for source, drive, base in (("question", "qcd", "pmi_q"), ("prefix", "pcd", "pmi_p")):
+        for source, drive, base in RECOVERED:
             d, p = per[f"err_{drive}"].to_numpy(), per[f"err_{base}"].to_numpy()
             with np.errstate(divide="ignore", invalid="ignore"):
                 each = 1.0 - d / p
             rows.append(
                 {
                     "intervention": source,
-                    "drive": drive.upper(),
+                    "drive": SYMBOLS[drive],
                     "err_drive": float(d.mean()),
                     "baseline": "PMI_" + base[-1].upper(),
                     "err_pmi": float(p.mean()),
@@ -193,9 +201,9 @@ def recovery_error(
         g_p.append((_logsumexp(lp[M:] + logw) - p0) / LN2)
     gq, gp = _pad(g_q, width), _pad(g_p, width)
     errors = {
-        "qcd": np.abs(drives.qcd - gq),
+        "question_drive": np.abs(drives.question_drive - gq),
         "pmi_q": np.abs(drives.pmi_q - gq),
-        "pcd": np.abs(drives.pcd - gp),
+        "prefix_drive": np.abs(drives.prefix_drive - gp),
         "pmi_p": np.abs(drives.pmi_p - gp),
     }
     return Recovery(

@@ -3,6 +3,7 @@ their per-token and per-sample tables and the binned trajectories."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +15,7 @@ from jaxtyping import Bool, Float, Int
 from interp.errors import DriveError
 from probes.trajectories import relative_bins
 
-from .contexts import DRIVES
+from .contexts import DRIVE_ALIASES, DRIVES
 
 
 @dataclass
@@ -26,14 +27,18 @@ class CausalDrives:
 
     Attributes:
         p0: log2 P0(a≤t), the cumulative null-source log-likelihood (Eq. 4).
-        pcd: Prefix Causal Drive (Eq. 6), token-level numerator over the cumulative P0.
-        qcd: Question Causal Drive (Eqs. 9-11).
-        vcd: Visual Causal Drive (Eq. 14).
+        prefix_drive: the paper's Prefix Causal Drive PCD (Eq. 6), token-level numerator over
+            the cumulative P0.
+        question_drive: the Question Causal Drive QCD (Eqs. 9-11).
+        visual_drive: the Visual Causal Drive VCD (Eq. 14; not visual contrastive decoding).
         pmi_q, pmi_p: the PMI baselines of Eqs. 24 and 25 (None when not computed).
         sample_ids, token_ids, tokens, answers: the targets.
         support_ids: the ids of the K support samples.
         null_image, null_question: what V = ∅ and Q = ∅ were.
         forwards_per_sample: teacher-forced forwards each sample cost (2K + 2, + 2 with PMI).
+
+    The paper's symbols ``pcd``, ``qcd``, ``vcd`` still work (deprecated) as attributes and
+    wherever a drive is named (:meth:`drive`, :meth:`sample_mean`, :meth:`final`).
     """
 
     sample_ids: list[str]
@@ -41,9 +46,9 @@ class CausalDrives:
     tokens: list[list[str]]
     answers: list[str]
     p0: Float[np.ndarray, "n t"]
-    pcd: Float[np.ndarray, "n t"]
-    qcd: Float[np.ndarray, "n t"]
-    vcd: Float[np.ndarray, "n t"]
+    prefix_drive: Float[np.ndarray, "n t"]
+    question_drive: Float[np.ndarray, "n t"]
+    visual_drive: Float[np.ndarray, "n t"]
     mask: Bool[np.ndarray, "n t"]
     pmi_q: Float[np.ndarray, "n t"] | None = None
     pmi_p: Float[np.ndarray, "n t"] | None = None
@@ -64,8 +69,31 @@ class CausalDrives:
     def lengths(self) -> Int[np.ndarray, " n"]:
         return self.mask.sum(axis=1).astype(np.int64)
 
+    @property
+    def pcd(self) -> Float[np.ndarray, "n t"]:
+        """Deprecated: :attr:`prefix_drive`."""
+        return self.drive("pcd")
+
+    @property
+    def qcd(self) -> Float[np.ndarray, "n t"]:
+        """Deprecated: :attr:`question_drive`."""
+        return self.drive("qcd")
+
+    @property
+    def vcd(self) -> Float[np.ndarray, "n t"]:
+        """Deprecated: :attr:`visual_drive` (the drives paper's VCD)."""
+        return self.drive("vcd")
+
     def drive(self, name: str) -> Float[np.ndarray, "n t"]:
-        """One of ``p0``, ``pcd``, ``qcd``, ``vcd``, ``pmi_q``, ``pmi_p``."""
+        """One of ``p0``, ``question_drive``, ``visual_drive``, ``prefix_drive``, ``pmi_q``,
+        ``pmi_p`` (the paper's ``qcd``, ``vcd``, ``pcd``: deprecated names of the drives)."""
+        if name in DRIVE_ALIASES:
+            warnings.warn(
+                f"the drive {name!r} is now called {DRIVE_ALIASES[name]!r}",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            name = DRIVE_ALIASES[name]
         value = getattr(self, name, None) if name in ("p0", *DRIVES, "pmi_q", "pmi_p") else None
         if value is None:
             raise DriveError(
@@ -79,18 +107,19 @@ class CausalDrives:
         return np.nanmean(np.where(self.mask, self.drive(name), np.nan), axis=1)
 
     def final(self, name: str) -> Float[np.ndarray, " n"]:
-        """A drive at each answer's last token: for the cumulative QCD and VCD the whole-answer
-        (answer-level) drive."""
+        """A drive at each answer's last token: for the cumulative question and visual drives
+        the whole-answer (answer-level) drive."""
         values = self.drive(name)
         return values[np.arange(len(self)), self.lengths - 1]
 
     @property
     def s_pv(self) -> Float[np.ndarray, " n"]:
-        """Prefix-visual imbalance S_PV = mean_t PCD − mean_t VCD per sample (Sec. 5.5)."""
-        return self.sample_mean("pcd") - self.sample_mean("vcd")
+        """Prefix-visual imbalance S_PV = mean_t PCD − mean_t VCD per sample (Sec. 5.5): the mean
+        prefix drive minus the mean visual drive."""
+        return self.sample_mean("prefix_drive") - self.sample_mean("visual_drive")
 
     def binned(self, bins: int = 10) -> Float[np.ndarray, "n three bins"]:
-        """(QCD, VCD, PCD) averaged in ``bins`` equal bins of the relative decoding position
+        """The drives (question, visual, prefix: :data:`DRIVES`) averaged in ``bins`` equal bins of the relative decoding position
         (:func:`probes.trajectories.relative_bins`; Supplementary Sec. 11)."""
         return np.stack([relative_bins(self.drive(d), self.mask, bins) for d in DRIVES], axis=1)
 
@@ -116,9 +145,9 @@ class CausalDrives:
             tokens=[self.tokens[i] for i in idx],
             answers=[self.answers[i] for i in idx],
             p0=cut(self.p0),  # type: ignore[arg-type]
-            pcd=cut(self.pcd),  # type: ignore[arg-type]
-            qcd=cut(self.qcd),  # type: ignore[arg-type]
-            vcd=cut(self.vcd),  # type: ignore[arg-type]
+            prefix_drive=cut(self.prefix_drive),  # type: ignore[arg-type]
+            question_drive=cut(self.question_drive),  # type: ignore[arg-type]
+            visual_drive=cut(self.visual_drive),  # type: ignore[arg-type]
             mask=self.mask[idx, :width],
             pmi_q=cut(self.pmi_q),
             pmi_p=cut(self.pmi_p),
@@ -130,8 +159,8 @@ class CausalDrives:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per answer token: ``sample_id``, ``t`` (1-based), ``n_tokens``, ``position``
-        (relative, (t − 0.5)/T), ``token_id``, ``token``, ``p0``, ``qcd``, ``vcd``, ``pcd`` and,
-        when computed, ``pmi_q``, ``pmi_p`` (bits)."""
+        (relative, (t − 0.5)/T), ``token_id``, ``token``, ``p0``, ``question_drive``,
+        ``visual_drive``, ``prefix_drive`` and, when computed, ``pmi_q``, ``pmi_p`` (bits)."""
         names = ["p0", *DRIVES] + [n for n in ("pmi_q", "pmi_p") if getattr(self, n) is not None]
         rows = []
         for i, sid in enumerate(self.sample_ids):
@@ -150,16 +179,17 @@ class CausalDrives:
         return pd.DataFrame(rows)
 
     def sample_frame(self) -> pd.DataFrame:
-        """One row per sample: the answer, its length, each drive's mean over the answer, the
-        answer-level (last-token) QCD and VCD, and S_PV."""
+        """One row per sample: the answer, its length, each drive's mean over the answer
+        (``mean_question_drive``, ...), the answer-level (last-token) question and visual drives
+        (``answer_question_drive``, ``answer_visual_drive``), and S_PV."""
         frame = pd.DataFrame(
             {
                 "sample_id": self.sample_ids,
                 "answer": self.answers,
                 "n_tokens": self.lengths,
                 **{f"mean_{d}": self.sample_mean(d) for d in DRIVES},
-                "answer_qcd": self.final("qcd"),
-                "answer_vcd": self.final("vcd"),
+                "answer_question_drive": self.final("question_drive"),
+                "answer_visual_drive": self.final("visual_drive"),
                 "s_pv": self.s_pv,
             }
         )

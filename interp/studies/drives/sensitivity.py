@@ -54,7 +54,8 @@ class Sensitivity:
     variants: dict[str, CausalDrives]
 
     def to_frame(self) -> pd.DataFrame:
-        """Per setting (base first): each drive's mean over all answer tokens, and its agreement
+        """Per setting (base first): each drive's mean over all answer tokens (``mean_visual_drive``,
+        ...), and its agreement
         with the base setting — the mean over samples of the sample-wise Pearson r between the
         two trajectories (samples with fewer than 2 tokens or a constant trajectory left out), and
         the Pearson r over all tokens pooled."""
@@ -93,9 +94,9 @@ def drive_sensitivity(
 ) -> Sensitivity:
     """Reference and prompt sensitivity (Supplementary Sec. 10): the drives with V = ∅ replaced
     by each of ``null_images`` (the base null question kept), and with Q = ∅ replaced by each of
-    ``null_questions`` (the base null image kept). Only P0 and VCD's context change, so each
-    setting costs 2 forwards per sample; PCD and QCD keep their numerators (re-referenced to the
-    new P0) and PMI_Q its full-input term.
+    ``null_questions`` (the base null image kept). Only P0 and the visual drive's (VCD's) context
+    change, so each setting costs 2 forwards per sample; the prefix and question drives keep
+    their numerators (re-referenced to the new P0) and PMI_Q its full-input term.
 
     Raises:
         DriveError: other samples than the base's; ConditionError: an unknown null image.
@@ -117,8 +118,9 @@ def drive_sensitivity(
         partners = None
     variants: dict[str, CausalDrives] = {}
     width = base.mask.shape[1]
-    base_vcd_num = (base.vcd + base.p0) * LN2  # cumulative natural-log VCD numerator
-    base_vcd_tok = np.diff(np.nan_to_num(base_vcd_num), axis=1, prepend=0.0)
+    # the visual drive's cumulative natural-log numerator, and per token
+    base_visual_num = (base.visual_drive + base.p0) * LN2
+    base_visual_tok = np.diff(np.nan_to_num(base_visual_num), axis=1, prepend=0.0)
     for nimg, nq in settings:
         qpart = _question_part(nq)
 
@@ -145,21 +147,21 @@ def drive_sensitivity(
             progress_bar=progress_bar,
         )
         p0 = _pad([np.cumsum(lp[1]) / LN2 for lp in lps], width)
-        vcd_num = _pad([np.cumsum(lp[0]) / LN2 for lp in lps], width)
-        vcd_tok = _pad([lp[0] for lp in lps], width)
+        visual_num = _pad([np.cumsum(lp[0]) / LN2 for lp in lps], width)
+        visual_tok = _pad([lp[0] for lp in lps], width)
         shift = base.p0 - p0
         pmi_q = None
         if base.pmi_q is not None:
-            pmi_q = base.pmi_q + (base_vcd_tok - vcd_tok) / LN2
+            pmi_q = base.pmi_q + (base_visual_tok - visual_tok) / LN2
         variants[f"{nimg} | {nq or '(empty)'}"] = CausalDrives(
             sample_ids=list(base.sample_ids),
             token_ids=base.token_ids,
             tokens=base.tokens,
             answers=base.answers,
             p0=p0,
-            pcd=base.pcd + shift,
-            qcd=base.qcd + shift,
-            vcd=vcd_num - p0,
+            prefix_drive=base.prefix_drive + shift,
+            question_drive=base.question_drive + shift,
+            visual_drive=visual_num - p0,
             mask=base.mask.copy(),
             pmi_q=pmi_q,
             pmi_p=base.pmi_p,

@@ -7,7 +7,7 @@ and ends with :func:`finish`.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
 
@@ -64,6 +64,8 @@ class NoVideoProcessor:
     num_frames = None
     fps = None
     _auto_class = None
+    # added to the processor's own list by some processors (Qwen-Omni)
+    model_input_names: ClassVar[list[str]] = []
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("this processor was built without a video processor (no torchvision)")

@@ -6,14 +6,24 @@ tiny tokenizer and a ``Qwen2VLImageProcessorPil``. The chat template renders ``{
 as ``<|vision_start|><|image_pad|><|vision_end|>``; the processor expands ``<|image_pad|>`` into one
 token per merged 2x2 patch group, so an image of ``h x w`` pixels (rounded to multiples of 16, at
 most 64x64 pixels in area) gives ``(h/16)·(w/16)`` image tokens: 4 for 32x32, at most 16.
+
+Qwen2-VL also takes videos (``{"type": "video"}`` renders as
+``<|vision_start|><|video_pad|><|vision_end|>``) through :class:`FramesVideoProcessor`: the stock
+``Qwen2VLVideoProcessor`` imports torchvision at module level, and the torchvision wheel on PyPI
+for this torch (0.28.0) is a CUDA build whose ops library links ``libtorch_cuda.so``, which the CPU
+torch wheel lacks, so ``import torchvision`` fails. A video of ``T`` frames of ``h x w`` gives
+``ceil(T/2)·(h/16)·(w/16)`` video tokens.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
+import numpy as np
 import torch
+from PIL import Image
 from transformers import (
+    BatchFeature,
     PreTrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
@@ -58,8 +68,12 @@ MIN_PIXELS = (PATCH_SIZE * MERGE_SIZE) ** 2
 MAX_PIXELS = 64 * 64
 
 
+VIDEO_PLACEHOLDER = VISION_START + VIDEO_TOKEN + VISION_END
+
+
 def qwen_vl_tokenizer() -> PreTrainedTokenizerFast:
-    """The tiny tokenizer with the Qwen vision special tokens and the image placeholder template."""
+    """The tiny tokenizer with the Qwen vision special tokens and the image (and video)
+    placeholder template."""
     return tiny_tokenizer(
         extra_special_tokens={
             "image_token": IMAGE_TOKEN,
@@ -68,7 +82,60 @@ def qwen_vl_tokenizer() -> PreTrainedTokenizerFast:
             "vision_end_token": VISION_END,
         },
         image_placeholder=IMAGE_PLACEHOLDER,
+        video_placeholder=VIDEO_PLACEHOLDER,
     )
+
+
+class FramesVideoProcessor:
+    """Qwen2-VL's video preprocessing without torchvision, built on the stock
+    ``Qwen2VLImageProcessorPil``: every frame is resized, rescaled and normalised by the image
+    processor (so frames match images of the same size exactly), the frame count is padded to a
+    multiple of the temporal patch by repeating the last frame, and each pair of consecutive frames
+    fills the two temporal slots of a patch — the layout of ``Qwen2VLVideoProcessor``'s
+    ``pixel_values_videos`` (rows ordered by time step, then merge group) with ``video_grid_thw``
+    = (frames / 2, patch rows, patch columns)."""
+
+    model_input_names = ["pixel_values_videos", "video_grid_thw"]
+    _auto_class = None
+
+    def __init__(self, image_processor: Qwen2VLImageProcessorPil) -> None:
+        self.image_processor = image_processor
+        self.patch_size = int(image_processor.patch_size)
+        self.merge_size = int(image_processor.merge_size)
+        self.temporal_patch_size = int(image_processor.temporal_patch_size)
+        self.image_mean = image_processor.image_mean
+        self.image_std = image_processor.image_std
+        self.num_frames = None
+        self.fps = None
+
+    def __call__(self, videos: Any, return_tensors: Any = "pt", **kwargs: Any) -> BatchFeature:
+        if isinstance(videos, np.ndarray) and videos.ndim == 4:
+            videos = [videos]
+        pixels, grids = [], []
+        tp = self.temporal_patch_size
+        for video in videos:
+            frames = [np.asarray(f) for f in video]
+            frames += [frames[-1]] * (-len(frames) % tp)
+            out = self.image_processor([Image.fromarray(f) for f in frames], return_tensors="np")
+            _, gh, gw = (int(x) for x in out["image_grid_thw"][0])
+            n = gh * gw
+            # per frame: [n, C, tp, p, p] with the frame copied into every temporal slot
+            per_frame = out["pixel_values"].reshape(len(frames), n, 3, tp, *[self.patch_size] * 2)
+            single = per_frame[:, :, :, 0]  # [frames, n, C, p, p]
+            steps = single.reshape(len(frames) // tp, tp, n, 3, *single.shape[-2:])
+            patches = steps.transpose(0, 2, 3, 1, 4, 5)  # [t, n, C, tp, p, p]
+            pixels.append(patches.reshape(len(frames) // tp * n, -1))
+            grids.append([len(frames) // tp, gh, gw])
+        return BatchFeature(
+            {
+                "pixel_values_videos": np.concatenate(pixels).astype(np.float32),
+                "video_grid_thw": np.array(grids, dtype=np.int64),
+            },
+            tensor_type=return_tensors,
+        )
+
+    def save_pretrained(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to save (the image processor's settings define it)."""
 
 
 def qwen_vl_image_processor(
@@ -134,8 +201,10 @@ def _build(
     attn_implementation: str,
     chat_template: str | None = None,
     image_processor: Qwen2VLImageProcessorPil | None = None,
+    videos: bool = False,
 ) -> tuple[M, P]:
-    """Seeded fp32 construction (``architectures`` set before it), then :func:`finish`."""
+    """Seeded fp32 construction (``architectures`` set before it), then :func:`finish`; with
+    ``videos``, a :class:`FramesVideoProcessor` over the image processor."""
     config.architectures = [model_cls.__name__]
     torch.manual_seed(seed)
     model = model_cls._from_config(
@@ -147,6 +216,8 @@ def _build(
         tokenizer=tok,
         chat_template=chat_template or tok.chat_template,
     )
+    if videos:
+        processor.video_processor = FramesVideoProcessor(processor.image_processor)
     return finish(model, tok, attn_implementation), processor
 
 
@@ -158,7 +229,8 @@ def build_qwen2_vl(
     chat_template: str | None = None,
     image_processor: Qwen2VLImageProcessorPil | None = None,
 ) -> tuple[Qwen2VLForConditionalGeneration, Qwen2VLProcessor]:
-    """Qwen2-VL: ViT (embed 32, 2 blocks) + patch merger into a 3-layer M-RoPE decoder."""
+    """Qwen2-VL: ViT (embed 32, 2 blocks) + patch merger into a 3-layer M-RoPE decoder; takes
+    images and videos (:class:`FramesVideoProcessor`)."""
     tok = tokenizer or qwen_vl_tokenizer()
     patch = image_processor.patch_size if image_processor is not None else PATCH_SIZE
     config = Qwen2VLConfig(
@@ -180,6 +252,7 @@ def build_qwen2_vl(
         attn_implementation,
         chat_template,
         image_processor,
+        videos=True,
     )
 
 
@@ -263,6 +336,8 @@ def build_qwen3_vl(
 
 __all__ = [
     "IMAGE_PLACEHOLDER",
+    "VIDEO_PLACEHOLDER",
+    "FramesVideoProcessor",
     "build_qwen2_5_vl",
     "build_qwen2_vl",
     "build_qwen3_vl",

@@ -1,0 +1,149 @@
+"""Resolving a condition: each sample as the model will see it (see :mod:`interp.conditions`).
+
+:func:`prepare` applies a :class:`~interp.conditions.Condition`'s image, audio, video and question
+parts to samples; the names are re-exported by :mod:`interp.conditions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from PIL import Image
+from torch import Tensor
+
+from .conditions import (
+    IMAGE_CONDITIONS,
+    QUESTION_CONDITIONS,
+    Condition,
+    ConditionContext,
+    PixelFn,
+    _media,
+)
+from .media import AUDIO_SLOT, VIDEO_SLOT, Audio, audio_rate
+from .samples import IMAGE_SLOT, Sample
+
+# -- resolving a condition -----------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """One sample under a condition: the sample the model sees (question and images as PIL
+    images), for pixel-stage conditions the per-image pixel transform, and the audio (resampled
+    to the processor's rate) and videos (``T×H×W×3`` uint8) it carries."""
+
+    sample: Sample
+    images: list[Image.Image]
+    pixels: Callable[[Tensor, int], Tensor] | None = None
+    audios: list[Audio] = field(default_factory=list)
+    videos: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def has_image(self) -> bool:
+        return bool(self.images)
+
+
+def prepare(
+    samples: Sequence[Sample],
+    condition: Condition | str,
+    processor: Any,
+    *,
+    all_samples: Sequence[Sample] | None = None,
+) -> list[Prepared]:
+    """Each sample as the model will see it under ``condition``.
+
+    ``all_samples`` is the full list the samples belong to; ``swap:next`` and ``swap:<id>`` look
+    images up in it (defaults to ``samples``).
+
+    Raises:
+        ImageError / MissingImageError: a needed image is missing or unreadable.
+        ConditionError: ``swap:<id>`` names no sample.
+    """
+    cond = Condition.parse(condition)
+    ctx = ConditionContext(processor, list(all_samples) if all_samples is not None else samples)
+    spec = IMAGE_CONDITIONS[cond.image.name]
+    qspec = QUESTION_CONDITIONS[cond.question.name] if cond.question is not None else None
+    out: list[Prepared] = []
+    for s in samples:
+        images = spec.images(s, cond.image.arg, ctx) or []
+        question = s.question
+        if spec.question is not None:
+            question = spec.question(question, cond.image.arg, s)
+        if qspec is not None:
+            question = qspec.question(question, cond.question.arg, s)  # type: ignore[union-attr]
+        if IMAGE_SLOT in question and question.count(IMAGE_SLOT) != len(images):
+            # the images were removed or replaced by a different number: they go first
+            question = " ".join(p.strip() for p in question.split(IMAGE_SLOT) if p.strip())
+        audios, videos = _media_inputs(s, cond, ctx)
+        for slot, items in ((AUDIO_SLOT, audios), (VIDEO_SLOT, videos)):
+            if slot in question and question.count(slot) != len(items):
+                question = " ".join(p.strip() for p in question.split(slot) if p.strip())
+        seen = replace(
+            s,
+            question=question,
+            image=list(images) or None,
+            audio=list(audios) or None,
+            video=list(videos) or None,
+        )
+        pixels = None
+        if spec.pixels is not None and images:
+            pixels = _bind_pixels(spec.pixels, s, cond.image.arg)
+        out.append(Prepared(seen, list(images), pixels, audios, videos))
+    return out
+
+
+def _media_inputs(
+    sample: Sample, cond: Condition, ctx: ConditionContext
+) -> tuple[list[Audio], list[np.ndarray]]:
+    """The audio (at the processor's rate) and videos of ``sample`` under ``cond``."""
+    if cond.audio is None:
+        audios = sample.load_audios()
+    else:
+        audios = _media("audio")[cond.audio.name].apply(sample, cond.audio.arg, ctx)
+    if cond.video is None:
+        videos = sample.load_videos()
+    else:
+        videos = _media("video")[cond.video.name].apply(sample, cond.video.arg, ctx)
+    rate = audio_rate(ctx.processor)
+    return [a.resampled(rate) if rate else a for a in audios], list(videos)
+
+
+def _bind_pixels(fn: PixelFn, sample: Sample, arg: str | None) -> Callable[[Tensor, int], Tensor]:
+    return lambda values, index: fn(values, sample, arg, index)
+
+
+def condition_sources(
+    sample: Sample, condition: Condition | str, pool: Sequence[Sample], processor: Any = None
+) -> list[Sample]:
+    """Samples other than ``sample`` whose content the input under ``condition`` uses."""
+    cond = Condition.parse(condition)
+    ctx = ConditionContext(processor, pool)
+    out: list[Sample] = []
+    spec = IMAGE_CONDITIONS[cond.image.name]
+    if spec.sources is not None:
+        out += spec.sources(sample, cond.image.arg, ctx)
+    for kind, part in (("audio", cond.audio), ("video", cond.video)):
+        media = _media(kind)[part.name] if part is not None else None
+        if media is not None and media.sources is not None and part is not None:
+            out += media.sources(sample, part.arg, ctx)
+    return out
+
+
+def condition_inputs(
+    samples: Sequence[Sample],
+    condition: Condition | str,
+    processor: Any,
+    *,
+    all_samples: Sequence[Sample] | None = None,
+) -> list[tuple[str, Image.Image | None]]:
+    """(question, first image or None) per sample under ``condition`` — a compact view of
+    :func:`prepare` for single-image samples."""
+    return [
+        (p.sample.question, p.images[0] if p.images else None)
+        for p in prepare(samples, condition, processor, all_samples=all_samples)
+    ]
+
+
+__all__ = ["Prepared", "condition_inputs", "condition_sources", "prepare"]

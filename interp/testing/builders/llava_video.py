@@ -1,0 +1,95 @@
+"""Tiny random LLaVA-NeXT-Video with its stock processor, built offline.
+
+Images take LLaVA-NeXT's any-res path (see :func:`~interp.testing.builders.llava.build_llava_next`:
+the same 16 px tiles of 4 px patches); a video's frames each pass the vision tower, a 2x2 average
+pool (``vision_resampler``) and the projector. The chat template writes ``"<image>\\n"`` for an
+image and ``"<video>\\n"`` for a video; the processor expands ``<video>`` into
+``frames x (16 px / 4 px / 2)^2`` tokens (4 per frame). The video processor
+(``LlavaNextVideoVideoProcessor``) is real where torchvision imports, a stand-in refusing videos
+otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import (
+    CLIPVisionConfig,
+    LlamaConfig,
+    LlavaNextImageProcessorPil,
+    LlavaNextVideoConfig,
+    LlavaNextVideoForConditionalGeneration,
+    LlavaNextVideoProcessor,
+    PreTrainedTokenizerBase,
+)
+
+from ..tokenizer import tiny_tokenizer
+from .common import finish, text_kwargs
+from .llava import (
+    ANYRES_PATCH,
+    ANYRES_SIZE,
+    IMAGE_TOKEN,
+    VIDEO_TOKEN,
+    _common_config,
+    _vision_kwargs,
+)
+from .omni_common import omni_chat_template, omni_processor
+
+
+def _video_processor() -> Any:
+    from transformers import LlavaNextVideoVideoProcessor
+
+    return LlavaNextVideoVideoProcessor(
+        size={"shortest_edge": ANYRES_SIZE},
+        crop_size={"height": ANYRES_SIZE, "width": ANYRES_SIZE},
+    )
+
+
+def build_llava_next_video(
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    chat_template: str | None = None,
+) -> tuple[LlavaNextVideoForConditionalGeneration, LlavaNextVideoProcessor]:
+    """LLaVA-NeXT-Video (any-res CLIP tower, "default" strategy, 2x2 video pooling, Llama decoder).
+
+    ``tokenizer`` (with ``image_token`` and ``video_token``) and ``chat_template`` replace the tiny
+    ones.
+    """
+    tok = tokenizer or tiny_tokenizer(
+        extra_special_tokens={"image_token": IMAGE_TOKEN, "video_token": VIDEO_TOKEN}
+    )
+    pinpoints = [[ANYRES_SIZE, 2 * ANYRES_SIZE], [2 * ANYRES_SIZE, ANYRES_SIZE]]
+    config = LlavaNextVideoConfig(
+        vision_config=CLIPVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
+        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
+        image_grid_pinpoints=pinpoints,
+        video_token_id=tok.convert_tokens_to_ids(VIDEO_TOKEN),
+        spatial_pool_mode="average",
+        spatial_pool_stride=2,
+        **_common_config(tok, "default"),
+    )
+    config.architectures = [LlavaNextVideoForConditionalGeneration.__name__]
+    torch.manual_seed(seed)
+    model = LlavaNextVideoForConditionalGeneration(config)
+    processor = omni_processor(
+        LlavaNextVideoProcessor,
+        _video_processor,
+        image_processor=LlavaNextImageProcessorPil(
+            size={"shortest_edge": ANYRES_SIZE},
+            crop_size={"height": ANYRES_SIZE, "width": ANYRES_SIZE},
+            image_grid_pinpoints=pinpoints,
+        ),
+        tokenizer=tok,
+        patch_size=ANYRES_PATCH,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+        chat_template=chat_template
+        or omni_chat_template(IMAGE_TOKEN + "\n", video=VIDEO_TOKEN + "\n"),
+    )
+    return finish(model, tok, attn_implementation), processor
+
+
+__all__ = ["build_llava_next_video"]

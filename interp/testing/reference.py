@@ -1,0 +1,167 @@
+"""Independent references for tests of measurements and edits: what a plain Hugging Face forward,
+a plain torch hook or a hand-written attention function gives, without the library's tracing.
+
+A measurement of :mod:`interp` is checked against these: the residual stream against
+:func:`hf_hidden_states` of :func:`hf_forward`, teacher-forced scores against
+:func:`hf_target_logprobs`, a steering edit against :class:`add_to_layer`, an attention edit against
+a model running :func:`reference_attention` (:func:`tiny_vlm_with_attention`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from transformers import AttentionInterface
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
+
+from ..edits import EditContext, Intervention
+from ..encoding import Encoding
+from ..model import VLM, load
+from .tiny import build_tiny
+
+
+def hf_forward(vlm: VLM, enc: Encoding, **kwargs: Any) -> Any:
+    """A plain HF forward of ``enc``'s inputs. Families whose processor breaks positions under
+    padding (InstructBLIP) declare a fix-up (``adapter.forward_inputs``), applied here too."""
+    inputs = dict(enc.inputs)
+    if vlm.adapter.forward_inputs is not None:
+        inputs = vlm.adapter.forward_inputs(inputs)
+    with torch.no_grad():
+        return vlm.hf(**inputs, **kwargs)
+
+
+def hf_hidden_states(out: Any) -> tuple[torch.Tensor, ...]:
+    """HF hidden states of a forward's output, whichever field the family puts them in."""
+    if getattr(out, "hidden_states", None) is not None:
+        return out.hidden_states
+    return out.language_model_outputs.hidden_states  # Q-Former families
+
+
+def last_layer_raw(vlm: VLM, enc: Encoding) -> torch.Tensor:
+    """Raw output of the last decoder layer (before the final norm), via a plain torch hook."""
+    seen = {}
+    layer = vlm.adapter.layers(vlm.hf)[-1]
+    handle = layer.register_forward_hook(
+        lambda m, a, o: seen.setdefault("out", o[0] if isinstance(o, tuple) else o)
+    )
+    try:
+        hf_forward(vlm, enc)
+    finally:
+        handle.remove()
+    return seen["out"]
+
+
+def hf_target_logprobs(vlm: VLM, enc: Encoding, tgt: list[int]) -> torch.Tensor:
+    """log p of each target token after the one-row prompt ``enc``, by a plain HF forward over
+    prompt + target (every per-token field extended as teacher forcing extends it)."""
+    inputs = dict(enc.inputs)
+    for key, value in enc.inputs.items():  # extend every per-token field by the target
+        if (
+            isinstance(value, torch.Tensor)
+            and value.dim() >= 2
+            and value.shape[:2] == enc.input_ids.shape
+        ):
+            tail = (
+                torch.tensor([tgt])
+                if key == "input_ids"
+                else value[:, -1:].expand(1, len(tgt), *value.shape[2:])
+            )
+            if key in vlm.adapter.target_fields:  # e.g. PaliGemma marks the answer as suffix
+                tail = torch.full_like(tail, vlm.adapter.target_fields[key])
+            inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+    with torch.no_grad():
+        logits = vlm.hf(**inputs).logits[0].float().log_softmax(-1)
+    n = enc.input_ids.shape[1]
+    return torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
+
+
+def steering_vector(vlm: VLM, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
+    """A random ``[d_model]`` vector, reproducible from ``seed``, times ``scale``."""
+    gen = torch.Generator().manual_seed(seed)
+    return scale * torch.randn(vlm.d_model, generator=gen)
+
+
+class add_to_layer:  # noqa: N801 - used as a context manager
+    """A plain torch forward hook adding ``vector`` to decoder layer ``layer``'s output (residual
+    index ``layer``, 1..L) where ``mask`` ([batch, seq], or a function of the layer output giving
+    it) is True — the hand-made reference of a steering edit."""
+
+    def __init__(self, vlm: VLM, layer: int, vector: torch.Tensor, mask: Any) -> None:
+        self.module = vlm.adapter.layers(vlm.hf)[layer - 1]
+        self.vector, self.mask = vector, mask
+
+    def hook(self, module: Any, args: Any, out: Any) -> Any:
+        h = out[0] if isinstance(out, tuple) else out
+        mask = self.mask(h) if callable(self.mask) else self.mask
+        h = h + mask[..., None].to(h.dtype) * self.vector.to(h.dtype)
+        return (h, *out[1:]) if isinstance(out, tuple) else h
+
+    def __enter__(self) -> None:
+        # prepend: before transformers' own hidden-state capturing hooks
+        self.handle = self.module.register_forward_hook(self.hook, prepend=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.handle.remove()
+
+
+class Recorder(Intervention):
+    """Saves the next-token logits of every step: a user-written edit that changes nothing."""
+
+    steps = "all"
+
+    def __init__(self) -> None:
+        self.logits: list[torch.Tensor] = []
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"type": "Recorder"}
+
+    def apply(self, ctx: EditContext) -> None:
+        self.logits.append(ctx.vlm.lm_head.output[:, -1].detach().clone().cpu())
+
+
+def reference_attention(edit: Any) -> Any:
+    """A hand-written eager attention (q·kᵀ·scale + mask → edit → softmax → ·v) that applies
+    ``edit(scores, layer_idx)`` to the scores of the decoder layers: the independent reference of
+    the attention edits. Register it with transformers' ``AttentionInterface`` (as
+    :func:`tiny_vlm_with_attention` does)."""
+
+    def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kw):
+        groups = query.shape[1] // key.shape[1]
+        key = key.repeat_interleave(groups, dim=1)
+        value = value.repeat_interleave(groups, dim=1)
+        scale = scaling if scaling is not None else 1.0 / math.sqrt(query.shape[-1])
+        scores = torch.matmul(query, key.transpose(2, 3)) * scale
+        if attention_mask is not None:
+            scores = scores + attention_mask[:, :, :, : key.shape[-2]]
+        if getattr(module, "layer_idx", None) is not None:  # decoder layers (not the tower)
+            scores = edit(scores, module.layer_idx)
+        weights = torch.softmax(scores.float(), dim=-1).to(query.dtype)
+        return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+    return attention
+
+
+def tiny_vlm_with_attention(arch: str, edit: Any) -> VLM:
+    """The tiny model of ``arch`` (seed 0) whose attention is :func:`reference_attention` with
+    ``edit``, registered under a name of its own."""
+    name = f"interp_ref_{id(edit)}"
+    AttentionInterface.register(name, reference_attention(edit))
+    ALL_MASK_ATTENTION_FUNCTIONS.register(name, eager_mask)
+    model, processor = build_tiny(arch, attn_implementation="eager")
+    model.set_attn_implementation(name)
+    return load(model, processor)
+
+
+__all__ = [
+    "Recorder",
+    "add_to_layer",
+    "hf_forward",
+    "hf_hidden_states",
+    "hf_target_logprobs",
+    "last_layer_raw",
+    "reference_attention",
+    "steering_vector",
+    "tiny_vlm_with_attention",
+]

@@ -1,0 +1,87 @@
+"""``interp doctor`` (interp/doctor.py): the report on tiny models and the demo model, its
+problem path, the lazy mode and the command's exit status."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+import interp
+from interp.cli import main
+from interp.doctor import doctor
+from interp.testing import random_image, shared_tiny_vlm
+
+
+@pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3", "paligemma", "mllama"])
+def test_doctor_finds_no_problem_on_tiny_models(arch):
+    vlm = shared_tiny_vlm(arch)
+    sample = interp.Sample(image=random_image(32, 40, 0), question="Which color is it?", id="x")
+    report = doctor(vlm, sample, answer="Red.")
+    assert report.ok, report.render()
+    statuses = {c.name: c.status for c in report.checks}
+    assert statuses["positions"] == "ok" and statuses["residual reads"] == "ok"
+    assert statuses["batch invariance"] == "ok"
+    full = report.prompts["full"]
+    assert "⟦question" in full and "⟦answer" in full and "⟦image 1:" in full
+    # the marked image count is the encoding's own count of image-token ids
+    enc = interp.encode(vlm, [sample], "full")
+    assert f"⟦image 1: {int(enc.image_mask.sum())} tokens⟧" in full
+    assert "⟦image" not in report.prompts.get("blind", "")
+
+
+def test_doctor_reports_a_rewritten_question(monkeypatch):
+    """A prompt builder that changes the question's text: positions become a problem with a fix."""
+    vlm = shared_tiny_vlm("llava")
+
+    def shouting(processor, question, n_images):
+        content = [{"type": "image"}] * int(n_images) + [{"type": "text", "text": question.upper()}]
+        return processor.apply_chat_template(
+            [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
+        )
+
+    monkeypatch.setattr(vlm, "adapter", dataclasses.replace(vlm.adapter, build_prompt=shouting))
+    sample = interp.Sample(image=random_image(32, 32, 1), question="what is it?", id="odd")
+    report = doctor(vlm, sample, forward_checks=False)
+    assert not report.ok
+    [check] = [c for c in report.checks if c.name == "positions"]
+    assert check.status == "problem" and check.fix
+
+
+def test_doctor_lazy_reads_no_weight():
+    vlm = interp.load("demo", dispatch=False)
+    report = doctor(vlm, forward_checks=False)
+    assert report.ok, report.render()
+    assert all(p.device.type == "meta" for p in vlm.hf.parameters())
+    assert any(c.name == "forward checks" and "skipped" in c.detail for c in report.checks)
+
+
+def test_doctor_command_on_the_demo_model(capsys, tmp_path):
+    image = tmp_path / "square.png"
+    random_image(48, 48, 2).save(image)
+    status = main(["doctor", "--model", "demo", "--image", str(image), "--no-progress"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "ok       positions" in out and "ok       residual reads" in out
+    assert "ok       batch invariance" in out
+    assert "decoder layers         12" in out
+
+
+def test_doctor_command_missing_image_is_one_error_line(capsys, tmp_path):
+    status = main(["doctor", "--model", "demo", "--image", str(tmp_path / "none.png")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith("error:")
+
+
+def test_memory_estimate_counts_the_kv_cache():
+    from interp.doctor import _memory
+
+    vlm = shared_tiny_vlm("llava")
+    config = vlm.hf.config.get_text_config()
+    heads = config.num_attention_heads
+    kv = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    expected = 2 * config.num_hidden_layers * kv * head_dim * (100 + 10) * 4 * 4 / 1024**3
+    assert f"KV cache {expected:.2f} GiB" in _memory(vlm, 100, 4, 10)
+    assert torch.finfo(vlm.dtype).bits == 32

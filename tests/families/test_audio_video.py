@@ -1,0 +1,432 @@
+"""Audio on Qwen2-Audio and video on Qwen2-VL, end to end on tiny models, against plain HF
+references: residual reads equal ``output_hidden_states``, a null audio equals a real run with a
+silent waveform built by hand, batches mixing rows with and without audio/video equal single rows
+(in any order), the audio/video positions decode to exactly the placeholder tokens the processor
+expanded, and generation equals HF ``generate``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.signal import resample_poly
+
+import interp
+from interp.conditions import Condition
+from interp.edits import Batch, EditContext
+from interp.encoding import encode
+from interp.testing import tiny_vlm
+
+RATE = 16000
+
+
+def wave(seconds: float, seed: int, rate: int = RATE) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0, 0.1, int(seconds * rate)).astype(np.float32)
+
+
+def clip(frames: int, h: int, w: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (frames, h, w, 3), dtype=np.uint8)
+
+
+@pytest.fixture(scope="module")
+def audio_vlm() -> interp.VLM:
+    return tiny_vlm("qwen2_audio")
+
+
+@pytest.fixture(scope="module")
+def video_vlm() -> interp.VLM:
+    return tiny_vlm("qwen2_vl")
+
+
+def audio_samples() -> list[interp.Sample]:
+    """Rows with one audio, two audios in slots, audio at another rate, and no audio."""
+    return [
+        interp.Sample("what is this sound ?", audio=(wave(0.4, 0), RATE), id="a0"),
+        interp.Sample(
+            "is {audio} the same as {audio} ?",
+            audio=[(wave(0.3, 1), RATE), (wave(0.6, 2), RATE)],
+            id="a1",
+        ),
+        interp.Sample("what color is the sky ?", id="t0"),
+        interp.Sample("describe it", audio=(wave(0.5, 3, 8000), 8000), id="a2"),
+        interp.Sample("two plus three", id="t1"),
+    ]
+
+
+def video_samples() -> list[interp.Sample]:
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, 256, (32, 48, 3), dtype=np.uint8)
+    return [
+        interp.Sample("what happens {video} here ?", video=clip(4, 32, 32, 0), id="v0"),
+        interp.Sample("what is it ?", image=image, id="i0"),
+        interp.Sample("describe the video", video=clip(3, 32, 48, 1), id="v1"),
+        interp.Sample("what color is the sky ?", id="t0"),
+    ]
+
+
+def hf_states(vlm: interp.VLM, inputs: dict) -> tuple[torch.Tensor, ...]:
+    with torch.no_grad():
+        return vlm.hf(**inputs, output_hidden_states=True).hidden_states
+
+
+def check_residuals_equal_hf(vlm: interp.VLM, samples: list[interp.Sample]) -> None:
+    states = interp.residual_stream(vlm, samples, batch_size=len(samples), progress_bar=False)
+    enc = encode(vlm, samples)
+    hs = hf_states(vlm, enc.inputs)
+    rows = torch.arange(len(samples))
+    ref = torch.stack([h[rows, enc.last_index] for h in hs[: vlm.n_layers]], dim=1)
+    torch.testing.assert_close(states[:, : vlm.n_layers], ref.float(), atol=1e-5, rtol=0)
+
+
+def test_audio_residuals_equal_hf_hidden_states(audio_vlm):
+    check_residuals_equal_hf(audio_vlm, audio_samples())
+
+
+def test_video_residuals_equal_hf_hidden_states(video_vlm):
+    check_residuals_equal_hf(video_vlm, video_samples())
+
+
+def hand_prompt(processor, content: list[dict]) -> str:
+    return processor.apply_chat_template(
+        [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
+    )
+
+
+def test_null_audio_silence_equals_a_real_silent_run(audio_vlm):
+    samples = audio_samples()[:2]
+    null = interp.residual_stream(audio_vlm, samples, "null_audio:silence", progress_bar=False)
+    proc = audio_vlm.processor
+    refs = []
+    # by hand: the stock processor on a zero waveform of each audio's length
+    prompts = [
+        hand_prompt(proc, [{"type": "audio"}, {"type": "text", "text": "what is this sound ?"}]),
+        hand_prompt(
+            proc,
+            [
+                {"type": "text", "text": "is"},
+                {"type": "audio"},
+                {"type": "text", "text": "the same as"},
+                {"type": "audio"},
+                {"type": "text", "text": "?"},
+            ],
+        ),
+    ]
+    silences = [[np.zeros(int(0.4 * RATE), np.float32)], [np.zeros(4800), np.zeros(9600)]]
+    for prompt, audio in zip(prompts, silences):
+        inputs = proc(text=[prompt], audio=audio, sampling_rate=RATE, return_tensors="pt")
+        hs = hf_states(audio_vlm, dict(inputs))
+        refs.append(torch.stack([h[0, -1] for h in hs[: audio_vlm.n_layers]]))
+    torch.testing.assert_close(null[:, : audio_vlm.n_layers], torch.stack(refs), atol=1e-5, rtol=0)
+    full = interp.residual_stream(audio_vlm, samples, progress_bar=False)
+    assert (full - null).abs().max() > 1e-3  # the audio matters: the check has teeth
+
+
+def test_null_video_black_equals_a_real_black_video(video_vlm):
+    samples = [video_samples()[0], video_samples()[2]]
+    null = interp.residual_stream(video_vlm, samples, "null_video:black", progress_bar=False)
+    black = [
+        interp.Sample(s.question, video=np.zeros_like(s.load_videos()[0]), id=s.id) for s in samples
+    ]
+    real = interp.residual_stream(video_vlm, black, progress_bar=False)
+    torch.testing.assert_close(null, real, atol=0, rtol=0)
+    full = interp.residual_stream(video_vlm, samples, progress_bar=False)
+    assert (full - null).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("family", ["audio", "video"])
+@pytest.mark.parametrize("condition", ["full", "blind+no_audio", "frames:2+no_question"])
+def test_mixed_batches_equal_single_rows_in_any_order(family, condition, audio_vlm, video_vlm):
+    vlm, samples = (
+        (audio_vlm, audio_samples()) if family == "audio" else (video_vlm, video_samples())
+    )
+    if family == "audio" and "frames" in condition:
+        condition = "null_audio:noise+no_question"
+    if family == "video" and "frames" in condition:
+        samples = [s for s in samples if s.has_video]  # frames:<k> needs a video
+    one = interp.residual_stream(vlm, samples, condition, batch_size=1, progress_bar=False)
+    many = interp.residual_stream(
+        vlm, samples, condition, batch_size=len(samples), progress_bar=False
+    )
+    back = interp.residual_stream(
+        vlm, samples[::-1], condition, batch_size=len(samples), progress_bar=False
+    )
+    torch.testing.assert_close(one, many, atol=1e-4, rtol=0)
+    torch.testing.assert_close(one, back.flip(0), atol=1e-4, rtol=0)
+
+
+def positions(vlm: interp.VLM, samples: list[interp.Sample], name: str) -> tuple:
+    enc = encode(vlm, samples)
+    ctx = EditContext(vlm, Batch(vlm, enc, samples, Condition.parse("full")), None)
+    return enc, ctx.positions(name)
+
+
+def test_audio_positions_decode_to_the_expanded_placeholders(audio_vlm):
+    samples = audio_samples()
+    enc, mask = positions(audio_vlm, samples, "audio")
+    tok = audio_vlm.tokenizer
+    # the encoder's own output length for each audio (HF's formula from the feature mask)
+    fmask = enc.inputs["feature_attention_mask"]
+    _, lengths = audio_vlm.hf.model.audio_tower._get_feat_extract_output_lengths(fmask.sum(-1))
+    per_audio = iter(lengths.tolist())
+    for row, s in enumerate(samples):
+        expected = [next(per_audio) for _ in range(s.n_audio)]
+        ids = enc.input_ids[row][mask[row]].tolist()
+        assert ids == [tok.convert_tokens_to_ids("<|AUDIO|>")] * sum(expected)
+        for k, n in enumerate(expected):
+            _, slot = positions(audio_vlm, [s], f"audio:{k}")
+            where = slot[0].nonzero().flatten()
+            assert len(where) == n and (where.diff() == 1).all()  # one contiguous run each
+            before = tok.decode(enc_one(audio_vlm, s).input_ids[0][: int(where[0])])
+            assert before.endswith("<|audio_bos|>")
+            after = tok.decode(enc_one(audio_vlm, s).input_ids[0][int(where[-1]) + 1 :])
+            assert after.startswith("<|audio_eos|>")
+        _, q = positions(audio_vlm, [s], "question")
+        decoded = tok.decode(enc_one(audio_vlm, s).input_ids[0][q[0]])
+        assert decoded.replace(" ", "") == s.question.replace("{audio}", "").replace(" ", "")
+
+
+def enc_one(vlm: interp.VLM, sample: interp.Sample) -> interp.Encoding:
+    return encode(vlm, [sample])
+
+
+def test_video_positions_decode_to_the_expanded_placeholders(video_vlm):
+    samples = video_samples()
+    enc, mask = positions(video_vlm, samples, "video")
+    grids = iter(enc.inputs["video_grid_thw"].tolist())  # the processor's (t, h, w) patch grid
+    pad = video_vlm.tokenizer.convert_tokens_to_ids("<|video_pad|>")
+    for row, s in enumerate(samples):
+        n = int(np.prod(next(grids))) // 4 if s.has_video else 0  # 2x2 merge
+        assert enc.input_ids[row][mask[row]].tolist() == [pad] * n
+    _, image = positions(video_vlm, samples, "image")
+    assert not (image & mask).any()
+    _, text = positions(video_vlm, samples, "text")
+    assert not (text & mask).any()
+
+
+def test_audio_generate_equals_hf_generate(audio_vlm):
+    samples = audio_samples()
+    gen = interp.generate(audio_vlm, samples, max_new_tokens=5, batch_size=5, progress_bar=False)
+    for s, ids in zip(samples, gen.token_ids):
+        enc = encode(audio_vlm, [s])
+        with torch.no_grad():
+            out = audio_vlm.hf.generate(
+                **enc.inputs,
+                max_new_tokens=5,
+                do_sample=False,
+                pad_token_id=audio_vlm.tokenizer.pad_token_id,
+            )
+        assert ids == out[0, enc.input_ids.shape[1] :].tolist()[: len(ids)]
+
+
+def test_video_generate_equals_hf_generate(video_vlm):
+    samples = video_samples()[:3]
+    gen = interp.generate(video_vlm, samples, max_new_tokens=4, batch_size=3, progress_bar=False)
+    for s, ids in zip(samples, gen.token_ids):
+        enc = encode(video_vlm, [s])
+        with torch.no_grad():
+            out = video_vlm.hf.generate(
+                **enc.inputs,
+                max_new_tokens=4,
+                do_sample=False,
+                pad_token_id=video_vlm.tokenizer.pad_token_id,
+            )
+        assert ids == out[0, enc.input_ids.shape[1] :].tolist()[: len(ids)]
+
+
+def test_resampled_audio_reaches_the_feature_extractor(audio_vlm):
+    """An 8 kHz waveform is encoded as the feature extractor's features of the scipy-resampled
+    16 kHz waveform."""
+    low = wave(0.5, 3, 8000)
+    enc = encode(audio_vlm, [interp.Sample("q", audio=(low, 8000))])
+    ref = audio_vlm.processor.feature_extractor(
+        [resample_poly(low, 2, 1).astype(np.float32)],
+        sampling_rate=RATE,
+        padding="max_length",
+        return_tensors="pt",
+    )["input_features"]
+    torch.testing.assert_close(enc.inputs["input_features"], ref, atol=1e-6, rtol=0)
+
+
+def test_frames_processor_lays_out_frame_pairs_like_the_image_processor(video_vlm):
+    """Each patch row of a video holds frame 2t's patch in temporal slot 0 and frame 2t+1's in
+    slot 1, where the stock image processor's patch of a single frame has that frame in both."""
+    frames = clip(3, 32, 48, 7)  # odd: the last frame is repeated
+    proc = video_vlm.processor
+    video = proc.video_processor([frames])
+    t, gh, gw = video["video_grid_thw"][0].tolist()
+    assert t == 2
+    n, p = gh * gw, proc.image_processor.patch_size
+    rows = video["pixel_values_videos"].reshape(t, n, 3, 2, p, p)
+    padded = [frames[0], frames[1], frames[2], frames[2]]
+    for k, frame in enumerate(padded):
+        image = proc.image_processor([frame], return_tensors="pt")["pixel_values"]
+        ref = image.reshape(n, 3, 2, p, p)[:, :, 0]
+        torch.testing.assert_close(rows[k // 2, :, :, k % 2], ref, atol=0, rtol=0)
+
+
+def test_audio_family_refuses_images_and_groups_nothing_it_need_not(audio_vlm):
+    image = np.zeros((32, 32, 3), np.uint8)
+    with pytest.raises(interp.errors.ModalityError, match="qwen2_audio takes audio inputs"):
+        interp.residual_stream(audio_vlm, [interp.Sample("q", image=image)], progress_bar=False)
+    states = interp.residual_stream(
+        audio_vlm, [interp.Sample("q", image=image)], "blind", progress_bar=False
+    )
+    assert states.shape[0] == 1
+
+
+# -- real tokenizers -----------------------------------------------------------------------------
+
+REAL_QUESTIONS = [
+    "What is happening in {media} this clip?",
+    "Describe it in 3 words.",
+    "Yes",
+    "¿Qué pasa?",
+]
+
+
+def decoded_pieces(tok, ids: list[int]) -> str:
+    return "".join(tok.decode(ids).split())
+
+
+def real_audio_vlm() -> interp.VLM:
+    """Tiny Qwen2-Audio around the real Qwen2 BPE with Qwen2-Audio's three audio tokens added
+    (their checkpoint ids differ; the text around them is tokenized as the real model's is)."""
+    from tokenizers import AddedToken
+
+    from interp.testing.builders.audio import build_qwen2_audio
+    from interp.testing.real import RealTokenizerMissing, load_tokenizer
+
+    try:
+        tok = load_tokenizer("qwen")
+    except RealTokenizerMissing as err:
+        pytest.skip(str(err))
+    tok.add_tokens(
+        [
+            AddedToken(t, special=True, normalized=False)
+            for t in ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>")
+        ]
+    )
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    return interp.load(*build_qwen2_audio(tokenizer=tok))
+
+
+def real_video_vlm() -> interp.VLM:
+    from interp.testing.real import RealTokenizerMissing
+    from interp.testing.real_models import real_vlm
+
+    try:
+        return real_vlm("qwen2_vl")
+    except RealTokenizerMissing as err:
+        pytest.skip(str(err))
+
+
+@pytest.mark.parametrize("kind", ["audio", "video"])
+def test_real_tokenizer_positions_decode_to_placeholders_and_question(kind):
+    vlm = real_audio_vlm() if kind == "audio" else real_video_vlm()
+    tok = vlm.tokenizer
+    placeholder = "<|AUDIO|>" if kind == "audio" else "<|video_pad|>"
+    pad = tok.convert_tokens_to_ids(placeholder)
+    samples = []
+    for i, q in enumerate(REAL_QUESTIONS):
+        question = q.replace("{media}", "{" + kind + "}")
+        if kind == "audio":
+            samples.append(interp.Sample(question, audio=(wave(0.3 + 0.1 * i, i), RATE), id=str(i)))
+        else:
+            samples.append(interp.Sample(question, video=clip(2 + i, 32, 32, i), id=str(i)))
+    samples.append(interp.Sample("No media here.", id="plain"))
+    enc, media = positions(vlm, samples, kind)
+    _, question = positions(vlm, samples, "question")
+    for row, s in enumerate(samples):
+        ids = enc.input_ids[row]
+        n = int((ids == pad).sum())
+        assert ids[media[row]].tolist() == [pad] * n and (n > 0) == (s.n_audio + s.n_video > 0)
+        want = "".join(s.question.replace("{" + kind + "}", " ").split())
+        assert decoded_pieces(tok, ids[question[row]].tolist()) == want
+        assert not (question[row] & media[row]).any()
+
+
+def test_feature_sites_hold_what_the_decoder_reads(audio_vlm, video_vlm):
+    """The adapter's audio / video feature module outputs exactly the embeddings at the audio /
+    video positions (HF ``hidden_states[0]``)."""
+    for vlm, sample, kind in (
+        (audio_vlm, audio_samples()[1], "audio"),
+        (video_vlm, video_samples()[0], "video"),
+    ):
+        module = vlm.features(kind)._module
+        seen: list = []
+        handle = module.register_forward_hook(lambda m, a, o, seen=seen: seen.append(o))
+        try:
+            enc = encode(vlm, [sample])
+            hs = hf_states(vlm, enc.inputs)
+        finally:
+            handle.remove()
+        at = hs[0][0][enc.mask(kind)[0]]
+        out = seen[0]
+        if kind == "audio":  # [audios, max tokens, d], padded past each audio's length
+            fmask = enc.inputs["feature_attention_mask"]
+            _, n = vlm.hf.model.audio_tower._get_feat_extract_output_lengths(fmask.sum(-1))
+            feats = torch.cat([out[i, :k] for i, k in enumerate(n.tolist())])
+        else:  # merged features, one tensor per video or one for all
+            pooled = out.pooler_output
+            feats = torch.cat(list(pooled)) if isinstance(pooled, (tuple, list)) else pooled
+        torch.testing.assert_close(at, feats, atol=1e-6, rtol=0)
+    with pytest.raises(interp.errors.ModalityError):
+        audio_vlm.features("video")
+
+
+def test_a_family_that_cannot_mix_audio_rows_runs_them_apart(audio_vlm):
+    """With ``mixed_audio=False`` rows with and without audio go to separate forwards (grouped
+    before compute, as images are for Mllama) and the results do not change; contrastive
+    decoding, which needs both in one forward, is refused before compute."""
+    from dataclasses import replace
+
+    from interp.encoding import batch_indices
+    from interp.generation import check_decoding
+
+    apart = interp.load(
+        audio_vlm.hf, audio_vlm.processor, adapter=replace(audio_vlm.adapter, mixed_audio=False)
+    )
+    samples = audio_samples()
+    assert list(batch_indices(apart, samples, "full", 8)) == [[0, 1, 3], [2, 4]]
+    assert list(batch_indices(apart, samples, "no_audio", 8)) == [[0, 1, 2, 3, 4]]
+    grouped = interp.residual_stream(apart, samples, batch_size=8, progress_bar=False)
+    single = interp.residual_stream(audio_vlm, samples, batch_size=1, progress_bar=False)
+    torch.testing.assert_close(grouped, single, atol=1e-4, rtol=0)
+
+    class WithoutAudio(interp.Decoding):
+        amateurs = (Condition.parse("no_audio"),)
+
+    decoding = WithoutAudio()
+    with pytest.raises(interp.DecodingError, match="cannot run rows with and without audio"):
+        check_decoding(apart, Condition.parse("full"), decoding, samples)
+
+
+@pytest.mark.parametrize("family", ["audio", "video"])
+def test_teacher_forced_scores_equal_a_manual_log_softmax(family, audio_vlm, video_vlm):
+    vlm, samples = (
+        (audio_vlm, audio_samples()[:3])
+        if family == "audio"
+        else (
+            video_vlm,
+            video_samples()[:3],
+        )
+    )
+    targets = ["the sky is blue", "two", "a red circle"]
+    scores = interp.score(vlm, samples, targets, batch_size=3, progress_bar=False)
+    for i, (s, target) in enumerate(zip(samples, targets)):
+        tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
+        enc = encode(vlm, [s])
+        inputs = dict(enc.inputs)
+        for key, value in enc.inputs.items():  # every per-token field grows with the target
+            if isinstance(value, torch.Tensor) and value.shape[:2] == enc.input_ids.shape:
+                tail = (
+                    torch.tensor([tgt]) if key == "input_ids" else value[:, -1:].repeat(1, len(tgt))
+                )
+                inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+        with torch.no_grad():
+            logits = vlm.hf(**inputs).logits[0].float().log_softmax(-1)
+        n = enc.input_ids.shape[1]
+        ref = torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
+        torch.testing.assert_close(scores.logprobs[i, : len(tgt)], ref, atol=1e-4, rtol=0)

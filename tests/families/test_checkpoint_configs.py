@@ -1,0 +1,159 @@
+"""The published configurations of the seed papers' checkpoints, loaded on the meta device.
+
+Each fixture under ``tests/fixtures/configs`` is a checkpoint's ``config.json`` as published
+(``SOURCES.md`` says where each came from). ``interp.load(folder, dispatch=False)`` on a folder
+holding only that file builds the full-size model skeleton on the meta device, reads no weights,
+and must report the checkpoint's real facts. The expected values are read from the JSON here,
+independently of transformers and of the library.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import interp
+from interp.adapters import get_path
+from interp.errors import ModelNotFoundError, ProcessorMissingError
+from interp.model import config_only
+
+CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
+FIXTURES = sorted(CONFIGS.glob("*.json"))
+
+# Decoder facts a published file leaves to its language model's own configuration: LLaVA-1.5
+# and LLaVA-NeXT (vicuna) give only the text model's name. lmsys/vicuna-7b-v1.5's config.json
+# has 32 layers of width 4096 (the Llama-2-7B shape).
+BASE_MODEL_FACTS = {"lmsys/vicuna-7b-v1.5": {"num_hidden_layers": 32, "hidden_size": 4096}}
+
+# Module paths in the transformers 5 layout, per model_type: decoder layers, final norm,
+# unembedding, image-feature module.
+MODULE_PATHS = {
+    "llava": (
+        "model.language_model.layers",
+        "model.language_model.norm",
+        "lm_head",
+        "model.multi_modal_projector",
+    ),
+    "llava_next": (
+        "model.language_model.layers",
+        "model.language_model.norm",
+        "lm_head",
+        "model.multi_modal_projector",
+    ),
+    "qwen2_5_vl": (
+        "model.language_model.layers",
+        "model.language_model.norm",
+        "lm_head",
+        "model.visual",
+    ),
+    "gemma3": (
+        "model.language_model.layers",
+        "model.language_model.norm",
+        "lm_head",
+        "model.multi_modal_projector",
+    ),
+    "paligemma": (
+        "model.language_model.layers",
+        "model.language_model.norm",
+        "lm_head",
+        "model.multi_modal_projector",
+    ),
+    "instructblip": (
+        "language_model.model.layers",
+        "language_model.model.norm",
+        "language_model.lm_head",
+        "language_projection",
+    ),
+}
+
+
+def expected_facts(raw: dict[str, Any]) -> dict[str, Any]:
+    """Layer count, width and image-token id as the published JSON states them. Qwen2.5-VL's
+    file keeps the decoder's keys at the top level (transformers 5 moves them into
+    ``text_config``); the others nest them in ``text_config``."""
+    text = raw.get("text_config", {})
+    base = BASE_MODEL_FACTS.get(text.get("_name_or_path", ""), {})
+
+    def fact(key: str) -> int:
+        for source in (text, raw, base):
+            if key in source:
+                return int(source[key])
+        raise KeyError(f"{key} is neither in the file nor in BASE_MODEL_FACTS")
+
+    token = raw.get("image_token_index", raw.get("image_token_id"))
+    return {
+        "n_layers": fact("num_hidden_layers"),
+        "d_model": fact("hidden_size"),
+        "image_token_id": int(token),
+    }
+
+
+@pytest.fixture(scope="module", params=FIXTURES, ids=[p.stem for p in FIXTURES])
+def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    folder = tmp_path_factory.mktemp(request.param.stem)
+    shutil.copy(request.param, folder / "config.json")
+    raw = json.loads(request.param.read_text())
+    return raw, folder, interp.load(folder, dispatch=False)
+
+
+def test_the_fixtures_cover_the_families() -> None:
+    types = {json.loads(p.read_text())["model_type"] for p in FIXTURES}
+    assert types == set(MODULE_PATHS)
+
+
+def test_facts_match_the_published_config(loaded: tuple) -> None:
+    raw, _, vlm = loaded
+    want = expected_facts(raw)
+    assert vlm.n_layers == want["n_layers"]
+    assert vlm.d_model == want["d_model"]
+    assert vlm.image_token_id == want["image_token_id"]
+    assert vlm.adapter.name == raw["model_type"]
+
+
+def test_module_paths_on_the_meta_device(loaded: tuple) -> None:
+    raw, _, vlm = loaded
+    layers, norm, head, features = MODULE_PATHS[raw["model_type"]]
+    assert (vlm._layers_path, vlm._norm_path, vlm._head_path) == (layers, norm, head)
+    assert vlm.adapter.image_features == features
+    assert len(get_path(vlm.hf, layers)) == expected_facts(raw)["n_layers"]
+    assert get_path(vlm.hf, norm).weight.shape[-1] == expected_facts(raw)["d_model"]
+    assert get_path(vlm.hf, head) is vlm.hf.get_output_embeddings()
+    # the envoys resolve to the same modules
+    assert vlm.layers._module is get_path(vlm.hf, layers)
+    assert vlm.image_features._module is get_path(vlm.hf, features)
+
+
+def test_no_weight_is_read(loaded: tuple) -> None:
+    _, _, vlm = loaded
+    params = list(vlm.hf.parameters())
+    assert params and all(p.device.type == "meta" for p in params)
+    assert not vlm.dispatched
+    assert vlm.processor is None and vlm.tokenizer is None
+
+
+def test_running_a_bare_config_is_refused_clearly(loaded: tuple) -> None:
+    _, folder, vlm = loaded
+    with pytest.raises(ProcessorMissingError, match="configuration only"):
+        interp.encode(vlm, [interp.Sample(question="What is this?")])
+    with pytest.raises(ModelNotFoundError, match="no weights"):
+        vlm.nn.dispatch()
+    with pytest.raises(ModelNotFoundError, match="dispatch=False"):
+        interp.load(folder)
+
+
+def test_dtype_reaches_the_meta_skeleton(tmp_path: Path) -> None:
+    shutil.copy(CONFIGS / "llava-hf--llava-1.5-7b-hf.json", tmp_path / "config.json")
+    vlm = interp.load(tmp_path, dispatch=False, dtype=torch.bfloat16)
+    assert {p.dtype for p in vlm.hf.parameters()} == {torch.bfloat16}
+
+
+def test_a_folder_with_a_tokenizer_is_not_config_only(tmp_path: Path) -> None:
+    shutil.copy(CONFIGS / "llava-hf--llava-1.5-7b-hf.json", tmp_path / "config.json")
+    assert config_only(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text("{}")
+    assert not config_only(tmp_path)

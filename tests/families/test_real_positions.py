@@ -1,0 +1,121 @@
+"""Named positions on every family with its real tokenizer, chat template and processor settings.
+
+For ordinary questions (capitalised first words, punctuation, digits, one word, unicode, leading
+and trailing spaces, image slots mid-sentence, two images where the family takes several), under
+every kind of condition and with a teacher-forced answer, the positions an edit sees as
+``"question"``, ``"answer"`` and ``"image"`` must select exactly the question's words, the answer
+and the image tokens: checked by decoding the selected ids with the tokenizer itself. No forward
+runs, so every question goes through every family.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from interp.conditions import Condition
+from interp.testing.conformance import (
+    CONDITIONS,
+    FAMILIES,
+    decoded_runs,
+    edit_positions,
+    expected_question,
+    get_real,
+    image_token_of,
+    samples_for,
+)
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_question_answer_and_image_positions_decode_to_their_text(arch, condition):
+    vlm = get_real(arch)
+    tok = vlm.tokenizer
+    samples = samples_for(arch)
+    ctx, ids = edit_positions(vlm, samples, condition, with_answers=True)
+    question, answer, image = (ctx.positions(n) for n in ("question", "answer", "image"))
+    image_id = tok.convert_tokens_to_ids(image_token_of(arch))
+    uses_image = Condition.parse(condition).uses_image
+    failures = []
+    for row, s in enumerate(samples):
+        row_ids = ids[row].tolist()
+        want = expected_question(s.question, condition)
+        got = decoded_runs(tok, row_ids, question[row])
+        if got != want:
+            failures.append(f"question {s.question!r}: selected {got!r}, want {want!r}")
+        got_answer = decoded_runs(tok, row_ids, answer[row])
+        if got_answer != " ".join(s.answer.split()):
+            failures.append(f"answer of {s.question!r}: selected {got_answer!r}")
+        selected = [row_ids[i] for i in image[row].nonzero()[:, 0].tolist()]
+        n_image = sum(t == image_id for t in row_ids)
+        if set(selected) - {image_id} or len(selected) != n_image or (n_image > 0) != uses_image:
+            failures.append(f"image positions of {s.question!r}: {len(selected)} of {n_image}")
+        if len(s.images) > 1 and uses_image:  # 'image:k': the k-th image's tokens, in order
+            first, second = ctx.positions("image:0")[row], ctx.positions("image:1")[row]
+            ordered = first.nonzero().max() < second.nonzero().min() if first.any() else False
+            if not ordered or not torch.equal(first | second, image[row]) or (first & second).any():
+                failures.append(f"'image:0' / 'image:1' of {s.question!r}")
+        if (question[row] & answer[row]).any() or (question[row] & image[row]).any():
+            failures.append(f"overlapping positions in {s.question!r}")
+    assert not failures, f"{arch} under {condition!r}:\n" + "\n".join(failures)
+
+
+def test_llava_1_5_has_its_published_576_image_tokens():
+    """LLaVA-1.5 at its published 336 px / patch 14 with the CLS token dropped."""
+    vlm = get_real("llava")
+    ctx, ids = edit_positions(vlm, samples_for("llava", ["Describe the image."]), "full", False)
+    assert int(ctx.positions("image").sum()) == 576
+    assert vlm.image_token_id == 32000 and vlm.tokenizer.pad_token_id == 32001
+
+
+def test_exact_tokenizers_keep_the_checkpoints_token_ids():
+    """Where the tokenizer is the checkpoint's own, the VLM's tokens have its published ids."""
+    mistral = get_real("llava_next_mistral")
+    assert mistral.image_token_id == 32000 and mistral.tokenizer.pad_token_id == 32001
+    assert get_real("mllama").image_token_id == 128256
+    assert get_real("qwen2_vl").image_token_id == 151655
+    assert get_real("qwen3_vl").tokenizer.convert_tokens_to_ids("<|vision_start|>") == 151652
+
+
+def test_mistral_tokenizer_equals_its_sentencepiece_model():
+    """The converted Mistral tokenizer gives SentencePiece's own ids, and a LLaVA-NeXT-Mistral
+    prompt the ids of the original LLaVA (each text chunk around ``<image>`` encoded on its own,
+    so the text after the image starts with a "▁" piece)."""
+    spm = pytest.importorskip("sentencepiece")
+    from interp.testing.real import cache_dir
+
+    tok = get_real("llava_next_mistral").tokenizer
+    model = cache_dir() / "mistral_common" / "tokenizer.model"
+    if not model.is_file():
+        pytest.skip(f"{model} not fetched (`make real-tokenizers`)")
+    sp = spm.SentencePieceProcessor(model_file=str(model))
+    for text in [
+        "Which color is the flag?",
+        "What is 12 + 7?",
+        "¿Qué color tiene el coche? 这是什么？ 🐱",
+    ]:
+        assert tok(text)["input_ids"] == [sp.bos_id(), *sp.encode(text)]
+    before, after = "[INST] ", "\nWhat is shown in this image? [/INST]"
+    want = [sp.bos_id(), *sp.encode(before), 32000, *sp.encode(after)]
+    assert tok(before + "<image>" + after)["input_ids"] == want
+
+
+def test_a_template_that_cannot_interleave_gets_the_pieces_joined_by_a_space():
+    """LLaVA-NeXT-Mistral's template writes all images, then the text items back to back: a
+    question's pieces around a slot are joined by one space, not glued together."""
+    vlm = get_real("llava_next_mistral")
+    prompt = vlm.adapter.build_prompt(vlm.processor, "What is the object in {image} made of?", 1)
+    want = vlm.processor.apply_chat_template(
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image"},
+                    {"type": "text", "text": "What is the object in made of?"},
+                ],
+            }
+        ],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
+    assert prompt == want == "[INST] <image>\nWhat is the object in made of? [/INST]"

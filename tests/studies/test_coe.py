@@ -1,0 +1,201 @@
+"""Chain of embedding, the result store and the diagnosis, on tiny models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+from scipy.spatial.distance import cosine as scipy_cosine
+from scipy.stats import spearmanr
+
+import interp
+from interp.store import ResultStore
+from interp.studies.coe import chain as chain_module
+from interp.studies.coe import (
+    chain_of_embedding,
+    diagnose,
+    distance_ablation,
+    plot_distance_curves,
+    plot_tvi_distributions,
+    plot_vip_comparison,
+    vip_methods,
+)
+from interp.testing import make_samples, shared_tiny_vlm
+
+
+@pytest.fixture(scope="module")
+def eager_llava():
+    model, processor = interp.testing.build_tiny("llava", attn_implementation="eager")
+    return interp.load(model, processor)
+
+
+@pytest.fixture(scope="module")
+def batch():
+    return make_samples(9)
+
+
+@pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "mllama", "instructblip"])
+def test_states_and_answers_match_separate_reads(arch, batch):
+    vlm = shared_tiny_vlm(arch)
+    coe = chain_of_embedding(vlm, batch, max_new_tokens=3, batch_size=4, progress_bar=False)
+    for condition in ("full", "blind"):
+        ref = interp.residual_stream(vlm, batch, condition, batch_size=9, progress_bar=False)
+        torch.testing.assert_close(coe.states[condition], ref, atol=1e-5, rtol=0)
+        gen = interp.generate(
+            vlm, batch, condition, max_new_tokens=3, batch_size=9, progress_bar=False
+        )
+        assert coe.answer_ids[condition] == gen.token_ids
+    # cosine distance per layer equals scipy's on the raw vectors
+    d = coe.distance("cosine")
+    i, layer = 2, vlm.n_layers
+    expected = scipy_cosine(
+        coe.states["full"][i, layer].double().numpy(),
+        coe.states["blind"][i, layer].double().numpy(),
+    )
+    assert d[i, layer] == pytest.approx(expected, abs=1e-9)
+    assert np.all(d[:, 0] == 0)  # layer 0 holds the same last-token embedding with and without
+
+
+def test_logit_lens_distances(eager_llava, batch):
+    coe = chain_of_embedding(eager_llava, batch[:4], max_new_tokens=2, progress_bar=False)
+    js = coe.distance("js")
+    kl = coe.distance("kl")
+    # brute force: softmax(lm_head(norm(h))) through the HF modules directly
+    norm = eager_llava.adapter.final_norm(eager_llava.hf)
+    head = eager_llava.hf.get_output_embeddings()
+    with torch.no_grad():
+        p = torch.log_softmax(head(norm(coe.states["full"][1, 2])).double(), -1)
+        q = torch.log_softmax(head(norm(coe.states["blind"][1, 2])).double(), -1)
+    assert kl[1, 2] == pytest.approx(float((p.exp() * (p - q)).sum()), rel=1e-4)
+    m = torch.logsumexp(torch.stack([p, q]), 0) - np.log(2)
+    expected_js = 0.5 * float((p.exp() * (p - m)).sum() + (q.exp() * (q - m)).sum())
+    assert js[1, 2] == pytest.approx(expected_js, rel=1e-4)
+
+
+def test_visual_attention_against_hf_attentions(eager_llava, batch):
+    coe = chain_of_embedding(
+        eager_llava, batch[:3], max_new_tokens=2, visual_attention=True, progress_bar=False
+    )
+    enc = interp.encode(eager_llava, batch[:3], "full")
+    with torch.no_grad():
+        out = eager_llava.hf(**enc.inputs, output_attentions=True)
+    rows = torch.arange(3)
+    masses = []
+    for att in out.attentions:  # [batch, head, query, key]
+        w = att[rows, :, enc.last_index]
+        masses.append((w * enc.image_mask[:, None, :]).sum(-1).mean(-1))
+    expected = torch.stack(masses, 1).mean(1).numpy()
+    np.testing.assert_allclose(coe.visual_attention, expected, atol=1e-6)
+    sdpa = interp.load(*interp.testing.build_tiny("llava", attn_implementation="sdpa"))
+    with pytest.raises(interp.InterpError, match="attn_implementation='eager'"):
+        chain_of_embedding(sdpa, batch[:2], visual_attention=True, progress_bar=False)
+
+
+def test_store_resumes_after_a_crash_without_recomputing(eager_llava, batch, tmp_path, monkeypatch):
+    reference = chain_of_embedding(
+        eager_llava, batch, max_new_tokens=3, batch_size=2, progress_bar=False
+    )
+    calls = {"n": 0, "crash_at": 5}  # two batches (x two conditions) done, crash in the third
+    original = chain_module.generate_batch
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == calls["crash_at"]:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(chain_module, "generate_batch", counting)
+    with pytest.raises(KeyboardInterrupt):
+        chain_of_embedding(
+            eager_llava, batch, max_new_tokens=3, batch_size=2, store=tmp_path, progress_bar=False
+        )
+    with ResultStore(tmp_path, _config_of(tmp_path)) as store:
+        assert len(store) == 4
+    calls.update(n=0, crash_at=-1)
+    resumed = chain_of_embedding(
+        eager_llava, batch, max_new_tokens=3, batch_size=2, store=tmp_path, progress_bar=False
+    )
+    assert calls["n"] == 2 * 3  # only the 5 missing samples: 3 batches x 2 conditions
+    for c in reference.conditions:
+        assert torch.equal(resumed.states[c], reference.states[c])
+        assert resumed.answers[c] == reference.answers[c]
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def _config_of(path) -> dict:
+    import json
+
+    return json.loads((path / "manifest.json").read_text())["config"]
+
+
+def test_store_refuses_other_settings(eager_llava, batch, tmp_path):
+    chain_of_embedding(eager_llava, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)
+    with pytest.raises(interp.StoreError, match="max_new_tokens"):
+        chain_of_embedding(
+            eager_llava, batch[:2], max_new_tokens=3, store=tmp_path, progress_bar=False
+        )
+
+
+def test_diagnosis_against_manual_computation(eager_llava):
+    samples = make_samples(12, seed=1)
+    coe = chain_of_embedding(
+        eager_llava, samples, max_new_tokens=2, visual_attention=True, progress_bar=False
+    )
+    labels = np.array([i % 2 == 0 for i in range(12)])
+    # references that the model's own answer matches for every third sample: correctness is
+    # mixed by construction, so the Spearman check below always runs
+    for i, (s, a) in enumerate(zip(samples, coe.answers["full"])):
+        s.answer = a if i % 3 == 0 else a + " not"
+    diag = diagnose(coe, split=labels, vip=2)
+    d = coe.distance("cosine")
+    np.testing.assert_allclose(diag.tvi, d[:, 2:].mean(1))
+    np.testing.assert_allclose(diag.pre_tvi, d[:, 1:2].mean(1))
+    np.testing.assert_allclose(diag.output_divergence, d[:, -1])
+    sigma = d.std(0, ddof=1)
+    np.testing.assert_allclose(diag.weighted_tvi, (d[:, 2:] * sigma[2:]).mean(1))
+    correct = np.array([i % 3 == 0 for i in range(12)], dtype=float)
+    np.testing.assert_array_equal(diag.correct, correct)
+    table = diag.correlations()
+    assert set(table["score"]) >= {
+        "TVI (post-VIP)",
+        "TVI (pre-VIP)",
+        "visual attention",
+        "output divergence",
+    }
+    rho = table.set_index("score").loc["TVI (post-VIP)", "rho"]
+    assert rho == pytest.approx(spearmanr(diag.tvi, correct).statistic)
+    frame = diag.to_frame()
+    assert list(frame["group"]) == ["D_VT" if x else "D_T" for x in labels]
+    assert len(distance_ablation(diag, ("cosine", "l2"))) == 2
+    assert set(vip_methods(diag, manual=2)["method"]) == {"manual", "automatic"}
+    for fig in (
+        plot_distance_curves(diag),
+        plot_tvi_distributions({"a": diag.tvi, "b": diag.pre_tvi}),
+        plot_vip_comparison(diag, 2, None),
+    ):
+        assert isinstance(fig, Figure)
+    assert "VIP: layer 2 (manual)" in diag.summary()
+
+
+def test_swap_next_rotates_over_the_whole_sample_list(eager_llava, batch):
+    coe = chain_of_embedding(
+        eager_llava,
+        batch[:5],
+        ("full", "swap:next"),
+        batch_size=2,
+        max_new_tokens=2,
+        progress_bar=False,
+    )
+    ref = interp.residual_stream(
+        eager_llava, batch[:5], "swap:next", batch_size=5, progress_bar=False
+    )
+    torch.testing.assert_close(coe.states["swap:next"], ref, atol=1e-5, rtol=0)
+
+
+def test_store_refuses_other_weights(batch, tmp_path):
+    a = interp.load(*interp.testing.build_tiny("llava", seed=0))
+    b = interp.load(*interp.testing.build_tiny("llava", seed=1))
+    chain_of_embedding(a, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)
+    with pytest.raises(interp.StoreError, match="weights"):
+        chain_of_embedding(b, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)
