@@ -28,7 +28,7 @@ def report(inv: Invocation) -> str:
     )
     out.csv(runs.answers, "answers.csv")
     out.csv(runs.metrics(), "metrics.csv")
-    out.csv(runs.summary(), "summary.csv")
+    out.csv(runs.to_frame(), "summary.csv")
     out.figure(plot_methods(runs), "methods.png")
     lines = [f"model {args.model!r}, data {args.data!r}, {len(inv.samples)} questions"]
     lines += [f"  {k}: {v}" for k, v in runs.methods.items()]

@@ -47,7 +47,7 @@ def _accuracy_text(table: pd.DataFrame) -> str:
 def _linking(run: RecallRun, out: Outputs, subset: str) -> list[str]:
     curves = linking_curves(run, subset=subset)
     out.csv(curves.to_frame(), "linking_layers.csv")
-    summary = out.csv(curves.summary(), "linking_summary.csv")
+    summary = out.csv(curves.table(), "linking_summary.csv")
     out.figure(plot_linking(curves), "fig4_linking.png")
     return ["", "linking success vs failure (Fig. 4):", summary.to_string(index=False)]
 
