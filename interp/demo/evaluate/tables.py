@@ -48,6 +48,10 @@ CHANCE: dict[str, float] = {
 }
 
 
+# Opacity bands [lo, hi) of the faint-evidence rows (the last one closes at 1.0).
+OPACITY_BINS: tuple[tuple[float, float], ...] = ((0.0, 0.25), (0.25, 0.5), (0.5, 1.01))
+
+
 def _row_name(r: pd.Series) -> str:
     if r["qtype"] in FAMILIES:
         return f"{r['qtype']} ({r['setting']})"
@@ -126,10 +130,9 @@ def prior_table(frame: pd.DataFrame) -> pd.DataFrame:
         out.append(
             {"group": f"color {variant}: gap (canonical - counterfactual)", "with_image": gap}
         )
-    bins = [(0.0, 0.25), (0.25, 0.5), (0.5, 1.01)]
     cf = col[prior_kind & col["counterfactual"]]
     control = col[~prior_kind]
-    for lo, hi in bins:
+    for lo, hi in OPACITY_BINS:
         g = cf[(cf["opacity"] >= lo) & (cf["opacity"] < hi)]
         c = control[(control["opacity"] >= lo) & (control["opacity"] < hi)]
         wrong = g[g["correct_image"] == 0]
@@ -296,7 +299,7 @@ def generation_table(frame: pd.DataFrame) -> pd.DataFrame:
     out.append(row("describe, all wordings", desc))
     for variant in VARIANTS:
         out.append(row(f"describe, {variant}", desc[desc["variant"] == variant]))
-    for lo, hi in ((0.0, 0.25), (0.25, 0.5), (0.5, 1.01)):
+    for lo, hi in OPACITY_BINS:
         g = desc[(desc["opacity"] >= lo) & (desc["opacity"] < hi)]
         out.append(row(f"describe, faintest object {lo:.2f}-{min(hi, 1.0):.2f}", g))
     # per object, colour answers on counterfactual objects (the prior acts object by object)
