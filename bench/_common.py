@@ -1,7 +1,9 @@
-"""Shared helpers of the bench scripts: timing, peak memory, the workload."""
+"""Shared helpers of the bench scripts: the command line, timing, peak memory, the workload and the
+bare-HF references more than one script measures against."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import statistics
@@ -9,6 +11,45 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+
+import torch
+
+from interp.encoding import batches
+
+
+def bench_parser(
+    doc: str | None,
+    *,
+    n: int,
+    batch_size: int,
+    max_new_tokens: int | None = None,
+    model: bool = True,
+    threads: int = 2,
+    n_help: str | None = None,
+) -> argparse.ArgumentParser:
+    """The options the bench scripts share, with these defaults: ``--n``, ``--batch-size``,
+    ``--max-new-tokens`` (where given), ``--model`` (where ``model``; default: the demo model) and
+    ``--threads``; the script's docstring is its help. The script adds its own options."""
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=n, help=n_help)
+    parser.add_argument("--batch-size", type=int, default=batch_size)
+    if max_new_tokens is not None:
+        parser.add_argument("--max-new-tokens", type=int, default=max_new_tokens)
+    if model:
+        parser.add_argument(
+            "--model", default="demo", help="model to load (default: the demo model)"
+        )
+    parser.add_argument("--threads", type=int, default=threads)
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The command line's options; sets torch's thread count to ``--threads``."""
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    return args
 
 
 def timed(fn: Callable[[], object], repeats: int = 3) -> float:
@@ -66,11 +107,27 @@ def workload(n: int, seed: int = 0, model: str = "demo"):
     return vlm, demo_world(split="test", n=n, seed=seed)
 
 
+def hf_last_states(vlm, samples, batch_size: int) -> torch.Tensor:
+    """Bare HF reference of ``interp.residual_stream``: ``model(**inputs,
+    output_hidden_states=True)`` on the library encoder's batches and the last-token gather,
+    ``[N, L+1, d]``."""
+    out = []
+    for _, enc in batches(vlm, samples, "full", batch_size):
+        inputs = (
+            enc.inputs
+            if vlm.adapter.forward_inputs is None
+            else vlm.adapter.forward_inputs(enc.inputs)
+        )
+        with torch.no_grad():
+            hs = vlm.hf(**inputs, output_hidden_states=True).hidden_states
+        rows = torch.arange(len(enc))
+        out.append(torch.stack([h[rows, enc.last_index] for h in hs], 1))
+    return torch.cat(out)
+
+
 def hf_generate(vlm, enc, max_new_tokens: int, hooks=()) -> None:
     """Bare HF greedy ``generate`` on one encoded batch, with torch hooks registered for the call:
     ``hooks`` holds (module, kind, fn) with kind ``"forward"`` or ``"pre"``."""
-    import torch
-
     handles = [
         module.register_forward_hook(fn)
         if kind == "forward"
@@ -97,3 +154,20 @@ def run_child(script: str, *args: str) -> dict:
         [sys.executable, script, *args], capture_output=True, text=True, check=True
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_memory_child(script: str, spec: str, args: argparse.Namespace, *extra: str) -> dict:
+    """:func:`run_child` of ``script --memory-child spec`` with ``extra`` options and this run's
+    ``--batch-size``, ``--model`` and ``--threads``."""
+    return run_child(
+        script,
+        "--memory-child",
+        spec,
+        *extra,
+        "--batch-size",
+        str(args.batch_size),
+        "--model",
+        args.model,
+        "--threads",
+        str(args.threads),
+    )

@@ -20,15 +20,12 @@ Prints the times and the ratios to bare HF (never asserts them).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import hf_generate, timed  # noqa: E402
+from _common import bench_parser, hf_generate, parse, timed  # noqa: E402
 
 import interp  # noqa: E402
 from interp.datasets import WORDED_QTYPES, demo_world  # noqa: E402
@@ -47,19 +44,11 @@ def bare(vlm, items, conditions, batch_size: int, max_new_tokens: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=600)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--max-new-tokens", type=int, default=12)
+    parser = bench_parser(__doc__, n=600, batch_size=16, max_new_tokens=12, threads=1)
     parser.add_argument("--n-boot", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--conditions", default=",".join(DEFAULT_CONDITIONS))
-    parser.add_argument("--model", default="demo")
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse(parser)
     conditions = [c for c in args.conditions.split(",") if c]
     vlm = interp.load(args.model)
     samples = demo_world("test", n=args.n, qtypes=list(WORDED_QTYPES))

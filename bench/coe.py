@@ -26,10 +26,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import (  # noqa: E402
+    bench_parser,
     current_rss_mib,
     hf_generate,
+    parse,
     peak_rss_mib,
-    run_child,
+    run_memory_child,
     timed,
     workload,
 )
@@ -91,18 +93,10 @@ def _memory_child(n: int, batch_size: int, model: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--max-new-tokens", type=int, default=8)
+    parser = bench_parser(__doc__, n=256, batch_size=16, max_new_tokens=8)
     parser.add_argument("--memory-n", type=int, nargs="*", default=[250, 1000])
     parser.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--model", default="demo", help="model to load (default: the demo model)")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse(parser)
     if args.memory_child:
         _memory_child(args.memory_child, args.batch_size, args.model)
         return
@@ -130,17 +124,7 @@ def main() -> None:
         f"ratio {ours / bare:.2f}x"
     )
     for n in args.memory_n:
-        m = run_child(
-            __file__,
-            "--memory-child",
-            str(n),
-            "--batch-size",
-            str(args.batch_size),
-            "--model",
-            args.model,
-            "--threads",
-            str(args.threads),
-        )
+        m = run_memory_child(__file__, str(n), args)
         print(
             f"  N={n:5d}: peak RSS {m['peak_mib']:.0f} MiB (model loaded: {m['before_mib']:.0f} MiB), "
             f"RSS growth over the run {m['growth_mib']:.0f} MiB; "

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import hf_generate, timed  # noqa: E402
+from _common import bench_parser, hf_generate, parse, timed  # noqa: E402
 
 import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
@@ -30,16 +29,8 @@ from probes import LayerwiseProbe  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=600)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--max-new-tokens", type=int, default=3)
-    parser.add_argument("--model", default="demo")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    parser = bench_parser(__doc__, n=600, batch_size=32, max_new_tokens=3)
+    args = parse(parser)
     vlm = interp.load(args.model)
     items = demo_world("test", n=args.n, qtypes=["conflict"])
     b, m = args.batch_size, args.max_new_tokens

@@ -29,7 +29,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import current_rss_mib, hf_generate, peak_rss_mib, run_child, timed  # noqa: E402
+from _common import (  # noqa: E402
+    bench_parser,
+    current_rss_mib,
+    hf_generate,
+    parse,
+    peak_rss_mib,
+    run_child,
+    timed,
+)
 
 import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
@@ -95,17 +103,9 @@ def child(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=64)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--model", default="demo")
-    parser.add_argument("--threads", type=int, default=2)
+    parser = bench_parser(__doc__, n=64, batch_size=16, max_new_tokens=16)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse(parser)
     if args.child:
         child(args)
         return

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import transformers
 from transformers import AutoModelForImageTextToText
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _common import bench_parser, parse  # noqa: E402
 from residual_stream import measure  # noqa: E402
 
 import interp  # noqa: E402
@@ -32,14 +32,8 @@ from interp.demo.smol.assemble import CACHE_ENV, assemble  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    parser = bench_parser(__doc__, n=128, batch_size=16, model=False)
+    args = parse(parser)
     transformers.utils.logging.disable_progress_bar()
     with tempfile.TemporaryDirectory() as cache:
         before = os.environ.get(CACHE_ENV)

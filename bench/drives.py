@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import current_rss_mib, peak_rss_mib, run_child  # noqa: E402
+from _common import bench_parser, current_rss_mib, parse, peak_rss_mib, run_memory_child  # noqa: E402
 
 import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
@@ -111,40 +111,37 @@ def _memory_child(n: int, k: int, batch_size: int, model: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=32)
+    parser = bench_parser(__doc__, n=32, batch_size=32)
     parser.add_argument("--k", type=int, default=20)
-    parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
         "--memory", nargs="*", default=["32:20", "128:20", "64:5", "64:40"], help="N:K pairs"
     )
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--model", default="demo")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse(parser)
     if args.memory_child:
         n, k = (int(v) for v in args.memory_child.split(":"))
         _memory_child(n, k, args.batch_size, args.model)
         return
 
     vlm, samples, ids, support = workload(args.n, args.k, args.model)
+
+    def run_ours(pmi: bool) -> None:
+        causal_drives(
+            vlm,
+            samples,
+            support=support,
+            targets=ids,
+            batch_size=args.batch_size,
+            pmi=pmi,
+            progress_bar=False,
+        )
+
     mean_t = sum(len(t) for t in ids) / len(ids)
     head = vlm.adapter.lm_head(vlm.hf)
     seen: list[int] = []
     handle = head.register_forward_hook(lambda m, a, o: seen.append(int(o.shape[0])))
-    causal_drives(
-        vlm,
-        samples,
-        support=support,
-        targets=ids,
-        batch_size=args.batch_size,
-        pmi=False,
-        progress_bar=False,
-    )
+    run_ours(pmi=False)
     handle.remove()
     print(
         f"causal_drives on the demo model: N={args.n} descriptions (mean answer length "
@@ -159,27 +156,11 @@ def main() -> None:
         # alternate the two, after one warm-up each, so that load from other processes on a
         # shared machine hits both alike; medians over the repeats
         ours_t, bare_t = [], []
-        causal_drives(
-            vlm,
-            samples,
-            support=support,
-            targets=ids,
-            batch_size=args.batch_size,
-            pmi=pmi,
-            progress_bar=False,
-        )
+        run_ours(pmi)
         bare_hf(vlm, samples, ids, support, args.batch_size, pmi)
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            causal_drives(
-                vlm,
-                samples,
-                support=support,
-                targets=ids,
-                batch_size=args.batch_size,
-                pmi=pmi,
-                progress_bar=False,
-            )
+            run_ours(pmi)
             t1 = time.perf_counter()
             bare_hf(vlm, samples, ids, support, args.batch_size, pmi)
             t2 = time.perf_counter()
@@ -194,17 +175,7 @@ def main() -> None:
             f"{ratios[-1]:.2f}x over {args.repeats})"
         )
     for spec in args.memory:
-        m = run_child(
-            __file__,
-            "--memory-child",
-            spec,
-            "--batch-size",
-            str(args.batch_size),
-            "--model",
-            args.model,
-            "--threads",
-            str(args.threads),
-        )
+        m = run_memory_child(__file__, spec, args)
         n, k = spec.split(":")
         print(
             f"  N={n:>4} K={k:>3}: peak RSS {m['peak_mib']:.0f} MiB (model loaded: "

@@ -16,14 +16,13 @@ Prints the times and the ratios to bare HF.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import hf_generate, timed, workload  # noqa: E402
+from _common import bench_parser, hf_generate, parse, timed, workload  # noqa: E402
 
 import interp  # noqa: E402
 from interp.encoding import batches  # noqa: E402
@@ -37,16 +36,8 @@ def bare_generate(vlm: interp.VLM, samples, batch_size: int, max_new_tokens: int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--max-new-tokens", type=int, default=16)
-    parser.add_argument("--model", default="demo")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    parser = bench_parser(__doc__, n=256, batch_size=16, max_new_tokens=16)
+    args = parse(parser)
     vlm, samples = workload(args.n, model=args.model)
     vector = 0.1 * torch.randn(vlm.d_model, generator=torch.Generator().manual_seed(0))
     kw = dict(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, progress_bar=False)

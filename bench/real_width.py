@@ -48,7 +48,7 @@ from transformers import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import hf_generate, paired  # noqa: E402
+from _common import bench_parser, hf_generate, hf_last_states, paired, parse  # noqa: E402
 
 import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
@@ -105,17 +105,6 @@ def build(layers: int, vision_layers: int, image_size: int, dtype: torch.dtype) 
         chat_template=chat_template(PLACEHOLDER),
     )
     return interp.load(model, processor)
-
-
-def hf_residual(vlm: interp.VLM, samples, batch_size: int) -> torch.Tensor:
-    """Bare HF: ``output_hidden_states=True`` and the last-token gather, batch by batch."""
-    out = []
-    for _, enc in batches(vlm, samples, "full", batch_size):
-        with torch.no_grad():
-            hs = vlm.hf(**enc.inputs, output_hidden_states=True).hidden_states
-        rows = torch.arange(len(enc))
-        out.append(torch.stack([h[rows, enc.last_index] for h in hs], 1).float())
-    return torch.cat(out)
 
 
 class VCDByHand(LogitsProcessor):
@@ -189,7 +178,7 @@ def run(dtype: torch.dtype, args: argparse.Namespace, samples) -> list[tuple[str
             "residual reads",
             paired(
                 lambda: interp.residual_stream(vlm, samples, batch_size=b, progress_bar=False),
-                lambda: hf_residual(vlm, samples, b),
+                lambda: hf_last_states(vlm, samples, b).float(),
                 r,
             ),
         ),
@@ -213,20 +202,13 @@ def run(dtype: torch.dtype, args: argparse.Namespace, samples) -> list[tuple[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = bench_parser(__doc__, n=2, batch_size=2, max_new_tokens=4, model=False)
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--vision-layers", type=int, default=2)
     parser.add_argument("--image-size", type=int, default=112)
-    parser.add_argument("--n", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=2)
-    parser.add_argument("--max-new-tokens", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse(parser)
     samples = demo_world("test", n=args.n, qtypes=["describe"])
     print(
         f"LLaVA-1.5 at full width, {args.layers} decoder layers, random weights: N={args.n}, "

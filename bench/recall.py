@@ -21,7 +21,6 @@ Prints median wall times and ratios; asserts nothing (timings are not tests).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import hf_generate, timed  # noqa: E402
+from _common import bench_parser, hf_generate, hf_last_states, parse, timed  # noqa: E402
 
 import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
@@ -87,16 +86,6 @@ def bench_probes(n: int, layers: int, d: int, nested: bool) -> None:
     )
 
 
-def hf_states(vlm: interp.VLM, samples, batch_size: int) -> torch.Tensor:
-    out = []
-    for _, enc in batches(vlm, samples, "full", batch_size):
-        with torch.no_grad():
-            hs = vlm.hf(**enc.inputs, output_hidden_states=True).hidden_states
-        rows = torch.arange(len(enc))
-        out.append(torch.stack([h[rows, enc.last_index] for h in hs], 1))
-    return torch.cat(out)
-
-
 def hf_visual_pass(vlm: interp.VLM, samples, batch_size: int, max_new_tokens: int) -> None:
     for _, enc in batches(vlm, samples, "full", batch_size):
         hf_generate(vlm, enc, max_new_tokens)
@@ -111,7 +100,7 @@ def bench_extraction(n: int, batch_size: int, max_new_tokens: int) -> None:
     ours = timed(
         lambda: interp.residual_stream(vlm, visual, batch_size=batch_size, progress_bar=False)
     )
-    bare = timed(lambda: hf_states(vlm, visual, batch_size))
+    bare = timed(lambda: hf_last_states(vlm, visual, batch_size))
     print(
         f"\nstate extraction, demo model, {len(visual)} Visual prompts, batch {batch_size}, "
         f"{vlm.n_layers + 1} layers at the last token"
@@ -141,19 +130,19 @@ def bench_extraction(n: int, batch_size: int, max_new_tokens: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = bench_parser(
+        __doc__,
+        n=300,
+        n_help="recall items for state extraction",
+        batch_size=32,
+        max_new_tokens=8,
+        model=False,
     )
     parser.add_argument("--n-probe", type=int, default=2000, help="samples for the probe fit")
     parser.add_argument("--d", type=int, default=128)
     parser.add_argument("--layers", type=int, default=13, help="L+1 layer slots")
     parser.add_argument("--nested", action="store_true", help="also time failure_probes")
-    parser.add_argument("--n", type=int, default=300, help="recall items for state extraction")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--max-new-tokens", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse(parser)
     bench_probes(args.n_probe, args.layers, args.d, args.nested)
     bench_extraction(args.n, args.batch_size, args.max_new_tokens)
 

@@ -16,36 +16,26 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import peak_rss_mib, run_child, timed, workload  # noqa: E402
+from _common import (  # noqa: E402
+    bench_parser,
+    hf_last_states,
+    parse,
+    peak_rss_mib,
+    run_memory_child,
+    timed,
+    workload,
+)
 
 import interp  # noqa: E402
 import interp.testing  # noqa: E402
-from interp.encoding import batches  # noqa: E402
-
-
-def hf_reference(vlm: interp.VLM, samples, batch_size: int) -> torch.Tensor:
-    out = []
-    for _, enc in batches(vlm, samples, "full", batch_size):
-        inputs = (
-            enc.inputs
-            if vlm.adapter.forward_inputs is None
-            else vlm.adapter.forward_inputs(enc.inputs)
-        )
-        with torch.no_grad():
-            hs = vlm.hf(**inputs, output_hidden_states=True).hidden_states
-        rows = torch.arange(len(enc))
-        out.append(torch.stack([h[rows, enc.last_index] for h in hs], 1))
-    return torch.cat(out)
 
 
 def measure(vlm: interp.VLM, samples, batch_size: int) -> dict[str, float]:
     ours = timed(
         lambda: interp.residual_stream(vlm, samples, batch_size=batch_size, progress_bar=False)
     )
-    bare = timed(lambda: hf_reference(vlm, samples, batch_size))
+    bare = timed(lambda: hf_last_states(vlm, samples, batch_size))
     return {"interp_s": ours, "hf_s": bare, "ratio": ours / bare}
 
 
@@ -55,22 +45,15 @@ def _memory_child(kind: str, n: int, batch_size: int, model: str) -> None:
     if kind == "interp":
         interp.residual_stream(vlm, samples, batch_size=batch_size, progress_bar=False)
     else:
-        hf_reference(vlm, samples, batch_size)
+        hf_last_states(vlm, samples, batch_size)
     print(json.dumps({"peak_mib": peak_rss_mib(), "before_mib": before}))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--n", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser = bench_parser(__doc__, n=256, batch_size=16)
     parser.add_argument("--arch", nargs="*", default=["llava", "qwen2_vl", "idefics3", "gemma3"])
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--model", default="demo", help="model to load (default: the demo model)")
-    parser.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parse(parser)
     if args.memory_child:
         _memory_child(args.memory_child, args.n, args.batch_size, args.model)
         return
@@ -86,19 +69,7 @@ def main() -> None:
     for name, r in rows:
         print(f"{name:32s} {r['interp_s']:9.3f} {r['hf_s']:9.3f} {r['ratio']:7.2f}x")
     for kind in ("hf", "interp"):
-        mem = run_child(
-            __file__,
-            "--memory-child",
-            kind,
-            "--n",
-            str(args.n),
-            "--batch-size",
-            str(args.batch_size),
-            "--model",
-            args.model,
-            "--threads",
-            str(args.threads),
-        )
+        mem = run_memory_child(__file__, kind, args, "--n", str(args.n))
         print(
             f"peak RSS ({kind}, demo, N={args.n}): {mem['peak_mib']:.0f} MiB "
             f"(after loading: {mem['before_mib']:.0f} MiB)"

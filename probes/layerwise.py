@@ -35,7 +35,6 @@ import numpy as np
 import pandas as pd
 from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.exceptions import DataConversionWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, roc_auc_score
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
@@ -44,6 +43,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._estimators import label_vector
 from .distances import ArrayLike, to_numpy
 from .errors import ProbeError, ProbeTypeError
 
@@ -96,17 +96,7 @@ def _as_states(X: ArrayLike) -> np.ndarray:
 
 
 def _as_labels(y: ArrayLike | Sequence[Any], n: int | None, name: str = "y") -> np.ndarray:
-    if y is None:
-        raise ProbeError(f"LayerwiseProbe requires {name} to be passed, but the target y is None")
-    arr = np.asarray(to_numpy(y))
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        warnings.warn(
-            f"A column-vector y was passed when a 1d array was expected ({name} has shape "
-            f"{arr.shape}); it is flattened",
-            DataConversionWarning,
-            stacklevel=3,
-        )
-        arr = arr[:, 0]
+    arr = label_vector(y, "LayerwiseProbe", name)
     if arr.ndim != 1:
         raise ProbeError(f"{name} must be one label per sample (1-D); got shape {arr.shape}")
     if n is not None and len(arr) != n:

@@ -28,7 +28,6 @@ Convention throughout: a *confidence score* is higher when the answer is more li
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,13 +38,13 @@ from jaxtyping import Float
 from scipy.sparse import issparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
-from sklearn.exceptions import DataConversionWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._estimators import OneScoreInput, label_vector
 from .distances import ArrayLike, to_numpy
 from .errors import EmptyInputError, ProbeError, ProbeTypeError
 
@@ -111,17 +110,7 @@ def _binary_labels(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The two class labels (sorted) and, per sample, whether it has the second (the positive
     class: True, 1, or the larger label) — scikit-learn's binary-classifier convention."""
-    if y is None:
-        raise ProbeError(f"{owner} requires y to be passed, but the target y is None")
-    arr = np.asarray(to_numpy(y))
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        warnings.warn(
-            f"A column-vector y was passed when a 1d array was expected (shape {arr.shape}); "
-            "it is flattened",
-            DataConversionWarning,
-            stacklevel=3,
-        )
-        arr = arr[:, 0]
+    arr = label_vector(y, owner)
     if arr.ndim != 1 or len(arr) != n:
         raise ProbeError(f"y must be 1-D of length {n} (one per sample), got {arr.shape}")
     try:
@@ -286,7 +275,7 @@ def answer_perplexity(token_logprobs: ArrayLike | Sequence[float]) -> float:
     return float(np.exp(-lp.mean()))
 
 
-class PerplexityThreshold(ClassifierMixin, BaseEstimator):
+class PerplexityThreshold(OneScoreInput, ClassifierMixin, BaseEstimator):
     """The paper's perplexity baseline: answer (predict correct) when the answer's per-token
     perplexity is at most a threshold learned on training data; flag a failure above it.
 
@@ -314,15 +303,6 @@ class PerplexityThreshold(ClassifierMixin, BaseEstimator):
 
     def __init__(self, log_scale: bool = True) -> None:
         self.log_scale = log_scale
-
-    def __sklearn_tags__(self) -> Any:
-        # one score per sample: a 1-D input ([N, 1] is accepted too), as scikit-learn's own
-        # one-dimensional estimators declare it
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        tags.input_tags.two_d_array = False
-        tags.classifier_tags.multi_class = False
-        return tags
 
     def _feature(self, X: ArrayLike | Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
         ppl = _scores(X, "perplexity")
@@ -393,7 +373,7 @@ class MajorityBaseline(DummyClassifier):
 # -- calibration and the ensemble ----------------------------------------------------------------
 
 
-class LogisticCalibrator(ClassifierMixin, BaseEstimator):
+class LogisticCalibrator(OneScoreInput, ClassifierMixin, BaseEstimator):
     """Logistic (Platt-style) calibration of a 1-D confidence score to P(correct):
     ``P(correct | s) = sigmoid(a * z + b)`` with ``z = (s - mean) / std`` over the training split.
 
@@ -407,15 +387,6 @@ class LogisticCalibrator(ClassifierMixin, BaseEstimator):
 
     def __init__(self, C: float = 1.0) -> None:
         self.C = C
-
-    def __sklearn_tags__(self) -> Any:
-        # one score per sample: a 1-D input ([N, 1] is accepted too), as scikit-learn's own
-        # one-dimensional estimators declare it
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        tags.input_tags.two_d_array = False
-        tags.classifier_tags.multi_class = False
-        return tags
 
     def fit(
         self, X: ArrayLike | Sequence[float], y: ArrayLike | Sequence[bool]

@@ -228,28 +228,30 @@ def render_scene(objects: Sequence[SceneObject], rng: np.random.Generator) -> Im
     return to_image(canvas)
 
 
-def render_digit(
-    digit: int, color: str, opacity: float, rng: np.random.Generator
+def _render_anywhere(
+    mask: np.ndarray, color: str, opacity: float, rng: np.random.Generator
 ) -> tuple[Image.Image, tuple[int, int]]:
-    """Draw one digit at a random position; returns the image and the glyph's top-left corner."""
-    mask = digit_mask(digit)
+    """Blend ``mask`` at a random position over a noisy background; returns the image and the
+    mask's top-left corner."""
     top = int(rng.integers(0, IMAGE_SIZE - mask.shape[0] + 1))
     left = int(rng.integers(0, IMAGE_SIZE - mask.shape[1] + 1))
     canvas = noisy_background(rng)
     blend(canvas, mask, color, opacity, top, left)
     return to_image(canvas), (top, left)
+
+
+def render_digit(
+    digit: int, color: str, opacity: float, rng: np.random.Generator
+) -> tuple[Image.Image, tuple[int, int]]:
+    """Draw one digit at a random position; returns the image and the glyph's top-left corner."""
+    return _render_anywhere(digit_mask(digit), color, opacity, rng)
 
 
 def render_word(
     word: str, color: str, opacity: float, rng: np.random.Generator
 ) -> tuple[Image.Image, tuple[int, int]]:
     """Write ``word`` at a random position (a propositional image); returns image and corner."""
-    mask = word_mask(word)
-    top = int(rng.integers(0, IMAGE_SIZE - mask.shape[0] + 1))
-    left = int(rng.integers(0, IMAGE_SIZE - mask.shape[1] + 1))
-    canvas = noisy_background(rng)
-    blend(canvas, mask, color, opacity, top, left)
-    return to_image(canvas), (top, left)
+    return _render_anywhere(word_mask(word), color, opacity, rng)
 
 
 def trivial_image(kind: str, rng: np.random.Generator) -> Image.Image:

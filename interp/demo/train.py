@@ -21,8 +21,10 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -268,6 +270,50 @@ def _log(msg: str, t0: float) -> None:
     print(f"[{time.time() - t0:7.1f}s] {msg}", flush=True)
 
 
+def answer_loss_backward(
+    model: nn.Module,
+    enc: dict[str, torch.Tensor],
+    chunks: int,
+    image_token_id: int,
+    image_tokens: int,
+) -> torch.Tensor:
+    """Backpropagate the mean loss over all answer tokens of a batch, accumulated chunk by chunk
+    (:func:`length_chunks`, so long and short rows are not padded together); returns that loss,
+    detached."""
+    n_answer = int((enc["labels"] != -100).sum())
+    loss = torch.zeros(())
+    for part in length_chunks(enc, chunks, image_token_id, image_tokens):
+        # each chunk's mean, weighted by its share of the batch's answer tokens
+        part_loss = model(**part).loss * (int((part["labels"] != -100).sum()) / n_answer)
+        part_loss.backward()
+        loss = loss + part_loss.detach()
+    return loss
+
+
+@contextmanager
+def deterministic(threads: int) -> Iterator[None]:
+    """Run with ``threads`` torch threads and deterministic algorithms (one seed and thread count
+    give the same weights); restores both afterwards."""
+    before = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1])
+
+
+def write_record(out: Path, t0: float, record: dict[str, Any]) -> Path:
+    """Write ``training.json`` into ``out``: ``record``, the wall time since ``t0`` and the torch
+    version (the checkpoint's provenance)."""
+    wall = time.time() - t0
+    record = {**record, "wall_seconds": round(wall, 1), "torch": torch.__version__}
+    (out / "training.json").write_text(json.dumps(record, indent=2) + "\n")
+    _log(f"saved to {out} ({wall / 60:.1f} min)", t0)
+    return out
+
+
 def train_text(
     model: LlavaForConditionalGeneration, processor: LlavaProcessor, cfg: TrainConfig, t0: float
 ) -> float:
@@ -369,13 +415,7 @@ def train_joint(
         for g in opt.param_groups:
             g["lr"] = g["scale"] * cfg.lr * _schedule(step, cfg.joint_steps, cfg.warmup)
         opt.zero_grad(set_to_none=True)
-        n_answer = int((enc["labels"] != -100).sum())
-        loss = torch.zeros(())
-        for part in length_chunks(enc, cfg.chunks, image_token_id, image_tokens):
-            # the mean over all answer tokens of the batch, accumulated chunk by chunk
-            part_loss = model(**part).loss * (int((part["labels"] != -100).sum()) / n_answer)
-            part_loss.backward()
-            loss = loss + part_loss.detach()
+        loss = answer_loss_backward(model, enc, cfg.chunks, image_token_id, image_tokens)
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         loss_avg = loss.item() if step == 0 else 0.95 * loss_avg + 0.05 * loss.item()
@@ -391,14 +431,8 @@ def train(cfg: TrainConfig, out: str | Path, command: str | None = None) -> Path
 
     Sets torch's thread count and deterministic mode for the run and restores both afterwards.
     """
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(cfg.threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    try:
+    with deterministic(cfg.threads):
         return _train(cfg, Path(out), command)
-    finally:
-        torch.set_num_threads(threads)
-        torch.use_deterministic_algorithms(deterministic)
 
 
 def _train(cfg: TrainConfig, out: Path, command: str | None) -> Path:
@@ -422,18 +456,13 @@ def _train(cfg: TrainConfig, out: Path, command: str | None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     processor.save_pretrained(out)
-    wall = time.time() - t0
     record = {
         "command": command,
         "train_config": {**asdict(cfg), "model": cfg.model.to_dict()},
         "parameters": n_params,
         "final_losses": losses,
-        "wall_seconds": round(wall, 1),
-        "torch": torch.__version__,
     }
-    (out / "training.json").write_text(json.dumps(record, indent=2) + "\n")
-    _log(f"saved to {out} ({wall / 60:.1f} min)", t0)
-    return out
+    return write_record(out, t0, record)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -310,7 +310,8 @@ def _llava_15(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str)
     """LLaVA-1.5 at its published resolution: CLIP 336 px, patch 14, 576 image tokens."""
     from transformers import CLIPImageProcessorPil, CLIPVisionConfig
 
-    from .builders.llava import _build_llava, _vision_kwargs
+    from .builders.common import vision_kwargs
+    from .builders.llava import _build_llava
 
     cfg = json.loads(fixture("llava-1.5-7b-hf", "preprocessor_config.json").read_text())
     size = int(cfg["crop_size"]["height"])
@@ -322,7 +323,7 @@ def _llava_15(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str)
         resample=cfg["resample"],
     )
     return _build_llava(
-        CLIPVisionConfig(**_vision_kwargs(size, 14)),
+        CLIPVisionConfig(**vision_kwargs(size, 14)),
         image_processor,
         strategy="default",
         num_additional_image_tokens=1,

@@ -32,7 +32,16 @@ from transformers import LlavaProcessor
 from ...datasets.render import COLORS
 from ...datasets.world import TRAIN_MIX, demo_world
 from ..model import IMAGE, image_token_count
-from ..train import TrainConfig, _log, _schedule, encode, length_chunks, train_vision
+from ..train import (
+    TrainConfig,
+    _log,
+    _schedule,
+    answer_loss_backward,
+    deterministic,
+    encode,
+    train_vision,
+    write_record,
+)
 from . import CHECKPOINT_DIR, TRAINED_FILE
 from .model import (
     SmolModelConfig,
@@ -111,12 +120,7 @@ def train_joint(
         for g in opt.param_groups:
             g["lr"] = g["scale"] * cfg.lr * _schedule(step, cfg.joint_steps, cfg.warmup)
         opt.zero_grad(set_to_none=True)
-        n_answer = int((enc["labels"] != -100).sum())
-        loss = torch.zeros(())
-        for part in length_chunks(enc, cfg.chunks, image_token_id, image_tokens):
-            part_loss = peft_model(**part).loss * (int((part["labels"] != -100).sum()) / n_answer)
-            part_loss.backward()
-            loss = loss + part_loss.detach()
+        loss = answer_loss_backward(peft_model, enc, cfg.chunks, image_token_id, image_tokens)
         nn.utils.clip_grad_norm_(trainable, 1.0)
         opt.step()
         loss_avg = loss.item() if step == 0 else 0.9 * loss_avg + 0.1 * loss.item()
@@ -139,14 +143,8 @@ def trained_state(peft_model: nn.Module) -> dict[str, torch.Tensor]:
 
 def train(cfg: SmolTrainConfig, out: str | Path, command: str | None = None) -> Path:
     """Run both stages and write the trained parts, their config and ``training.json``."""
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(cfg.threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    try:
+    with deterministic(cfg.threads):
         return _train(cfg, Path(out), command)
-    finally:
-        torch.set_num_threads(threads)
-        torch.use_deterministic_algorithms(deterministic)
 
 
 def _without_machine_paths(config: dict[Any, Any]) -> dict[Any, Any]:
@@ -184,7 +182,6 @@ def _train(cfg: SmolTrainConfig, out: Path, command: str | None) -> Path:
     save_file(state, str(out / TRAINED_FILE))
     model_config = _without_machine_paths(model.config.to_dict())
     (out / "config.json").write_text(json.dumps(model_config, indent=2, sort_keys=True) + "\n")
-    wall = time.time() - t0
     record = {
         "command": command,
         "train_config": {**asdict(cfg), "model": cfg.model.to_dict()},
@@ -192,12 +189,8 @@ def _train(cfg: SmolTrainConfig, out: Path, command: str | None) -> Path:
         "counterfactual_share": UNIFORM_COLOURS,
         "trained_parameters": sum(v.numel() for v in state.values()),
         "final_losses": {"vision": vision_loss, "joint": joint_loss},
-        "wall_seconds": round(wall, 1),
-        "torch": torch.__version__,
     }
-    (out / "training.json").write_text(json.dumps(record, indent=2) + "\n")
-    _log(f"saved to {out} ({wall / 60:.1f} min)", t0)
-    return out
+    return write_record(out, t0, record)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

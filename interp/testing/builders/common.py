@@ -1,8 +1,8 @@
 """Sizes and steps shared by every tiny random-VLM builder.
 
 Each builder passes :func:`text_kwargs` to its decoder config (adding what its architecture needs
-on top: ``head_dim``, ``rope_parameters``, ``cross_attention_layers``, ``tie_word_embeddings``)
-and ends with :func:`finish`.
+on top: ``head_dim``, ``rope_parameters``, ``cross_attention_layers``, ``tie_word_embeddings``),
+:func:`vision_kwargs` to a ViT-style vision tower's, and ends with :func:`finish`.
 """
 
 from __future__ import annotations
@@ -39,6 +39,21 @@ def text_kwargs(tok: PreTrainedTokenizerBase, **overrides: Any) -> dict[str, Any
         "pad_token_id": tok.pad_token_id,
         "bos_token_id": tok.bos_token_id,
         "eos_token_id": tok.eos_token_id,
+        **overrides,
+    }
+
+
+def vision_kwargs(image_size: int, patch_size: int, **overrides: Any) -> dict[str, Any]:
+    """Vision-tower config keywords shared by the ViT-style builders (2 layers of width
+    :data:`VISION_HIDDEN`, 2 heads); ``overrides`` add or replace keys."""
+    return {
+        "hidden_size": VISION_HIDDEN,
+        "intermediate_size": 2 * VISION_HIDDEN,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "image_size": image_size,
+        "patch_size": patch_size,
+        "initializer_range": INIT_STD,
         **overrides,
     }
 
@@ -112,4 +127,5 @@ __all__ = [
     "finish",
     "processor_without_video",
     "text_kwargs",
+    "vision_kwargs",
 ]

@@ -31,7 +31,7 @@ from transformers import (
 
 from ..tokenizer import chat_template as chatml_template
 from ..tokenizer import tiny_tokenizer
-from .common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, VISION_HIDDEN, finish, text_kwargs
+from .common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, finish, text_kwargs, vision_kwargs
 
 GEMMA3_IMAGE_SIZE = 32
 GEMMA3_PATCH_SIZE = 4  # 8 x 8 patches, average-pooled 2 x 2 ...
@@ -58,16 +58,7 @@ PALIGEMMA_TEMPLATE = (
 
 
 def _vision_config(image_size: int, patch_size: int) -> SiglipVisionConfig:
-    return SiglipVisionConfig(
-        hidden_size=VISION_HIDDEN,
-        intermediate_size=2 * VISION_HIDDEN,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        image_size=image_size,
-        patch_size=patch_size,
-        vision_use_head=False,
-        initializer_range=INIT_STD,
-    )
+    return SiglipVisionConfig(**vision_kwargs(image_size, patch_size, vision_use_head=False))
 
 
 def build_gemma3(

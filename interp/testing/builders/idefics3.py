@@ -9,7 +9,7 @@ feature vectors, and a Llama text model at ``model.model.text_model``. The proce
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from transformers import (
@@ -29,7 +29,7 @@ from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionCo
 from transformers.models.smolvlm.configuration_smolvlm import SmolVLMVisionConfig
 
 from ..tokenizer import tiny_tokenizer
-from .common import INIT_STD, VISION_HIDDEN, finish, processor_without_video, text_kwargs
+from .common import finish, processor_without_video, text_kwargs, vision_kwargs
 
 IMAGE_SIZE = 48  # processor output side in pixels (every image is resized to this square)
 PATCH_SIZE = 8
@@ -65,16 +65,30 @@ def _image_processor_kwargs() -> dict[str, Any]:
     }
 
 
-def _vision_kwargs() -> dict[str, Any]:
-    return {
-        "hidden_size": VISION_HIDDEN,
-        "intermediate_size": 2 * VISION_HIDDEN,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "image_size": IMAGE_SIZE,
-        "patch_size": PATCH_SIZE,
-        "initializer_range": INIT_STD,
-    }
+M = TypeVar("M", Idefics3ForConditionalGeneration, SmolVLMForConditionalGeneration)
+
+
+def _model(
+    config_class: type[Idefics3Config] | type[SmolVLMConfig],
+    vision_config_class: type[Idefics3VisionConfig] | type[SmolVLMVisionConfig],
+    model_class: type[M],
+    tok: PreTrainedTokenizerBase,
+    seed: int,
+    attn_implementation: str,
+) -> M:
+    """The tiny model of either family (the two configs take the same keywords)."""
+    config = config_class(
+        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
+        vision_config=vision_config_class(
+            **vision_kwargs(IMAGE_SIZE, PATCH_SIZE, num_attention_heads=4)
+        ),
+        image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
+        scale_factor=SCALE_FACTOR,
+        pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    return finish(model_class(config), tok, attn_implementation)
 
 
 def build_idefics3(
@@ -96,17 +110,15 @@ def build_idefics3(
         image_seq_len=IMAGE_SEQ_LEN,
         chat_template=chat_template or tok.chat_template,
     )
-    config = Idefics3Config(
-        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
-        vision_config=Idefics3VisionConfig(**_vision_kwargs()),
-        image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
-        scale_factor=SCALE_FACTOR,
-        pad_token_id=tok.pad_token_id,
-        tie_word_embeddings=False,
+    model = _model(
+        Idefics3Config,
+        Idefics3VisionConfig,
+        Idefics3ForConditionalGeneration,
+        tok,
+        seed,
+        attn_implementation,
     )
-    torch.manual_seed(seed)
-    model = Idefics3ForConditionalGeneration(config)
-    return finish(model, tok, attn_implementation), processor
+    return model, processor
 
 
 def build_smolvlm(
@@ -130,17 +142,15 @@ def build_smolvlm(
         image_seq_len=IMAGE_SEQ_LEN,
         chat_template=chat_template or tok.chat_template,
     )
-    config = SmolVLMConfig(
-        text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
-        vision_config=SmolVLMVisionConfig(**_vision_kwargs()),
-        image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
-        scale_factor=SCALE_FACTOR,
-        pad_token_id=tok.pad_token_id,
-        tie_word_embeddings=False,
+    model = _model(
+        SmolVLMConfig,
+        SmolVLMVisionConfig,
+        SmolVLMForConditionalGeneration,
+        tok,
+        seed,
+        attn_implementation,
     )
-    torch.manual_seed(seed)
-    model = SmolVLMForConditionalGeneration(config)
-    return finish(model, tok, attn_implementation), processor
+    return model, processor
 
 
 __all__ = [

@@ -25,7 +25,7 @@ from transformers import (
 
 from ..tokenizer import chat_template as chatml_template
 from ..tokenizer import tiny_tokenizer
-from .common import INIT_STD, VISION_HIDDEN, finish, text_kwargs
+from .common import INIT_STD, finish, text_kwargs, vision_kwargs
 
 IMAGE_TOKEN = "<image>"
 IMAGE_SIZE = 32
@@ -52,16 +52,9 @@ def build_instructblip(
     qformer_tok = tiny_tokenizer(image_placeholder="")
     qformer_tok.padding_side = "right"
     config = InstructBlipConfig(
-        vision_config=InstructBlipVisionConfig(
-            hidden_size=VISION_HIDDEN,
-            intermediate_size=2 * VISION_HIDDEN,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            image_size=IMAGE_SIZE,
-            patch_size=PATCH_SIZE,
-            # HF's InstructBLIP vision default is 1e-10, which would make every image look the same.
-            initializer_range=INIT_STD,
-        ),
+        # vision_kwargs sets initializer_range: HF's InstructBLIP vision default is 1e-10, which
+        # would make every image look the same
+        vision_config=InstructBlipVisionConfig(**vision_kwargs(IMAGE_SIZE, PATCH_SIZE)),
         qformer_config=InstructBlipQFormerConfig(
             vocab_size=len(qformer_tok),
             hidden_size=QFORMER_HIDDEN,

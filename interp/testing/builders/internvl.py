@@ -21,7 +21,7 @@ from transformers import (
 )
 
 from ..tokenizer import tiny_tokenizer
-from .common import INIT_STD, VISION_HIDDEN, finish, processor_without_video, text_kwargs
+from .common import INIT_STD, finish, processor_without_video, text_kwargs, vision_kwargs
 
 IMAGE_TOKEN = "<IMG_CONTEXT>"
 START_IMAGE = "<img>"
@@ -66,15 +66,7 @@ def build_internvl(
     tok = tokenizer or internvl_tokenizer()
     config = InternVLConfig(
         text_config={"model_type": "qwen2", **text_kwargs(tok)},
-        vision_config={
-            "hidden_size": VISION_HIDDEN,
-            "intermediate_size": 2 * VISION_HIDDEN,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "image_size": TILE_SIZE,
-            "patch_size": PATCH_SIZE,
-            "initializer_range": INIT_STD,
-        },
+        vision_config=vision_kwargs(TILE_SIZE, PATCH_SIZE),
         image_token_id=tok.convert_tokens_to_ids(IMAGE_TOKEN),
         image_seq_length=TOKENS_PER_TILE,
         downsample_ratio=DOWNSAMPLE_RATIO,

@@ -34,7 +34,7 @@ from transformers import (
 
 from ..tokenizer import chat_template as chatml_template
 from ..tokenizer import tiny_tokenizer
-from .common import INIT_STD, VISION_HIDDEN, finish, processor_without_video, text_kwargs
+from .common import INIT_STD, finish, processor_without_video, text_kwargs, vision_kwargs
 
 IMAGE_TOKEN = "<image>"
 VIDEO_TOKEN = "<video>"
@@ -47,18 +47,6 @@ def _tokenizer(with_video: bool = False) -> PreTrainedTokenizerFast:
     if with_video:
         specials["video_token"] = VIDEO_TOKEN
     return tiny_tokenizer(extra_special_tokens=specials, image_placeholder=IMAGE_PLACEHOLDER)
-
-
-def _vision_kwargs(image_size: int, patch_size: int) -> dict[str, object]:
-    return {
-        "hidden_size": VISION_HIDDEN,
-        "intermediate_size": 2 * VISION_HIDDEN,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "image_size": image_size,
-        "patch_size": patch_size,
-        "initializer_range": INIT_STD,
-    }
 
 
 def _common_config(tok: PreTrainedTokenizerFast, strategy: str) -> dict[str, object]:
@@ -109,7 +97,7 @@ def build_llava(
     """LLaVA-1.5 style: CLIP tower (32 px, patch 8), CLS dropped ("default"): 16 image tokens."""
     size = 32
     return _build_llava(
-        CLIPVisionConfig(**_vision_kwargs(size, 8)),
+        CLIPVisionConfig(**vision_kwargs(size, 8)),
         CLIPImageProcessorPil(
             size={"shortest_edge": size}, crop_size={"height": size, "width": size}
         ),
@@ -132,7 +120,7 @@ def build_llava_siglip(
     """LLaVA with a SigLIP tower (32 px, patch 8, no CLS, "full"): 16 image tokens."""
     size = 32
     return _build_llava(
-        SiglipVisionConfig(**_vision_kwargs(size, 8)),
+        SiglipVisionConfig(**vision_kwargs(size, 8)),
         SiglipImageProcessorPil(size={"height": size, "width": size}),
         strategy="full",
         num_additional_image_tokens=0,
@@ -163,7 +151,7 @@ def build_llava_next(
     tok = tokenizer or _tokenizer()
     pinpoints = [[ANYRES_SIZE, 2 * ANYRES_SIZE], [2 * ANYRES_SIZE, ANYRES_SIZE]]
     config = LlavaNextConfig(
-        vision_config=CLIPVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
+        vision_config=CLIPVisionConfig(**vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
         text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
         image_grid_pinpoints=pinpoints,
         **_common_config(tok, "default"),
@@ -204,7 +192,7 @@ def build_llava_onevision(
         [2 * ANYRES_SIZE, ANYRES_SIZE],
     ]
     config = LlavaOnevisionConfig(
-        vision_config=SiglipVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
+        vision_config=SiglipVisionConfig(**vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
         text_config=Qwen2Config(**text_kwargs(tok, tie_word_embeddings=False)),
         image_grid_pinpoints=pinpoints,
         video_token_id=tok.convert_tokens_to_ids(VIDEO_TOKEN),
