@@ -508,3 +508,36 @@ def test_teacher_forced_scores_equal_a_manual_log_softmax(kind, arch):
         n = enc.input_ids.shape[1]
         ref = torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
         torch.testing.assert_close(scores.logprobs[i, : len(tgt)], ref, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("arch", ["qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"])
+def test_null_parts_give_a_row_without_the_modality_one_null_input(arch):
+    """One rule for every modality: ``null`` (images), ``null_audio`` and ``null_video`` replace
+    each input of the sample by its null form, and give a row without that modality one null
+    input (an image of the processor's nominal size, one second of audio at its rate, four
+    frames of the nominal size) — the ``V = ∅`` input of the drives paper. Each equals a run on
+    that input given explicitly."""
+    from interp.conditions import nominal_size
+
+    vlm = vlm_for(arch)
+    text = interp.Sample("what color is the sky ?", id="t0")
+    w, h = nominal_size(vlm.processor)
+    explicit = {
+        "null:black": interp.Sample(text.question, image=np.zeros((h, w, 3), np.uint8), id="t0"),
+        "null_audio:silence": interp.Sample(
+            text.question, audio=(np.zeros(RATE, np.float32), RATE), id="t0"
+        ),
+        "null_video:black": interp.Sample(
+            text.question, video=np.zeros((4, h, w, 3), np.uint8), id="t0"
+        ),
+    }
+    for condition, given in explicit.items():
+        enc = encode(vlm, [text], condition)
+        assert [enc.n_images[0], enc.n_audio[0], enc.n_video[0]] == [
+            len(given.load_images()),
+            given.n_audio,
+            given.n_video,
+        ]
+        null = interp.residual_stream(vlm, [text], condition, progress_bar=False)
+        real = interp.residual_stream(vlm, [given], progress_bar=False)
+        torch.testing.assert_close(null, real, atol=0, rtol=0)
