@@ -90,6 +90,27 @@ def hf_generate(vlm, enc, max_new_tokens: int, hooks=()) -> None:
             handle.remove()
 
 
+def hf_reads(vlm, samples, batch_size: int):
+    """Bare HF residual reads: per batch of the library's encoder, a forward with
+    ``output_hidden_states=True`` and every layer's last-token state, ``[N, layers + 1, d]``."""
+    import torch
+
+    from interp.encoding import batches
+
+    out = []
+    for _, enc in batches(vlm, samples, "full", batch_size):
+        inputs = (
+            enc.inputs
+            if vlm.adapter.forward_inputs is None
+            else vlm.adapter.forward_inputs(enc.inputs)
+        )
+        with torch.no_grad():
+            hs = vlm.hf(**inputs, output_hidden_states=True).hidden_states
+        rows = torch.arange(len(enc))
+        out.append(torch.stack([h[rows, enc.last_index] for h in hs], 1))
+    return torch.cat(out)
+
+
 def run_child(script: str, *args: str) -> dict:
     """Run ``script`` in a fresh Python process (so peak memory is its own); parse its last line as
     JSON."""

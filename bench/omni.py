@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import hf_generate, paired  # noqa: E402
+from _common import hf_generate, hf_reads, paired  # noqa: E402
 
 import interp  # noqa: E402
 import interp.testing  # noqa: E402
@@ -47,21 +47,6 @@ def omni_samples(n: int, seed: int = 0) -> list[interp.Sample]:
             interp.Sample(f"what do you see and hear ? item {i}", image=image, audio=audio, id=i)
         )
     return out
-
-
-def hf_reads(vlm: interp.VLM, samples, batch_size: int) -> torch.Tensor:
-    out = []
-    for _, enc in batches(vlm, samples, "full", batch_size):
-        inputs = (
-            enc.inputs
-            if vlm.adapter.forward_inputs is None
-            else vlm.adapter.forward_inputs(enc.inputs)
-        )
-        with torch.no_grad():
-            hs = vlm.hf(**inputs, output_hidden_states=True).hidden_states
-        rows = torch.arange(len(enc))
-        out.append(torch.stack([h[rows, enc.last_index] for h in hs], 1))
-    return torch.cat(out)
 
 
 def hf_generation(vlm: interp.VLM, samples, batch_size: int, max_new_tokens: int) -> None:

@@ -19,33 +19,17 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import peak_rss_mib, run_child, timed, workload  # noqa: E402
+from _common import hf_reads, peak_rss_mib, run_child, timed, workload  # noqa: E402
 
 import interp  # noqa: E402
 import interp.testing  # noqa: E402
-from interp.encoding import batches  # noqa: E402
-
-
-def hf_reference(vlm: interp.VLM, samples, batch_size: int) -> torch.Tensor:
-    out = []
-    for _, enc in batches(vlm, samples, "full", batch_size):
-        inputs = (
-            enc.inputs
-            if vlm.adapter.forward_inputs is None
-            else vlm.adapter.forward_inputs(enc.inputs)
-        )
-        with torch.no_grad():
-            hs = vlm.hf(**inputs, output_hidden_states=True).hidden_states
-        rows = torch.arange(len(enc))
-        out.append(torch.stack([h[rows, enc.last_index] for h in hs], 1))
-    return torch.cat(out)
 
 
 def measure(vlm: interp.VLM, samples, batch_size: int) -> dict[str, float]:
     ours = timed(
         lambda: interp.residual_stream(vlm, samples, batch_size=batch_size, progress_bar=False)
     )
-    bare = timed(lambda: hf_reference(vlm, samples, batch_size))
+    bare = timed(lambda: hf_reads(vlm, samples, batch_size))
     return {"interp_s": ours, "hf_s": bare, "ratio": ours / bare}
 
 
@@ -55,7 +39,7 @@ def _memory_child(kind: str, n: int, batch_size: int, model: str) -> None:
     if kind == "interp":
         interp.residual_stream(vlm, samples, batch_size=batch_size, progress_bar=False)
     else:
-        hf_reference(vlm, samples, batch_size)
+        hf_reads(vlm, samples, batch_size)
     print(json.dumps({"peak_mib": peak_rss_mib(), "before_mib": before}))
 
 

@@ -30,10 +30,10 @@ AUDIO_TOKENS = {
     "qwen3_omni_moe_thinker": ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"),
     "gemma4": ("<|audio|>", "<|audio>", "<audio|>"),
 }
-VIDEO_TOKEN = {
-    "qwen2_vl": "<|video_pad|>",
-    "qwen2_5_omni_thinker": "<|VIDEO|>",
-    "qwen3_omni_moe_thinker": "<|VIDEO|>",
+VIDEO_TOKENS = {
+    "qwen2_vl": ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"),
+    "qwen2_5_omni_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
+    "qwen3_omni_moe_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
 }
 
 
@@ -287,10 +287,19 @@ def test_video_positions_decode_to_the_expanded_placeholders(arch):
     samples = video_samples(arch)
     enc, mask = positions(video_vlm, samples, "video")
     grids = iter(enc.inputs["video_grid_thw"].tolist())  # the processor's (t, h, w) patch grid
-    pad = video_vlm.tokenizer.convert_tokens_to_ids(VIDEO_TOKEN[arch])
+    token, bos, eos = VIDEO_TOKENS[arch]
+    tok = video_vlm.tokenizer
+    pad = tok.convert_tokens_to_ids(token)
     for row, s in enumerate(samples):
         n = int(np.prod(next(grids))) // 4 if s.has_video else 0  # 2x2 merge
         assert enc.input_ids[row][mask[row]].tolist() == [pad] * n
+        if s.has_video:  # "video:0": one contiguous run between the vision start and end tokens
+            ids = enc_one(video_vlm, s).input_ids[0]
+            _, slot = positions(video_vlm, [s], "video:0")
+            where = slot[0].nonzero().flatten()
+            assert len(where) == n and (where.diff() == 1).all()
+            assert tok.decode(ids[: int(where[0])]).endswith(bos)
+            assert tok.decode(ids[int(where[-1]) + 1 :]).startswith(eos)
     _, image = positions(video_vlm, samples, "image")
     assert not (image & mask).any()
     _, text = positions(video_vlm, samples, "text")
