@@ -123,15 +123,12 @@ def bench_extraction(n: int, batch_size: int, max_new_tokens: int) -> None:
     )
 
     def study_pass() -> None:
-        rc._generate_states(
+        interp.generate_states(
             vlm,
             visual,
-            "visual",
             max_new_tokens=max_new_tokens,
-            edits=[],
+            token_logprobs=True,
             batch_size=batch_size,
-            store=None,
-            overwrite=False,
             progress_bar=False,
         )
 

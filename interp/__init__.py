@@ -26,6 +26,7 @@ _LAZY: dict[str, str] = {
     "Batch": "edits",
     "Condition": "conditions",
     "ConditionError": "errors",
+    "ContextError": "errors",
     "DataFormatError": "errors",
     "DataSourceError": "errors",
     "Decoding": "edits",
@@ -37,6 +38,7 @@ _LAZY: dict[str, str] = {
     "EmptyInputError": "errors",
     "EmptyTargetError": "errors",
     "Encoding": "encoding",
+    "GeneratedStates": "residual",
     "Generation": "generation",
     "IMAGE_SLOT": "samples",
     "ImageError": "errors",
@@ -72,6 +74,7 @@ _LAZY: dict[str, str] = {
     "encode": "encoding",
     "ensure_samples": "samples",
     "generate": "generation",
+    "generate_states": "residual",
     "load": "model",
     "null_image": "conditions",
     "read_dataset": "datasets.tabular",
@@ -83,6 +86,7 @@ _LAZY: dict[str, str] = {
     "register_video_condition": "media_conditions",
     "residual_stream": "residual",
     "score": "scoring",
+    "score_contexts": "scoring",
     "supported_architectures": "adapters",
     "write_jsonl": "samples",
 }
@@ -101,6 +105,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .errors import (
         AudioError,
         ConditionError,
+        ContextError,
         DataFormatError,
         DataSourceError,
         DecodingError,
@@ -137,9 +142,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .media import AUDIO_SLOT, VIDEO_SLOT, Audio
     from .media_conditions import register_audio_condition, register_video_condition
     from .model import VLM, load
-    from .residual import residual_stream
+    from .residual import GeneratedStates, generate_states, residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
-    from .scoring import TokenScores, score
+    from .scoring import TokenScores, score, score_contexts
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
@@ -156,6 +161,7 @@ __all__ = [
     "Batch",
     "Condition",
     "ConditionError",
+    "ContextError",
     "DataFormatError",
     "DataSourceError",
     "Decoding",
@@ -167,6 +173,7 @@ __all__ = [
     "EmptyInputError",
     "EmptyTargetError",
     "Encoding",
+    "GeneratedStates",
     "Generation",
     "ImageError",
     "ImageTokenMismatchError",
@@ -199,6 +206,7 @@ __all__ = [
     "encode",
     "ensure_samples",
     "generate",
+    "generate_states",
     "load",
     "null_image",
     "read_dataset",
@@ -210,6 +218,7 @@ __all__ = [
     "register_video_condition",
     "residual_stream",
     "score",
+    "score_contexts",
     "supported_architectures",
     "write_jsonl",
 ]

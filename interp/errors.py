@@ -114,6 +114,11 @@ class NoVIPError(InterpError, ValueError):
         self.cause = cause
 
 
+class ContextError(InterpError, ValueError):
+    """A multi-context measurement (:func:`interp.scoring.score_contexts`) got not one target per
+    sample, or samples with different numbers of contexts."""
+
+
 class DriveError(InterpError, ValueError):
     """A causal-drive measurement cannot run as asked (targets that do not match the samples, a
     result of other samples, a drive result without the terms a step needs)."""
@@ -161,6 +166,7 @@ __all__ = [
     "ModalityError",
     "VideoError",
     "ConditionError",
+    "ContextError",
     "DataFormatError",
     "DataSourceError",
     "DecodingError",

@@ -18,7 +18,10 @@ Invariants (tested for every supported architecture): ``len(vlm.layers) == vlm.n
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -161,6 +164,20 @@ class Residual:
         envoy.output = (value, *current[1:]) if isinstance(current, tuple) else value
 
 
+@contextmanager
+def _quiet_pipeline_check() -> Iterator[None]:
+    """nnsight wraps the model in an ``image-text-to-text`` pipeline, whose constructor logs an
+    error for audio-language models (Qwen2-Audio) not in that task's list; the pipeline is never
+    used to run them, so the message is only noise."""
+    log = logging.getLogger("transformers.pipelines.base")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 class VLM:
     """A loaded vision-language model with standardised accessors; see the module docstring."""
 
@@ -176,9 +193,10 @@ class VLM:
         self.processor = processor
         self.adapter = adapter if adapter is not None else adapter_for(hf)
         self.source = source
-        self.nn = (
-            nn if nn is not None else _TracedVLM(hf, task="image-text-to-text", processor=processor)
-        )
+        if nn is None:
+            with _quiet_pipeline_check():
+                nn = _TracedVLM(hf, task="image-text-to-text", processor=processor)
+        self.nn = nn
         self.residual = Residual(self)
         self._layers_path = module_path(hf, self.adapter.layers(hf))
         self._decoder_path = module_path(hf, self.adapter.decoder(hf))
@@ -530,9 +548,10 @@ def load(
     if processor is None:
         processor = AutoProcessor.from_pretrained(source, **config_kwargs)
     if remote or not dispatch:
-        nn = _TracedVLM(
-            source, task="image-text-to-text", processor=processor, dispatch=False, **kwargs
-        )
+        with _quiet_pipeline_check():
+            nn = _TracedVLM(
+                source, task="image-text-to-text", processor=processor, dispatch=False, **kwargs
+            )
         return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model))
     hf = AutoModelForImageTextToText.from_pretrained(source, **kwargs).eval()
     return VLM(hf, processor, adapter=adapter, source=str(model))

@@ -1,8 +1,9 @@
-"""Teacher-forced scoring: :func:`score`."""
+"""Teacher-forced scoring: :func:`score` (one target per sample under one condition) and
+:func:`score_contexts` (one target per sample under several contexts each)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ from torch import Tensor
 from .conditions import Condition
 from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
 from .encoding import append_targets, batches, target_ids
-from .errors import EmptyInputError
+from .errors import ContextError, EmptyInputError
 from .runner import Job, Shard, run
 from .samples import Sample, ensure_samples
 
@@ -180,4 +181,150 @@ def score(
     return TokenScores(logprobs, mask, ids, [str(s.id) for s in samples], str(cond))
 
 
-__all__ = ["TokenScores", "score", "trace_target_logprobs"]
+Context = tuple[Sample, "str | Condition"]
+"""One input to score a target under: a sample and the condition it is shown under."""
+ContextsFn = Callable[[int, Sample], list[Context]]
+"""``contexts(i, sample)`` → the contexts sample ``i`` is scored under (the same number for
+every sample)."""
+
+
+def score_rows(
+    vlm: VLM,
+    rows: Sequence[Context],
+    targets: Sequence[Sequence[int]],
+    *,
+    batch_size: int,
+    edits: Sequence[Intervention] = (),
+) -> list[Tensor]:
+    """Natural-log ``log p(a_t | a_<t, context)`` of each row's target token ids, one
+    teacher-forced forward per row (the values :func:`score` gives each row alone), rows of one
+    condition batched together (``batch_size`` rows a forward; similar lengths share a batch).
+    No store: see :func:`score_contexts` for stored, resumable runs.
+
+    Returns:
+        one float64 ``[T_row]`` tensor per row, in row order.
+    """
+    out: list[Tensor | None] = [None] * len(rows)
+    groups: dict[Condition, list[int]] = {}
+    for j, (_, cond) in enumerate(rows):
+        groups.setdefault(Condition.parse(cond), []).append(j)
+    for cond, where in groups.items():
+        # similar lengths share a batch (less padding); every row is still scored on its own
+        where = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
+        group = [rows[j][0] for j in where]
+        for sub, enc in batches(vlm, group, cond, batch_size, all_samples=group):
+            batch = Batch(vlm, enc, [group[r] for r in sub], cond, "score", group)
+            lp = trace_target_logprobs(vlm, batch, [targets[where[r]] for r in sub], edits)
+            for row, r in enumerate(sub):
+                j = where[r]
+                out[j] = lp[row, : len(targets[j])].double()
+    return out  # type: ignore[return-value]
+
+
+def score_contexts(
+    vlm: VLM,
+    samples: Sequence[Sample] | Sample,
+    targets: Sequence[str | Sequence[int]],
+    contexts: ContextsFn,
+    *,
+    extras: Sequence[Any] | None = None,
+    edits: Sequence[Intervention] | None = None,
+    batch_size: int = 8,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    shard: Shard = None,
+    progress_bar: bool = True,
+    measurement: str = "score_contexts",
+    labels: Mapping[str, Any] | None = None,
+) -> list[Tensor]:
+    """Teacher-forced log-probabilities of one target per sample under each of its contexts.
+
+    For sample i with target a_1..a_T and contexts c_1..c_C = ``contexts(i, sample)`` (a sample
+    and the condition it is shown under, e.g. the question with another image),
+
+        out[i][c, t] = log p(a_t | a_<t, c)       (natural log; :func:`score` of that context)
+
+    A chunk of ``batch_size`` samples is scored at a time, so every condition's rows fill whole
+    forwards of ``batch_size`` rows (:func:`score_rows`).
+
+    Args:
+        targets: one per sample, text (tokenised without special tokens) or token ids.
+        contexts: ``contexts(i, sample)`` → the C contexts (the same C for every sample). The
+            conditions of sample 0's contexts, with ``labels``, identify the run in the store:
+            name in ``labels`` whatever else the contexts depend on (e.g. the fingerprints of the
+            samples they draw images from).
+        extras: per-sample values that enter each sample's store key (e.g. the fingerprint of a
+            partner sample its contexts use).
+        edits: interventions applied in every forward.
+        store, overwrite, shard: see :func:`interp.residual_stream`.
+        measurement, labels: the name and further settings the store records as its
+            configuration.
+
+    Returns:
+        per sample a float64 CPU tensor ``[C, T_i]``, in sample order.
+
+    Raises:
+        EmptyTargetError: a target tokenises to nothing.
+        ContextError: not one target per sample, or samples with different numbers of contexts.
+    """
+    samples = ensure_samples(samples)
+    if len(targets) != len(samples):
+        raise ContextError(
+            f"{len(targets)} targets for {len(samples)} samples: give one per sample"
+        )
+    ids = target_ids(vlm, targets)
+    edits = check_edits(vlm, edits)
+    probe = contexts(0, samples[0])
+    conds = list(dict.fromkeys(Condition.parse(c) for _, c in probe))
+    job = Job(
+        measurement,
+        dict(labels or {}),
+        conditions=conds,
+        edits=list(edits),
+        extras=[[t, e] for t, e in zip(ids, extras or [None] * len(ids))],
+        pool=samples,
+    )
+    index = {str(s.id): i for i, s in enumerate(samples)}
+
+    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
+        rows: list[Context] = []
+        tgts: list[list[int]] = []
+        counts = []
+        for s in chunk:
+            i = index[str(s.id)]
+            ctx = contexts(i, s)
+            rows.extend(ctx)
+            tgts.extend([ids[i]] * len(ctx))
+            counts.append(len(ctx))
+        if len(set(counts)) != 1:
+            raise ContextError("every sample must have the same number of contexts")
+        lps = score_rows(vlm, rows, tgts, batch_size=batch_size, edits=edits)
+        width = max(len(ids[index[str(s.id)]]) for s in chunk)
+        out = torch.zeros(len(chunk), counts[0], width, dtype=torch.float64)
+        for r, lp in enumerate(lps):
+            out[r // counts[0], r % counts[0], : len(lp)] = lp
+        return {"logprobs": out}, [{"n": len(ids[index[str(s.id)]])} for s in chunk]
+
+    _, tensors, records = run(
+        vlm,
+        samples,
+        job,
+        compute,
+        batch_size=batch_size,
+        store=store,
+        overwrite=overwrite,
+        shard=shard,
+        progress_bar=progress_bar,
+    )
+    return [tensors["logprobs"][i, :, : r["n"]] for i, r in enumerate(records)]
+
+
+__all__ = [
+    "Context",
+    "ContextsFn",
+    "TokenScores",
+    "score",
+    "score_contexts",
+    "score_rows",
+    "trace_target_logprobs",
+]

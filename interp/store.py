@@ -347,6 +347,12 @@ class ResultStore:
         return tensors, [records[key] for key in keys]
 
 
+def substore(store: str | Path | None, *parts: str) -> Path | None:
+    """The folder of one run under a study's store: ``store/part/...``, or None when the study runs
+    without a store (each run of a study keeps its own resumable :class:`ResultStore`)."""
+    return None if store is None else Path(store).joinpath(*parts)
+
+
 def stack_rows(rows: list[Tensor]) -> Tensor:
     """Stack per-sample rows; rows whose sizes differ are zero-padded to the largest."""
     shapes = {tuple(r.shape) for r in rows}
@@ -362,4 +368,4 @@ def stack_rows(rows: list[Tensor]) -> Tensor:
     return out
 
 
-__all__ = ["ResultStore", "content_key", "lock_is_free", "stack_rows"]
+__all__ = ["ResultStore", "content_key", "lock_is_free", "stack_rows", "substore"]

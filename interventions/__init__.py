@@ -11,12 +11,16 @@ intervention                what it does
 :class:`SwapImage`          another condition's visual tokens (a null image's, another
                             sample's) in place of the real ones — :mod:`interventions.image`
 :class:`AblateImage`        zero or mean-ablate the visual tokens
+:class:`SwapFeatures`       the same for any modality's feature positions (``"image"``,
+                            ``"audio"``, ``"video"``): e.g. a silent waveform's audio features
+                            in place of the real ones — :mod:`interventions.features`
+:class:`AblateFeatures`     zero or mean-ablate any modality's feature positions
 :class:`Steer`              add a vector to the residual stream at chosen layers and positions —
                             :mod:`interventions.steering`
 :class:`Patch`              activation patching from another condition's run of the same samples
                             or from given states — :mod:`interventions.patching`
-:class:`Knockout`           block chosen query positions from attending to image or question
-                            tokens — :mod:`interventions.attention`
+:class:`Knockout`           block chosen query positions from attending to image, audio,
+                            video or question tokens — :mod:`interventions.attention`
 :class:`AttentionBoost`     PAI's image-attention boost ``a + α·|a|`` before the softmax
 ==========================  ====================================================================
 
@@ -30,13 +34,22 @@ The functions of :mod:`interventions.image` (``swap_image``, ``replace_image_emb
 """
 
 from .attention import AttentionBoost, Knockout, attention_scores
+from .features import (
+    NULL_SOURCES,
+    AblateFeatures,
+    AblateImage,
+    SwapFeatures,
+    SwapImage,
+    ablate_media_features,
+    feature_counts,
+    read_media_features,
+    replace_media_features,
+)
 from .image import (
     ABLATION_MODES,
-    AblateImage,
     AblationMode,
     ImageInputs,
     ImageSwap,
-    SwapImage,
     ablate_image_tokens,
     image_counts,
     image_embeddings,
@@ -50,6 +63,8 @@ from .steering import Steer, difference_of_means
 
 __all__ = [
     "ABLATION_MODES",
+    "NULL_SOURCES",
+    "AblateFeatures",
     "AblateImage",
     "AblationMode",
     "AttentionBoost",
@@ -58,14 +73,19 @@ __all__ = [
     "Knockout",
     "Patch",
     "Steer",
+    "SwapFeatures",
     "SwapImage",
     "ablate_image_tokens",
+    "ablate_media_features",
     "attention_scores",
     "difference_of_means",
+    "feature_counts",
     "image_counts",
     "image_embeddings",
     "image_position_mask",
     "read_image_inputs",
+    "read_media_features",
     "replace_image_embeddings",
+    "replace_media_features",
     "swap_image",
 ]

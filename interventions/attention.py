@@ -29,7 +29,7 @@ import torch
 from jaxtyping import Bool
 from torch import Tensor
 
-from interp.edits import EditContext, Intervention, PositionSpec, check_position
+from interp.edits import SLOT_KINDS, EditContext, Intervention, PositionSpec, check_position
 from interp.errors import InterventionError
 
 from .common import decoder_layers
@@ -105,6 +105,10 @@ class _AttentionEdit(Intervention):
         check_eager(vlm, type(self).__name__)
         check_position(self.queries)
         check_position(self.keys)
+        for spec in (self.queries, self.keys):
+            kind = spec.partition(":")[0] if isinstance(spec, str) else None
+            if kind in SLOT_KINDS:
+                vlm.adapter.require(kind)  # ModalityError naming the family and the modality
         if not self._layers(vlm):
             raise InterventionError(
                 f"{type(self).__name__}: none of the chosen layers has a "
@@ -136,11 +140,17 @@ class _AttentionEdit(Intervention):
 class Knockout(_AttentionEdit):
     """Block ``queries`` from attending to ``keys`` in ``layers``.
 
+    Keyed by modality: ``keys="audio"`` (``"video"``, ``"image"``, ``"audio:k"`` ...) cuts the
+    queries off from that modality's feature positions; ``queries="audio"`` stops those positions
+    from reading anything in ``keys``. A family that does not take the modality is refused before
+    compute (:class:`~interp.errors.ModalityError`).
+
     Args:
-        keys: positions that may not be attended to: ``"image"`` (default), ``"question"``,
-            ``"text"``, prompt offsets, ...
+        keys: positions that may not be attended to: ``"image"`` (default), ``"audio"``,
+            ``"video"``, ``"question"``, ``"text"``, prompt offsets, ...
         queries: positions whose attention is cut: ``"last"`` (the last prompt token; default),
-            ``"all"`` (every position, generated tokens included), ``"answer"``, ``"text"`` ...
+            ``"all"`` (every position, generated tokens included), ``"answer"``, ``"text"``,
+            ``"audio"``, ``"video"`` ...
         layers: decoder layers 1..L (default all). Layers without self-attention (Mllama's
             cross-attention layers) are skipped.
     """

@@ -27,7 +27,8 @@ method                    amateur and weights (the authors' code defaults)
                           α = γ − 1) plus the image-attention boost ``a + 0.2·|a|``
                           (:class:`~interventions.AttentionBoost`)
 :func:`contrast`          any amateur; α = 0.5, β = 0.1 (the modality-conflict paper's
-                          diagnostic: the amateur is the input without the favoured source)
+                          diagnostic: the amateur is the input without the favoured source —
+                          ``no_audio``, ``null_audio:noise``, ``no_video``, ``blind`` ...)
 ========================  ================================================================
 
 Usage::
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from jaxtyping import Float
 from torch import Tensor
@@ -57,6 +58,9 @@ from interp.errors import ConditionError, DecodingError
 from interp.generation import Decoding
 
 from .attention import AttentionBoost
+
+if TYPE_CHECKING:
+    from interp.model import VLM
 
 Space = Literal["logits", "logprobs"]
 SPACES: tuple[str, ...] = ("logits", "logprobs")
@@ -151,6 +155,28 @@ class ContrastiveDecoding(Decoding):
         self.space = space
         self.edits = tuple(edits)
         self.name = name
+
+    def check(self, vlm: VLM) -> None:
+        """Before compute: every amateur degrades a modality the family takes (an amateur that
+        drops audio on an image-only family would contrast the input with itself).
+
+        Raises:
+            DecodingError: names the family, the amateur and the modality.
+        """
+        for amateur in self.amateurs:
+            edited = {
+                "image": amateur.image.name != "full",
+                "audio": amateur.audio is not None,
+                "video": amateur.video is not None,
+            }
+            for kind, changed in edited.items():
+                if changed and kind not in vlm.adapter.modalities:
+                    raise DecodingError(
+                        f"{vlm.adapter.name} takes {', '.join(vlm.adapter.modalities)} inputs, "
+                        f"not {kind}: the amateur {str(amateur)!r} degrades the {kind}, which "
+                        f"its inputs never carry; use an amateur that degrades "
+                        f"{' or '.join(vlm.adapter.modalities)}"
+                    )
 
     def weight(self, t: int) -> float:
         """α_t: the schedule's value at generated token t, else ``alpha``."""

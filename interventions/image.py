@@ -34,8 +34,8 @@ Invariants (tested on every supported architecture against plain HF forwards):
 - ``ablate_image_tokens(mode="zero")`` equals a plain HF forward whose image positions hold zero
   vectors (and, with DeepStack, zero DeepStack features).
 
-Usage, as an edit of any measurement (the intervention objects :class:`SwapImage` and
-:class:`AblateImage`)::
+Usage, as an edit of any measurement (the intervention objects :class:`~interventions.SwapImage`
+and :class:`~interventions.AblateImage`, the image case of :mod:`interventions.features`)::
 
     interp.residual_stream(vlm, samples, edits=[SwapImage("null:black")])
     interp.generate(vlm, samples, edits=[AblateImage("mean")])
@@ -64,7 +64,6 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from interp.conditions import Condition
-from interp.edits import Batch, EditContext, Intervention
 from interp.encoding import Encoding, encode
 from interp.errors import ConditionError, ImageTokenMismatchError, InterventionError
 from interp.samples import Sample, ensure_samples
@@ -388,85 +387,8 @@ def swap_image(
     return ImageSwap(vlm=vlm, encoding=tgt, inputs=inputs, source=str(src_cond))
 
 
-# -- as interventions ------------------------------------------------------------------------------
-
-
-class SwapImage(Intervention):
-    """Put another condition's visual tokens (by default a black image's) in place of the real
-    ones, at the prompt forward of any measurement.
-
-    ``prepare`` encodes the batch's samples under ``source`` and reads its image inputs (one
-    forward, outside the trace); ``apply`` writes them at the image positions. The run then equals
-    a real run with the source image (tested on every supported architecture), everything else
-    (prompt, positions, masks) unchanged. Use it with image-bearing conditions (``full``,
-    ``distort:<t>`` ...): the source images must have the same layout as the traced ones.
-
-    Args:
-        source: an image condition: ``null:black|white|noise|mean``, ``swap:<id|next>``,
-            ``distort:<t>`` or a registered one.
-    """
-
-    def __init__(self, source: str = "null:black") -> None:
-        cond = Condition.parse(source)
-        if not cond.uses_image:
-            raise ConditionError(
-                f"SwapImage source {source!r} carries no image; use an image condition such as "
-                "'null:black' (to compare with no image at all, run the 'blind' condition)"
-            )
-        self.source = str(cond)
-
-    def prepare(self, vlm: VLM, batch: Batch) -> ImageInputs | None:
-        has = batch.encoding.has_image
-        if not any(has):
-            return None
-        # Only rows that carry an image are swapped (a batch may also hold image-free rows, e.g.
-        # the no-image amateur of contrastive decoding).
-        rows = [i for i, h in enumerate(has) if h]
-        picked = [batch.samples[i] for i in rows]
-        src = encode(vlm, picked, self.source, all_samples=batch.all_samples)
-        tgt_layout = _swap_layout(vlm, batch.encoding)
-        src_layout = _swap_layout(vlm, src)
-        if src_layout != [tgt_layout[i] for i in rows]:
-            bad = [
-                f"{s.id!r}: {a} vs {tgt_layout[i]}"
-                for s, a, i in zip(picked, src_layout, rows)
-                if a != tgt_layout[i]
-            ]
-            raise ImageTokenMismatchError(
-                f"SwapImage({self.source!r}): the source images of {len(bad)} sample(s) differ in "
-                f"layout from the traced ones ({'; '.join(bad[:5])})"
-            )
-        inputs = read_image_inputs(vlm, src)
-        if len(rows) == len(has):
-            return inputs
-        counts = [0] * len(has)
-        for i, c in zip(rows, inputs.counts):
-            counts[i] = c
-        return ImageInputs(inputs.embeddings, tuple(counts), inputs.deepstack)
-
-    def apply(self, ctx: EditContext) -> None:
-        if ctx.state is not None:
-            replace_image_embeddings(ctx.vlm, ctx.batch.traced, ctx.state)
-
-
-class AblateImage(Intervention):
-    """Ablate the visual tokens at the prompt forward: ``"zero"`` sets every image-position vector
-    (and Qwen3-VL's DeepStack features) to 0; ``"mean"`` replaces each by the mean of its row's
-    image vectors. See :func:`ablate_image_tokens`."""
-
-    def __init__(self, mode: AblationMode = "zero") -> None:
-        if mode not in ABLATION_MODES:
-            raise InterventionError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
-        self.mode = mode
-
-    def apply(self, ctx: EditContext) -> None:
-        ablate_image_tokens(ctx.vlm, ctx.batch.traced, self.mode)
-
-
 __all__ = [
     "ABLATION_MODES",
-    "AblateImage",
-    "SwapImage",
     "AblationMode",
     "ImageInputs",
     "ImageSwap",
@@ -478,3 +400,13 @@ __all__ = [
     "replace_image_embeddings",
     "swap_image",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # SwapImage and AblateImage moved to interventions.features (the image case of
+    # SwapFeatures / AblateFeatures); importing them from here keeps working.
+    if name in ("SwapImage", "AblateImage"):
+        from . import features
+
+        return getattr(features, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
 import sys
 import textwrap
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,7 +34,6 @@ from interp.testing import (
     shared_tiny_vlm,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 STOCK_PROCESSORS = {
     "llava": "LlavaProcessor",
     "llava_siglip": "LlavaProcessor",
@@ -528,33 +525,7 @@ def test_lazy_load_reads_weights_at_the_first_trace_and_equals_the_eager_path(tm
     assert not remote.dispatched and remote.n_layers == 12
 
 
-# -- layout rules -------------------------------------------------------------------------------
-
-
-def test_probes_imports_neither_torch_nor_interp():
-    code = (
-        "import sys, probes; "
-        "print(sorted(m for m in ('torch', 'transformers', 'nnsight', 'interp') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
-def test_the_core_never_imports_a_study():
-    core = [p for p in (ROOT / "interp").glob("*.py")]
-    for path in core:
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [("." * node.level) + (node.module or "")]
-            for name in names:
-                assert "studies" not in name, f"{path.name} imports {name}"
-    code = "import sys, interp, interp.cli; print('interp.studies' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+# -- layout rules (the import rules live in tests/core/test_architecture.py) ------------------
 
 
 def test_the_model_does_not_import_the_encoding():
@@ -572,14 +543,6 @@ def test_the_protocols_live_together():
     assert interp.Decoding is edits.Decoding is generation.Decoding
     assert interp.Intervention is edits.Intervention
     assert edits.Decoding.__module__ == "interp.edits"
-
-
-def test_core_depends_on_interventions_only_through_the_protocol():
-    for path in (ROOT / "interp").rglob("*.py"):
-        if "studies" in path.parts:
-            continue
-        text = path.read_text()
-        assert "import interventions" not in text and "from interventions" not in text, path
 
 
 def test_images_change_the_hash_used_by_stores():

@@ -34,7 +34,13 @@ import torch
 import interp
 import interventions
 from interp.edits import check_position, edits_fingerprint
-from interp.errors import ConditionError, DecodingError, InterpError, InterventionError
+from interp.errors import (
+    ConditionError,
+    DecodingError,
+    InterpError,
+    InterventionError,
+    ModalityError,
+)
 from interp.testing import make_samples, shared_tiny_vlm
 from interventions import decoding as dec
 
@@ -108,6 +114,7 @@ FACTORIES: dict[str, Factory] = {
             (lambda vlm: {"layers": [99]}, InterventionError, r"outside 1\.\."),
             (lambda vlm: {"layers": []}, InterventionError, "at least one layer"),
             (lambda vlm: {"keys": "middle"}, InterventionError, "unknown position"),
+            (lambda vlm: {"keys": "audio"}, ModalityError, "llava.* not audio"),
         ],
     ),
     "AttentionBoost": Factory(
@@ -129,6 +136,23 @@ FACTORIES: dict[str, Factory] = {
         [
             (lambda vlm: {"source": "blind"}, ConditionError, "carries no image"),
             (lambda vlm: {"source": "nowhere"}, ConditionError, "nowhere"),
+        ],
+    ),
+    "SwapFeatures": Factory(
+        lambda vlm: {"kind": "image", "source": "null:black"},
+        {"kind": lambda vlm: "audio", "source": lambda vlm: "null:white"},
+        [
+            (lambda vlm: {"kind": "audio"}, ModalityError, "llava.* not audio"),
+            (lambda vlm: {"kind": "smell"}, InterventionError, "unknown modality"),
+            (lambda vlm: {"source": "blind"}, ConditionError, "carries no image"),
+        ],
+    ),
+    "AblateFeatures": Factory(
+        lambda vlm: {"kind": "image", "mode": "zero"},
+        {"kind": lambda vlm: "video", "mode": lambda vlm: "mean"},
+        [
+            (lambda vlm: {"kind": "video"}, ModalityError, "llava.* not video"),
+            (lambda vlm: {"mode": "median"}, InterventionError, "unknown ablation mode"),
         ],
     ),
     "AblateImage": Factory(

@@ -10,8 +10,8 @@ from scipy.spatial.distance import cosine as scipy_cosine
 from scipy.stats import spearmanr
 
 import interp
+import interp.generation
 from interp.store import ResultStore
-from interp.studies.coe import chain as chain_module
 from interp.studies.coe import (
     chain_of_embedding,
     diagnose,
@@ -97,7 +97,7 @@ def test_store_resumes_after_a_crash_without_recomputing(eager_llava, batch, tmp
         eager_llava, batch, max_new_tokens=3, batch_size=2, progress_bar=False
     )
     calls = {"n": 0, "crash_at": 5}  # two batches (x two conditions) done, crash in the third
-    original = chain_module.generate_batch
+    original = interp.generation.generate_batch
 
     def counting(*args, **kwargs):
         calls["n"] += 1
@@ -105,7 +105,7 @@ def test_store_resumes_after_a_crash_without_recomputing(eager_llava, batch, tmp
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(chain_module, "generate_batch", counting)
+    monkeypatch.setattr(interp.generation, "generate_batch", counting)
     with pytest.raises(KeyboardInterrupt):
         chain_of_embedding(
             eager_llava, batch, max_new_tokens=3, batch_size=2, store=tmp_path, progress_bar=False

@@ -17,6 +17,7 @@ from interp.encoding import encode
 from interp.errors import ConditionError
 from interp.generation import generate
 from interp.samples import Sample
+from interp.store import substore
 from probes.text import normalize_text
 
 from .analysis import Ablation, InContext, _check_bootstrap, text_only_baseline
@@ -31,9 +32,7 @@ if TYPE_CHECKING:
 
 
 def _store(store: str | Path | None, name: str) -> Path | None:
-    if store is None:
-        return None
-    return Path(store) / name.replace(":", "-").replace("+", "_").replace("/", "_")
+    return substore(store, name.replace(":", "-").replace("+", "_").replace("/", "_"))
 
 
 def no_image_ablation(

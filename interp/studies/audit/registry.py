@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from interp.samples import Sample
+from interp.store import substore
 
 from .report import Labels, Section
 
@@ -43,7 +44,7 @@ class AuditOptions:
 
     def store_for(self, key: str) -> Path | None:
         """The result store of one study (or part of one) under the audit's store."""
-        return None if self.store is None else self.store / key
+        return substore(self.store, key)
 
 
 class Selection(NamedTuple):

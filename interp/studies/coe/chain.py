@@ -18,29 +18,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
 from interp.conditions import Condition
-from interp.edits import Batch, Intervention, check_edits
-from interp.encoding import batches
+from interp.edits import Intervention
 from interp.errors import InterpError
-from interp.generation import generate_batch
-from interp.runner import Job, Shard, run
+from interp.residual import generate_states
 from interp.samples import Sample, ensure_samples
-from interp.tracing import read_states, resolve_layers
 from probes.distances import get_distance, to_numpy
 from probes.split import agreement_split
 
 if TYPE_CHECKING:
     from interp.model import VLM
+    from interp.runner import Shard
 
 LOGIT_LENS_METRICS = ("kl", "js")
 
@@ -128,20 +124,6 @@ class ChainOfEmbedding:
         return frame
 
 
-def _check_attention(vlm: VLM) -> None:
-    impl = getattr(vlm.hf.config, "_attn_implementation", None)
-    if impl != "eager":
-        raise InterpError(
-            f"visual attention needs eager attention weights, but the model uses {impl!r}: load it with "
-            "interp.load(..., attn_implementation='eager')"
-        )
-    if vlm.adapter.fusion != "tokens":
-        raise InterpError(
-            f"visual attention (attention mass on image tokens) is undefined for {vlm.adapter.name!r}, "
-            "whose image enters through cross-attention"
-        )
-
-
 def chain_of_embedding(
     vlm: VLM,
     samples: Sequence[Sample],
@@ -175,80 +157,32 @@ def chain_of_embedding(
         **trace_kwargs: passed to nnsight untouched.
     """
     samples = ensure_samples(samples)
-    conds = [Condition.parse(c) for c in conditions]
-    names = tuple(str(c) for c in conds)
+    names = tuple(str(Condition.parse(c)) for c in conditions)
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"give two different conditions, got {conditions!r}")
-    wanted = resolve_layers(vlm, layers)
-    if visual_attention:
-        _check_attention(vlm)
-    edits = check_edits(vlm, edits)
-    job = Job(
-        "chain_of_embedding",
-        {
-            "layers": wanted,
-            "max_new_tokens": max_new_tokens,
-            "visual_attention": visual_attention,
-        },
-        conditions=conds,
-        edits=edits,
-        pool=samples,
-    )
-
-    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
-        tensors: dict[str, Tensor] = {}
-        records: list[dict[str, Any]] = [{} for _ in chunk]
-        for k, (cond, name) in enumerate(zip(conds, names)):
-            attend = visual_attention and k == 0
-            states = torch.empty(len(chunk), len(wanted), vlm.d_model)
-            attn = torch.full((len(chunk),), float("nan"))
-            for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
-                batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "generate", samples)
-                read = partial(
-                    read_states,
-                    vlm,
-                    wanted,
-                    torch.arange(len(enc), device=enc.last_index.device),
-                    enc.last_index,
-                    skipped=batch.skipped_layers,
-                    image_mask=enc.image_mask.to(torch.float32) if attend else None,
-                )
-                ids, (st, mass), _ = generate_batch(
-                    vlm, batch, max_new_tokens, edits=edits, on_prompt=read, **trace_kwargs
-                )
-                states[idx] = st.detach().to("cpu", torch.float32)
-                if mass is not None:
-                    attn[idx] = mass.detach().cpu().float()
-                for row, i in enumerate(idx):
-                    records[i][f"ids:{name}"] = ids[row]
-            tensors[f"states:{name}"] = states
-            if attend:
-                tensors["visual_attention"] = attn
-        return tensors, records
-
-    _, tensors, records = run(
+    gen = generate_states(
         vlm,
         samples,
-        job,
-        compute,
+        names,
+        layers=layers,
+        max_new_tokens=max_new_tokens,
+        visual_attention=visual_attention,
+        edits=edits,
         batch_size=batch_size,
         store=store,
         overwrite=overwrite,
         shard=shard,
         progress_bar=progress_bar,
+        measurement="chain_of_embedding",
+        **trace_kwargs,
     )
-    answer_ids = {name: [r[f"ids:{name}"] for r in records] for name in names}
-    answers = {
-        name: [vlm.tokenizer.decode(t, skip_special_tokens=True).strip() for t in answer_ids[name]]
-        for name in names
-    }
-    va = tensors.get("visual_attention")
+    va = gen.visual_attention
     return ChainOfEmbedding(
-        states={name: tensors[f"states:{name}"] for name in names},
-        answers=answers,
-        answer_ids=answer_ids,
+        states=gen.states,
+        answers=gen.texts,
+        answer_ids=gen.token_ids,
         conditions=(names[0], names[1]),
-        layers=wanted,
+        layers=gen.layers,
         samples=samples,
         visual_attention=va.numpy().astype(np.float64) if va is not None else None,
         vlm=vlm,

@@ -12,6 +12,7 @@ import pandas as pd
 
 import interp
 from interp.samples import Sample, ensure_samples
+from interp.store import substore
 from interventions.decoding import contrast
 
 from .analysis import ConflictResponses
@@ -60,7 +61,7 @@ def conflict_responses(
     rows = []
     for config, condition in configurations.items():
         for dname, dec in decodings.items():
-            where = None if store is None else Path(store) / f"{_slug(config)}-{_slug(dname)}"
+            where = substore(store, f"{_slug(config)}-{_slug(dname)}")
             gen = interp.generate(
                 vlm,
                 samples,

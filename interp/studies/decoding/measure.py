@@ -22,6 +22,7 @@ from interp.edits import check_edits
 from interp.errors import DecodingError, EmptyInputError
 from interp.generation import check_decoding
 from interp.samples import Sample, ensure_samples
+from interp.store import substore
 from interventions.decoding import PLAIN
 from interventions.decoding import method as decoding_method
 
@@ -180,7 +181,7 @@ def evaluate_decoding(
                 top_p=top_p,
                 max_new_tokens=max_new_tokens,
                 batch_size=batch_size,
-                store=None if store is None else Path(store) / f"{name}-{mode}-{max(seed, 0)}",
+                store=substore(store, f"{name}-{mode}-{max(seed, 0)}"),
                 overwrite=overwrite,
                 progress_bar=progress_bar,
             )

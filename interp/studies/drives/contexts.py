@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -148,10 +147,6 @@ def _check_common(batch_size: int, max_new_tokens: int) -> None:
         raise DriveError(f"batch_size must be >= 1, got {batch_size}")
     if max_new_tokens < 1:
         raise DriveError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-
-
-def _substore(store: str | Path | None, name: str) -> Path | None:
-    return None if store is None else Path(store) / name
 
 
 Context = tuple[Sample, Condition]

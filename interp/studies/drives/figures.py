@@ -11,6 +11,8 @@ from jaxtyping import Float
 from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
+from interp.figures import plot_mean_ci
+
 from .analysis import IMBALANCE_SCORES, DriveClusters, Imbalance
 from .contexts import DRIVES
 from .recovery import RECOVERED, Recovery
@@ -37,13 +39,9 @@ NAMES = {
 def _mean_band(
     ax: Any, values: Float[np.ndarray, "n bins"], color: str, label: str, **kw: Any
 ) -> None:
-    """Mean over rows per bin with a normal-approximation 95% band (± 1.96 standard errors)."""
-    values = np.asarray(values, dtype=np.float64)
-    x = (np.arange(values.shape[1]) + 0.5) / values.shape[1]
-    mean = values.mean(axis=0)
-    se = values.std(axis=0, ddof=1) / np.sqrt(len(values)) if len(values) > 1 else 0 * mean
-    ax.plot(x, mean, color=color, label=label, lw=2, **kw)
-    ax.fill_between(x, mean - 1.96 * se, mean + 1.96 * se, color=color, alpha=0.2)
+    """Mean over rows per bin (x at the bin centres) with a 95% band of the mean."""
+    x = (np.arange(np.shape(values)[1]) + 0.5) / np.shape(values)[1]
+    plot_mean_ci(ax, x, values, color, label, **kw)
 
 
 def plot_trajectories(drives: CausalDrives, *, bins: int = 10, title: str | None = None) -> Figure:

@@ -1,5 +1,5 @@
-"""The model runs: greedy answers, teacher-forced log-probabilities of every context through the
-shared runner (stores, resume, progress bar), and :func:`causal_drives` (2K + 2 forwards a
+"""The model runs: greedy answers, teacher-forced log-probabilities of every context
+(:func:`interp.scoring.score_contexts`: stores, resume, progress bar), and :func:`causal_drives` (2K + 2 forwards a
 sample)."""
 
 from __future__ import annotations
@@ -9,20 +9,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
-from interp.conditions import Condition
-from interp.edits import Batch, check_edits
-from interp.encoding import batches, target_ids, warn_unknown_tokens
+from interp.edits import check_edits
+from interp.encoding import target_ids, warn_unknown_tokens
 from interp.errors import DriveError, EmptyTargetError
 from interp.generation import generate
-from interp.runner import Job, run
 from interp.samples import Sample, ensure_samples
-from interp.scoring import trace_target_logprobs
+from interp.scoring import score_contexts as score_contexts_of
+from interp.scoring import score_rows
+from interp.store import substore
 
 from .analysis import _drive_arrays, _pad
 from .contexts import (
-    Context,
     ContextsFn,
     _check_common,
     _check_images,
@@ -30,14 +28,11 @@ from .contexts import (
     _null_image_name,
     _question_part,
     _resolve_support,
-    _substore,
     drive_contexts,
 )
 from .result import CausalDrives
 
 if TYPE_CHECKING:
-    from torch import Tensor
-
     from interp.edits import Intervention
     from interp.model import VLM
     from interp.runner import Shard
@@ -95,35 +90,8 @@ def _greedy_targets(
 # -- the measurement: teacher-forced log-probabilities of every context ----------------------------
 
 
-def score_contexts(
-    vlm: VLM,
-    rows: Sequence[Context],
-    targets: Sequence[Sequence[int]],
-    *,
-    batch_size: int,
-    edits: Sequence[Intervention] = (),
-) -> list[Tensor]:
-    """Natural-log ``log p(a_t | a_<t, context)`` of each row's target, one teacher-forced
-    forward per row, rows of one condition batched together (``batch_size`` rows a forward).
-
-    Returns:
-        one ``[T_row]`` tensor per row, in row order.
-    """
-    out: list[Tensor | None] = [None] * len(rows)
-    groups: dict[Condition, list[int]] = {}
-    for j, (_, cond) in enumerate(rows):
-        groups.setdefault(cond, []).append(j)
-    for cond, where in groups.items():
-        # similar lengths share a batch (less padding); every row is still scored on its own
-        where = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
-        group = [rows[j][0] for j in where]
-        for sub, enc in batches(vlm, group, cond, batch_size, all_samples=group):
-            batch = Batch(vlm, enc, [group[r] for r in sub], cond, "score", group)
-            lp = trace_target_logprobs(vlm, batch, [targets[where[r]] for r in sub], edits)
-            for row, r in enumerate(sub):
-                j = where[r]
-                out[j] = lp[row, : len(targets[j])].double()
-    return out  # type: ignore[return-value]
+score_contexts = score_rows
+"""The per-row scorer, under its former name here (:func:`interp.scoring.score_rows`)."""
 
 
 def _measure(
@@ -143,52 +111,24 @@ def _measure(
     progress_bar: bool,
 ) -> list[np.ndarray]:
     """Per sample, the ``[C, T]`` natural-log probabilities of its target under its C contexts
-    (``contexts(i, sample)``, the same C for every sample), through the shared runner (stores,
-    resume, progress bar). A chunk of ``batch_size`` samples is scored at a time, so every
-    condition's rows fill whole forwards of ``batch_size`` rows."""
-    probe = contexts(0, samples[0])
-    conds = list(dict.fromkeys(c for _, c in probe))
-    job = Job(
-        name,
-        settings,
-        conditions=conds,
-        edits=list(edits),
-        extras=[[t, e] for t, e in zip(targets, extras or [None] * len(targets))],
-        pool=samples,
-    )
-    index = {str(s.id): i for i, s in enumerate(samples)}
-
-    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
-        rows: list[Context] = []
-        tgts: list[list[int]] = []
-        counts = []
-        for s in chunk:
-            i = index[str(s.id)]
-            ctx = contexts(i, s)
-            rows.extend(ctx)
-            tgts.extend([targets[i]] * len(ctx))
-            counts.append(len(ctx))
-        if len(set(counts)) != 1:
-            raise DriveError("every sample must have the same number of contexts")
-        lps = score_contexts(vlm, rows, tgts, batch_size=batch_size, edits=edits)
-        width = max(len(targets[index[str(s.id)]]) for s in chunk)
-        out = torch.zeros(len(chunk), counts[0], width, dtype=torch.float64)
-        for r, lp in enumerate(lps):
-            out[r // counts[0], r % counts[0], : len(lp)] = lp
-        return {"logprobs": out}, [{"n": len(targets[index[str(s.id)]])} for s in chunk]
-
-    _, tensors, records = run(
+    (``contexts(i, sample)``, the same C for every sample): :func:`interp.scoring.score_contexts`
+    under the study's run name and settings."""
+    lps = score_contexts_of(
         vlm,
         samples,
-        job,
-        compute,
+        targets,
+        contexts,
+        extras=extras,
+        edits=edits,
         batch_size=batch_size,
         store=store,
         overwrite=overwrite,
         shard=shard,
         progress_bar=progress_bar,
+        measurement=name,
+        labels=settings,
     )
-    return [tensors["logprobs"][i, :, : r["n"]].numpy() for i, r in enumerate(records)]
+    return [lp.numpy() for lp in lps]
 
 
 def causal_drives(
@@ -264,7 +204,7 @@ def causal_drives(
             max_new_tokens=max_new_tokens,
             edits=edits,
             batch_size=batch_size,
-            store=_substore(store, "answers"),
+            store=substore(store, "answers"),
             overwrite=overwrite,
             progress_bar=progress_bar,
         )
@@ -290,7 +230,7 @@ def causal_drives(
         extras=extras,
         edits=edits,
         batch_size=batch_size,
-        store=_substore(store, "drives"),
+        store=substore(store, "drives"),
         overwrite=overwrite,
         shard=shard,
         progress_bar=progress_bar,

@@ -16,6 +16,7 @@ from jaxtyping import Bool, Float
 from interp.edits import check_edits
 from interp.errors import DriveError, SupportError
 from interp.samples import Sample, ensure_samples
+from interp.store import substore
 from probes.trajectories import relative_bins
 
 from .analysis import _logsumexp, _pad
@@ -27,7 +28,6 @@ from .contexts import (
     _check_images,
     _check_matches,
     _compose,
-    _substore,
 )
 from .measure import _measure
 from .result import CausalDrives
@@ -187,7 +187,7 @@ def recovery_error(
         settings={"contexts": [c.fingerprint() for c in ctx]},
         edits=edits,
         batch_size=batch_size,
-        store=_substore(store, "recovery"),
+        store=substore(store, "recovery"),
         overwrite=overwrite,
         shard=shard,
         progress_bar=progress_bar,

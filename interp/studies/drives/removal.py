@@ -16,6 +16,7 @@ from interp.conditions import Condition, Part
 from interp.edits import check_edits
 from interp.encoding import warn_unknown_tokens
 from interp.samples import Sample, ensure_samples
+from interp.store import substore
 from probes.trajectories import relative_bins
 
 from .analysis import _pad
@@ -29,7 +30,6 @@ from .contexts import (
     _null_context,
     _null_image_name,
     _question_part,
-    _substore,
 )
 from .measure import _greedy_targets, _measure, _resolve_targets
 
@@ -134,7 +134,7 @@ def source_removal(
             max_new_tokens=max_new_tokens,
             edits=edits,
             batch_size=batch_size,
-            store=_substore(store, "answers"),
+            store=substore(store, "answers"),
             overwrite=overwrite,
             progress_bar=progress_bar,
         )
@@ -161,7 +161,7 @@ def source_removal(
         extras=extras,
         edits=edits,
         batch_size=batch_size,
-        store=_substore(store, "removal"),
+        store=substore(store, "removal"),
         overwrite=overwrite,
         shard=shard,
         progress_bar=progress_bar,

@@ -16,6 +16,7 @@ from interp.conditions import Condition, Part, stable_seed
 from interp.edits import check_edits
 from interp.encoding import warn_unknown_tokens
 from interp.samples import Sample, ensure_samples
+from interp.store import substore
 from probes.stats import pearson
 
 from .analysis import _pad
@@ -31,7 +32,6 @@ from .contexts import (
     _null_context,
     _null_image_name,
     _question_part,
-    _substore,
 )
 from .measure import _measure
 from .result import CausalDrives
@@ -141,7 +141,7 @@ def drive_sensitivity(
             extras=extras,
             edits=edits,
             batch_size=batch_size,
-            store=_substore(store, f"sensitivity-{nimg}-{stable_seed(nq):08x}"),
+            store=substore(store, f"sensitivity-{nimg}-{stable_seed(nq):08x}"),
             overwrite=overwrite,
             shard=None,
             progress_bar=progress_bar,

@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
+from interp.figures import plot_line_band
+
 from .analysis import risk_curves
 from .crossfamily import Transfer
 from .curves import LinkingCurves
@@ -64,10 +66,15 @@ def plot_linking(curves: LinkingCurves, title: str | None = None) -> Figure:
         for group, color in (("success", "C2"), ("failure", "C3")):
             part = frame[(frame["measure"] == measure) & (frame["group"] == group)]
             n = int(part["n"].iloc[0])
-            ax.plot(
-                part["layer"], part["mean"], color=color, lw=2, label=f"linking {group} (n={n})"
+            plot_line_band(
+                ax,
+                part["layer"],
+                part["mean"],
+                part["low"],
+                part["high"],
+                color,
+                f"linking {group} (n={n})",
             )
-            ax.fill_between(part["layer"], part["low"], part["high"], color=color, alpha=0.2)
         ax.set_ylabel(labels[measure])
         ax.legend(fontsize=8, frameon=False)
     axes[1].set_xlabel("layer (0 = embeddings)")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,15 +14,12 @@ import numpy as np
 import torch
 from jaxtyping import Float, Int
 
-from interp import generation
-from interp.conditions import Condition
-from interp.edits import Batch, check_edits
-from interp.encoding import batches
+from interp.edits import check_edits
 from interp.errors import EmptyInputError, RecallError
 from interp.generation import generate
-from interp.runner import Job, run
+from interp.residual import generate_states
 from interp.samples import Sample
-from interp.tracing import read_states, resolve_layers
+from interp.store import substore
 
 from .analysis import answer_perplexity_of, majority_vote
 from .items import RecallItem, check_trivial, recall_items, select_families
@@ -94,64 +90,28 @@ def _generate_states(
     progress_bar: bool,
 ) -> _Generated:
     """Greedy answers, last-prompt-token states at every layer and the log-probability of each
-    chosen token: one nnsight generate trace per batch (states read at the prompt forward)."""
-    cond = Condition.parse("full")
-    wanted = resolve_layers(vlm, None)
-    job = Job(
-        "recall_generate",
-        {"layers": wanted, "max_new_tokens": max_new_tokens, "setting": name},
-        conditions=[cond],
-        edits=edits,
-        pool=samples,
-    )
-
-    def compute(chunk: list[Sample]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        states = torch.empty(len(chunk), len(wanted), vlm.d_model)
-        records: list[dict[str, Any]] = [{} for _ in chunk]
-        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
-            batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "generate", samples)
-            read = partial(
-                read_states,
-                vlm,
-                wanted,
-                torch.arange(len(enc), device=enc.last_index.device),
-                enc.last_index,
-                skipped=batch.skipped_layers,
-            )
-            ids, (st, _), scores = generation.generate_batch(
-                vlm, batch, max_new_tokens, edits=edits, on_prompt=read, output_scores=True
-            )
-            states[idx] = st.detach().to("cpu", torch.float32)
-            # greedy: the chosen token is the argmax, its log-probability the max log-softmax
-            logp = scores.float().log_softmax(-1)
-            best, first = logp.max(-1).values, logp[:, 0].argmax(-1)
-            for row, i in enumerate(idx):
-                steps = min(len(ids[row]) + 1, logp.shape[1])
-                records[i] = {
-                    "ids": ids[row],
-                    "logprobs": best[row, :steps].tolist(),
-                    "first": int(first[row]),
-                }
-        return {"states": states}, records
-
-    _, tensors, records = run(
+    chosen token (:func:`interp.residual.generate_states`: one generate trace per batch)."""
+    gen = generate_states(
         vlm,
         samples,
-        job,
-        compute,
+        "full",
+        max_new_tokens=max_new_tokens,
+        token_logprobs=True,
+        edits=edits,
         batch_size=batch_size,
         store=store,
         overwrite=overwrite,
         progress_bar=progress_bar,
+        measurement="recall_generate",
+        labels={"setting": name},
     )
-    ids = [r["ids"] for r in records]
-    texts = [vlm.tokenizer.decode(t, skip_special_tokens=True).strip() for t in ids]
+    assert gen.logprobs is not None and gen.first_token is not None
     return _Generated(
-        texts,
-        ids,
-        tensors["states"],
-        [r["logprobs"] for r in records],
-        [r["first"] for r in records],
+        gen.texts["full"],
+        gen.token_ids["full"],
+        gen.states["full"],
+        gen.logprobs["full"],
+        gen.first_token["full"],
     )
 
 
@@ -227,7 +187,6 @@ def run_recall(
     edits = check_edits(vlm, edits)
     if max_new_tokens < 1:
         raise RecallError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    root = None if store is None else Path(store)
     common = {
         "edits": edits,
         "batch_size": batch_size,
@@ -236,7 +195,7 @@ def run_recall(
     }
 
     def where(*parts: str) -> Path | None:
-        return None if root is None else root.joinpath(*parts)
+        return substore(store, *parts)
 
     visual = [item.sample("visual") for item in items]
     textual = [item.sample("full_info") for item in items]
