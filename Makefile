@@ -37,7 +37,7 @@ real-tokenizers: $(VENV)/.installed-smol
 	$(PY) -m interp.testing.fetch_real
 
 demo: install
-	$(VENV)/bin/interp diagnose --model demo --data demo --out $(OUT) --group-by counterfactual
+	$(VENV)/bin/interp coe --model demo --data demo --out $(OUT) --group-by counterfactual
 	$(VENV)/bin/interp audit --model demo --data demo --out $(AUDIT) --no-progress
 
 test: install-smol real-tokenizers
@@ -50,7 +50,7 @@ lint: install
 bench: install-smol
 	$(PY) bench/residual_stream.py
 	$(PY) bench/omni.py
-	$(PY) bench/chain_of_embedding.py
+	$(PY) bench/coe.py
 	$(PY) bench/generation.py
 	$(PY) bench/decoding.py
 	$(PY) bench/conflict.py

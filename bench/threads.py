@@ -1,6 +1,6 @@
-"""CPU threads under sharing: ``interp diagnose`` alone, two at once, and next to busy processes.
+"""CPU threads under sharing: ``interp coe`` alone, two at once, and next to busy processes.
 
-Each run is the command a user types (``interp diagnose --model demo --data demo --n N``, a fresh
+Each run is the command a user types (``interp coe --model demo --data demo --n N``, a fresh
 process, a fresh store), timed wall to wall. For each thread setting:
 
 - ``alone``: one run on the machine (as idle as it is);
@@ -30,7 +30,7 @@ SPIN = "while True: pass"
 
 
 def command(out: Path, n: int, threads: str) -> list[str]:
-    argv = [sys.executable, "-m", "interp.cli", "diagnose", "--model", "demo", "--data", "demo"]
+    argv = [sys.executable, "-m", "interp.cli", "coe", "--model", "demo", "--data", "demo"]
     argv += ["--n", str(n), "--out", str(out), "--no-progress", "--overwrite"]
     if threads != "policy":
         argv += ["--threads", threads]

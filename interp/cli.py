@@ -3,7 +3,10 @@
 Each study registers its subcommand through the ``interp.studies`` entry-point group of the
 package metadata (``pyproject.toml``), so this module never imports a study: a study (or a third
 party's) adds ``<name> = "<module>:register"``, where ``register(subparsers)`` adds its parser and
-sets ``func``. The main job is ``interp diagnose`` (the chain-of-embedding study).
+sets ``func`` — for a study, through the scaffold :func:`interp.command.add_command`. The key is
+the command's name (and the study package's); a command may keep earlier names as aliases
+(``diagnose`` for ``coe``, ``ablate`` for ``ablation``, ``decode`` for ``decoding``). The main job
+is ``interp coe`` (the chain-of-embedding study).
 
 Every user error prints one line ``error: ...`` and exits with status 2 — bad arguments, missing
 files, unreadable images, stores written by another run — and as much as possible is checked
@@ -65,11 +68,7 @@ def add_common_arguments(
 ) -> None:
     """Options every study command takes: model, data, output folder, sample count, batching,
     store handling, sharding, CPU threads and progress bars."""
-    parser.add_argument(
-        "--model",
-        required=True,
-        help="'demo', 'demo-smol' (the [smol] extra), a local model folder or a hub id",
-    )
+    parser.add_argument("--model", required=True, help=MODEL_HELP)
     parser.add_argument("--data", required=True, help=f"{data_help}; {DATA_FORMATS_HELP}")
     parser.add_argument(
         "--columns",
@@ -176,6 +175,8 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
         raise UsageError(f"--out {str(path)!r} is not a writable folder ({err.strerror})") from None
     return path
 
+
+MODEL_HELP = "'demo', 'demo-smol' (the [smol] extra), a local model folder or a hub id"
 
 DATA_FORMATS_HELP = (
     "also a parquet file, folder or glob, a Hugging Face datasets folder (save_to_disk; "
@@ -399,14 +400,6 @@ def check_common_arguments(
             "other's results); clear the store with one process (--overwrite, no --shard) first"
         )
     return shard
-
-
-def write_summary(out: Path, text: str) -> None:
-    """The end of a study command: ``summary.txt`` in ``out``, the text on stdout, then the
-    outputs are moved into place (:func:`finish_outputs`)."""
-    (out / "summary.txt").write_text(text + "\n")
-    print(text)
-    finish_outputs(out)
 
 
 def finish_outputs(out: Path) -> Path:

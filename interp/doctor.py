@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
+from .cli import MODEL_HELP
 from .conditions import Condition
 from .encoding import Encoding, append_targets, encode, question_mask, target_ids
 from .errors import InterpError
@@ -417,7 +418,7 @@ def register(subparsers: Any) -> None:
         "answer and image spans marked, and check positions, residual-read parity, batch "
         "invariance and memory. Exits 2 when a check finds a problem.",
     )
-    parser.add_argument("--model", required=True, help="'demo', 'demo-smol', a folder or a hub id")
+    parser.add_argument("--model", required=True, help=MODEL_HELP)
     parser.add_argument("--image", default=None, help="an image file (default: a test picture)")
     parser.add_argument("--question", default="What is in the image?")
     parser.add_argument("--answer", default="A red square.", help="a teacher-forced answer")

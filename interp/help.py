@@ -29,11 +29,32 @@ def short_description(text: str) -> str:
     return " ".join(plain.split())
 
 
+_DECLARING = ("add_parser", "add_command")  # sub.add_parser(...), interp.command.add_command(...)
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """A module's ``HELP`` and ``ALIASES`` (see :func:`interp.command.add_command`), as the keyword
+    names of ``add_parser``."""
+    found: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in ("HELP", "ALIASES"):
+                found[target.id.lower()] = node.value
+    return found
+
+
 def declared_command(ep: Any) -> tuple[str, str, list[str]] | None:
     """The subcommand name, one-line help and aliases a study's ``register`` declares
-    (``sub.add_parser("<name>", aliases=[...], help="...")``), read from its source without
-    importing it (so ``interp --help`` does not import every study); None when they cannot be
-    read statically.
+    (``sub.add_parser("<name>", aliases=[...], help="...")`` or
+    ``add_command(sub, "<name>", __name__)`` with the module's ``HELP`` and ``ALIASES``), read from
+    its source without importing it (so ``interp --help`` does not import every study); None when
+    they cannot be read statically.
 
     Raises:
         ImportError: the entry point's module does not exist.
@@ -52,21 +73,21 @@ def declared_command(ep: Any) -> tuple[str, str, list[str]] | None:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == (attr.strip() or "register"):
             for call in ast.walk(node):
-                if (
-                    isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Attribute)
-                    and call.func.attr == "add_parser"
-                    and call.args
-                    and isinstance(call.args[0], ast.Constant)
-                    and isinstance(call.args[0].value, str)
-                ):
-                    words = {k.arg: k.value for k in call.keywords if k.arg}
+                if not isinstance(call, ast.Call) or _called(call) not in _DECLARING:
+                    continue
+                names = [
+                    a.value
+                    for a in call.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                ]
+                if names:
+                    words = {**_constants(tree), **{k.arg: k.value for k in call.keywords if k.arg}}
                     try:
                         text = ast.literal_eval(words["help"]) if "help" in words else ""
                         aliases = ast.literal_eval(words["aliases"]) if "aliases" in words else []
                     except ValueError:
                         return None
-                    return call.args[0].value, str(text), [str(a) for a in aliases]
+                    return names[0], str(text), [str(a) for a in aliases]
     return None
 
 

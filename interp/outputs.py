@@ -13,7 +13,7 @@ other options, is refused up front; ``--overwrite`` (or another ``--out``) is th
 run succeeds, the files of the previous run that it did not write again are removed, so a folder
 never holds two runs' files.
 
-A failed run's partial files (e.g. ``interp diagnose``'s distance curves when no VIP is found) go
+A failed run's partial files (e.g. ``interp coe``'s distance curves when no VIP is found) go
 into ``--out`` when the folder held no complete run, else into ``<out>/failed-run/``.
 
 The command line (:func:`interp.cli.main`) drives this; a library user calling a study's
@@ -65,10 +65,13 @@ def _option(key: str) -> str:
     return "--" + key.replace("_", "-")
 
 
-def mixing_problem(out: Path, command: str, config: dict[str, Any]) -> str | None:
+def mixing_problem(
+    out: Path, command: str, config: dict[str, Any], aliases: tuple[str, ...] = ()
+) -> str | None:
     """Why a run of ``command`` with ``config`` would mix with the outputs already in ``out``
     (None when it would not: an empty folder, a run that did not finish, or the same command
-    with the same options, which gives the same outputs)."""
+    with the same options, which gives the same outputs). A run recorded under one of the
+    command's ``aliases`` (an earlier name) counts as the same command."""
     manifest = read_manifest(out)
     if manifest is None:
         legacy = [name for name in LEGACY_OUTPUTS if (out / name).exists()]
@@ -81,7 +84,7 @@ def mixing_problem(out: Path, command: str, config: dict[str, Any]) -> str | Non
     if not manifest.get("complete"):
         return None
     theirs = manifest.get("command")
-    if theirs != command:
+    if theirs != command and theirs not in aliases:
         return f"--out {str(out)!r} holds the outputs of `interp {theirs}`"
     old = manifest.get("configuration", {})
     diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
@@ -142,6 +145,7 @@ class OutputRun:
     staging: Path | None = None
     done: bool = False
     files: list[str] = field(default_factory=list)
+    aliases: tuple[str, ...] = ()
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> OutputRun:
@@ -150,6 +154,7 @@ class OutputRun:
             config=configuration(args),
             overwrite=bool(getattr(args, "overwrite", False)),
             out_arg=str(args.out),
+            aliases=tuple(getattr(getattr(args, "func", None), "aliases", ())),
         )
 
     def serves(self, out: str | Path) -> bool:
@@ -164,7 +169,7 @@ class OutputRun:
                 and ``--overwrite`` was not given.
         """
         if not self.overwrite:
-            problem = mixing_problem(out, self.command, self.config)
+            problem = mixing_problem(out, self.command, self.config, self.aliases)
             if problem:
                 raise OutputMixError(
                     f"{problem}; this run's would mix with them. Give --overwrite to replace "

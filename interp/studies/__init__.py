@@ -6,7 +6,7 @@ study          what it measures
 =============  ==================================================================================
 ``coe``        chain of embedding: the layer-wise distance between last-token states with and
                without the image, the Visual Integration Point (VIP) and Total Visual Integration
-               (TVI); CLI ``interp diagnose``
+               (TVI); CLI ``interp coe``
 ``decoding``   training-free contrastive decoding (VCD, ICD, VDD, M3ID, PAI) evaluated POPE-style,
                greedy and sampled; CLI ``interp decoding``
 ``conflict``   modality conflict: which evidence source the answer follows, per evidence form and
@@ -20,7 +20,7 @@ study          what it measures
                ``interp drives``
 ``ablation``   no-image ablation across question wordings: accuracy of the same items with and
                without the image per wording variant and category, the text-only baseline,
-               in-context examples matched to the variant; CLI ``interp ablate``
+               in-context examples matched to the variant; CLI ``interp ablation``
 ``recall``     visual-reference recall: Text-Only / Visual / Full Info accuracy, the logit lens and
                Visual-vs-Full-Info cosine of linking successes and failures, failure probes with
                selective prediction and cross-family transfer; CLI ``interp recall``

@@ -1,4 +1,5 @@
-"""The main command, ``interp diagnose``: outputs, JSONL input, and resuming after a real kill."""
+"""The main command, ``interp coe`` (alias ``diagnose``): outputs, JSONL input, and resuming after a
+real kill."""
 
 from __future__ import annotations
 
@@ -172,7 +173,7 @@ def test_a_failed_or_refused_rerun_leaves_the_outputs_as_they_were(tmp_path, cap
     # another configuration into the same folder: refused up front, nothing touched
     assert main(base) == 2
     err = capsys.readouterr().err
-    assert "holds the outputs of `interp diagnose` with other options (--alpha 0.0 → 0.05)" in err
+    assert "holds the outputs of `interp coe` with other options (--alpha 0.0 → 0.05)" in err
     assert "--overwrite" in err and "new --out folder" in err
     assert _snapshot(out) == before
 
@@ -192,7 +193,7 @@ def test_a_failed_or_refused_rerun_leaves_the_outputs_as_they_were(tmp_path, cap
     # another study into the folder is refused too
     ablate = ["ablate", "--model", "demo", "--data", "demo", "--n", "8", "--out", str(out)]
     assert main(ablate) == 2
-    assert "holds the outputs of `interp diagnose`" in capsys.readouterr().err
+    assert "holds the outputs of `interp coe`" in capsys.readouterr().err
     assert _snapshot(out) == before
 
     # a successful re-run replaces the outputs as one unit and says that it resumed
@@ -201,3 +202,31 @@ def test_a_failed_or_refused_rerun_leaves_the_outputs_as_they_were(tmp_path, cap
     assert "resuming: 12 of 12 done" in captured.err
     assert _snapshot(out) == before
     assert not (out / "failed-run").exists()
+
+
+@pytest.mark.parametrize(
+    ("alias", "command"), [("diagnose", "coe"), ("ablate", "ablation"), ("decode", "decoding")]
+)
+def test_an_earlier_name_is_an_alias_that_records_the_command_name(alias, command):
+    """The earlier command names run the same command; the run record names the command (the
+    study package and entry-point key) whichever was typed."""
+    from interp.cli import build_parser
+
+    argv = ["--model", "demo", "--data", "demo", "--out", "unused"]
+    for typed in (alias, command):
+        args = build_parser([typed]).parse_args([typed, *argv])
+        assert args.command == command
+        assert args.func.name == command and alias in args.func.aliases
+
+
+def test_outputs_recorded_under_an_earlier_name_are_the_same_commands(tmp_path):
+    """A folder written by `interp diagnose` before the rename takes an `interp coe` run with the
+    same options; another command's outputs are still refused."""
+    from interp.outputs import MANIFEST, mixing_problem
+
+    config = {"metric": "cosine"}
+    record = {"command": "diagnose", "configuration": config, "files": [], "complete": True}
+    (tmp_path / MANIFEST).write_text(json.dumps(record))
+    assert mixing_problem(tmp_path, "coe", config, aliases=("diagnose",)) is None
+    assert "`interp diagnose`" in str(mixing_problem(tmp_path, "coe", config))
+    assert "`interp diagnose`" in str(mixing_problem(tmp_path, "ablation", config, ("ablate",)))

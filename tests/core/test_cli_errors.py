@@ -290,19 +290,18 @@ def test_unknown_option_is_one_line(tmp_path):
     ("argv", "expected"),
     [
         (
-            ["diagnose", "--data", "demo", "--out", "o"],
-            "error: interp diagnose: the following arguments are required: --model "
-            "(see interp diagnose --help)",
+            ["coe", "--data", "demo", "--out", "o"],
+            "error: interp coe: the following arguments are required: --model "
+            "(see interp coe --help)",
         ),
         (
             ["diagnose", "--model", "demo", "--data", "demo", "--out", "o", "--n", "many"],
-            "error: interp diagnose: argument --n: invalid int value: 'many' "
-            "(see interp diagnose --help)",
+            "error: interp coe: argument --n: invalid int value: 'many' (see interp coe --help)",
         ),
         (
-            ["diagnose", "--model", "demo", "--data", "demo", "--out", "o", "--metric", "x"],
-            "error: interp diagnose: argument --metric: invalid choice: 'x' (choose from cosine, "
-            "l2, kl, js) (see interp diagnose --help)",
+            ["coe", "--model", "demo", "--data", "demo", "--out", "o", "--metric", "x"],
+            "error: interp coe: argument --metric: invalid choice: 'x' (choose from cosine, "
+            "l2, kl, js) (see interp coe --help)",
         ),
         ([], "error: interp: the following arguments are required: command (see interp --help)"),
     ],
@@ -337,7 +336,7 @@ def test_store_of_another_run_suggests_overwrite(tmp_path, capsys):
     # the outputs of the first run are there: refused up front, before the model loads
     line = _refused(capsys, other)
     assert line == (
-        f"error: UsageError: --out {str(out)!r} holds the outputs of `interp diagnose` with other "
+        f"error: UsageError: --out {str(out)!r} holds the outputs of `interp coe` with other "
         "options (--conditions 'full,blind' → 'full,null:black'); this run's would mix with "
         "them. Give --overwrite to replace them (and start the store over), or a new --out folder."
     )
@@ -492,7 +491,9 @@ def test_drives_argparse_errors_are_one_line(capsys):
     assert line.startswith("error: interp drives: argument --null-image: invalid choice: 'grey'")
 
 
-@pytest.mark.parametrize("command", ["decoding", "conflict", "drives", "recall", "ablate", "audit"])
+@pytest.mark.parametrize(
+    "command", ["decoding", "conflict", "drives", "recall", "ablation", "audit"]
+)
 def test_single_process_commands_refuse_a_shard(command, tmp_path, capsys, no_model):
     """The refusal shared through ``check_common_arguments(one_process=...)``: one line naming the
     command, before the model loads, no output folder left."""
@@ -527,8 +528,19 @@ def test_top_level_help_imports_no_study_and_lists_every_command():
     assert "torch" not in modules, modules
     assert not [m for m in modules if m.count(".") >= 3], modules
     text = "\n".join(help_lines)
-    for command in ("diagnose", "audit", "ablate", "conflict", "decoding", "drives", "recall"):
+    for command in (
+        "coe",
+        "audit",
+        "ablation",
+        "conflict",
+        "decoding",
+        "drives",
+        "recall",
+        "doctor",
+    ):
         assert re.search(rf"^    {command} +\S", text, flags=re.M), (command, text)
+    for command, alias in (("coe", "diagnose"), ("ablation", "ablate"), ("decoding", "decode")):
+        assert re.search(rf"^    {command} \({alias}\) +\S", text, flags=re.M), (alias, text)
 
 
 def test_command_help_is_a_short_plain_description_then_the_options(tmp_path):

@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 
 import interp
+import interp.command as command_module
 import interp.model
-import interp.studies.coe.cli as coe_cli
 from interp.cli import main
 from interp.errors import (
     DataSourceError,
@@ -335,13 +335,13 @@ def test_a_hub_id_with_a_network_loads_through_load_dataset(monkeypatch):
 def test_diagnose_reads_a_dataset_folder_with_a_column_mapping(tmp_path, monkeypatch):
     datasets.DatasetDict({"test": _dataset(ROWS, OTHER)}).save_to_disk(str(tmp_path / "bench"))
     loaded: list[list[interp.Sample]] = []  # what the command read, to compare with the rows
-    original = coe_cli.load_data
+    original = command_module.load_data
 
     def load_data(*args: Any, **kwargs: Any) -> list[interp.Sample]:
         loaded.append(original(*args, **kwargs))
         return loaded[-1]
 
-    monkeypatch.setattr(coe_cli, "load_data", load_data)
+    monkeypatch.setattr(command_module, "load_data", load_data)
     out = tmp_path / "out"
     argv = ["diagnose", "--model", "demo", "--data", f"{tmp_path / 'bench'}:test"]
     argv += ["--columns", MAPPING, "--n", "4", "--out", str(out), "--no-progress"]

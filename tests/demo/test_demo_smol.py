@@ -67,7 +67,7 @@ def test_a_wrong_gguf_path_is_named(monkeypatch, tmp_path):
 
 def test_cli_without_the_extra_prints_one_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setitem(sys.modules, "peft", None)
-    code = main(["diagnose", "--model", "demo-smol", "--data", "demo", "--out", str(tmp_path)])
+    code = main(["coe", "--model", "demo-smol", "--data", "demo", "--out", str(tmp_path)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ")
     assert "pip install" in err[0]
@@ -248,7 +248,7 @@ def test_loads_from_the_cache_in_seconds(smol):
 
 
 STUDY_ARGS = {
-    "diagnose": [
+    "coe": [
         "--data",
         "demo",
         "--n",
@@ -272,7 +272,7 @@ STUDY_ARGS = {
     ],
     "drives": ["--data", "demo", "--n", "3", "--k", "2", "--m", "0", "--max-new-tokens", "10"],
     "recall": ["--data", "demo", "--n", "18", "--cv", "2", "--max-new-tokens", "4"],
-    "ablate": ["--data", "demo:color,identify", "--n", "8", "--max-new-tokens", "4"],
+    "ablation": ["--data", "demo:color,identify", "--n", "8", "--max-new-tokens", "4"],
     "conflict": ["--data", "demo", "--n", "18", "--max-new-tokens", "4"],
     # the other studies' sections are the commands above; the audit's own work is the report
     "audit": ["--data", "demo", "--n", "24", "--studies", "coe,ablation", "--max-new-tokens", "4"],

@@ -1,4 +1,4 @@
-"""The no-image ablation study (``interp ablate``).
+"""The no-image ablation study (``interp ablation``, alias ``ablate``).
 
 Every number is checked against an independent reference: answers against plain
 ``interp.generate`` calls (the mismatched image against a hand-built swap), accuracies, drops and
@@ -518,7 +518,7 @@ def test_command_writes_the_tables_and_figures(tmp_path, capsys):
         (["--shots", "0"], r"UsageError: --shots: each k must be >= 1"),
         (["--data", "demo:arith"], r"MissingLabelError: \d+ of \d+ items have no variant label"),
         (["--variant-key", "wording"], r"MissingLabelError: .*no variant label meta\['wording'\]"),
-        (["--shard", "0/2"], r"UsageError: interp ablate runs in one process; drop --shard"),
+        (["--shard", "0/2"], r"UsageError: interp ablation runs in one process; drop --shard"),
         (["--ci", "1.5"], r"UsageError: --ci must lie in \(0, 1\), got 1\.5"),
     ],
 )  # fmt: skip

@@ -120,7 +120,7 @@ def test_summary_is_the_mean_and_std_over_seeds(demo, pope):
     runs = evaluate_decoding(
         demo, pope, ["vdd"], greedy=False, seeds=(0, 1, 2), max_new_tokens=3, progress_bar=False
     )
-    metrics, summary = runs.metrics(), runs.summary()
+    metrics, summary = runs.metrics(), runs.to_frame()
     for setting in runs.settings:
         values = metrics[metrics["setting"] == setting]["yes_ratio"].to_numpy()
         row = summary[summary["setting"] == setting].iloc[0]

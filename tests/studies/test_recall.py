@@ -514,7 +514,7 @@ def test_linking_curves_by_hand():
         )
     rise = [next(k for k in range(run.n_layers) if p[k] >= 0.5 * p[-1]) for p in run.lens]
     np.testing.assert_array_equal(curves.rise_layer(), rise)
-    summ = curves.summary(n_boot=200).set_index("statistic")
+    summ = curves.table(n_boot=200).set_index("statistic")
     last = summ.loc["p(output) at last layer"]
     assert last["difference"] == pytest.approx(run.lens[y, -1].mean() - run.lens[~y, -1].mean())
 
@@ -622,7 +622,7 @@ def test_probe_errors_come_before_any_fitting(monkeypatch):
     with pytest.raises(ProbeError, match=r"all correct, so there is a single class"):
         rc.failure_probes(one_class, subset="all")
     with pytest.raises(ProbeError, match="needs both"):
-        rc.linking_curves(one_class, subset="all").summary()
+        rc.linking_curves(one_class, subset="all").table()
     single = synthetic_run(12)
     single.items = [
         rc.RecallItem(it.id, None, "t", "v", "ans", "alpha", "e") for it in single.items

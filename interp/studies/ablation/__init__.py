@@ -53,7 +53,7 @@ labels and order (``variants=[...]``, ``variant_key=``, ``variant_names=``).
 Entry points: :func:`no_image_ablation` (→ :class:`Ablation`), :func:`in_context` (→
 :class:`InContext`), :func:`text_only_baseline`, :func:`make_judge`; figures
 :func:`plot_main_table`, :func:`plot_ablation`, :func:`plot_categories`, :func:`plot_in_context`;
-the command ``interp ablate`` (:func:`register`).
+the command ``interp ablation`` (alias ``ablate``; :func:`register`).
 """
 
 from __future__ import annotations

@@ -8,17 +8,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from pathlib import Path
 from typing import Any
 
-from interp.cli import (
-    UsageError,
-    add_common_arguments,
-    check_common_arguments,
-    check_model,
-    check_output_dir,
-    finish_outputs,
-)
+from interp.command import Invocation, UsageError, add_command, int_list, split_list
 from interp.errors import InterpError
 from interp.samples import Sample
 
@@ -27,32 +19,43 @@ from .registry import AuditOptions, plan, studies
 from .report import show
 from .run import audit
 
+HELP = "every study the data supports, one self-contained HTML report"
+DESCRIPTION = __doc__
+DATA_HELP = (
+    "'demo', a JSONL file, a VLMEvalKit .tsv benchmark file, or a POPE question file (with "
+    "--images)"
+)
+N_HELP = (
+    "samples per question kind (the 'qtype' label; a file's rows without one are one kind): the "
+    f"first N of each (default: every sample of a file; demo {DEMO_N}, i.e. {DEMO_N} colour, "
+    f"recall, existence and conflict questions and {DEMO_N // 3} descriptions, 520 in all)"
+)
+NOUN = None  # the run prints its own plan
+RUN = "interp.studies.audit.cli:run_command"
 
-def _validate(
-    args: argparse.Namespace,
-) -> tuple[list[Sample], Path, list[str] | None, tuple[int, ...]]:
-    check_common_arguments(args, one_process="interp audit")
-    if args.max_new_tokens < 1:
-        raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+
+def check_options(inv: Invocation) -> dict[str, Any]:
+    """``--studies`` names known studies; ``--seeds`` is a list of integers."""
+    args = inv.args
     only = None
     if args.studies:
-        only = [s.strip() for s in args.studies.split(",") if s.strip()]
+        only = split_list(args.studies)
         known = [st.key for st in studies()]
         bad = [s for s in only if s not in known]
         if bad:
             raise UsageError(f"--studies: unknown {bad}; choose from {', '.join(known)}")
-    try:
-        seeds = tuple(int(x) for x in args.seeds.split(",") if x.strip())
-    except ValueError:
-        raise UsageError(f"--seeds takes comma-separated integers, got {args.seeds!r}") from None
-    check_output_dir(args.out, create=False)
-    check_model(args.model)
+    inv.attn_implementation = "eager"
+    return {"only": only, "seeds": tuple(int_list(args.seeds, "--seeds"))}
+
+
+def load_samples(inv: Invocation) -> list[Sample]:
+    """The samples, of which at least one study can run."""
+    args, only = inv.args, inv.plan["only"]
     samples = read_data(args.data, args.n, args.seed, args.images, args.columns)
     if not any(chosen for _, chosen, _ in plan(samples, only)):
         reasons = "; ".join(f"{st.key}: {why}" for st, _, why in plan(samples, only))
         raise UsageError(f"no study can run on --data {args.data!r} ({reasons})")
-    out = check_output_dir(args.out)
-    return samples, out, only, seeds
+    return samples
 
 
 def reproduce_command(args: argparse.Namespace) -> str:
@@ -71,32 +74,26 @@ def reproduce_command(args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _audit_command(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-
-    from interp.model import load
-
-    samples, out, only, seeds = _validate(args)
-    vlm = load(args.model, attn_implementation="eager")
+def run_command(inv: Invocation) -> None:
+    """The audit on ``inv.vlm``: the plan, the report, the headline numbers on stdout."""
+    args, samples, only, out = inv.args, inv.samples, inv.plan["only"], inv.out
+    assert out is not None and inv.vlm is not None
     for study, chosen, reason in plan(samples, only):
         print(f"  {study.key}: " + (f"{len(chosen)} samples" if chosen else f"skipped — {reason}"))
     opts = AuditOptions(
         batch_size=args.batch_size,
         max_new_tokens=args.max_new_tokens,
-        seeds=seeds,
-        store=out / "store",
+        seeds=inv.plan["seeds"],
+        store=out.store,
         overwrite=args.overwrite,
     )
-    command = reproduce_command(args)
     summary = audit(
-        vlm,
+        inv.vlm,
         samples,
-        out,
+        out.folder,
         model=args.model,
         data=args.data,
-        command=command,
+        command=reproduce_command(args),
         studies=only,
         options=opts,
         progress_bar=not args.no_progress,
@@ -111,12 +108,11 @@ def _audit_command(args: argparse.Namespace) -> int:
         print("\nnot run:")
         for key, part in not_run.items():
             print(f"  {key} ({part['status']}): {part.get('reason', '')}")
-    real = finish_outputs(out)
+    real = out.finish()
     if not any(part["ran"] for part in parts.values()):
         raise NoStudyRanError(
             f"no study could run on --data {args.data!r}; {real / 'report.html'} says why for each"
         )
-    return 0
 
 
 class NoStudyRanError(InterpError):
@@ -124,22 +120,9 @@ class NoStudyRanError(InterpError):
 
 
 def register(sub: Any) -> None:
-    """Add ``audit`` to the ``interp`` command."""
-    d = sub.add_parser(
-        "audit",
-        help="every study the data supports, one self-contained HTML report",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_common_arguments(
-        d,
-        data_help="'demo', a JSONL file, a VLMEvalKit .tsv benchmark file, or a POPE question "
-        "file (with --images)",
-        n_help=f"samples per question kind (the 'qtype' label; a file's rows without one are one "
-        f"kind): the first N of each (default: every sample of a file; demo {DEMO_N}, i.e. "
-        f"{DEMO_N} colour, recall, existence and conflict questions and {DEMO_N // 3} "
-        "descriptions, 520 in all)",
-    )
+    """Add ``audit`` to the ``interp`` command, with the data's image folder, the studies to run
+    and the sampling seeds of the decoding study."""
+    d = add_command(sub, "audit", __name__)
     d.add_argument("--images", default=None, help="image folder of a POPE question file")
     d.add_argument("--studies", default=None, help="comma-separated subset of the studies")
     d.add_argument(
@@ -149,7 +132,6 @@ def register(sub: Any) -> None:
         "spread over seeds)",
     )
     d.add_argument("--max-new-tokens", type=int, default=8)
-    d.set_defaults(func=_audit_command)
 
 
 __all__ = ["NoStudyRanError", "register", "reproduce_command"]

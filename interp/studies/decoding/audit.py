@@ -70,7 +70,7 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
         overwrite=opts.overwrite,
         progress_bar=False,
     )
-    summary = runs.summary()
+    summary = runs.to_frame()
     greedy = summary[summary["mode"] == "greedy"]
     setting = "adversarial" if "adversarial" in runs.settings else next(iter(runs.settings))
     part = greedy[greedy["setting"] == setting].set_index("method")

@@ -3,16 +3,9 @@
     interp decoding --model demo --data pope --methods greedy,vcd,icd,m3id,vdd,pai --out results/
 
 runs each method of ``interventions.decoding`` greedy **and** sampled (one run per ``--seeds`` seed,
-reported as mean ± std), so a method is never compared with a sampled baseline only:
-
-- the questions are existence questions (``is there a <object> in the image?``) whose truth is
-  ``yes`` for objects in the image and ``no`` for absent ones; absent objects are drawn in three
-  ways (the ``pope_negative`` label): ``random``, ``popular`` (frequent objects) and
-  ``adversarial`` (objects that co-occur with one in the image — where a language prior says yes);
-- each setting is scored on the positive questions plus that setting's negatives, as POPE
-  balances them;
-- an answer counts as ``no`` if its words hold ``no`` or ``not``, else ``yes`` (POPE's rule);
-- metrics (positive class ``yes``): accuracy, precision, recall, F1 and the yes-ratio.
+reported as mean ± std), so a method is never compared with a sampled baseline only. The
+questions, POPE's three settings, the answer rule and the metrics are those of the study
+(:mod:`interp.studies.decoding`).
 
 It writes into ``--out``: ``answers.csv`` (every run's answer to every question), ``metrics.csv``
 (the metrics per method, mode, seed and setting), ``summary.csv`` (mean and std over seeds),
@@ -23,26 +16,16 @@ It writes into ``--out``: ``answers.csv`` (every run's answer to every question)
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from interp.cli import (
-    UsageError,
-    add_common_arguments,
-    check_common_arguments,
-    check_model,
-    check_output_dir,
-    load_data,
-    write_summary,
-)
-from interp.errors import DecodingError
+from interp.command import Invocation, UsageError, add_command, int_list, split_list
 
 from .analysis import DEFAULT_METHODS, pope_settings
 
-if TYPE_CHECKING:
-    from interp.samples import Sample
-
+HELP = "POPE-style evaluation of contrastive decoding methods (greedy and sampled)"
+DESCRIPTION = __doc__
+ALIASES = ("decode",)
+NOUN = "questions"
 DATA_HELP = (
     "'pope' (the demo world's POPE-style existence questions), 'demo:<qtype,...>' with yes/no "
     "answers, or a JSONL file (image, question, answer yes/no, and a 'pope_negative' label "
@@ -50,30 +33,21 @@ DATA_HELP = (
 )
 
 
-def _int_list(text: str, option: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise UsageError(f"{option} takes comma-separated integers, got {text!r}") from None
-    if any(v < 0 for v in values):
-        raise UsageError(f"{option}: seeds must be >= 0, got {text!r}")
-    return values
-
-
-def _validate(args: argparse.Namespace) -> tuple[list[Sample], dict[str, Any], list[int], Path]:
-    """Everything checked before the model is loaded: options, methods, output folder, model
-    configuration, data (every image opened, yes/no answers)."""
+def check_options(inv: Invocation) -> dict[str, Any]:
+    """``--seeds``, ``--temperature``, the methods with their parameters; an amateur that equals
+    the expert's input is refused. Edits inside attention (pai) need eager attention."""
     from interp.conditions import Condition
+    from interp.errors import DecodingError
 
     from .measure import resolve_methods
 
-    check_common_arguments(args, one_process="interp decoding")
-    seeds = _int_list(args.seeds, "--seeds")
-    if args.max_new_tokens < 1:
-        raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    args = inv.args
+    seeds = int_list(args.seeds, "--seeds")
+    if any(v < 0 for v in seeds):
+        raise UsageError(f"--seeds: seeds must be >= 0, got {args.seeds!r}")
     if not args.temperature > 0:
         raise UsageError(f"--temperature must be > 0, got {args.temperature}")
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = split_list(args.methods)
     params: dict[str, dict[str, Any]] = {}
     for name in methods:
         key = name.lower()
@@ -93,70 +67,22 @@ def _validate(args: argparse.Namespace) -> tuple[list[Sample], dict[str, Any], l
                 f"{name}: the amateur condition 'full' equals the expert's input; give an "
                 "amateur that removes or degrades something (e.g. --amateur blind)"
             )
-    check_output_dir(args.out, create=False)
-    check_model(args.model)
-    spec = "demo:exist" if args.data == "pope" else args.data
-    samples = load_data(spec, args.n, args.seed, default_qtypes=("exist",), columns=args.columns)
+    if any(d is not None and d.edits for d in decoders.values()):
+        inv.attn_implementation = "eager"
+    return {"methods": methods, "params": params, "seeds": seeds}
+
+
+def load_samples(inv: Invocation) -> list[Any]:
+    """Yes/no questions, each negative with its POPE setting."""
+    spec = "demo:exist" if inv.args.data == "pope" else inv.args.data
+    samples = inv.load_data(("exist",), spec=spec)
     pope_settings(samples)
-    out = check_output_dir(args.out)
-    return samples, {"methods": methods, "params": params, "decoders": decoders}, seeds, out
-
-
-def _decode_command(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from interp.model import load
-
-    from .figures import plot_methods
-    from .measure import evaluate_decoding
-
-    samples, plan, seeds, out = _validate(args)
-    eager = any(d is not None and d.edits for d in plan["decoders"].values())
-    vlm = load(args.model, attn_implementation="eager" if eager else None)
-    print(f"{vlm}\n{len(samples)} questions from {args.data!r}", flush=True)
-    runs = evaluate_decoding(
-        vlm,
-        samples,
-        plan["methods"],
-        params=plan["params"],
-        seeds=seeds,
-        greedy=not args.no_greedy,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        batch_size=args.batch_size,
-        store=out / "store",
-        overwrite=args.overwrite,
-        progress_bar=not args.no_progress,
-    )
-    runs.answers.to_csv(out / "answers.csv", index=False)
-    runs.metrics().to_csv(out / "metrics.csv", index=False)
-    summary = runs.summary()
-    summary.to_csv(out / "summary.csv", index=False)
-    plot_methods(runs).savefig(out / "methods.png", dpi=130)
-    plt.close("all")
-    lines = [f"model {args.model!r}, data {args.data!r}, {len(samples)} questions"]
-    lines += [f"  {k}: {v}" for k, v in runs.methods.items()]
-    for metric in ("f1", "yes_ratio", "accuracy"):
-        lines += ["", f"{metric} (greedy; sampled mean ± std over seeds {seeds}):"]
-        lines.append(runs.table(metric).to_string())
-    text = "\n".join(lines)
-    write_summary(out, text)
-    return 0
+    return samples
 
 
 def register(sub: Any) -> None:
     """Add ``decoding`` (alias ``decode``, its earlier name) to the ``interp`` command."""
-    d = sub.add_parser(
-        "decoding",
-        aliases=["decode"],
-        help="POPE-style evaluation of contrastive decoding methods (greedy and sampled)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_common_arguments(d, data_help=DATA_HELP)
+    d = add_command(sub, "decoding", __name__)
     d.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),
@@ -171,7 +97,6 @@ def register(sub: Any) -> None:
         "--amateur", default="blind", help="the amateur condition of 'contrast' (default blind)"
     )
     d.add_argument("--max-new-tokens", type=int, default=4)
-    d.set_defaults(func=_decode_command, command="decoding")  # the alias records as "decoding"
 
 
 __all__ = ["register"]

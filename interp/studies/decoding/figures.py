@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def plot_methods(runs: DecodingRuns, metrics: Sequence[str] = ("f1", "yes_ratio")) -> Figure:
     """One panel per (metric, setting): each method's greedy value (bar) and sampled mean ± std
     (bar with error bar), the plain baseline's greedy value as a dashed line."""
-    s = runs.summary()
+    s = runs.to_frame()
     settings = list(runs.settings)
     names = list(dict.fromkeys(s["method"]))
     fig, axes = plt.subplots(

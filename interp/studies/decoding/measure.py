@@ -61,7 +61,7 @@ class DecodingRuns:
                 rows.append({"method": method, "mode": mode, "seed": seed, "setting": setting, **m})
         return pd.DataFrame(rows)
 
-    def summary(self) -> pd.DataFrame:
+    def to_frame(self) -> pd.DataFrame:
         """Mean and standard deviation over seeds (greedy runs have one seed, std 0) per
         (setting, method, mode); columns ``<metric>`` and ``<metric>_std``."""
         frame = self.metrics()
@@ -71,15 +71,16 @@ class DecodingRuns:
         runs = frame.groupby(keys, sort=False)["seed"].count().rename("runs")
         return pd.concat([mean, std, runs], axis=1).reset_index()
 
-    def to_frame(self) -> pd.DataFrame:
-        return self.summary()
+    def summary(self, metric: str = "f1") -> str:
+        """The readable table of one metric (:meth:`table`) as text."""
+        return self.table(metric).to_string()
 
     def table(self, metric: str = "f1", setting: str | None = None) -> pd.DataFrame:
         """A readable table of one metric: methods as rows, ``mode`` as columns, cells
         ``mean ± std`` (for one setting, or one column block per setting)."""
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; use one of {METRICS}")
-        s = self.summary()
+        s = self.to_frame()
         if setting is not None:
             s = s[s["setting"] == setting]
         cell = s.apply(

@@ -75,7 +75,7 @@ _LAZY = {
     "plot_trajectories": "figures",
     "register": "cli",
     # not public: the audit's drives section labels the answers as the command does
-    "_labels": "cli",
+    "_labels": "report",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 

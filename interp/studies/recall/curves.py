@@ -95,7 +95,11 @@ class LinkingCurves:
                 "needs both"
             )
 
-    def summary(self, *, ci: float = 0.95, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    def summary(self) -> str:
+        """The success-vs-failure comparison (:meth:`table`) as text."""
+        return self.table().to_string(index=False)
+
+    def table(self, *, ci: float = 0.95, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
         """Successes vs failures on four statistics: the final-layer probability ``p^(L)``, the
         half-rise layer (:meth:`rise_layer`), the final-layer cosine and the mean cosine over the
         upper half of the layers. Columns: mean per group, their difference (success − failure)

@@ -12,7 +12,7 @@ Memory: peak RSS of a fresh process running ``chain_of_embedding`` on N demo ite
 to the bytes the kept states take (2 conditions × N × (L+1) × d × 4) and what keeping every token's
 states would take — only last-token states are kept, so memory grows by N·(L+1)·d, not by N·seq.
 
-    python bench/chain_of_embedding.py [--n 256] [--memory-n 250 1000]
+    python bench/coe.py [--n 256] [--memory-n 250 1000]
 """
 
 from __future__ import annotations
