@@ -49,6 +49,7 @@ lint: install
 
 bench: install-smol
 	$(PY) bench/residual_stream.py
+	$(PY) bench/omni.py
 	$(PY) bench/coe.py
 	$(PY) bench/generation.py
 	$(PY) bench/decoding.py

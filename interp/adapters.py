@@ -481,7 +481,10 @@ _QWEN_VISUAL = (
     "in placement order"
 )
 
-_OMNI = "the library reads its image path; audio and video inputs are not wired yet"
+_QWEN_OMNI_AUDIO = (
+    "audio_features is the audio encoder; its last_hidden_state holds every audio's features, "
+    "flat, in placement order; video_features is the vision model (shared with images)"
+)
 
 for _adapter in (
     Adapter(name="llava", model_types=("llava",), image_features="model.multi_modal_projector"),
@@ -536,7 +539,10 @@ for _adapter in (
         model_types=("qwen2_5_omni_thinker",),
         image_features="model.visual",
         pixel_layout="patches",
-        notes=_QWEN_VISUAL + "; " + _OMNI,
+        notes=_QWEN_VISUAL + "; " + _QWEN_OMNI_AUDIO,
+        modalities=("image", "audio", "video"),
+        audio_features="model.audio_tower",
+        video_features="model.visual",
     ),
     Adapter(
         name="qwen3_omni_moe_thinker",
@@ -544,7 +550,14 @@ for _adapter in (
         image_features="model.visual",
         pixel_layout="patches",
         notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
-        "early decoder layers (outside the layer modules), at image positions only; " + _OMNI,
+        "early decoder layers (outside the layer modules), at image and video positions; "
+        + _QWEN_OMNI_AUDIO
+        + "; the audio encoder pads each clip's last 1 s chunk to the batch's longest chunk and its "
+        "convolutions see that padding, so a row's audio features depend slightly on the other "
+        "clips in its batch (HF's behaviour; rows without audio are unaffected)",
+        modalities=("image", "audio", "video"),
+        audio_features="model.audio_tower",
+        video_features="model.visual",
     ),
     Adapter(
         name="gemma4",
@@ -556,7 +569,10 @@ for _adapter in (
         notes="single forwards get mask-derived position_ids, as generate derives them (the plain "
         "forward counts padding); residual index 0 is the decoder's inputs_embeds, from which Gemma 4 also projects "
         "its per-layer inputs; image_features (embed_vision) also projects video frames; the audio features are "
-        "embed_audio's output at its valid (unpadded) positions; " + _OMNI,
+        "embed_audio's output at its valid (unpadded) positions, [clips, max tokens, d]; video is "
+        "not wired yet (Gemma4VideoProcessor needs torchvision)",
+        modalities=("image", "audio"),
+        audio_features="model.embed_audio",
     ),
     Adapter(
         name="llava_next_video",

@@ -1,7 +1,7 @@
 """``interp doctor``: check a checkpoint before a long job on it.
 
 Loads the model (lazily where asked), renders one templated prompt per condition and shows it with
-the question, answer and image spans marked, counts the image tokens, checks that the named
+the question, answer, image, audio and video spans marked, counts each modality's tokens, checks that the named
 positions decode to their text, that residual reads equal a plain Hugging Face forward and that
 results do not depend on the batch, names the attention implementation, dtype and device map, and
 estimates the memory a batch needs. Every check ends as one line: ``ok`` or ``problem`` with the
@@ -11,6 +11,7 @@ fix. A problem makes the command exit with status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,15 +24,17 @@ from PIL import Image
 
 from .cli import MODEL_HELP
 from .conditions import Condition
-from .encoding import Encoding, append_targets, encode, image_slot_mask, question_mask, target_ids
+from .encoding import Encoding, append_targets, encode, question_mask, target_ids
 from .errors import InterpError
-from .positions import comparable
+from .media import Audio, audio_rate
+from .positions import comparable, slot_mask
 from .samples import Sample
 
 if TYPE_CHECKING:
     from .model import VLM
 
 CONDITIONS = ("full", "blind", "null:black", "no_question")
+MEDIA = ("image", "audio", "video")
 
 
 @dataclass
@@ -82,23 +85,42 @@ def default_image(size: int = 336) -> Image.Image:
     return Image.fromarray(pixels, "RGB")
 
 
+def default_sample(vlm: VLM, question: str = "What is in the image?") -> Sample:
+    """The test picture, plus, for a family that takes them, one second of a 440 Hz tone (at the
+    processor's audio rate) and a 4-frame video of the picture sliding sideways."""
+    image = default_image()
+    extra: dict[str, Any] = {}
+    if "audio" in vlm.adapter.modalities:
+        rate = audio_rate(vlm.processor) or 16000
+        t = np.arange(rate, dtype=np.float32) / rate
+        extra["audio"] = Audio(0.5 * np.sin(2 * np.pi * 440.0 * t).astype(np.float32), rate)
+    if "video" in vlm.adapter.modalities:
+        frame = np.asarray(image.resize((64, 64)))
+        extra["video"] = np.stack([np.roll(frame, 8 * k, axis=1) for k in range(4)])
+    if "image" not in vlm.adapter.modalities:
+        return Sample(question=question, id="doctor", **extra)
+    return Sample(image=image, question=question, id="doctor", **extra)
+
+
 def marked_prompt(vlm: VLM, enc: Encoding, row: int, answer_mask: torch.Tensor | None) -> str:
     """The row's prompt as the model reads it, with ``⟦question … ⟧``, ``⟦answer … ⟧`` and one
-    ``⟦image k: n tokens⟧`` per image (padding dropped)."""
+    ``⟦image k: n tokens⟧`` per image (``⟦audio k: …⟧``, ``⟦video k: …⟧`` per audio input and
+    video; padding dropped)."""
     n = enc.input_ids.shape[1]
     roles: list[str] = ["text"] * n
     attended = enc.attention_mask[row].bool().tolist()
-    slot = 0
-    while True:
-        mask = image_slot_mask(enc, slot)[row]
-        if not bool(mask.any()):
-            break
-        for i in mask.nonzero().flatten().tolist():
-            roles[i] = f"image {slot + 1}"
-        slot += 1
-    for i in enc.image_mask[row].nonzero().flatten().tolist():
-        if roles[i] == "text":
-            roles[i] = "image"
+    for kind in MEDIA:
+        slot = 0
+        while True:
+            mask = slot_mask(enc, kind, slot)[row]
+            if not bool(mask.any()):
+                break
+            for i in mask.nonzero().flatten().tolist():
+                roles[i] = f"{kind} {slot + 1}"
+            slot += 1
+        for i in enc.mask(kind)[row].nonzero().flatten().tolist():
+            if roles[i] == "text":
+                roles[i] = kind
     try:
         for i in question_mask(vlm, enc)[row].nonzero().flatten().tolist():
             roles[i] = "question"
@@ -117,7 +139,7 @@ def marked_prompt(vlm: VLM, enc: Encoding, row: int, answer_mask: torch.Tensor |
         if attended[i]:
             text = "".join(pieces[i:j])
             role = roles[i]
-            if role.startswith("image"):
+            if role.split()[0] in MEDIA:
                 out.append(f"⟦{role}: {j - i} tokens⟧")
             elif role in ("question", "answer"):
                 out.append(f"⟦{role} {text}⟧")
@@ -152,6 +174,8 @@ def _position_checks(
     prompt length under ``full`` (0 when ``full`` is not among ``conditions``)."""
     problems: list[str] = []
     counts: dict[str, int] = {}
+    media: dict[str, dict[str, int]] = {"audio": {}, "video": {}}
+    carried = {"audio": sample.has_audio, "video": sample.has_video}
     full_length = 0
     tok = vlm.tokenizer
     for cond in conditions:
@@ -165,11 +189,17 @@ def _position_checks(
         answer_mask[0, -len(target[0]) :] = valid[0, : len(target[0])]
         report.prompts[cond] = marked_prompt(vlm, extended, 0, answer_mask)
         counts[cond] = int(enc.image_mask[0].sum())
+        for kind, found in media.items():
+            if carried[kind]:
+                found[cond] = int(enc.mask(kind)[0].sum())
+                keeps = condition.uses_audio if kind == "audio" else condition.uses_video
+                if keeps != bool(found[cond]):
+                    problems.append(f"{cond}: {found[cond]} {kind} tokens")
         if cond == "full":
             full_length = int(enc.input_ids.shape[1])
         try:
             found = vlm.tokenizer.decode(enc.input_ids[0][question_mask(vlm, enc)[0]].tolist())
-            if comparable(tok, found) != comparable(tok, enc.questions[0].replace("{image}", " ")):
+            if comparable(tok, found) != comparable(tok, _unslotted(enc.questions[0])):
                 problems.append(f"{cond}: question positions read {found!r}")
         except InterpError as err:
             problems.append(f"{cond}: {err}")
@@ -182,6 +212,10 @@ def _position_checks(
     report.checks.append(
         Check("image tokens", "ok" if counts else "problem", f"per condition: {shown}")
     )
+    for kind, found in media.items():
+        if found:
+            shown = ", ".join(f"{c} {k}" for c, k in found.items())
+            report.checks.append(Check(f"{kind} tokens", "ok", f"per condition: {shown}"))
     if problems:
         report.checks.append(
             Check(
@@ -196,11 +230,18 @@ def _position_checks(
             Check(
                 "positions",
                 "ok",
-                f"question, answer and image positions decode to their text under "
+                f"question, answer and {'/'.join(k for k in MEDIA if k == 'image' or media.get(k))} "
+                f"positions decode to their text under "
                 f"{len(counts)} conditions",
             )
         )
     return full_length
+
+
+def _unslotted(question: str) -> str:
+    for slot in ("{image}", "{audio}", "{video}"):
+        question = question.replace(slot, " ")
+    return question
 
 
 def _tolerance(vlm: VLM) -> float:
@@ -295,12 +336,20 @@ def doctor(
     forward_checks: bool = True,
     batch_size: int = 16,
 ) -> DoctorReport:
-    """Check ``vlm`` on one sample (default: a generated picture and a plain question).
+    """Check ``vlm`` on one sample (default: :func:`default_sample` — a generated picture and a
+    plain question, with a tone and a short video for families that take audio and video).
 
     ``forward_checks=False`` (a lazily loaded model) skips the checks that run the model, so no
-    weight is read.
+    weight is read. A sample with audio (video) adds ``no_audio`` (``no_video``) to the default
+    conditions.
     """
-    sample = sample or Sample(image=default_image(), question="What is in the image?", id="doctor")
+    sample = sample or default_sample(vlm)
+    if conditions is CONDITIONS:
+        conditions = CONDITIONS + tuple(
+            f"no_{kind}"
+            for kind, has in (("audio", sample.has_audio), ("video", sample.has_video))
+            if has
+        )
     report = DoctorReport()
     hf = vlm.hf
     tok = vlm.tokenizer
@@ -310,11 +359,16 @@ def doctor(
         "decoder layers": str(vlm.n_layers),
         "width (d_model)": str(vlm.d_model),
         "image token": f"{tok.convert_ids_to_tokens(vlm.image_token_id)!r} = {vlm.image_token_id}",
+        "modalities": ", ".join(vlm.adapter.modalities),
         "tokenizer": f"{type(tok).__name__} ({len(tok)} tokens, fast={tok.is_fast})",
         "dtype": str(vlm.dtype).replace("torch.", ""),
         "device map": str(getattr(hf, "hf_device_map", None) or vlm.device),
         "attention": str(getattr(hf.config, "_attn_implementation", None) or "default"),
     }
+    for kind in ("audio", "video"):
+        if kind in vlm.adapter.modalities:
+            token = vlm.adapter.token_id(hf, kind)  # type: ignore[arg-type]
+            report.facts[f"{kind} token"] = f"{tok.convert_ids_to_tokens(token)!r} = {token}"
     if vlm.adapter.notes:
         report.facts["adapter notes"] = vlm.adapter.notes
     full_length = _position_checks(vlm, sample, answer, report, conditions)
@@ -386,7 +440,9 @@ def run_command(args: argparse.Namespace) -> int:
         sample.load_images()  # a missing or unreadable file is reported before loading
         image = sample.image
     vlm = load(args.model, dtype=getattr(torch, args.dtype), dispatch=not args.lazy)
-    sample = Sample(image=image or default_image(), question=args.question, id="doctor")
+    sample = default_sample(vlm, args.question)
+    if image is not None:
+        sample = dataclasses.replace(sample, image=image)
     report = doctor(
         vlm,
         sample,
@@ -401,4 +457,4 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["Check", "DoctorReport", "default_image", "doctor", "marked_prompt"]
+__all__ = ["Check", "DoctorReport", "default_image", "default_sample", "doctor", "marked_prompt"]

@@ -29,8 +29,12 @@ video part                  input
 ``still:<i>``               frame ``i`` repeated T times (the video without motion)
 ==========================  ====================================================================
 
-A sample without audio (video) gets one null input under ``null_audio`` (one second at the
-processor's rate) and ``null_video`` (4 frames of the processor's nominal size). Every waveform is
+One rule for every modality, as ``null`` for images: a ``null`` part replaces each of the sample's
+inputs of that kind by its null form, and gives a row without any one null input — one second at
+the processor's rate under ``null_audio``, 4 frames of the processor's nominal size under
+``null_video`` (``null`` gives an image of the nominal size). The null input is the ``V = ∅`` of
+the drives paper: the input is present and carries nothing. Use ``no_audio`` / ``no_video`` for a
+prompt without the input at all. Every waveform is
 resampled to the processor's audio rate afterwards (:mod:`interp.media`). New parts are registered
 with :func:`register_audio_condition` / :func:`register_video_condition`.
 """

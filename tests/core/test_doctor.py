@@ -10,7 +10,7 @@ import torch
 
 import interp
 from interp.cli import main
-from interp.doctor import doctor
+from interp.doctor import default_sample, doctor
 from interp.testing import random_image, shared_tiny_vlm
 
 
@@ -29,6 +29,30 @@ def test_doctor_finds_no_problem_on_tiny_models(arch):
     enc = interp.encode(vlm, [sample], "full")
     assert f"⟦image 1: {int(enc.image_mask.sum())} tokens⟧" in full
     assert "⟦image" not in report.prompts.get("blind", "")
+
+
+@pytest.mark.parametrize("arch", ["qwen2_5_omni_thinker", "gemma4"])
+def test_doctor_shows_audio_and_video_spans_on_omni_models(arch):
+    """The default sample carries audio (and video) on an omni family: the marked prompt shows one
+    span per input with the encoding's own token count, ``no_audio`` / ``no_video`` drop them."""
+    vlm = shared_tiny_vlm(arch)
+    report = doctor(vlm)
+    assert report.ok, report.render()
+    sample = default_sample(vlm)
+    enc = interp.encode(vlm, [sample], "full")
+    full = report.prompts["full"]
+    for kind in ("image", "audio", "video"):
+        if kind not in vlm.adapter.modalities:
+            assert f"⟦{kind}" not in full
+            continue
+        n = int(enc.mask(kind).sum())  # the placeholder-token ids the processor wrote
+        ids = enc.input_ids[enc.mask(kind)].unique().tolist()
+        assert ids == [vlm.adapter.token_id(vlm.hf, kind)]
+        assert f"⟦{kind} 1: {n} tokens⟧" in full
+        assert f"{kind} tokens" in {c.name for c in report.checks} or kind == "image"
+    assert "⟦audio" not in report.prompts["no_audio"] and "⟦audio 1:" in report.prompts["blind"]
+    if "video" in vlm.adapter.modalities:
+        assert "⟦video" not in report.prompts["no_video"]
 
 
 def test_doctor_reports_a_rewritten_question(monkeypatch):

@@ -1,10 +1,12 @@
-"""Audio on Qwen2-Audio and video on Qwen2-VL, end to end on tiny models, against plain HF
-references: residual reads equal ``output_hidden_states``, a null audio equals a real run with a
+"""Audio (Qwen2-Audio, Qwen2.5-Omni, Qwen3-Omni, Gemma 4) and video (Qwen2-VL, the two Qwen-Omni
+thinkers), end to end on tiny models, against plain HF references: residual reads equal ``output_hidden_states``, a null audio equals a real run with a
 silent waveform built by hand, batches mixing rows with and without audio/video equal single rows
 (in any order), the audio/video positions decode to exactly the placeholder tokens the processor
 expanded, and generation equals HF ``generate``."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
@@ -18,6 +20,21 @@ from interp.encoding import encode
 from interp.testing import tiny_vlm
 
 RATE = 16000
+AUDIO_FAMILIES = ["qwen2_audio", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "gemma4"]
+VIDEO_FAMILIES = ["qwen2_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"]
+KINDS = [("audio", a) for a in AUDIO_FAMILIES] + [("video", v) for v in VIDEO_FAMILIES]
+# the placeholder token the processor repeats per feature vector, and the tokens around each run
+AUDIO_TOKENS = {
+    "qwen2_audio": ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"),
+    "qwen2_5_omni_thinker": ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"),
+    "qwen3_omni_moe_thinker": ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"),
+    "gemma4": ("<|audio|>", "<|audio>", "<audio|>"),
+}
+VIDEO_TOKENS = {
+    "qwen2_vl": ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"),
+    "qwen2_5_omni_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
+    "qwen3_omni_moe_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
+}
 
 
 def wave(seconds: float, seed: int, rate: int = RATE) -> np.ndarray:
@@ -28,14 +45,39 @@ def clip(frames: int, h: int, w: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, (frames, h, w, 3), dtype=np.uint8)
 
 
+@functools.cache
+def vlm_for(arch: str) -> interp.VLM:
+    return tiny_vlm(arch)
+
+
 @pytest.fixture(scope="module")
 def audio_vlm() -> interp.VLM:
-    return tiny_vlm("qwen2_audio")
+    return vlm_for("qwen2_audio")
 
 
 @pytest.fixture(scope="module")
 def video_vlm() -> interp.VLM:
-    return tiny_vlm("qwen2_vl")
+    return vlm_for("qwen2_vl")
+
+
+def case(kind: str, arch: str) -> tuple[interp.VLM, list[interp.Sample]]:
+    return vlm_for(arch), audio_samples() if kind == "audio" else video_samples(arch)
+
+
+def audio_lengths(vlm: interp.VLM, enc: interp.Encoding) -> list[int]:
+    """Feature vectors per audio clip, from HF's own encoder arithmetic (Gemma 4: the encoder's
+    output mask)."""
+    model, name = vlm.hf.model, vlm.adapter.name
+    if name == "gemma4":
+        out = model.audio_tower(enc.inputs["input_features"], enc.inputs["input_features_mask"])
+        return out.attention_mask.sum(-1).tolist()
+    frames = enc.inputs["feature_attention_mask"].sum(-1)
+    if name == "qwen3_omni_moe_thinker":
+        from transformers.models.qwen3_omni_moe import modeling_qwen3_omni_moe as m
+
+        n_window = vlm.hf.config.audio_config.n_window
+        return m._get_feat_extract_output_lengths(frames, n_window).tolist()
+    return model.audio_tower._get_feat_extract_output_lengths(frames)[1].tolist()
 
 
 def audio_samples() -> list[interp.Sample]:
@@ -53,15 +95,28 @@ def audio_samples() -> list[interp.Sample]:
     ]
 
 
-def video_samples() -> list[interp.Sample]:
+def video_samples(arch: str = "qwen2_vl") -> list[interp.Sample]:
+    """Rows with a video in a slot, an image, a video of odd length, nothing; on an omni family
+    also a row with image, video and audio together."""
     rng = np.random.default_rng(5)
     image = rng.integers(0, 256, (32, 48, 3), dtype=np.uint8)
-    return [
+    rows = [
         interp.Sample("what happens {video} here ?", video=clip(4, 32, 32, 0), id="v0"),
         interp.Sample("what is it ?", image=image, id="i0"),
         interp.Sample("describe the video", video=clip(3, 32, 48, 1), id="v1"),
         interp.Sample("what color is the sky ?", id="t0"),
     ]
+    if "audio" in vlm_for(arch).adapter.modalities:
+        rows.append(
+            interp.Sample(
+                "all at once",
+                image=image,
+                video=clip(2, 32, 32, 2),
+                audio=(wave(0.3, 4), RATE),
+                id="m0",
+            )
+        )
+    return rows
 
 
 def hf_states(vlm: interp.VLM, inputs: dict) -> tuple[torch.Tensor, ...]:
@@ -78,12 +133,9 @@ def check_residuals_equal_hf(vlm: interp.VLM, samples: list[interp.Sample]) -> N
     torch.testing.assert_close(states[:, : vlm.n_layers], ref.float(), atol=1e-5, rtol=0)
 
 
-def test_audio_residuals_equal_hf_hidden_states(audio_vlm):
-    check_residuals_equal_hf(audio_vlm, audio_samples())
-
-
-def test_video_residuals_equal_hf_hidden_states(video_vlm):
-    check_residuals_equal_hf(video_vlm, video_samples())
+@pytest.mark.parametrize("kind,arch", KINDS)
+def test_residuals_equal_hf_hidden_states(kind, arch):
+    check_residuals_equal_hf(*case(kind, arch))
 
 
 def hand_prompt(processor, content: list[dict]) -> str:
@@ -92,9 +144,15 @@ def hand_prompt(processor, content: list[dict]) -> str:
     )
 
 
-def test_null_audio_silence_equals_a_real_silent_run(audio_vlm):
-    samples = audio_samples()[:2]
-    null = interp.residual_stream(audio_vlm, samples, "null_audio:silence", progress_bar=False)
+@pytest.mark.parametrize("arch", AUDIO_FAMILIES)
+def test_null_audio_silence_equals_a_real_silent_run(arch):
+    """Each audio replaced by zeros of its length; a row without audio gets one second of zeros
+    (as ``null`` gives a row without an image one null image)."""
+    audio_vlm = vlm_for(arch)
+    samples = audio_samples()[:3]
+    null = interp.residual_stream(
+        audio_vlm, samples, "null_audio:silence", batch_size=1, progress_bar=False
+    )
     proc = audio_vlm.processor
     refs = []
     # by hand: the stock processor on a zero waveform of each audio's length
@@ -111,17 +169,31 @@ def test_null_audio_silence_equals_a_real_silent_run(audio_vlm):
             ],
         ),
     ]
-    silences = [[np.zeros(int(0.4 * RATE), np.float32)], [np.zeros(4800), np.zeros(9600)]]
+    prompts.append(
+        hand_prompt(proc, [{"type": "audio"}, {"type": "text", "text": "what color is the sky ?"}])
+    )
+    silences = [
+        [np.zeros(int(0.4 * RATE), np.float32)],
+        [np.zeros(4800, np.float32), np.zeros(9600, np.float32)],
+        [np.zeros(RATE, np.float32)],
+    ]
     for prompt, audio in zip(prompts, silences):
-        inputs = proc(text=[prompt], audio=audio, sampling_rate=RATE, return_tensors="pt")
+        inputs = proc(
+            text=[prompt],
+            audio=audio,
+            sampling_rate=RATE,
+            return_tensors="pt",
+        )
         hs = hf_states(audio_vlm, dict(inputs))
         refs.append(torch.stack([h[0, -1] for h in hs[: audio_vlm.n_layers]]))
     torch.testing.assert_close(null[:, : audio_vlm.n_layers], torch.stack(refs), atol=1e-5, rtol=0)
-    full = interp.residual_stream(audio_vlm, samples, progress_bar=False)
-    assert (full - null).abs().max() > 1e-3  # the audio matters: the check has teeth
+    full = interp.residual_stream(audio_vlm, samples[:2], progress_bar=False)
+    assert (full - null[:2]).abs().max() > 1e-3  # the audio matters: the check has teeth
 
 
-def test_null_video_black_equals_a_real_black_video(video_vlm):
+@pytest.mark.parametrize("arch", VIDEO_FAMILIES)
+def test_null_video_black_equals_a_real_black_video(arch):
+    video_vlm = vlm_for(arch)
     samples = [video_samples()[0], video_samples()[2]]
     null = interp.residual_stream(video_vlm, samples, "null_video:black", progress_bar=False)
     black = [
@@ -133,15 +205,16 @@ def test_null_video_black_equals_a_real_black_video(video_vlm):
     assert (full - null).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("family", ["audio", "video"])
+@pytest.mark.parametrize("kind,arch", KINDS)
 @pytest.mark.parametrize("condition", ["full", "blind+no_audio", "frames:2+no_question"])
-def test_mixed_batches_equal_single_rows_in_any_order(family, condition, audio_vlm, video_vlm):
-    vlm, samples = (
-        (audio_vlm, audio_samples()) if family == "audio" else (video_vlm, video_samples())
-    )
-    if family == "audio" and "frames" in condition:
+def test_mixed_batches_equal_single_rows_in_any_order(kind, arch, condition):
+    vlm, samples = case(kind, arch)
+    if kind == "audio" and "frames" in condition:
         condition = "null_audio:noise+no_question"
-    if family == "video" and "frames" in condition:
+    if arch == "qwen3_omni_moe_thinker":  # clips of one length (see the next test)
+        samples = [s for s in samples if all(a.duration == 0.4 for a in s.load_audios())]
+        samples.append(interp.Sample("again", audio=(wave(0.4, 9), RATE), id="a3"))
+    if kind == "video" and "frames" in condition:
         samples = [s for s in samples if s.has_video]  # frames:<k> needs a video
     one = interp.residual_stream(vlm, samples, condition, batch_size=1, progress_bar=False)
     many = interp.residual_stream(
@@ -154,32 +227,51 @@ def test_mixed_batches_equal_single_rows_in_any_order(family, condition, audio_v
     torch.testing.assert_close(one, back.flip(0), atol=1e-4, rtol=0)
 
 
+def test_qwen3_omni_audio_features_depend_on_the_batch_in_hf_itself():
+    """Qwen3-Omni's audio encoder pads each clip's last chunk to the batch's longest chunk, and its
+    stride-2 convolutions see that padding: a clip's features differ (slightly) with the other
+    clips in its batch in plain HF, so the library's reads equal HF's batch by batch (see
+    ``test_residuals_equal_hf_hidden_states``) but not across batch compositions."""
+    vlm = vlm_for("qwen3_omni_moe_thinker")
+    short, long_ = (
+        interp.Sample("a", audio=(wave(0.5, 1), RATE)),
+        interp.Sample("b", audio=(wave(1.0, 2), RATE)),
+    )
+
+    def last(samples):
+        enc = encode(vlm, samples)
+        return hf_states(vlm, enc.inputs)[-1][0, -1]
+
+    assert (last([short]) - last([short, long_])).abs().max() > 1e-4
+
+
 def positions(vlm: interp.VLM, samples: list[interp.Sample], name: str) -> tuple:
     enc = encode(vlm, samples)
     ctx = EditContext(vlm, Batch(vlm, enc, samples, Condition.parse("full")), None)
     return enc, ctx.positions(name)
 
 
-def test_audio_positions_decode_to_the_expanded_placeholders(audio_vlm):
+@pytest.mark.parametrize("arch", AUDIO_FAMILIES)
+def test_audio_positions_decode_to_the_expanded_placeholders(arch):
+    audio_vlm = vlm_for(arch)
+    token, bos, eos = AUDIO_TOKENS[arch]
     samples = audio_samples()
     enc, mask = positions(audio_vlm, samples, "audio")
     tok = audio_vlm.tokenizer
-    # the encoder's own output length for each audio (HF's formula from the feature mask)
-    fmask = enc.inputs["feature_attention_mask"]
-    _, lengths = audio_vlm.hf.model.audio_tower._get_feat_extract_output_lengths(fmask.sum(-1))
-    per_audio = iter(lengths.tolist())
+    # the encoder's own output length for each audio
+    per_audio = iter(audio_lengths(audio_vlm, enc))
     for row, s in enumerate(samples):
         expected = [next(per_audio) for _ in range(s.n_audio)]
         ids = enc.input_ids[row][mask[row]].tolist()
-        assert ids == [tok.convert_tokens_to_ids("<|AUDIO|>")] * sum(expected)
+        assert ids == [tok.convert_tokens_to_ids(token)] * sum(expected)
         for k, n in enumerate(expected):
             _, slot = positions(audio_vlm, [s], f"audio:{k}")
             where = slot[0].nonzero().flatten()
             assert len(where) == n and (where.diff() == 1).all()  # one contiguous run each
             before = tok.decode(enc_one(audio_vlm, s).input_ids[0][: int(where[0])])
-            assert before.endswith("<|audio_bos|>")
+            assert before.endswith(bos)
             after = tok.decode(enc_one(audio_vlm, s).input_ids[0][int(where[-1]) + 1 :])
-            assert after.startswith("<|audio_eos|>")
+            assert after.startswith(eos)
         _, q = positions(audio_vlm, [s], "question")
         decoded = tok.decode(enc_one(audio_vlm, s).input_ids[0][q[0]])
         assert decoded.replace(" ", "") == s.question.replace("{audio}", "").replace(" ", "")
@@ -189,46 +281,46 @@ def enc_one(vlm: interp.VLM, sample: interp.Sample) -> interp.Encoding:
     return encode(vlm, [sample])
 
 
-def test_video_positions_decode_to_the_expanded_placeholders(video_vlm):
-    samples = video_samples()
+@pytest.mark.parametrize("arch", VIDEO_FAMILIES)
+def test_video_positions_decode_to_the_expanded_placeholders(arch):
+    video_vlm = vlm_for(arch)
+    samples = video_samples(arch)
     enc, mask = positions(video_vlm, samples, "video")
     grids = iter(enc.inputs["video_grid_thw"].tolist())  # the processor's (t, h, w) patch grid
-    pad = video_vlm.tokenizer.convert_tokens_to_ids("<|video_pad|>")
+    token, bos, eos = VIDEO_TOKENS[arch]
+    tok = video_vlm.tokenizer
+    pad = tok.convert_tokens_to_ids(token)
     for row, s in enumerate(samples):
         n = int(np.prod(next(grids))) // 4 if s.has_video else 0  # 2x2 merge
         assert enc.input_ids[row][mask[row]].tolist() == [pad] * n
+        if s.has_video:  # "video:0": one contiguous run between the vision start and end tokens
+            ids = enc_one(video_vlm, s).input_ids[0]
+            _, slot = positions(video_vlm, [s], "video:0")
+            where = slot[0].nonzero().flatten()
+            assert len(where) == n and (where.diff() == 1).all()
+            assert tok.decode(ids[: int(where[0])]).endswith(bos)
+            assert tok.decode(ids[int(where[-1]) + 1 :]).startswith(eos)
     _, image = positions(video_vlm, samples, "image")
     assert not (image & mask).any()
     _, text = positions(video_vlm, samples, "text")
     assert not (text & mask).any()
 
 
-def test_audio_generate_equals_hf_generate(audio_vlm):
-    samples = audio_samples()
-    gen = interp.generate(audio_vlm, samples, max_new_tokens=5, batch_size=5, progress_bar=False)
+@pytest.mark.parametrize("kind,arch", KINDS)
+def test_generate_equals_hf_generate(kind, arch):
+    vlm, samples = case(kind, arch)
+    samples = samples if kind == "audio" else samples[:3]
+    gen = interp.generate(
+        vlm, samples, max_new_tokens=4, batch_size=len(samples), progress_bar=False
+    )
     for s, ids in zip(samples, gen.token_ids):
-        enc = encode(audio_vlm, [s])
+        enc = encode(vlm, [s])
         with torch.no_grad():
-            out = audio_vlm.hf.generate(
-                **enc.inputs,
-                max_new_tokens=5,
-                do_sample=False,
-                pad_token_id=audio_vlm.tokenizer.pad_token_id,
-            )
-        assert ids == out[0, enc.input_ids.shape[1] :].tolist()[: len(ids)]
-
-
-def test_video_generate_equals_hf_generate(video_vlm):
-    samples = video_samples()[:3]
-    gen = interp.generate(video_vlm, samples, max_new_tokens=4, batch_size=3, progress_bar=False)
-    for s, ids in zip(samples, gen.token_ids):
-        enc = encode(video_vlm, [s])
-        with torch.no_grad():
-            out = video_vlm.hf.generate(
+            out = vlm.hf.generate(
                 **enc.inputs,
                 max_new_tokens=4,
                 do_sample=False,
-                pad_token_id=video_vlm.tokenizer.pad_token_id,
+                pad_token_id=vlm.tokenizer.pad_token_id,
             )
         assert ids == out[0, enc.input_ids.shape[1] :].tolist()[: len(ids)]
 
@@ -347,33 +439,34 @@ def test_real_tokenizer_positions_decode_to_placeholders_and_question(kind):
         assert not (question[row] & media[row]).any()
 
 
-def test_feature_sites_hold_what_the_decoder_reads(audio_vlm, video_vlm):
+@pytest.mark.parametrize("kind,arch", KINDS)
+def test_feature_sites_hold_what_the_decoder_reads(kind, arch):
     """The adapter's audio / video feature module outputs exactly the embeddings at the audio /
     video positions (HF ``hidden_states[0]``)."""
-    for vlm, sample, kind in (
-        (audio_vlm, audio_samples()[1], "audio"),
-        (video_vlm, video_samples()[0], "video"),
-    ):
-        module = vlm.features(kind)._module
-        seen: list = []
-        handle = module.register_forward_hook(lambda m, a, o, seen=seen: seen.append(o))
-        try:
-            enc = encode(vlm, [sample])
-            hs = hf_states(vlm, enc.inputs)
-        finally:
-            handle.remove()
-        at = hs[0][0][enc.mask(kind)[0]]
-        out = seen[0]
-        if kind == "audio":  # [audios, max tokens, d], padded past each audio's length
-            fmask = enc.inputs["feature_attention_mask"]
-            _, n = vlm.hf.model.audio_tower._get_feat_extract_output_lengths(fmask.sum(-1))
-            feats = torch.cat([out[i, :k] for i, k in enumerate(n.tolist())])
-        else:  # merged features, one tensor per video or one for all
-            pooled = out.pooler_output
-            feats = torch.cat(list(pooled)) if isinstance(pooled, (tuple, list)) else pooled
-        torch.testing.assert_close(at, feats, atol=1e-6, rtol=0)
-    with pytest.raises(interp.errors.ModalityError):
-        audio_vlm.features("video")
+    vlm = vlm_for(arch)
+    sample = audio_samples()[1] if kind == "audio" else video_samples()[0]
+    module = vlm.features(kind)._module
+    seen: list = []
+    handle = module.register_forward_hook(lambda m, a, o, seen=seen: seen.append(o))
+    try:
+        enc = encode(vlm, [sample])
+        hs = hf_states(vlm, enc.inputs)
+    finally:
+        handle.remove()
+    at = hs[0][0][enc.mask(kind)[0]]
+    out = seen[0]
+    if kind == "audio" and hasattr(out, "last_hidden_state"):  # flat, in placement order
+        feats = out.last_hidden_state
+    elif kind == "audio":  # [audios, max tokens, d], padded past each audio's length
+        n = audio_lengths(vlm, enc)
+        feats = torch.cat([out[i, :k] for i, k in enumerate(n)])
+    else:  # merged features, one tensor per video or one for all
+        pooled = out.pooler_output
+        feats = torch.cat(list(pooled)) if isinstance(pooled, (tuple, list)) else pooled
+    torch.testing.assert_close(at, feats, atol=1e-6, rtol=0)
+    for other in {"image", "audio", "video"} - set(vlm.adapter.modalities):
+        with pytest.raises(interp.errors.ModalityError):
+            vlm.features(other)
 
 
 def test_a_family_that_cannot_mix_audio_rows_runs_them_apart(audio_vlm):
@@ -403,16 +496,10 @@ def test_a_family_that_cannot_mix_audio_rows_runs_them_apart(audio_vlm):
         check_decoding(apart, Condition.parse("full"), decoding, samples)
 
 
-@pytest.mark.parametrize("family", ["audio", "video"])
-def test_teacher_forced_scores_equal_a_manual_log_softmax(family, audio_vlm, video_vlm):
-    vlm, samples = (
-        (audio_vlm, audio_samples()[:3])
-        if family == "audio"
-        else (
-            video_vlm,
-            video_samples()[:3],
-        )
-    )
+@pytest.mark.parametrize("kind,arch", KINDS)
+def test_teacher_forced_scores_equal_a_manual_log_softmax(kind, arch):
+    vlm, samples = case(kind, arch)
+    samples = samples[:3]
     targets = ["the sky is blue", "two", "a red circle"]
     scores = interp.score(vlm, samples, targets, batch_size=3, progress_bar=False)
     for i, (s, target) in enumerate(zip(samples, targets)):
@@ -430,3 +517,36 @@ def test_teacher_forced_scores_equal_a_manual_log_softmax(family, audio_vlm, vid
         n = enc.input_ids.shape[1]
         ref = torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
         torch.testing.assert_close(scores.logprobs[i, : len(tgt)], ref, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("arch", ["qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"])
+def test_null_parts_give_a_row_without_the_modality_one_null_input(arch):
+    """One rule for every modality: ``null`` (images), ``null_audio`` and ``null_video`` replace
+    each input of the sample by its null form, and give a row without that modality one null
+    input (an image of the processor's nominal size, one second of audio at its rate, four
+    frames of the nominal size) — the ``V = ∅`` input of the drives paper. Each equals a run on
+    that input given explicitly."""
+    from interp.conditions import nominal_size
+
+    vlm = vlm_for(arch)
+    text = interp.Sample("what color is the sky ?", id="t0")
+    w, h = nominal_size(vlm.processor)
+    explicit = {
+        "null:black": interp.Sample(text.question, image=np.zeros((h, w, 3), np.uint8), id="t0"),
+        "null_audio:silence": interp.Sample(
+            text.question, audio=(np.zeros(RATE, np.float32), RATE), id="t0"
+        ),
+        "null_video:black": interp.Sample(
+            text.question, video=np.zeros((4, h, w, 3), np.uint8), id="t0"
+        ),
+    }
+    for condition, given in explicit.items():
+        enc = encode(vlm, [text], condition)
+        assert [enc.n_images[0], enc.n_audio[0], enc.n_video[0]] == [
+            len(given.load_images()),
+            given.n_audio,
+            given.n_video,
+        ]
+        null = interp.residual_stream(vlm, [text], condition, progress_bar=False)
+        real = interp.residual_stream(vlm, [given], progress_bar=False)
+        torch.testing.assert_close(null, real, atol=0, rtol=0)

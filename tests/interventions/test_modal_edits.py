@@ -85,8 +85,12 @@ class Case:
 CASES = [
     Case("audio", "qwen2_audio", "null_audio:silence"),
     Case("video", "qwen2_vl", "null_video:black"),
+    Case("audio", "qwen2_5_omni_thinker", "null_audio:silence"),
+    Case("audio", "qwen3_omni_moe_thinker", "null_audio:silence"),
+    Case("audio", "gemma4", "null_audio:silence"),
+    Case("video", "qwen2_5_omni_thinker", "null_video:black"),
 ]
-IDS = [c.kind for c in CASES]
+IDS = [f"{c.kind}-{c.arch}" for c in CASES]
 KW: dict[str, Any] = {"progress_bar": False, "batch_size": 3}
 
 
@@ -96,7 +100,13 @@ def hf_last_states(
     """``[n, L, d]``: HF ``hidden_states[0..L-1]`` at each row's last prompt token, of a plain HF
     forward (``pre_hook`` optionally on the first decoder layer)."""
     enc = encode(vlm, samples)
-    first = vlm.adapter.layers(vlm.hf)[0]
+    # residual index 0: the first layer's input, or the decoder's embeddings keyword (Gemma 4
+    # projects its per-layer inputs from it)
+    first = (
+        vlm.adapter.decoder(vlm.hf)
+        if vlm.adapter.embeddings_kwarg
+        else vlm.adapter.layers(vlm.hf)[0]
+    )
     handle = (
         None if pre_hook is None else first.register_forward_pre_hook(pre_hook, with_kwargs=True)
     )
@@ -157,11 +167,13 @@ def test_image_classes_are_the_image_case_with_their_old_fingerprints():
 
 
 def positions_hook(mask: torch.Tensor, mode: str) -> Any:
-    """A torch pre-hook of the first decoder layer: the vectors at ``mask`` set to 0, or each to
-    the mean over its row's masked vectors (explicit loop over rows)."""
+    """A torch pre-hook of the first decoder layer (of the decoder, on its ``inputs_embeds``, where
+    that is residual index 0): the vectors at ``mask`` set to 0, or each to the mean over its
+    row's masked vectors (explicit loop over rows)."""
 
     def hook(module: Any, args: tuple, kwargs: dict) -> Any:
-        hidden = args[0] if args else kwargs["hidden_states"]
+        key = "inputs_embeds" if "inputs_embeds" in kwargs else "hidden_states"
+        hidden = args[0] if args else kwargs[key]
         hidden = hidden.clone()
         for row in range(hidden.shape[0]):
             where = mask[row]
@@ -173,7 +185,7 @@ def positions_hook(mask: torch.Tensor, mode: str) -> Any:
                 hidden[row, where] = hidden[row, where].mean(0)
         if args:
             return (hidden, *args[1:]), kwargs
-        return args, {**kwargs, "hidden_states": hidden}
+        return args, {**kwargs, key: hidden}
 
     return hook
 

@@ -5,7 +5,9 @@ Each builder returns ``(model, processor)``: the real ``...ThinkerForConditional
 and eval mode, deterministic from ``seed``, and the stock processor class (``Qwen2_5OmniProcessor``
 / ``Qwen3OmniMoeProcessor``) built offline around the tiny tokenizer, a
 ``Qwen2VLImageProcessorPil``, a ``WhisperFeatureExtractor`` (16 kHz, 32 mel bins, 2 s clips) and a
-``Qwen2VLVideoProcessor`` where torchvision imports (a stand-in refusing videos otherwise).
+``Qwen2VLVideoProcessor`` where torchvision imports (Qwen2-VL's torchvision-free
+:class:`~interp.testing.builders.qwen_vl.FramesVideoProcessor` otherwise: the Qwen-Omni vision model
+takes Qwen2-VL's patch layout).
 
 Placeholders, as the checkpoints' chat templates write them and the processor expands them:
 
@@ -35,8 +37,20 @@ from transformers import (
 
 from ..tokenizer import tiny_tokenizer
 from .common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, VISION_HIDDEN, finish, text_kwargs
-from .omni_common import MEL_BINS, omni_chat_template, omni_processor, whisper_features
-from .qwen_vl import MERGE_SIZE, MROPE_SECTION, PATCH_SIZE, qwen_vl_image_processor
+from .omni_common import (
+    MEL_BINS,
+    has_video_processor,
+    omni_chat_template,
+    omni_processor,
+    whisper_features,
+)
+from .qwen_vl import (
+    MERGE_SIZE,
+    MROPE_SECTION,
+    PATCH_SIZE,
+    FramesVideoProcessor,
+    qwen_vl_image_processor,
+)
 
 NAMED_TOKENS = {
     "image_token": "<|IMAGE|>",
@@ -82,7 +96,10 @@ def _video_processor(patch_size: int) -> Any:
 def _small_videos(processor: Any) -> Any:
     """Scale the processor's own video size default (128 to 768 merge units of 28 px per frame,
     which overrides the video processor's settings at call time) down to the tiny 16 px units, at
-    most 64x64 px per frame."""
+    most 64x64 px per frame. Without torchvision, frames go through the image processor
+    (:class:`FramesVideoProcessor`), whose own pixel bounds apply."""
+    if not has_video_processor(processor):
+        processor.video_processor = FramesVideoProcessor(processor.image_processor)
     unit = (PATCH_SIZE * MERGE_SIZE) ** 2
     processor.videos_kwargs = {"size": {"shortest_edge": unit, "longest_edge": 64 * 64}}
     return processor
