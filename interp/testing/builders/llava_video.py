@@ -25,14 +25,13 @@ from transformers import (
 )
 
 from ..tokenizer import tiny_tokenizer
-from .common import finish, text_kwargs
+from .common import finish, text_kwargs, vision_kwargs
 from .llava import (
     ANYRES_PATCH,
     ANYRES_SIZE,
     IMAGE_TOKEN,
     VIDEO_TOKEN,
     _common_config,
-    _vision_kwargs,
 )
 from .omni_common import omni_chat_template, omni_processor
 
@@ -63,7 +62,7 @@ def build_llava_next_video(
     )
     pinpoints = [[ANYRES_SIZE, 2 * ANYRES_SIZE], [2 * ANYRES_SIZE, ANYRES_SIZE]]
     config = LlavaNextVideoConfig(
-        vision_config=CLIPVisionConfig(**_vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
+        vision_config=CLIPVisionConfig(**vision_kwargs(ANYRES_SIZE, ANYRES_PATCH)),
         text_config=LlamaConfig(**text_kwargs(tok, tie_word_embeddings=False)),
         image_grid_pinpoints=pinpoints,
         video_token_id=tok.convert_tokens_to_ids(VIDEO_TOKEN),
