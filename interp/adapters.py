@@ -432,6 +432,8 @@ for _adapter in (
         image_features="model.visual",
         pixel_layout="patches",
         notes=_QWEN_VISUAL,
+        modalities=("image", "video"),
+        video_features="model.visual",
     ),
     Adapter(
         name="qwen3_vl",

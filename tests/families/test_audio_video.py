@@ -21,7 +21,7 @@ from interp.testing import tiny_vlm
 
 RATE = 16000
 AUDIO_FAMILIES = ["qwen2_audio", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "gemma4"]
-VIDEO_FAMILIES = ["qwen2_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"]
+VIDEO_FAMILIES = ["qwen2_vl", "qwen2_5_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"]
 KINDS = [("audio", a) for a in AUDIO_FAMILIES] + [("video", v) for v in VIDEO_FAMILIES]
 # the placeholder token the processor repeats per feature vector, and the tokens around each run
 AUDIO_TOKENS = {
@@ -32,6 +32,7 @@ AUDIO_TOKENS = {
 }
 VIDEO_TOKENS = {
     "qwen2_vl": ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"),
+    "qwen2_5_vl": ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"),
     "qwen2_5_omni_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
     "qwen3_omni_moe_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
 }

@@ -40,6 +40,7 @@ from transformers import (
     Qwen3VLForConditionalGeneration,
     Qwen3VLProcessor,
 )
+from transformers.video_utils import make_batched_metadata
 
 from ..tokenizer import tiny_tokenizer
 from .common import (
@@ -130,8 +131,12 @@ class FramesVideoProcessor:
             {
                 "pixel_values_videos": np.concatenate(pixels).astype(np.float32),
                 "video_grid_thw": np.array(grids, dtype=np.int64),
+                # as the stock processor: raw frames carry no fps, which reads as 24 fps
+                # (Qwen2.5-VL derives second_per_grid_ts from it); the processor drops it after
+                "video_metadata": make_batched_metadata(videos, kwargs.get("video_metadata")),
             },
             tensor_type=return_tensors,
+            skip_tensor_conversion=["video_metadata"],
         )
 
     def save_pretrained(self, *args: Any, **kwargs: Any) -> None:
@@ -289,6 +294,7 @@ def build_qwen2_5_vl(
         attn_implementation,
         chat_template,
         image_processor,
+        videos=True,
     )
 
 
