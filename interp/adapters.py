@@ -498,6 +498,8 @@ for _adapter in (
         model_types=("llava_next_video",),
         image_features="model.multi_modal_projector",
         notes=_LLAVA_ANYRES + "; video frames pass the same projector after 2x2 pooling",
+        modalities=("image", "video"),
+        video_features="model.multi_modal_projector",
     ),
     Adapter(
         name="internvl",

@@ -21,8 +21,15 @@ from interp.testing import tiny_vlm
 
 RATE = 16000
 AUDIO_FAMILIES = ["qwen2_audio", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "gemma4"]
-VIDEO_FAMILIES = ["qwen2_vl", "qwen2_5_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"]
+VIDEO_FAMILIES = [
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen2_5_omni_thinker",
+    "qwen3_omni_moe_thinker",
+    "llava_next_video",
+]
 KINDS = [("audio", a) for a in AUDIO_FAMILIES] + [("video", v) for v in VIDEO_FAMILIES]
+STACKED_VIDEOS = {"llava_next_video", "llava_onevision"}
 # the placeholder token the processor repeats per feature vector, and the tokens around each run
 AUDIO_TOKENS = {
     "qwen2_audio": ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"),
@@ -35,6 +42,7 @@ VIDEO_TOKENS = {
     "qwen2_5_vl": ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"),
     "qwen2_5_omni_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
     "qwen3_omni_moe_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
+    "llava_next_video": ("<video>", None, None),  # the run stands in the text, no delimiters
 }
 
 
@@ -100,11 +108,13 @@ def video_samples(arch: str = "qwen2_vl") -> list[interp.Sample]:
     """Rows with a video in a slot, an image, a video of odd length, nothing; on an omni family
     also a row with image, video and audio together."""
     rng = np.random.default_rng(5)
+    # LLaVA-style processors stack a batch's videos, so their frame counts must agree
+    odd = 4 if arch in STACKED_VIDEOS else 3
     image = rng.integers(0, 256, (32, 48, 3), dtype=np.uint8)
     rows = [
         interp.Sample("what happens {video} here ?", video=clip(4, 32, 32, 0), id="v0"),
         interp.Sample("what is it ?", image=image, id="i0"),
-        interp.Sample("describe the video", video=clip(3, 32, 48, 1), id="v1"),
+        interp.Sample("describe the video", video=clip(odd, 32, 48, 1), id="v1"),
         interp.Sample("what color is the sky ?", id="t0"),
     ]
     if "audio" in vlm_for(arch).adapter.modalities:
@@ -195,7 +205,7 @@ def test_null_audio_silence_equals_a_real_silent_run(arch):
 @pytest.mark.parametrize("arch", VIDEO_FAMILIES)
 def test_null_video_black_equals_a_real_black_video(arch):
     video_vlm = vlm_for(arch)
-    samples = [video_samples()[0], video_samples()[2]]
+    samples = [video_samples(arch)[0], video_samples(arch)[2]]
     null = interp.residual_stream(video_vlm, samples, "null_video:black", progress_bar=False)
     black = [
         interp.Sample(s.question, video=np.zeros_like(s.load_videos()[0]), id=s.id) for s in samples
@@ -282,25 +292,38 @@ def enc_one(vlm: interp.VLM, sample: interp.Sample) -> interp.Encoding:
     return encode(vlm, [sample])
 
 
+def video_lengths(vlm: interp.VLM, enc: interp.Encoding) -> list[int]:
+    """Feature vectors per video: from the processor's (t, h, w) patch grid (2x2 merge), or for
+    LLaVA-style ``[videos, frames, 3, H, W]`` pixels frames x (side / patch / pool stride)^2 from
+    the model config."""
+    if "video_grid_thw" in enc.inputs:
+        return [int(np.prod(g)) // 4 for g in enc.inputs["video_grid_thw"].tolist()]
+    cfg = vlm.hf.config
+    pixels = enc.inputs["pixel_values_videos"]
+    side = pixels.shape[-1] // cfg.vision_config.patch_size // cfg.spatial_pool_stride
+    return [pixels.shape[1] * side * side] * pixels.shape[0]
+
+
 @pytest.mark.parametrize("arch", VIDEO_FAMILIES)
 def test_video_positions_decode_to_the_expanded_placeholders(arch):
     video_vlm = vlm_for(arch)
     samples = video_samples(arch)
     enc, mask = positions(video_vlm, samples, "video")
-    grids = iter(enc.inputs["video_grid_thw"].tolist())  # the processor's (t, h, w) patch grid
+    lengths = iter(video_lengths(video_vlm, enc))
     token, bos, eos = VIDEO_TOKENS[arch]
     tok = video_vlm.tokenizer
     pad = tok.convert_tokens_to_ids(token)
     for row, s in enumerate(samples):
-        n = int(np.prod(next(grids))) // 4 if s.has_video else 0  # 2x2 merge
+        n = next(lengths) if s.has_video else 0
         assert enc.input_ids[row][mask[row]].tolist() == [pad] * n
         if s.has_video:  # "video:0": one contiguous run between the vision start and end tokens
             ids = enc_one(video_vlm, s).input_ids[0]
             _, slot = positions(video_vlm, [s], "video:0")
             where = slot[0].nonzero().flatten()
             assert len(where) == n and (where.diff() == 1).all()
-            assert tok.decode(ids[: int(where[0])]).endswith(bos)
-            assert tok.decode(ids[int(where[-1]) + 1 :]).startswith(eos)
+            if bos is not None:
+                assert tok.decode(ids[: int(where[0])]).endswith(bos)
+                assert tok.decode(ids[int(where[-1]) + 1 :]).startswith(eos)
     _, image = positions(video_vlm, samples, "image")
     assert not (image & mask).any()
     _, text = positions(video_vlm, samples, "text")
@@ -461,6 +484,8 @@ def test_feature_sites_hold_what_the_decoder_reads(kind, arch):
     elif kind == "audio":  # [audios, max tokens, d], padded past each audio's length
         n = audio_lengths(vlm, enc)
         feats = torch.cat([out[i, :k] for i, k in enumerate(n)])
+    elif isinstance(out, torch.Tensor):  # LLaVA: [frames, tokens per frame, d] in order
+        feats = out.reshape(-1, out.shape[-1])
     else:  # merged features, one tensor per video or one for all
         pooled = out.pooler_output
         feats = torch.cat(list(pooled)) if isinstance(pooled, (tuple, list)) else pooled

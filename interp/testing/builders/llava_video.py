@@ -4,17 +4,19 @@ Images take LLaVA-NeXT's any-res path (see :func:`~interp.testing.builders.llava
 the same 16 px tiles of 4 px patches); a video's frames each pass the vision tower, a 2x2 average
 pool (``vision_resampler``) and the projector. The chat template writes ``"<image>\\n"`` for an
 image and ``"<video>\\n"`` for a video; the processor expands ``<video>`` into
-``frames x (16 px / 4 px / 2)^2`` tokens (4 per frame). The video processor
-(``LlavaNextVideoVideoProcessor``) is real where torchvision imports, a stand-in refusing videos
-otherwise.
+``frames x (16 px / 4 px / 2)^2`` tokens (4 per frame). The stock video processor
+(``LlavaNextVideoVideoProcessor``) imports torchvision, so the builder attaches
+:class:`ResizeCropVideoProcessor`, which does the same arithmetic in plain torch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from transformers import (
+    BatchFeature,
     CLIPVisionConfig,
     LlamaConfig,
     LlavaNextImageProcessorPil,
@@ -23,9 +25,12 @@ from transformers import (
     LlavaNextVideoProcessor,
     PreTrainedTokenizerBase,
 )
+from transformers.image_transforms import get_resize_output_image_size
+from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, ChannelDimension
+from transformers.video_utils import make_batched_metadata
 
 from ..tokenizer import tiny_tokenizer
-from .common import finish, text_kwargs, vision_kwargs
+from .common import finish, processor_without_video, text_kwargs, vision_kwargs
 from .llava import (
     ANYRES_PATCH,
     ANYRES_SIZE,
@@ -33,16 +38,87 @@ from .llava import (
     VIDEO_TOKEN,
     _common_config,
 )
-from .omni_common import omni_chat_template, omni_processor
+from .omni_common import omni_chat_template
 
 
-def _video_processor() -> Any:
-    from transformers import LlavaNextVideoVideoProcessor
+class ResizeCropVideoProcessor:
+    """The LLaVA-style video preprocessing of transformers' ``BaseVideoProcessor`` without
+    torchvision: each frame is resized with antialiased bicubic interpolation (the shortest edge to
+    ``shortest_edge``, aspect kept; or to ``height x width``) by torch's uint8 kernel (torchvision's
+    CPU path for uint8 frames), center-cropped to ``crop`` (optional), rescaled by 1/255 and normalised.
+    Output: ``pixel_values_videos`` ``[videos, frames, 3, H, W]`` (videos of one frame count and
+    size, as the stock processor stacks them) and the stock ``video_metadata``."""
 
-    return LlavaNextVideoVideoProcessor(
-        size={"shortest_edge": ANYRES_SIZE},
-        crop_size={"height": ANYRES_SIZE, "width": ANYRES_SIZE},
-    )
+    model_input_names = ["pixel_values_videos"]
+    _auto_class = None
+
+    def __init__(
+        self,
+        *,
+        shortest_edge: int | None = None,
+        size: tuple[int, int] | None = None,
+        crop: tuple[int, int] | None = None,
+        mean: tuple[float, ...] = tuple(OPENAI_CLIP_MEAN),
+        std: tuple[float, ...] = tuple(OPENAI_CLIP_STD),
+    ) -> None:
+        if (shortest_edge is None) == (size is None):
+            raise ValueError("give exactly one of shortest_edge and size")
+        self.shortest_edge, self.size, self.crop = shortest_edge, size, crop
+        self.image_mean, self.image_std = list(mean), list(std)
+        self.num_frames = None
+        self.fps = None
+
+    def _frames(self, video: Any) -> torch.Tensor:
+        x = torch.from_numpy(np.stack([np.asarray(f) for f in video])).permute(0, 3, 1, 2)
+        if self.shortest_edge is not None:
+            new = get_resize_output_image_size(
+                x[0],
+                size=self.shortest_edge,
+                default_to_square=False,
+                input_data_format=ChannelDimension.FIRST,
+            )
+        else:
+            new = self.size
+        if tuple(new) != tuple(x.shape[-2:]):
+            # uint8 in, uint8 out: torch's native uint8 kernel, as torchvision uses on CPU
+            x = torch.nn.functional.interpolate(
+                x.contiguous(), size=tuple(new), mode="bicubic", antialias=True, align_corners=False
+            )
+        if self.crop is not None:
+            ch, cw = self.crop
+            h, w = x.shape[-2:]
+            top, left = int((h - ch) / 2.0), int((w - cw) / 2.0)
+            x = x[..., top : top + ch, left : left + cw]
+        mean = torch.tensor(self.image_mean).view(1, 3, 1, 1) * 255
+        std = torch.tensor(self.image_std).view(1, 3, 1, 1) * 255
+        return (x.float() - mean) / std
+
+    def __call__(self, videos: Any, return_tensors: Any = "pt", **kwargs: Any) -> BatchFeature:
+        if isinstance(videos, np.ndarray) and videos.ndim == 4:
+            videos = [videos]
+        frames = [self._frames(v) for v in videos]
+        if len({f.shape for f in frames}) > 1:
+            shapes = ", ".join(str(tuple(f.shape)) for f in frames)
+            raise ValueError(
+                f"the videos of one call must stack (same frame count and size), got {shapes}: "
+                "subsample them to one frame count or process them one at a time"
+            )
+        pixels = torch.stack(frames)
+        return BatchFeature(
+            {
+                "pixel_values_videos": pixels.numpy(),
+                "video_metadata": make_batched_metadata(videos, kwargs.get("video_metadata")),
+            },
+            tensor_type=return_tensors,
+            skip_tensor_conversion=["video_metadata"],
+        )
+
+    def save_pretrained(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to save (the constructor's arguments define it)."""
+
+
+def _video_processor() -> ResizeCropVideoProcessor:
+    return ResizeCropVideoProcessor(shortest_edge=ANYRES_SIZE, crop=(ANYRES_SIZE, ANYRES_SIZE))
 
 
 def build_llava_next_video(
@@ -73,9 +149,8 @@ def build_llava_next_video(
     config.architectures = [LlavaNextVideoForConditionalGeneration.__name__]
     torch.manual_seed(seed)
     model = LlavaNextVideoForConditionalGeneration(config)
-    processor = omni_processor(
+    processor = processor_without_video(
         LlavaNextVideoProcessor,
-        _video_processor,
         image_processor=LlavaNextImageProcessorPil(
             size={"shortest_edge": ANYRES_SIZE},
             crop_size={"height": ANYRES_SIZE, "width": ANYRES_SIZE},
@@ -88,7 +163,8 @@ def build_llava_next_video(
         chat_template=chat_template
         or omni_chat_template(IMAGE_TOKEN + "\n", video=VIDEO_TOKEN + "\n"),
     )
+    processor.video_processor = _video_processor()
     return finish(model, tok, attn_implementation), processor
 
 
-__all__ = ["build_llava_next_video"]
+__all__ = ["ResizeCropVideoProcessor", "build_llava_next_video"]
