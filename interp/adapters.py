@@ -415,7 +415,10 @@ for _adapter in (
         name="llava_onevision",
         model_types=("llava_onevision",),
         image_features="model.multi_modal_projector",
-        notes=_LLAVA_ANYRES,
+        notes=_LLAVA_ANYRES + "; video frames pass the same projector [frames, patches, d], then "
+        "2x2 bilinear pooling and one image_newline per video (outside any module)",
+        modalities=("image", "video"),
+        video_features="model.multi_modal_projector",
     ),
     Adapter(
         name="qwen2_vl",

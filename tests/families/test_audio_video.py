@@ -7,6 +7,7 @@ expanded, and generation equals HF ``generate``."""
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import pytest
@@ -27,6 +28,7 @@ VIDEO_FAMILIES = [
     "qwen2_5_omni_thinker",
     "qwen3_omni_moe_thinker",
     "llava_next_video",
+    "llava_onevision",
 ]
 KINDS = [("audio", a) for a in AUDIO_FAMILIES] + [("video", v) for v in VIDEO_FAMILIES]
 STACKED_VIDEOS = {"llava_next_video", "llava_onevision"}
@@ -43,6 +45,7 @@ VIDEO_TOKENS = {
     "qwen2_5_omni_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
     "qwen3_omni_moe_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
     "llava_next_video": ("<video>", None, None),  # the run stands in the text, no delimiters
+    "llava_onevision": ("<video>", None, None),
 }
 
 
@@ -300,6 +303,9 @@ def video_lengths(vlm: interp.VLM, enc: interp.Encoding) -> list[int]:
         return [int(np.prod(g)) // 4 for g in enc.inputs["video_grid_thw"].tolist()]
     cfg = vlm.hf.config
     pixels = enc.inputs["pixel_values_videos"]
+    if vlm.adapter.name == "llava_onevision":  # 2x2 bilinear pooling (ceil), one newline
+        side = math.ceil(pixels.shape[-1] // cfg.vision_config.patch_size / 2)
+        return [pixels.shape[1] * side * side + 1] * pixels.shape[0]
     side = pixels.shape[-1] // cfg.vision_config.patch_size // cfg.spatial_pool_stride
     return [pixels.shape[1] * side * side] * pixels.shape[0]
 
@@ -484,7 +490,11 @@ def test_feature_sites_hold_what_the_decoder_reads(kind, arch):
     elif kind == "audio":  # [audios, max tokens, d], padded past each audio's length
         n = audio_lengths(vlm, enc)
         feats = torch.cat([out[i, :k] for i, k in enumerate(n)])
-    elif isinstance(out, torch.Tensor):  # LLaVA: [frames, tokens per frame, d] in order
+    elif arch == "llava_onevision":  # [frames, patches, d], then HF's pooling and newline
+        model = vlm.hf.model
+        pooled = model.apply_pooling(out).reshape(-1, out.shape[-1])
+        feats = torch.cat([pooled, model.image_newline[None]])
+    elif isinstance(out, torch.Tensor):  # LLaVA-NeXT-Video: [frames, tokens per frame, d]
         feats = out.reshape(-1, out.shape[-1])
     else:  # merged features, one tensor per video or one for all
         pooled = out.pooler_output

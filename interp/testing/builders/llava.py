@@ -35,6 +35,8 @@ from transformers import (
 from ..tokenizer import chat_template as chatml_template
 from ..tokenizer import tiny_tokenizer
 from .common import INIT_STD, finish, processor_without_video, text_kwargs, vision_kwargs
+from .frames_video import ResizeCropVideoProcessor
+from .omni_common import omni_chat_template
 
 IMAGE_TOKEN = "<image>"
 VIDEO_TOKEN = "<video>"
@@ -180,7 +182,10 @@ def build_llava_onevision(
     tokenizer: PreTrainedTokenizerBase | None = None,
     chat_template: str | None = None,
 ) -> tuple[LlavaOnevisionForConditionalGeneration, LlavaOnevisionProcessor]:
-    """LLaVA-OneVision (any-res, SigLIP tower, "full", Qwen2 decoder), images only (no videos).
+    """LLaVA-OneVision (any-res, SigLIP tower, "full", Qwen2 decoder); takes videos through
+    :class:`~interp.testing.builders.frames_video.ResizeCropVideoProcessor` (frames resized to
+    16x16, as ``LlavaOnevisionVideoProcessor`` with that size): per frame 4x4 patches pooled to
+    2x2, plus one newline for the video, so ``<video>`` expands to ``4·frames + 1`` tokens.
 
     ``tokenizer`` (with ``image_token`` and ``video_token``) and ``chat_template`` replace the tiny
     ones.
@@ -208,8 +213,10 @@ def build_llava_onevision(
         tokenizer=tok,
         num_image_tokens=(ANYRES_SIZE // ANYRES_PATCH) ** 2,
         vision_feature_select_strategy="full",
-        chat_template=chat_template or chatml_template(IMAGE_PLACEHOLDER),
+        chat_template=chat_template
+        or omni_chat_template(IMAGE_PLACEHOLDER, video=VIDEO_TOKEN + "\n"),
     )
+    processor.video_processor = ResizeCropVideoProcessor(size=(ANYRES_SIZE, ANYRES_SIZE))
     return finish(model, tok, attn_implementation), processor
 
 

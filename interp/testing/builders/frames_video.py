@@ -1,0 +1,97 @@
+"""Torchvision-free video processors for the LLaVA-style families (LLaVA-NeXT-Video,
+LLaVA-OneVision).
+
+Their stock video processors (``BaseVideoProcessor`` subclasses) import torchvision, which does not
+import with this project's CPU torch (see ``docs/omni_families.md``). The processor here repeats
+their arithmetic in plain torch; it was compared with the stock ones (equal, see the docs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import BatchFeature
+from transformers.image_transforms import get_resize_output_image_size
+from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, ChannelDimension
+from transformers.video_utils import make_batched_metadata
+
+
+class ResizeCropVideoProcessor:
+    """The LLaVA-style video preprocessing of transformers' ``BaseVideoProcessor`` without
+    torchvision: each frame is resized with antialiased bicubic interpolation (the shortest edge to
+    ``shortest_edge``, aspect kept; or to ``height x width``) by torch's uint8 kernel (torchvision's
+    CPU path for uint8 frames), center-cropped to ``crop`` (optional), rescaled by 1/255 and normalised.
+    Output: ``pixel_values_videos`` ``[videos, frames, 3, H, W]`` (videos of one frame count and
+    size, as the stock processor stacks them) and the stock ``video_metadata``."""
+
+    model_input_names = ["pixel_values_videos"]
+    _auto_class = None
+
+    def __init__(
+        self,
+        *,
+        shortest_edge: int | None = None,
+        size: tuple[int, int] | None = None,
+        crop: tuple[int, int] | None = None,
+        mean: tuple[float, ...] = tuple(OPENAI_CLIP_MEAN),
+        std: tuple[float, ...] = tuple(OPENAI_CLIP_STD),
+    ) -> None:
+        if (shortest_edge is None) == (size is None):
+            raise ValueError("give exactly one of shortest_edge and size")
+        self.shortest_edge, self.size, self.crop = shortest_edge, size, crop
+        self.image_mean, self.image_std = list(mean), list(std)
+        self.num_frames = None
+        self.fps = None
+
+    def _frames(self, video: Any) -> torch.Tensor:
+        x = torch.from_numpy(np.stack([np.asarray(f) for f in video])).permute(0, 3, 1, 2)
+        if self.shortest_edge is not None:
+            new = get_resize_output_image_size(
+                x[0],
+                size=self.shortest_edge,
+                default_to_square=False,
+                input_data_format=ChannelDimension.FIRST,
+            )
+        else:
+            new = self.size
+        if tuple(new) != tuple(x.shape[-2:]):
+            # uint8 in, uint8 out: torch's native uint8 kernel, as torchvision uses on CPU
+            x = torch.nn.functional.interpolate(
+                x.contiguous(), size=tuple(new), mode="bicubic", antialias=True, align_corners=False
+            )
+        if self.crop is not None:
+            ch, cw = self.crop
+            h, w = x.shape[-2:]
+            top, left = int((h - ch) / 2.0), int((w - cw) / 2.0)
+            x = x[..., top : top + ch, left : left + cw]
+        mean = torch.tensor(self.image_mean).view(1, 3, 1, 1) * 255
+        std = torch.tensor(self.image_std).view(1, 3, 1, 1) * 255
+        return (x.float() - mean) / std
+
+    def __call__(self, videos: Any, return_tensors: Any = "pt", **kwargs: Any) -> BatchFeature:
+        if isinstance(videos, np.ndarray) and videos.ndim == 4:
+            videos = [videos]
+        frames = [self._frames(v) for v in videos]
+        if len({f.shape for f in frames}) > 1:
+            shapes = ", ".join(str(tuple(f.shape)) for f in frames)
+            raise ValueError(
+                f"the videos of one call must stack (same frame count and size), got {shapes}: "
+                "subsample them to one frame count or process them one at a time"
+            )
+        pixels = torch.stack(frames)
+        return BatchFeature(
+            {
+                "pixel_values_videos": pixels.numpy(),
+                "video_metadata": make_batched_metadata(videos, kwargs.get("video_metadata")),
+            },
+            tensor_type=return_tensors,
+            skip_tensor_conversion=["video_metadata"],
+        )
+
+    def save_pretrained(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to save (the constructor's arguments define it)."""
+
+
+__all__ = ["ResizeCropVideoProcessor"]
