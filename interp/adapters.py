@@ -444,7 +444,10 @@ for _adapter in (
         image_features="model.visual",
         pixel_layout="patches",
         notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
-        "early decoder layers (outside the layer modules), at image positions only",
+        "early decoder layers (outside the layer modules), at image and video positions; a video "
+        "expands to one '<t seconds><|vision_start|>...<|vision_end|>' run per temporal patch",
+        modalities=("image", "video"),
+        video_features="model.visual",
     ),
     Adapter(
         name="qwen2_audio",

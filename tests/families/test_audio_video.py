@@ -25,6 +25,7 @@ AUDIO_FAMILIES = ["qwen2_audio", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker
 VIDEO_FAMILIES = [
     "qwen2_vl",
     "qwen2_5_vl",
+    "qwen3_vl",
     "qwen2_5_omni_thinker",
     "qwen3_omni_moe_thinker",
     "llava_next_video",
@@ -42,6 +43,7 @@ AUDIO_TOKENS = {
 VIDEO_TOKENS = {
     "qwen2_vl": ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"),
     "qwen2_5_vl": ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"),
+    "qwen3_vl": ("<|video_pad|>", "<|vision_start|>", "<|vision_end|>"),
     "qwen2_5_omni_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
     "qwen3_omni_moe_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
     "llava_next_video": ("<video>", None, None),  # the run stands in the text, no delimiters
@@ -322,14 +324,24 @@ def test_video_positions_decode_to_the_expanded_placeholders(arch):
     for row, s in enumerate(samples):
         n = next(lengths) if s.has_video else 0
         assert enc.input_ids[row][mask[row]].tolist() == [pad] * n
-        if s.has_video:  # "video:0": one contiguous run between the vision start and end tokens
+        if s.has_video:  # "video:0": contiguous runs between the vision start and end tokens
             ids = enc_one(video_vlm, s).input_ids[0]
             _, slot = positions(video_vlm, [s], "video:0")
             where = slot[0].nonzero().flatten()
-            assert len(where) == n and (where.diff() == 1).all()
-            if bos is not None:
-                assert tok.decode(ids[: int(where[0])]).endswith(bos)
-                assert tok.decode(ids[int(where[-1]) + 1 :]).startswith(eos)
+            assert len(where) == n
+            runs = torch.tensor_split(where, (where.diff() > 1).nonzero().flatten() + 1)
+            # Qwen3-VL: one run per temporal patch (2 frames), after its "<t seconds>" stamp
+            frames = len(s.load_videos()[0])
+            assert len(runs) == ((frames + 1) // 2 if arch == "qwen3_vl" else 1)
+            for k, run in enumerate(runs):
+                before = tok.decode(ids[: int(run[0])])
+                if arch == "qwen3_vl":  # raw frames read as 24 fps; the stamp is the pair's mean
+                    bos_k = f"<{(2 * k + 2 * k + 1) / 2 / 24:.1f} seconds>{bos}"
+                    assert before.endswith(bos_k)
+                elif bos is not None:
+                    assert before.endswith(bos)
+                if eos is not None:
+                    assert tok.decode(ids[int(run[-1]) + 1 :]).startswith(eos)
     _, image = positions(video_vlm, samples, "image")
     assert not (image & mask).any()
     _, text = positions(video_vlm, samples, "text")

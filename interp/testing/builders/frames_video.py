@@ -1,5 +1,5 @@
 """Torchvision-free video processors for the LLaVA-style families (LLaVA-NeXT-Video,
-LLaVA-OneVision).
+LLaVA-OneVision) and Qwen3-VL.
 
 Their stock video processors (``BaseVideoProcessor`` subclasses) import torchvision, which does not
 import with this project's CPU torch (see ``docs/omni_families.md``). The processor here repeats
@@ -14,7 +14,11 @@ import numpy as np
 import torch
 from transformers import BatchFeature
 from transformers.image_transforms import get_resize_output_image_size
-from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, ChannelDimension
+from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, ChannelDimension, SizeDict
+from transformers.models.qwen3_vl.video_processing_qwen3_vl import (
+    Qwen3VLVideoProcessor,
+    smart_resize,
+)
 from transformers.video_utils import make_batched_metadata
 
 
@@ -56,11 +60,7 @@ class ResizeCropVideoProcessor:
             )
         else:
             new = self.size
-        if tuple(new) != tuple(x.shape[-2:]):
-            # uint8 in, uint8 out: torch's native uint8 kernel, as torchvision uses on CPU
-            x = torch.nn.functional.interpolate(
-                x.contiguous(), size=tuple(new), mode="bicubic", antialias=True, align_corners=False
-            )
+        x = resize_uint8(x, tuple(new))
         if self.crop is not None:
             ch, cw = self.crop
             h, w = x.shape[-2:]
@@ -94,4 +94,64 @@ class ResizeCropVideoProcessor:
         """Nothing to save (the constructor's arguments define it)."""
 
 
-__all__ = ["ResizeCropVideoProcessor"]
+def resize_uint8(frames: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Antialiased bicubic resize of uint8 ``[..., 3, H, W]`` frames by torch's native uint8 kernel
+    (what torchvision's ``resize`` runs for uint8 input on CPU); unchanged at the same size."""
+    if tuple(size) == tuple(frames.shape[-2:]):
+        return frames
+    flat = frames.reshape(-1, *frames.shape[-3:]).contiguous()
+    out = torch.nn.functional.interpolate(
+        flat, size=tuple(size), mode="bicubic", antialias=True, align_corners=False
+    )
+    return out.reshape(*frames.shape[:-2], *out.shape[-2:])
+
+
+class Qwen3VLFramesVideoProcessor(Qwen3VLVideoProcessor):
+    """The stock ``Qwen3VLVideoProcessor`` (frame sampling at ``fps`` of the video's rate — 24 fps
+    assumed for raw frames — with at least ``min_frames``, the clip-wide ``smart_resize`` area
+    bounds, temporal patches, the metadata the processor turns into ``<t seconds>`` timestamps)
+    with its three torchvision calls replaced: the uint8 resize (:func:`resize_uint8`), the RGB
+    conversion (frames are RGB already) and the normalisation (same arithmetic in torch). The
+    per-frame pixel cap is off (``cap_pixels_per_frame=False``, the current stock default)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("cap_pixels_per_frame", False)
+        super().__init__(**kwargs)
+
+    def convert_to_rgb(self, video: torch.Tensor) -> torch.Tensor:
+        if video.shape[-3] != 3:
+            raise ValueError(f"video frames must be RGB (3 channels), got {video.shape[-3]}")
+        return video
+
+    def resize(  # type: ignore[override]
+        self,
+        videos: torch.Tensor,
+        size: SizeDict,
+        resample: Any,
+        factor: int,
+        temporal_factor: int,
+        cap_pixels_per_frame: bool | None = None,
+        **kwargs: Any,
+    ) -> torch.Tensor:
+        if cap_pixels_per_frame:
+            raise ValueError("cap_pixels_per_frame is not supported by the frames processor")
+        h, w = smart_resize(
+            num_frames=videos.shape[1],
+            height=videos.shape[-2],
+            width=videos.shape[-1],
+            temporal_factor=temporal_factor,
+            factor=factor,
+            min_pixels=size.shortest_edge,
+            max_pixels=size.longest_edge,
+        )
+        return resize_uint8(videos, (h, w))
+
+    def normalize(  # type: ignore[override]
+        self, image: torch.Tensor, mean: Any, std: Any, inplace: bool = False, **kwargs: Any
+    ) -> torch.Tensor:
+        mean = torch.as_tensor(mean, dtype=image.dtype).view(-1, 1, 1)
+        std = torch.as_tensor(std, dtype=image.dtype).view(-1, 1, 1)
+        return (image - mean) / std
+
+
+__all__ = ["Qwen3VLFramesVideoProcessor", "ResizeCropVideoProcessor", "resize_uint8"]

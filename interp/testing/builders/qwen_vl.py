@@ -7,12 +7,14 @@ as ``<|vision_start|><|image_pad|><|vision_end|>``; the processor expands ``<|im
 token per merged 2x2 patch group, so an image of ``h x w`` pixels (rounded to multiples of 16, at
 most 64x64 pixels in area) gives ``(h/16)·(w/16)`` image tokens: 4 for 32x32, at most 16.
 
-Qwen2-VL also takes videos (``{"type": "video"}`` renders as
+Qwen2-VL and Qwen2.5-VL also take videos (``{"type": "video"}`` renders as
 ``<|vision_start|><|video_pad|><|vision_end|>``) through :class:`FramesVideoProcessor`: the stock
 ``Qwen2VLVideoProcessor`` imports torchvision at module level, and the torchvision wheel on PyPI
 for this torch (0.28.0) is a CUDA build whose ops library links ``libtorch_cuda.so``, which the CPU
 torch wheel lacks, so ``import torchvision`` fails. A video of ``T`` frames of ``h x w`` gives
-``ceil(T/2)·(h/16)·(w/16)`` video tokens.
+``ceil(T/2)·(h/16)·(w/16)`` video tokens. Qwen3-VL takes videos through
+:class:`~interp.testing.builders.frames_video.Qwen3VLFramesVideoProcessor` (the stock class's
+sampling, resizing and timestamps without torchvision).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from .common import (
     processor_without_video,
     text_kwargs,
 )
+from .frames_video import Qwen3VLFramesVideoProcessor
 
 IMAGE_TOKEN = "<|image_pad|>"
 VIDEO_TOKEN = "<|video_pad|>"
@@ -207,9 +210,12 @@ def _build(
     chat_template: str | None = None,
     image_processor: Qwen2VLImageProcessorPil | None = None,
     videos: bool = False,
+    video_processor: type[Qwen3VLFramesVideoProcessor] | None = None,
 ) -> tuple[M, P]:
     """Seeded fp32 construction (``architectures`` set before it), then :func:`finish`; with
-    ``videos``, a :class:`FramesVideoProcessor` over the image processor."""
+    ``videos``, a :class:`FramesVideoProcessor` over the image processor; with
+    ``video_processor``, that class with the image processor's patch, merge, mean and std and
+    a clip-wide area of at most 4x the image bound."""
     config.architectures = [model_cls.__name__]
     torch.manual_seed(seed)
     model = model_cls._from_config(
@@ -223,6 +229,19 @@ def _build(
     )
     if videos:
         processor.video_processor = FramesVideoProcessor(processor.image_processor)
+    elif video_processor is not None:
+        ip = processor.image_processor
+        processor.video_processor = video_processor(
+            patch_size=ip.patch_size,
+            merge_size=ip.merge_size,
+            temporal_patch_size=ip.temporal_patch_size,
+            size={
+                "shortest_edge": ip.size["shortest_edge"],
+                "longest_edge": 4 * ip.size["longest_edge"],
+            },
+            image_mean=ip.image_mean,
+            image_std=ip.image_std,
+        )
     return finish(model, tok, attn_implementation), processor
 
 
@@ -337,6 +356,7 @@ def build_qwen3_vl(
         attn_implementation,
         chat_template,
         image_processor,
+        video_processor=Qwen3VLFramesVideoProcessor,
     )
 
 
