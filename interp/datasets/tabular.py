@@ -293,15 +293,7 @@ def row_to_sample(
         value = _plain(value)
         if value is not _SKIP:
             meta[key] = value
-    return Sample(
-        question=str(question),
-        image=image,
-        audio=audio,
-        video=video,
-        answer=answer,
-        id=sid,
-        meta=meta,
-    )
+    return Sample(str(question), image, answer, sid, meta=meta, audio=audio, video=video)
 
 
 # -- sources ----------------------------------------------------------------------------------------
