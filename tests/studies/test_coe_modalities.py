@@ -129,11 +129,12 @@ def _audio_table(tmp_path, n: int = 6) -> str:
 
 
 def test_cli_coe_full_vs_no_audio(tmp_path, monkeypatch, capsys):
-    """``interp coe --conditions full,no_audio`` on an audio table; the per-layer distances it
-    writes equal the library's."""
-    vlm = vlm_for("qwen2_audio")
-    vlm.hf.config.save_pretrained(tmp_path / "model")
-    monkeypatch.setattr(interp.model, "load", lambda *a, **k: vlm)
+    """``interp coe --conditions full,no_audio`` on an audio table and an audio-language checkpoint
+    folder; the per-layer distances it writes equal the library's."""
+    tiny = vlm_for("qwen2_audio")  # saved and loaded from its folder, as a user's checkpoint
+    tiny.hf.save_pretrained(tmp_path / "model")
+    tiny.processor.save_pretrained(tmp_path / "model")
+    vlm = interp.load(str(tmp_path / "model"))
     data = _audio_table(tmp_path)
     base = ["coe", "--model", str(tmp_path / "model"), "--data", data, "--no-progress"]
     opts = ["--split", "loud", "--vip", "2", "--max-new-tokens", "2"]
