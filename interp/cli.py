@@ -75,8 +75,8 @@ def add_common_arguments(
         default=None,
         help="which columns of parquet / datasets data hold the sample fields, e.g. "
         "'question=query,image=img,answer=answers,id=qid' (defaults: common names such as "
-        "question/query/prompt, image/img, answer/answers/label; image=none: text only); the "
-        "other columns become labels",
+        "question/query/prompt, image/img, answer/answers/label; image=none: text only; "
+        "audio=<col>, video=<col> for audio and video columns); the other columns become labels",
     )
     parser.add_argument(
         "--out",

@@ -553,8 +553,21 @@ def load(
                 source, task="image-text-to-text", processor=processor, dispatch=False, **kwargs
             )
         return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model))
-    hf = AutoModelForImageTextToText.from_pretrained(source, **kwargs).eval()
+    hf = _auto_class(config).from_pretrained(source, **kwargs).eval()
     return VLM(hf, processor, adapter=adapter, source=str(model))
+
+
+def _auto_class(config: Any) -> Any:
+    """The auto class that builds ``config``'s model: image-text-to-text for the vision families,
+    multimodal-LM for those outside it (the audio-language Qwen2-Audio)."""
+    from transformers import AutoModelForMultimodalLM
+    from transformers.models.auto import modeling_auto
+
+    if config.model_type in modeling_auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return AutoModelForImageTextToText
+    if config.model_type in modeling_auto.MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES:
+        return AutoModelForMultimodalLM
+    return AutoModelForImageTextToText  # its own error names the supported types
 
 
 __all__ = ["VLM", "Residual", "config_only", "load", "model_config"]

@@ -24,7 +24,8 @@ images (the ``datasets`` Image feature), ``{"bytes": ..., "path": ...}`` structs
 is stored in arrow and parquet), raw bytes, a file path (relative to the data's folder, or
 absolute), a base64 string, or a list of these (a multi-image sample). Every other column with
 plain values (text, numbers, booleans, lists of them) goes to ``meta``, so ``--group-by`` and the
-studies' labels work on it; ``ClassLabel`` values read as their names.
+studies' labels work on it; ``ClassLabel`` values read as their names. ``audio`` and ``video``
+columns (``--columns audio=clip,video=frames``) read as :mod:`interp.datasets.media_cells` says.
 
 Without the ``datasets`` package (the ``[data]`` extra), parquet still reads through ``pyarrow``
 (or pandas with a parquet engine); the folder and hub sources raise
@@ -58,13 +59,16 @@ from ..errors import (
     MissingImageError,
 )
 from ..samples import Sample, ensure_samples, read_jsonl
+from .media_cells import audio_cell, video_cell
 
-ROLES = ("question", "image", "answer", "id")
+ROLES = ("question", "image", "answer", "id", "audio", "video")
 DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = {
     "question": ("question", "query", "prompt", "text", "instruction"),
     "image": ("image", "img", "images", "image_path", "image_file"),
     "answer": ("answer", "answers", "label", "ground_truth", "gt_answer"),
     "id": ("id", "question_id", "qid", "sample_id", "index"),
+    "audio": ("audio", "audio_path", "audio_file"),
+    "video": ("video", "video_path", "video_file"),
 }
 """Column names tried, in order, for a role the mapping leaves out."""
 
@@ -263,7 +267,7 @@ def row_to_sample(
 ) -> Sample:
     """One table row as a sample (``columns`` from :func:`resolve_columns`; ``where`` names the
     row in errors)."""
-    qcol, icol, acol, idcol = (columns[r] for r in ROLES)
+    qcol, icol, acol, idcol, aucol, vcol = (columns.get(r) for r in ROLES)
     sid_raw = row.get(idcol) if idcol else None
     sid = str(_plain(sid_raw)) if sid_raw is not None else str(index)
     where = f"{where} (id {sid!r})"
@@ -271,6 +275,8 @@ def row_to_sample(
     if question is None or not str(question).strip():
         raise DataFormatError(f"{where}: empty question (column {qcol!r})")
     image = _image_cell(row.get(icol), bases, where) if icol else None
+    audio = audio_cell(row.get(aucol), bases, where) if aucol else None
+    video = video_cell(row.get(vcol), bases, where) if vcol else None
     meta: dict[str, Any] = {}
     answer = row.get(acol) if acol else None
     if isinstance(answer, np.ndarray):
@@ -282,12 +288,12 @@ def row_to_sample(
     else:
         answer = _answer_text(answer)
     for key, value in row.items():
-        if key in (qcol, icol, acol, idcol) or key in meta:
+        if key in (qcol, icol, acol, idcol, aucol, vcol) or key in meta:
             continue
         value = _plain(value)
         if value is not _SKIP:
             meta[key] = value
-    return Sample(question=str(question), image=image, answer=answer, id=sid, meta=meta)
+    return Sample(str(question), image, answer, sid, meta=meta, audio=audio, video=video)
 
 
 # -- sources ----------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ From the chain-of-embedding paper (see ``docs/papers.md``): :func:`chain_of_embe
 prompt token's residual stream at every layer with and without the image; :func:`diagnose` splits
 the samples by whether the image changes the answer, finds the Visual Integration Point (Eq. 9),
 computes Total Visual Integration (Eq. 4) and correlates it with correctness (Tables 1, 3, 4, 6, 9);
-:mod:`.figures` draws Figs. 2, 4 and 9.
+:mod:`.figures` draws Figs. 2, 4 and 9. Any two conditions compare, the second the reference:
+``("full", "no_audio")`` asks where an audio family integrates the audio, ``("full", "no_video")``
+the same of a video.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from interp.conditions import Condition
 from interp.edits import Intervention
-from interp.errors import InterpError
+from interp.errors import InterpError, ModalityError
 from interp.residual import generate_states
 from interp.samples import Sample, ensure_samples
 from probes.distances import get_distance, to_numpy
@@ -51,7 +51,8 @@ class ChainOfEmbedding:
         answer_ids: condition name → generated token ids per sample.
         visual_attention: ``[N]`` mean over layers and heads of the last prompt token's attention
             mass on image tokens under the first condition (Eq. 10), or None if not measured.
-        conditions: the two condition names, (image condition, contrast condition).
+        conditions: the two condition names, (condition, reference condition), e.g.
+            ``("full", "blind")`` or ``("full", "no_audio")``.
         layers: layer indices (0 = embeddings, l = output of decoder layer l).
         samples: the samples, in row order.
     """
@@ -124,6 +125,32 @@ class ChainOfEmbedding:
         return frame
 
 
+def check_media_conditions(vlm: VLM, samples: Sequence[Sample], names: Sequence[str]) -> None:
+    """Before compute: an audio or video part in a condition needs a family that takes that
+    modality and at least one sample that carries it (otherwise both conditions are the same
+    input and every distance is zero).
+
+    Raises:
+        ModalityError: the family lacks the modality, or no sample has it.
+    """
+    for kind in ("audio", "video"):
+        parts = [str(getattr(Condition.parse(n), kind)) for n in names]
+        used = [p for p in parts if p != "None"]
+        if not used:
+            continue
+        if kind not in vlm.adapter.modalities:
+            raise ModalityError(
+                f"the condition part {used[0]!r} acts on {kind}, which {vlm.adapter.name} does not "
+                f"take (it takes {', '.join(vlm.adapter.modalities)}); compare conditions on those"
+            )
+        if not any(s.has_audio if kind == "audio" else s.has_video for s in samples):
+            raise ModalityError(
+                f"the condition part {used[0]!r} acts on {kind}, but no sample has {kind}: both "
+                f"conditions would be the same input (give samples with {kind}; a table's column "
+                f"with --columns {kind}=<column>)"
+            )
+
+
 def chain_of_embedding(
     vlm: VLM,
     samples: Sequence[Sample],
@@ -143,8 +170,10 @@ def chain_of_embedding(
     """Last-token states of both conditions at every layer, plus each condition's greedy answer.
 
     Args:
-        conditions: (image condition, contrast condition), e.g. ``("full", "blind")``,
-            ``("full", "null:black")`` or ``("full", "null_question")`` (image+text vs image only).
+        conditions: (condition, reference condition), e.g. ``("full", "blind")``,
+            ``("full", "null:black")``, ``("full", "null_question")`` (image+text vs image only),
+            ``("full", "no_audio")`` (where is the audio integrated?) or ``("full", "no_video")``.
+            The diagnosis takes the second as the reference (TVI, VIP, agreement split).
         layers: layer indices 0..L (default all; 0 = embeddings).
         max_new_tokens: greedy answer budget (answers compared for the agreement split).
         visual_attention: also measure Eq. 10's visual attention under the first condition (needs
@@ -160,6 +189,7 @@ def chain_of_embedding(
     names = tuple(str(Condition.parse(c)) for c in conditions)
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"give two different conditions, got {conditions!r}")
+    check_media_conditions(vlm, samples, names)
     gen = generate_states(
         vlm,
         samples,

@@ -82,6 +82,16 @@ def load_samples(inv: Invocation) -> list[Any]:
             f"the diagnosis compares two groups of at least 2 samples each: give at least "
             f"{MIN_SAMPLES} samples (--data {args.data!r} gives {len(samples)})"
         )
+    from interp.conditions import Condition
+
+    for kind in ("audio", "video"):  # before the model loads; the family is checked at compute
+        parts = [getattr(Condition.parse(c), kind) for c in split_list(args.conditions)]
+        acting = [str(p) for p in parts if p is not None]
+        if acting and not any(s.has_audio if kind == "audio" else s.has_video for s in samples):
+            raise UsageError(
+                f"--conditions {args.conditions}: {acting[0]!r} acts on {kind}, but no sample "
+                f"has {kind} (name the {kind} column: --columns {kind}=<column>)"
+            )
     check_label(samples, args.group_by, "--group-by")
     if args.split != "agreement":
         check_split_label(samples, args.split, "--split")
@@ -95,7 +105,8 @@ def register(sub: Any) -> None:
     d.add_argument(
         "--conditions",
         default="full,blind",
-        help="two conditions, e.g. full,blind or full,null:black",
+        help="two conditions, the second the reference: e.g. full,blind, full,null:black, "
+        "full,no_audio (where is the audio integrated?) or full,no_video",
     )
     d.add_argument("--metric", default="cosine", choices=["cosine", "l2", "kl", "js"])
     d.add_argument(

@@ -146,7 +146,9 @@ class Diagnosis:
         for subset, mask in self._subsets(by).items():
             mask = mask & ~np.isnan(y)
             for name, values in scores.items():
-                r = _safe_spearman(np.asarray(values)[mask], y[mask])
+                x = np.asarray(values, dtype=np.float64)
+                keep = mask & ~np.isnan(x)  # e.g. pre-VIP TVI with the VIP at layer 1: no layers
+                r = _safe_spearman(x[keep], y[keep])
                 rows.append(
                     {
                         "subset": subset,
