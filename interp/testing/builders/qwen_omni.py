@@ -144,6 +144,33 @@ def _rope(interleaved: bool = False) -> dict[str, Any]:
     return rope
 
 
+def _build(
+    model_cls: Any,
+    processor_cls: Any,
+    config: Any,
+    tok: PreTrainedTokenizerBase,
+    seed: int,
+    attn_implementation: str,
+    chat_template: str | None,
+) -> tuple[Any, Any]:
+    """Seeded fp32 construction (``architectures`` set before it) and the stock processor with
+    the Qwen-VL image processor, the Whisper feature extractor and the frames video processor."""
+    config.architectures = [model_cls.__name__]
+    torch.manual_seed(seed)
+    model = model_cls._from_config(
+        config, attn_implementation=attn_implementation, dtype=torch.float32
+    )
+    processor = omni_processor(
+        processor_cls,
+        lambda: _video_processor(PATCH_SIZE),
+        image_processor=qwen_vl_image_processor(),
+        feature_extractor=whisper_features(),
+        tokenizer=tok,
+        chat_template=chat_template or tok.chat_template,
+    )
+    return finish(model, tok, attn_implementation), _small_videos(processor)
+
+
 def build_qwen2_5_omni_thinker(
     seed: int = 0,
     attn_implementation: str = "eager",
@@ -173,20 +200,15 @@ def build_qwen2_5_omni_thinker(
         vision_end_token_id=ids["vision_eos_token"],
         initializer_range=INIT_STD,
     )
-    config.architectures = [Qwen2_5OmniThinkerForConditionalGeneration.__name__]
-    torch.manual_seed(seed)
-    model = Qwen2_5OmniThinkerForConditionalGeneration._from_config(
-        config, attn_implementation=attn_implementation, dtype=torch.float32
-    )
-    processor = omni_processor(
+    return _build(
+        Qwen2_5OmniThinkerForConditionalGeneration,
         Qwen2_5OmniProcessor,
-        lambda: _video_processor(PATCH_SIZE),
-        image_processor=qwen_vl_image_processor(),
-        feature_extractor=whisper_features(),
-        tokenizer=tok,
-        chat_template=chat_template or tok.chat_template,
+        config,
+        tok,
+        seed,
+        attn_implementation,
+        chat_template,
     )
-    return finish(model, tok, attn_implementation), _small_videos(processor)
 
 
 def build_qwen3_omni_moe_thinker(
@@ -230,20 +252,15 @@ def build_qwen3_omni_moe_thinker(
         vision_start_token_id=ids["vision_bos_token"],
         initializer_range=INIT_STD,
     )
-    config.architectures = [Qwen3OmniMoeThinkerForConditionalGeneration.__name__]
-    torch.manual_seed(seed)
-    model = Qwen3OmniMoeThinkerForConditionalGeneration._from_config(
-        config, attn_implementation=attn_implementation, dtype=torch.float32
-    )
-    processor = omni_processor(
+    return _build(
+        Qwen3OmniMoeThinkerForConditionalGeneration,
         Qwen3OmniMoeProcessor,
-        lambda: _video_processor(PATCH_SIZE),
-        image_processor=qwen_vl_image_processor(),
-        feature_extractor=whisper_features(),
-        tokenizer=tok,
-        chat_template=chat_template or tok.chat_template,
+        config,
+        tok,
+        seed,
+        attn_implementation,
+        chat_template,
     )
-    return finish(model, tok, attn_implementation), _small_videos(processor)
 
 
 __all__ = [
