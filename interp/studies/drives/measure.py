@@ -24,10 +24,12 @@ from .contexts import (
     ContextsFn,
     _check_common,
     _check_images,
+    _check_null_visual,
     _mismatched_partners,
     _null_image_name,
     _question_part,
     _resolve_support,
+    _visual_name,
     drive_contexts,
 )
 from .result import CausalDrives
@@ -149,6 +151,7 @@ def causal_drives(
     overwrite: bool = False,
     shard: Shard = None,
     progress_bar: bool = True,
+    visual: str = "image",
 ) -> CausalDrives:
     r"""Per-token question, visual and prefix drives (the paper's QCD, VCD, PCD) and the PMI
     baselines of each sample's answer, in bits.
@@ -175,6 +178,9 @@ def causal_drives(
             ``"mean"`` or ``"mismatched"``.
         null_question: Q = ∅ in P0, VCD and PMI_Q: ``""`` or a prompt text.
         pmi: also compute PMI_Q and PMI_P (2 more forwards per sample).
+        visual: what V is: ``"image"`` (the sample's images) or ``"video"`` (its video; the
+            support pairs are (video, question); V = ∅ is ``"blind"`` (``no_video``),
+            ``"black"`` / ``"mean"`` (``null_video`` frames) or ``"mismatched"``).
         edits: interventions applied in every forward (and in the greedy generation).
         batch_size: rows per forward; store, overwrite, shard: see :func:`interp.residual_stream`
             (the greedy answers get their own store under ``store/answers``).
@@ -183,18 +189,22 @@ def causal_drives(
         SupportError: ``k`` < 1, ``k`` larger than the samples, an empty support.
         ImageError: a sample or support sample without an image.
         EmptyTargetError: a target that tokenises to nothing (or an empty greedy answer).
-        ConditionError: an unknown ``null_image``.
+        VideoError: with ``visual="video"``, a sample or support sample without a video.
+        ConditionError: an unknown ``null_image`` or ``visual``, or a null image without a video
+            counterpart (``"white"``, ``"noise"``) with ``visual="video"``.
         DriveError: not one target per sample, or bad ``batch_size`` / ``max_new_tokens``.
     """
     samples = ensure_samples(samples)
-    _check_images(samples)
+    visual = _visual_name(visual)
+    _check_images(samples, visual=visual)
     nimg = _null_image_name(null_image)
+    _check_null_visual(nimg, visual)
     qpart = _question_part(null_question)
     _check_common(batch_size, max_new_tokens)
-    sup = _resolve_support(samples, support, k, seed)
+    sup = _resolve_support(samples, support, k, seed, visual)
     ids = _resolve_targets(vlm, samples, targets)
     edits = check_edits(vlm, edits)
-    partners = _mismatched_partners(samples) if nimg == "mismatched" else None
+    partners = _mismatched_partners(samples, visual) if nimg == "mismatched" else None
     if qpart.arg:
         warn_unknown_tokens(vlm, [Sample(qpart.arg)])
     if ids is None:
@@ -209,7 +219,9 @@ def causal_drives(
             progress_bar=progress_bar,
         )
     K = len(sup)
-    contexts = drive_contexts(samples, sup, null_image=nimg, null_question=qpart.arg or "", pmi=pmi)
+    contexts = drive_contexts(
+        samples, sup, null_image=nimg, null_question=qpart.arg or "", pmi=pmi, visual=visual
+    )
 
     settings = {
         "support": [c.fingerprint() for c in sup],
@@ -217,6 +229,8 @@ def causal_drives(
         "null_question": qpart.arg or "",
         "pmi": pmi,
     }
+    if visual == "video":  # image stores keep their settings (and resume)
+        settings["visual"] = visual
     extras = None
     if partners is not None:
         extras = [samples[j].fingerprint() for j in partners]

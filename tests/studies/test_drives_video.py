@@ -1,0 +1,133 @@
+"""Causal drives with the video as V (``visual="video"``), against plain Hugging Face forwards.
+
+The reference builds each prompt by hand with the stock processor's chat template (with and
+without the video, or with black frames), appends the answer tokens, runs one plain HF forward
+and takes log2 of the softmax — no interp encoding, no nnsight, no batching.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import interp
+from interp.errors import ConditionError, VideoError
+from interp.studies import drives as dr
+from interp.testing import tiny_vlm
+
+NULL_Q = "Please provide a response."
+TARGETS = ["a red circle", "two", "blue sky"]
+ATOL = 1e-4  # bits
+
+
+def clip(frames: int, h: int, w: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (frames, h, w, 3), dtype=np.uint8)
+
+
+@pytest.fixture(scope="module")
+def vlm() -> interp.VLM:
+    return tiny_vlm("qwen2_vl")
+
+
+@pytest.fixture(scope="module")
+def samples() -> list[interp.Sample]:
+    return [
+        interp.Sample("what happens here ?", video=clip(4, 32, 32, 0), id="v0"),
+        interp.Sample("what color is it ?", video=clip(2, 32, 48, 1), id="v1"),
+        interp.Sample("how many are there ?", video=clip(4, 48, 32, 2), id="v2"),
+    ]
+
+
+def hand_logprobs2(vlm: interp.VLM, text: str, video: np.ndarray | None, target: list[int]):
+    """log2 P(a_t | a_<t, prompt) for every t, from one plain HF teacher-forced forward."""
+    proc = vlm.processor
+    content = ([{"type": "video"}] if video is not None else []) + [{"type": "text", "text": text}]
+    prompt = proc.apply_chat_template(
+        [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
+    )
+    kwargs = {"videos": [video]} if video is not None else {}
+    inputs = dict(proc(text=[prompt], return_tensors="pt", **kwargs))
+    n = inputs["input_ids"].shape[1]
+    for key, value in list(inputs.items()):
+        if not (isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape == (1, n)):
+            continue
+        # the answer tokens are text: token ids, attention 1, token types 0
+        tail = torch.tensor([target]) if key == "input_ids" else torch.zeros(1, len(target))
+        if key == "attention_mask":
+            tail = torch.ones(1, len(target))
+        inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+    with torch.no_grad():
+        logits = vlm.hf(**inputs).logits[0].double()
+    lp = logits.log_softmax(-1)[n - 1 : n - 1 + len(target)]
+    return (lp[torch.arange(len(target)), torch.tensor(target)] / math.log(2)).numpy()
+
+
+def ids_of(vlm: interp.VLM, text: str) -> list[int]:
+    return vlm.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+@pytest.mark.parametrize("null_image", ["blind", "black"])
+def test_visual_drive_of_the_video_equals_hand_hf_log_probs(vlm, samples, null_image):
+    targets = [ids_of(vlm, t) for t in TARGETS]
+    got = dr.causal_drives(
+        vlm,
+        samples,
+        support=samples[:2],
+        targets=targets,
+        null_image=null_image,
+        null_question=NULL_Q,
+        visual="video",
+        pmi=False,
+        batch_size=4,
+        progress_bar=False,
+    )
+    assert got.null_image == null_image
+    for i, (s, a) in enumerate(zip(samples, targets)):
+        video = s.load_videos()[0]
+        null = None if null_image == "blind" else np.zeros_like(video)
+        with_v = hand_logprobs2(vlm, NULL_Q, video, a)
+        without = hand_logprobs2(vlm, NULL_Q, null, a)
+        want_vcd = np.cumsum(with_v - without)
+        np.testing.assert_allclose(got.visual_drive[i, : len(a)], want_vcd, atol=ATOL, rtol=0)
+        np.testing.assert_allclose(got.p0[i, : len(a)], np.cumsum(without), atol=ATOL, rtol=0)
+        assert np.isnan(got.visual_drive[i, len(a) :]).all()
+    # the video matters: the check has teeth
+    assert np.nanmax(np.abs(got.visual_drive)) > 1e-3
+
+
+def test_question_drive_uses_the_support_videos(vlm, samples):
+    """QCD_t = log2 mean_k Π_{i≤t} P(a_i | a_<i, v_k, q) − log2 P0, v_k the support's videos."""
+    targets = [ids_of(vlm, t) for t in TARGETS[:1]]
+    sup = samples[1:]
+    got = dr.causal_drives(
+        vlm,
+        samples[:1],
+        support=sup,
+        targets=targets,
+        null_question=NULL_Q,
+        visual="video",
+        pmi=False,
+        progress_bar=False,
+    )
+    s, a = samples[0], targets[0]
+    p0 = np.cumsum(hand_logprobs2(vlm, NULL_Q, None, a))
+    per_k = [np.cumsum(hand_logprobs2(vlm, s.question, c.load_videos()[0], a)) for c in sup]
+    want = np.log2(np.mean([2.0**x for x in per_k], axis=0)) - p0
+    np.testing.assert_allclose(got.question_drive[0, : len(a)], want, atol=ATOL, rtol=0)
+
+
+def test_video_drive_errors(vlm, samples):
+    with pytest.raises(ConditionError, match="no video counterpart"):
+        dr.causal_drives(vlm, samples, k=2, null_image="white", visual="video")
+    with pytest.raises(ConditionError, match="unknown visual"):
+        dr.causal_drives(vlm, samples, k=2, visual="audio")
+    with pytest.raises(VideoError, match="has no video"):
+        dr.causal_drives(vlm, [*samples, interp.Sample("hi", id="t")], k=2, visual="video")
+    assert [s.id for s in dr.draw_support(samples, 2, visual="video")] != []
+    with pytest.raises(VideoError, match="support sample"):
+        dr.causal_drives(
+            vlm, samples, support=[interp.Sample("hi", id="t")], visual="video", targets=TARGETS
+        )
