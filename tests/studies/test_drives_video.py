@@ -131,3 +131,33 @@ def test_video_drive_errors(vlm, samples):
         dr.causal_drives(
             vlm, samples, support=[interp.Sample("hi", id="t")], visual="video", targets=TARGETS
         )
+
+
+def test_source_removal_without_the_video_equals_hand_hf(vlm, samples):
+    """The "no_image" column (V removed, question kept) is P(a_t | a_<t, q) without the video."""
+    targets = [ids_of(vlm, t) for t in TARGETS[:2]]
+    got = dr.source_removal(
+        vlm, samples[:2], targets=targets, visual="video", batch_size=4, progress_bar=False
+    )
+    for i, (s, a) in enumerate(zip(samples[:2], targets)):
+        full = 2.0 ** hand_logprobs2(vlm, s.question, s.load_videos()[0], a)
+        without = 2.0 ** hand_logprobs2(vlm, s.question, None, a)
+        np.testing.assert_allclose(got.probs["full"][i, : len(a)], full, atol=1e-5, rtol=0)
+        np.testing.assert_allclose(got.probs["no_image"][i, : len(a)], without, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--visual", "video"], "has no video"),
+        (["--visual", "video", "--null-image", "white"], "no video counterpart"),
+    ],
+)
+def test_the_command_refuses_video_drives_it_cannot_run(tmp_path, capsys, extra, message):
+    from interp.cli import main
+
+    argv = ["drives", "--model", "demo", "--data", "demo", "--n", "4", "--k", "2", "--m", "0"]
+    argv += ["--out", str(tmp_path / "run"), "--no-progress", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and message in err

@@ -36,6 +36,12 @@ sample's image) or ``"mismatched"`` (the image of the next sample whose image di
 default) or a task-agnostic prompt such as ``"Please provide a response."`` (Supplementary
 Sec. 10).
 
+**Video.** With ``visual="video"`` (``--visual video``) V is the sample's video instead: the
+support pairs are (video, question), and V = ∅ is ``"blind"`` (``no_video``), ``"black"`` /
+``"mean"`` (``null_video`` frames of each video's shape) or ``"mismatched"`` (another sample's
+video); ``"white"`` and ``"noise"`` have no video counterpart and are refused.
+:func:`drive_sensitivity` still varies the null image only.
+
 Entry points: :func:`causal_drives` (→ :class:`CausalDrives`), :func:`source_removal` (Table 3),
 :func:`recovery_error` (Eq. 15, Fig. 5), :func:`cluster_drives` (Fig. 3, Supplementary Sec. 11),
 :func:`prefix_visual_imbalance` (S_PV, Table 4, Supplementary Sec. 12), :func:`drive_sensitivity`

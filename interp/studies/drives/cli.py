@@ -19,7 +19,9 @@ from .contexts import (
     DEFAULT_QTYPES,
     NEUTRAL_PROMPT,
     NULL_IMAGES,
+    VISUALS,
     _check_images,
+    _check_null_visual,
     _null_image_name,
     _question_part,
 )
@@ -30,21 +32,21 @@ DATA_HELP = DEMO_HELP + " (default question type for demo: describe)"
 
 
 def check_options(inv: Invocation) -> None:
-    """``--k`` >= 1, ``--m`` >= 0, ``--clusters`` >= 1, ``--null-image``, ``--null-question``."""
+    """``--k`` >= 1, ``--m`` >= 0, ``--clusters`` >= 1, ``--null-image`` (with ``--visual``), ``--null-question``."""
     args = inv.args
     at_least(args.k, "--k", 1, " (the support size K)")
     at_least(args.m, "--m", 0, " (held-out contexts; 0 skips the recovery)")
     at_least(args.clusters, "--clusters", 1)
-    _null_image_name(args.null_image)
+    _check_null_visual(_null_image_name(args.null_image), args.visual)
     _question_part(args.null_question)
 
 
 def load_samples(inv: Invocation) -> list[Any]:
-    """Every sample with an image; K, M and the clusters against the number of samples;
+    """Every sample with an image (a video with ``--visual video``); K, M and the clusters against the number of samples;
     ``--labels``."""
     args = inv.args
     samples = inv.load_data(DEFAULT_QTYPES)
-    _check_images(samples)
+    _check_images(samples, visual=args.visual)
     if args.k > len(samples):
         raise SupportError(
             f"--k {args.k} is larger than the {len(samples)} samples the support is drawn from; "
@@ -75,6 +77,12 @@ def register(sub: Any) -> None:
     )
     d.add_argument("--support-seed", type=int, default=0, help="seed of the support draw")
     d.add_argument("--null-image", default="blind", choices=list(NULL_IMAGES) + ["none"])
+    d.add_argument(
+        "--visual",
+        default="image",
+        choices=list(VISUALS),
+        help="what V is: the image, or the video (null image blind/black/mean/mismatched)",
+    )
     d.add_argument(
         "--null-question",
         default="",

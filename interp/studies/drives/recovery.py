@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,7 @@ from .contexts import (
     _check_images,
     _check_matches,
     _compose,
+    _visual_name,
 )
 from .measure import _measure
 from .result import CausalDrives
@@ -128,6 +129,7 @@ def recovery_error(
     overwrite: bool = False,
     shard: Shard = None,
     progress_bar: bool = True,
+    visual: str = "image",
 ) -> Recovery:
     """Randomized-intervention recovery (Sec. 5.4, Eq. 15, Fig. 5): a held-out reference G(t)
     from M contexts outside the drives' support, and Err(D) = (1/T) Σ_t |D(t) − G(t)| for QCD vs
@@ -139,6 +141,8 @@ def recovery_error(
         drives: a :func:`causal_drives` result with the PMI baselines.
         contexts: the held-out (image, question) contexts; default: ``m`` drawn with ``seed``
             from ``samples`` outside the drives' support.
+        visual: as given to :func:`causal_drives` (``"video"``: the contexts' videos are
+            reassigned).
 
     Raises:
         DriveError: other samples than the drives', or drives without PMI.
@@ -167,15 +171,23 @@ def recovery_error(
         ctx = list(contexts)
         if not ctx:
             raise SupportError("contexts is empty; give at least one held-out (image, question)")
-    _check_images(ctx, "held-out context")
+    visual = _visual_name(visual)
+    _check_images(ctx, "held-out context", visual)
     edits = check_edits(vlm, edits)
     M = len(ctx)
 
+    def vid(c: Sample) -> Any:
+        return c.video if visual == "video" else None
+
     def rows(i: int, s: Sample) -> list[Context]:
         out: list[Context] = [
-            (_compose(s.question, c.image, f"{s.id}|gq{j}"), FULL) for j, c in enumerate(ctx)
+            (_compose(s.question, c.image, f"{s.id}|gq{j}", vid(c)), FULL)
+            for j, c in enumerate(ctx)
         ]
-        out += [(_compose(c.question, c.image, f"{s.id}|gp{j}"), FULL) for j, c in enumerate(ctx)]
+        out += [
+            (_compose(c.question, c.image, f"{s.id}|gp{j}", vid(c)), FULL)
+            for j, c in enumerate(ctx)
+        ]
         return out
 
     lps = _measure(
@@ -184,7 +196,8 @@ def recovery_error(
         drives.token_ids,
         rows,
         name="recovery",
-        settings={"contexts": [c.fingerprint() for c in ctx]},
+        settings={"contexts": [c.fingerprint() for c in ctx]}
+        | ({"visual": visual} if visual == "video" else {}),
         edits=edits,
         batch_size=batch_size,
         store=substore(store, "recovery"),

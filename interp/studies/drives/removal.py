@@ -25,11 +25,13 @@ from .contexts import (
     Context,
     _check_common,
     _check_images,
+    _check_null_visual,
     _compose,
     _mismatched_partners,
     _null_context,
     _null_image_name,
     _question_part,
+    _visual_name,
 )
 from .measure import _greedy_targets, _measure, _resolve_targets
 
@@ -107,24 +109,28 @@ def source_removal(
     overwrite: bool = False,
     shard: Shard = None,
     progress_bar: bool = True,
+    visual: str = "image",
 ) -> SourceRemoval:
     """Source-removal sanity check (Sec. 5.4, Table 3, Fig. 4): the fixed answer's token
     probabilities P(a_t | a_<t, v, q) under the full input, without Q (the null question),
     without V (the null image, question kept) and without the prefix (P(a_t | v, q)): 4
     teacher-forced forwards per sample.
 
-    Args: as :func:`causal_drives` (``targets`` default to the greedy answers).
+    Args: as :func:`causal_drives` (``targets`` default to the greedy answers; with
+    ``visual="video"`` "without V" removes or nulls the video).
 
     Raises: as :func:`causal_drives`.
     """
     samples = ensure_samples(samples)
-    _check_images(samples)
+    visual = _visual_name(visual)
+    _check_images(samples, visual=visual)
     nimg = _null_image_name(null_image)
+    _check_null_visual(nimg, visual)
     qpart = _question_part(null_question)
     _check_common(batch_size, max_new_tokens)
     ids = _resolve_targets(vlm, samples, targets)
     edits = check_edits(vlm, edits)
-    partners = _mismatched_partners(samples) if nimg == "mismatched" else None
+    partners = _mismatched_partners(samples, visual) if nimg == "mismatched" else None
     if qpart.arg:
         warn_unknown_tokens(vlm, [Sample(qpart.arg)])
     if ids is None:
@@ -140,12 +146,13 @@ def source_removal(
         )
 
     def contexts(i: int, s: Sample) -> list[Context]:
+        v = s.video if visual == "video" else None
         return [
-            (_compose(s.question, s.image, f"{s.id}|full"), FULL),
-            (_compose(s.question, s.image, f"{s.id}|noq"), Condition(Part("full"), qpart)),
-            _null_context(s, i, samples, nimg, None, partners, "nov"),
+            (_compose(s.question, s.image, f"{s.id}|full", v), FULL),
+            (_compose(s.question, s.image, f"{s.id}|noq", v), Condition(Part("full"), qpart)),
+            _null_context(s, i, samples, nimg, None, partners, "nov", visual),
             (
-                _compose(s.question, s.image, f"{s.id}|nop"),
+                _compose(s.question, s.image, f"{s.id}|nop", v),
                 Condition(Part("full"), None, "removed"),
             ),
         ]
@@ -157,7 +164,8 @@ def source_removal(
         ids,
         contexts,
         name="source_removal",
-        settings={"null_image": nimg, "null_question": qpart.arg or ""},
+        settings={"null_image": nimg, "null_question": qpart.arg or ""}
+        | ({"visual": visual} if visual == "video" else {}),
         extras=extras,
         edits=edits,
         batch_size=batch_size,

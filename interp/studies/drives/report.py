@@ -40,7 +40,11 @@ def report(inv: Invocation) -> str:
     args, out, vlm, samples = inv.args, inv.out, inv.vlm, inv.samples
     assert out is not None and vlm is not None
     common = inv.run_options()
-    nulls = {"null_image": args.null_image, "null_question": args.null_question}
+    nulls = {
+        "null_image": args.null_image,
+        "null_question": args.null_question,
+        "visual": args.visual,
+    }
     result = causal_drives(
         vlm,
         samples,
@@ -54,7 +58,7 @@ def report(inv: Invocation) -> str:
     lines = [
         f"model {args.model!r}, data {args.data!r}: {len(samples)} generations, K = {result.k} "
         f"support contexts, {result.forwards_per_sample} teacher-forced forwards per sample",
-        f"null image {result.null_image!r}, null question {result.null_question or '(empty)'!r}",
+        f"V = the {args.visual}, null {args.visual} {result.null_image!r}, null question {result.null_question or '(empty)'!r}",
         "",
         "mean drives over relative decoding position (bits):",
         result.mean_trajectories().round(3).to_string(index=False),
@@ -68,7 +72,15 @@ def report(inv: Invocation) -> str:
     out.figure(plot_trajectories(result), "trajectories.png")
     out.figure(plot_source_removal(removal), "source_removal.png")
     if args.m > 0:
-        rec = recovery_error(vlm, samples, result, m=args.m, seed=args.support_seed + 1, **common)
+        rec = recovery_error(
+            vlm,
+            samples,
+            result,
+            m=args.m,
+            seed=args.support_seed + 1,
+            visual=args.visual,
+            **common,
+        )
         out.csv(rec.to_frame(), "recovery.csv")
         out.figure(plot_recovery(rec), "recovery.png")
         lines += [
