@@ -69,7 +69,7 @@ def ids_of(vlm: interp.VLM, text: str) -> list[int]:
     return vlm.tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-@pytest.mark.parametrize("null_image", ["blind", "black"])
+@pytest.mark.parametrize("null_image", ["blind", "black", "mismatched"])
 def test_visual_drive_of_the_video_equals_hand_hf_log_probs(vlm, samples, null_image):
     targets = [ids_of(vlm, t) for t in TARGETS]
     got = dr.causal_drives(
@@ -87,7 +87,11 @@ def test_visual_drive_of_the_video_equals_hand_hf_log_probs(vlm, samples, null_i
     assert got.null_image == null_image
     for i, (s, a) in enumerate(zip(samples, targets)):
         video = s.load_videos()[0]
-        null = None if null_image == "blind" else np.zeros_like(video)
+        null = {
+            "blind": None,
+            "black": np.zeros_like(video),
+            "mismatched": samples[(i + 1) % len(samples)].load_videos()[0],  # all differ
+        }[null_image]
         with_v = hand_logprobs2(vlm, NULL_Q, video, a)
         without = hand_logprobs2(vlm, NULL_Q, null, a)
         want_vcd = np.cumsum(with_v - without)
