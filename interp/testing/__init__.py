@@ -23,6 +23,7 @@ _LAZY: dict[str, str] = {
     "add_to_layer": "reference",
     "build_tiny": "tiny",
     "chat_template": "tokenizer",
+    "grow_inputs": "reference",
     "hf_forward": "reference",
     "hf_hidden_states": "reference",
     "hf_target_logprobs": "reference",
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .reference import (
         Recorder,
         add_to_layer,
+        grow_inputs,
         hf_forward,
         hf_hidden_states,
         hf_target_logprobs,
@@ -67,6 +69,7 @@ __all__ = [
     "add_to_layer",
     "build_tiny",
     "chat_template",
+    "grow_inputs",
     "hf_forward",
     "hf_hidden_states",
     "hf_target_logprobs",

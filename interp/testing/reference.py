@@ -77,6 +77,29 @@ def hf_target_logprobs(vlm: VLM, enc: Encoding, tgt: list[int]) -> torch.Tensor:
     return torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
 
 
+def grow_inputs(vlm: VLM, inputs: dict[str, Any], token: torch.Tensor) -> dict[str, Any]:
+    """Brute-force decoding references: append one generated token to every per-token field, as generation does: the token id, an
+    attended mask entry, and for other per-token fields (token types, Mllama's cross-attention
+    mask) the value the adapter fixes for answer tokens, else the last position's."""
+    batch, seq = inputs["input_ids"].shape
+    out = dict(inputs)
+    for key, value in inputs.items():
+        if not (isinstance(value, torch.Tensor) and value.dim() >= 2):
+            continue
+        if tuple(value.shape[:2]) != (batch, seq):
+            continue
+        if key == "input_ids":
+            new = token[:, None].to(value.dtype)
+        elif key == "attention_mask":
+            new = torch.ones_like(value[:, :1])
+        elif key in vlm.adapter.target_fields:
+            new = torch.full_like(value[:, :1], vlm.adapter.target_fields[key])
+        else:
+            new = value[:, -1:]
+        out[key] = torch.cat([value, new], 1)
+    return out
+
+
 def steering_vector(vlm: VLM, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
     """A random ``[d_model]`` vector, reproducible from ``seed``, times ``scale``."""
     gen = torch.Generator().manual_seed(seed)

@@ -18,6 +18,7 @@ from interp.errors import DecodingError
 from interp.testing import (
     ARCHITECTURES,
     build_tiny,
+    grow_inputs,
     make_samples,
     refused,
     shared_tiny_vlm,
@@ -39,29 +40,6 @@ from interventions.decoding import (
 # Families that cannot batch a row with an image together with one without (Adapter.mixed_batches).
 UNMIXED = [a for a in ARCHITECTURES if not shared_tiny_vlm(a).adapter.mixed_batches]
 STEPS = 4
-
-
-def grow(vlm: interp.VLM, inputs: dict[str, Any], token: torch.Tensor) -> dict[str, Any]:
-    """Append one generated token to every per-token field, as generation does: the token id, an
-    attended mask entry, and for other per-token fields (token types, Mllama's cross-attention
-    mask) the value the adapter fixes for answer tokens, else the last position's."""
-    batch, seq = inputs["input_ids"].shape
-    out = dict(inputs)
-    for key, value in inputs.items():
-        if not (isinstance(value, torch.Tensor) and value.dim() >= 2):
-            continue
-        if tuple(value.shape[:2]) != (batch, seq):
-            continue
-        if key == "input_ids":
-            new = token[:, None].to(value.dtype)
-        elif key == "attention_mask":
-            new = torch.ones_like(value[:, :1])
-        elif key in vlm.adapter.target_fields:
-            new = torch.full_like(value[:, :1], vlm.adapter.target_fields[key])
-        else:
-            new = value[:, -1:]
-        out[key] = torch.cat([value, new], 1)
-    return out
 
 
 def last_logits(vlm: interp.VLM, inputs: dict[str, Any]) -> torch.Tensor:
@@ -125,7 +103,7 @@ def reference(
             )
         tokens.append(token)
         scores.append(step)
-        inputs = [grow(vlm, x, token) for x in inputs]
+        inputs = [grow_inputs(vlm, x, token) for x in inputs]
     return torch.stack(tokens, 1).tolist(), scores
 
 

@@ -29,7 +29,13 @@ from interp.errors import (
     InterventionError,
     ModalityError,
 )
-from interp.testing import make_samples, refused, shared_tiny_vlm, tiny_vlm_with_attention
+from interp.testing import (
+    grow_inputs,
+    make_samples,
+    refused,
+    shared_tiny_vlm,
+    tiny_vlm_with_attention,
+)
 from interventions import AblateFeatures, AblateImage, Knockout, SwapFeatures, SwapImage
 from interventions.decoding import contrast
 
@@ -247,26 +253,6 @@ def test_text_knocked_out_from_the_modality_never_hears_or_sees_it(case):
 # -- contrastive decoding with a modality-degrading amateur ---------------------------------------
 
 
-def grow(inputs: dict[str, Any], token: torch.Tensor) -> dict[str, Any]:
-    """Append one token to every per-token field (ids, an attended mask entry; other per-token
-    fields repeat the last position's value)."""
-    batch, seq = inputs["input_ids"].shape
-    out = dict(inputs)
-    for key, value in inputs.items():
-        if not (isinstance(value, torch.Tensor) and value.dim() >= 2):
-            continue
-        if tuple(value.shape[:2]) != (batch, seq):
-            continue
-        if key == "input_ids":
-            new = token[:, None].to(value.dtype)
-        elif key == "attention_mask":
-            new = torch.ones_like(value[:, :1])
-        else:
-            new = value[:, -1:]
-        out[key] = torch.cat([value, new], 1)
-    return out
-
-
 def brute_force(
     vlm: interp.VLM, samples: list[interp.Sample], amateur: str, alpha: float, beta: float
 ) -> tuple[list[list[int]], list[torch.Tensor]]:
@@ -282,7 +268,7 @@ def brute_force(
         token = step.argmax(-1)
         tokens.append(token)
         scores.append(step)
-        inputs = [grow(x, token) for x in inputs]
+        inputs = [grow_inputs(vlm, x, token) for x in inputs]
     return torch.stack(tokens, 1).tolist(), scores
 
 
