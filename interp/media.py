@@ -171,16 +171,18 @@ def to_audio(audio: AudioLike, sid: Any = None) -> Audio:
     )
 
 
+def _file_digest(path: Path, kind: str, missing: type[Exception], sid: Any) -> str:
+    """The content hash of an audio or video file: ``sha256(b"<kind>-file:" + its bytes)``."""
+    if not path.is_file():
+        raise missing(f"Sample {sid!r}: {kind} file not found: {str(path)!r}")
+    return hashlib.sha256(f"{kind}-file:".encode() + path.read_bytes()).hexdigest()
+
+
 def audio_digest(audio: AudioLike, sid: Any = None) -> str:
     """A content hash of one audio input: the file's bytes for a path, the samples otherwise."""
-    h = hashlib.sha256()
     if isinstance(audio, (str, Path)):
-        path = Path(audio)
-        if not path.is_file():
-            raise MissingAudioError(f"Sample {sid!r}: audio file not found: {str(path)!r}")
-        h.update(b"audio-file:")
-        h.update(path.read_bytes())
-        return h.hexdigest()
+        return _file_digest(Path(audio), "audio", MissingAudioError, sid)
+    h = hashlib.sha256()
     a = to_audio(audio, sid)
     h.update(f"audio:{a.sampling_rate}:{a.waveform.shape}:".encode())
     h.update(a.waveform.tobytes())
@@ -263,14 +265,9 @@ def check_video_like(video: VideoLike, sid: Any) -> None:
 
 def video_digest(video: VideoLike, sid: Any = None) -> str:
     """A content hash of one video: the file's bytes for a path, the frames otherwise."""
-    h = hashlib.sha256()
     if isinstance(video, (str, Path)):
-        path = Path(video)
-        if not path.is_file():
-            raise MissingVideoError(f"Sample {sid!r}: video file not found: {str(path)!r}")
-        h.update(b"video-file:")
-        h.update(path.read_bytes())
-        return h.hexdigest()
+        return _file_digest(Path(video), "video", MissingVideoError, sid)
+    h = hashlib.sha256()
     frames = to_video(video, sid)
     h.update(f"video:{frames.shape}:".encode())
     h.update(np.ascontiguousarray(frames).tobytes())
