@@ -294,3 +294,26 @@ def test_v3_vocabulary_covers_the_v3_texts() -> None:
     for s in items:
         text = s.question.replace("{image}", " ").replace("{audio}", " ").replace("{video}", " ")
         assert set(text.split()) | set(s.answer.split()) <= vocab, s.question
+
+
+def test_data_specs_name_the_v3_types() -> None:
+    from interp.cli import UsageError, load_data
+
+    items = load_data("demo:v3", 40, 0, default_qtypes=("color",))
+    assert {s.meta["qtype"] for s in items} == set(V3_QTYPES)
+    items = load_data("demo:motion,color", 6, 0, default_qtypes=("color",))
+    assert {s.meta["qtype"] for s in items} == {"motion", "color"}
+    with pytest.raises(UsageError, match="choose from .*trimodal, hear, motion"):
+        load_data("demo:sound", 6, 0, default_qtypes=("color",))
+
+
+def test_every_statement_fits_a_propositional_image() -> None:
+    from interp.datasets import SPEECH_PHRASINGS
+    from interp.datasets.render import sentence_mask
+
+    for kind, phrasing in itertools.product(SHAPE_KINDS, SPEECH_PHRASINGS):
+        mask = sentence_mask(phrasing.format(kind=kind))
+        assert mask.shape[0] <= 32 and mask.shape[1] <= 32
+        # one 5-pixel line of letters per wrapped line, blank rows between the lines
+        inked_rows = np.flatnonzero(mask.any(axis=1))
+        assert len(inked_rows) % 5 == 0 and len(inked_rows) >= 10
