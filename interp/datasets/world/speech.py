@@ -16,27 +16,21 @@ package, so generating the world never needs espeak-ng:
 - ``speech_clips/manifest.json`` lists every clip: file, kind, phrasing index, text, voice,
   speed, duration and the SHA-256 of the file.
 
-Re-render with ``python -m interp.datasets.world.speech --render`` (needs ``espeak-ng`` on the
-PATH, e.g. ``apt-get install espeak-ng``); the world's samples then change only if the new
-files differ. :func:`speech_clip` picks a clip by kind, phrasing and voice and adds background
+Re-render with ``python -m interp.datasets.world.speech_render`` (:mod:`.speech_render`; needs
+``espeak-ng`` on the PATH, e.g. ``apt-get install espeak-ng``); the world's samples then change
+only if the new files differ. :func:`speech_clip` picks a clip by kind, phrasing and voice and adds background
 noise and a loudness drawn from the generator.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import hashlib
 import json
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import soundfile
-from scipy.signal import resample_poly
 
 from ...media import Audio
 from ..render import SHAPE_KINDS
@@ -58,9 +52,6 @@ SPEECH_VOICES: tuple[tuple[str, int], ...] = (
     ("en-gb-scotland+m3", 140),
 )
 """``(espeak-ng voice, speed in words per minute)`` of the rendered clips."""
-_TRIM = 0.01
-_PEAK = 0.9
-_SUBTYPE = "PCM_S8"
 
 
 @functools.lru_cache(maxsize=1)
@@ -132,75 +123,3 @@ def speech_clip(
     entry = _entry(kind, phrasing, voice)
     waveform = add_background(rng, _read_clip(entry["file"]))
     return Audio(waveform, SAMPLE_RATE), entry
-
-
-def _espeak(text: str, voice: str, speed: int, exe: str) -> np.ndarray:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "clip.wav"
-        subprocess.run([exe, "-v", voice, "-s", str(speed), "-w", str(out), text], check=True)
-        data, rate = soundfile.read(str(out), dtype="float64", always_2d=False)
-    data = resample_poly(data, SAMPLE_RATE, rate) if rate != SAMPLE_RATE else data
-    loud = np.flatnonzero(np.abs(data) >= _TRIM * np.max(np.abs(data)))
-    data = data[loud[0] : loud[-1] + 1]
-    return (data * (_PEAK / np.max(np.abs(data)))).astype(np.float32)
-
-
-def render_clips(out_dir: Path = CLIP_DIR) -> list[dict[str, Any]]:
-    """Render every clip with espeak-ng into ``out_dir`` and write its ``manifest.json``.
-
-    Raises:
-        FileNotFoundError: espeak-ng is not installed.
-    """
-    exe = shutil.which("espeak-ng")
-    if exe is None:
-        raise FileNotFoundError(
-            "espeak-ng is not on the PATH; install it (apt-get install espeak-ng)"
-        )
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for old in out_dir.glob("*.flac"):
-        old.unlink()
-    clips = []
-    for kind in SHAPE_KINDS:
-        for p, phrasing in enumerate(SPEECH_PHRASINGS):
-            for voice, speed in SPEECH_VOICES:
-                text = phrasing.format(kind=kind)
-                data = _espeak(text, voice, speed, exe)
-                name = f"{kind}-{p}-{voice.replace('+', '_')}-{speed}.flac"
-                soundfile.write(
-                    str(out_dir / name), data, SAMPLE_RATE, format="FLAC", subtype=_SUBTYPE
-                )
-                digest = hashlib.sha256((out_dir / name).read_bytes()).hexdigest()
-                clips.append(
-                    {
-                        "file": name,
-                        "kind": kind,
-                        "phrasing": p,
-                        "text": text,
-                        "voice": voice,
-                        "speed": speed,
-                        "seconds": round(len(data) / SAMPLE_RATE, 3),
-                        "sha256": digest,
-                    }
-                )
-    manifest = {"engine": version, "rate": SAMPLE_RATE, "subtype": _SUBTYPE, "clips": clips}
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    return clips
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="The demo world's spoken statements (espeak-ng).")
-    parser.add_argument("--render", action="store_true", help="re-render every clip (espeak-ng)")
-    args = parser.parse_args(argv)
-    if not args.render:
-        clips = speech_manifest()
-        size = sum((CLIP_DIR / c["file"]).stat().st_size for c in clips)
-        print(f"{len(clips)} clips, {size / 1e6:.2f} MB in {CLIP_DIR}")
-        return
-    clips = render_clips()
-    size = sum((CLIP_DIR / c["file"]).stat().st_size for c in clips)
-    print(f"rendered {len(clips)} clips, {size / 1e6:.2f} MB into {CLIP_DIR}")
-
-
-if __name__ == "__main__":
-    main()
