@@ -28,8 +28,8 @@ import torch
 from einops import reduce
 from transformers import PretrainedConfig, PreTrainedModel
 
-from .errors import ModalityError, UnsupportedArchitectureError
 from . import region_layouts as rl
+from .errors import ModalityError, UnsupportedArchitectureError
 from .prompts import PromptBuilder, chat_content, chat_prompt
 from .samples import IMAGE_SLOT
 

@@ -222,7 +222,9 @@ def anyres_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageL
     cell = (inner_canvas[0] / side, inner_canvas[1] / side)
     base = view.grid(image, side, side, cell, label="base")
     bh, bw = select_best_resolution((h, w), config.image_grid_pinpoints)
-    nh, nw = get_patch_output_size(np.zeros((3, h, w)), (bh, bw), input_data_format="channels_first")
+    nh, nw = get_patch_output_size(
+        np.zeros((3, h, w)), (bh, bw), input_data_format="channels_first"
+    )
     canvas_view = View.resized(image, (nw, nh)).shift((bw - nw) // 2, (bh - nh) // 2)
     tiles_h, tiles_w = bh // tile, bw // tile
     rows, cols = tiles_h * side, tiles_w * side
@@ -276,16 +278,22 @@ def internvl_layout(processor: Any, config: Any, image: tuple[int, int]) -> Imag
     w, h = image
     if not (getattr(ip, "crop_to_patches", False) and int(ip.max_patches) > 1):
         return View.resized(image, (tw, th)).grid(image, per[0], per[1], (unit, unit))
-    cols, rows = get_optimal_tiled_canvas((h, w), (th, tw), int(ip.min_patches), int(ip.max_patches))
+    cols, rows = get_optimal_tiled_canvas(
+        (h, w), (th, tw), int(ip.min_patches), int(ip.max_patches)
+    )
     view = View.resized(image, (tw * cols, th * rows))
     if rows * cols == 1:
         return view.grid(image, per[0], per[1], (unit, unit))
     parts = [
-        view.grid(image, per[0], per[1], (unit, unit), (c * tw, r * th), label=f"tile {r * cols + c}")
+        view.grid(
+            image, per[0], per[1], (unit, unit), (c * tw, r * th), label=f"tile {r * cols + c}"
+        )
         for r in range(rows)
         for c in range(cols)
     ]
-    thumb = View.resized(image, (tw, th)).grid(image, per[0], per[1], (unit, unit), label="thumbnail")
+    thumb = View.resized(image, (tw, th)).grid(
+        image, per[0], per[1], (unit, unit), label="thumbnail"
+    )
     return ImageLayout.concat([*parts, thumb])
 
 

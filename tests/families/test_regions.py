@@ -22,6 +22,8 @@ from PIL import Image
 
 import interp
 from interp.adapters import get_path
+from interp.testing.real import RealTokenizerMissing
+from interp.testing.real_models import real_vlm
 from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
 
 Box = tuple[float, float, float, float]
@@ -103,6 +105,7 @@ TokensFn = Callable[[interp.VLM, dict[str, Any]], torch.Tensor]
 # the margin), first layer to tokens)
 CASES: list[tuple[str, tuple[int, int], int, TokensFn]] = [
     ("llava", (64, 40), 32, _grid_tokens),  # CLIP: shortest edge + centre crop
+    ("real:llava", (500, 300), 336, _grid_tokens),  # LLaVA-1.5's own 336 px settings: 576 tokens
     ("llava_siglip", (50, 30), 32, _grid_tokens),  # SigLIP: squashed to a square
     ("paligemma", (50, 30), 32, _grid_tokens),
     ("gemma3", (64, 40), 32, _gemma3_tokens),
@@ -124,8 +127,12 @@ CASES: list[tuple[str, tuple[int, int], int, TokensFn]] = [
 
 def _model(arch: str) -> interp.VLM:
     if arch == "idefics3_split":
-        vlm = _split_idefics3()
-        return vlm
+        return _split_idefics3()
+    if arch.startswith("real:"):
+        try:
+            return real_vlm(arch[5:])
+        except RealTokenizerMissing as err:
+            pytest.skip(str(err))
     return shared_tiny_vlm(arch)
 
 
@@ -197,8 +204,12 @@ def test_perturbed_region_changes_the_mapped_tokens(
             shrunk = _overlap(boxes, (x0 + margin, y0 + margin, x1 - margin, y1 - margin))
             assert changed.any()
             # changed tokens lie where the map puts the region (up to the margin) ...
-            assert not (changed & ~grown).any(), f"box {box}: tokens {np.flatnonzero(changed & ~grown)}"
+            assert not (changed & ~grown).any(), (
+                f"box {box}: tokens {np.flatnonzero(changed & ~grown)}"
+            )
             # ... and every token the map puts well inside the region changed
-            assert not (shrunk & ~changed).any(), f"box {box}: tokens {np.flatnonzero(shrunk & ~changed)}"
+            assert not (shrunk & ~changed).any(), (
+                f"box {box}: tokens {np.flatnonzero(shrunk & ~changed)}"
+            )
             checked += int(shrunk.sum())
         assert checked > 0, "no token lay well inside any perturbed box: the test checks nothing"

@@ -1,0 +1,137 @@
+"""interp.token_regions: positions decode to the image placeholders, batches map per row, grids
+partition the image's tokens, and families without a spatial layout raise typed errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import interp
+from interp.testing.samples import make_samples, random_image
+from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
+
+MAPPED = (
+    "llava",
+    "llava_siglip",
+    "llava_next",
+    "llava_onevision",
+    "llava_next_video",
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen2_5_omni_thinker",
+    "qwen3_omni_moe_thinker",
+    "idefics3",
+    "smolvlm",
+    "gemma3",
+    "paligemma",
+    "internvl",
+)
+
+
+def _image_token(vlm: interp.VLM) -> str:
+    return vlm.tokenizer.convert_ids_to_tokens(vlm.image_token_id)
+
+
+@pytest.mark.parametrize("arch", MAPPED)
+def test_positions_are_the_image_tokens_of_each_row(arch: str) -> None:
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(5)
+    enc = interp.encode(vlm, samples)
+    regions = interp.token_regions(vlm, samples, enc=enc)
+    ids = enc.input_ids.cpu()
+    for row, reg in enumerate(regions):
+        image_rows = np.array([v != "separator" for v in reg.views])
+        tokens = vlm.tokenizer.convert_ids_to_tokens(ids[row, reg.positions[image_rows]].tolist())
+        assert set(tokens) == {_image_token(vlm)}
+        # every image-token position of the row is mapped, once
+        expected = np.flatnonzero(enc.image_mask[row].cpu().numpy())
+        assert reg.positions[image_rows].tolist() == expected.tolist()
+        assert reg.image_sizes == (samples[row].image.size,)
+        # boxes lie inside the image and have positive area
+        w, h = reg.image_sizes[0]
+        b = reg.boxes[reg.spatial]
+        assert (b[:, 0] >= 0).all() and (b[:, 2] <= w).all() and (b[:, 3] <= h).all()
+        assert ((b[:, 2] > b[:, 0]) & (b[:, 3] > b[:, 1])).all()
+        # a row of one sample maps as that sample alone (positions shift by the padding)
+        alone = interp.token_regions(vlm, samples[row])
+        assert alone.views == reg.views
+        np.testing.assert_array_equal(alone.boxes, reg.boxes)
+        shift = reg.positions - alone.positions
+        assert (shift == shift[0]).all()
+
+
+def test_demo_model_maps_its_8_pixel_patches() -> None:
+    vlm = interp.load("demo")  # LLaVA + SigLIP, 32 px, patch 8
+    image = random_image(64, 96, seed=0)  # width 96, height 64: squashed to 32 x 32
+    reg = interp.token_regions(vlm, interp.Sample(question="what is it?", image=image, id="d"))
+    assert len(reg) == 16 and set(reg.views) == {"image"}
+    # token (r, c) covers columns 24c..24c+24 and rows 16r..16r+16 of the original image
+    r, c = np.divmod(np.arange(16), 4)
+    expected = np.stack([24 * c, 16 * r, 24 * (c + 1), 16 * (r + 1)], 1)
+    np.testing.assert_allclose(reg.boxes, expected)
+
+
+def test_grid_partitions_the_spatial_tokens_and_in_box_finds_them() -> None:
+    vlm = shared_tiny_vlm("llava_next")
+    sample = interp.Sample(question="what?", image=random_image(40, 60, seed=2), id="g")
+    reg = interp.token_regions(vlm, sample)
+    spatial = set(reg.positions[reg.spatial].tolist())
+    cells = reg.grid(3, 2)
+    assert len(cells) == 6
+    flat = [p for cell in cells for p in cell.tolist()]
+    assert len(flat) == len(set(flat)) and set(flat) == spatial
+    assert set(reg.in_box((0, 0, 60, 40)).tolist()) == spatial
+    # the top-left pixel lies in one base token and one tile token (the tiles' first row and
+    # column may be padding, so it is the first spatial tile token)
+    corner = reg.in_box((0, 0, 1, 1))
+    views = [reg.views[list(reg.positions).index(p)] for p in corner]
+    assert sorted(v.split()[0] for v in views) == ["base", "tile"]
+    assert reg.in_box((0, 0, 60, 40), views=["base"]).size == 16
+    frame = reg.to_frame()
+    assert len(frame) == len(reg) and frame["spatial"].sum() == len(spatial)
+    assert (frame["view"] == "newline").sum() == int((~reg.spatial).sum())
+    boxes = reg.cell_boxes(3, 2)
+    assert boxes.shape == (6, 4)
+    np.testing.assert_allclose(boxes[-1], [30, 80 / 3, 60, 40])
+
+
+def test_split_images_mark_their_separators_and_views() -> None:
+    vlm = tiny_vlm("idefics3")
+    ip = vlm.processor.image_processor
+    ip.do_image_splitting = True
+    ip.size = {"longest_edge": 2 * ip.max_image_size["longest_edge"]}
+    sample = interp.Sample(question="what?", image=random_image(50, 90, seed=3), id="s")
+    enc = interp.encode(vlm, [sample])
+    reg = interp.token_regions(vlm, sample, enc=enc)
+    # 90 x 50 -> longest edge 96 -> 96 x 96 (multiples of 48): 2 x 2 tiles + the global view
+    assert sorted(set(reg.views)) == ["global", "separator", *(f"tile {k}" for k in range(4))]
+    seps = reg.positions[np.array(reg.views) == "separator"]
+    text = vlm.tokenizer.convert_ids_to_tokens(enc.input_ids[0, seps].tolist())
+    assert "<global-img>" in text and "<row_2_col_2>" in text
+    assert _image_token(vlm) not in text
+
+
+def test_several_images_in_one_row() -> None:
+    vlm = shared_tiny_vlm("qwen2_vl")
+    images = [random_image(32, 64, seed=4), random_image(48, 48, seed=5)]
+    sample = interp.Sample(question="{image} left, {image} right: same?", image=images, id="m")
+    reg = interp.token_regions(vlm, sample)
+    assert reg.image_sizes == ((64, 32), (48, 48))
+    assert (reg.images == 0).sum() == 8 and (reg.images == 1).sum() == 9
+    assert reg.positions[reg.images == 0].max() < reg.positions[reg.images == 1].min()
+    assert reg.in_box((0, 0, 48, 48), image=1).size == 9
+
+
+@pytest.mark.parametrize("arch", ["instructblip", "mllama"])
+def test_families_without_a_spatial_layout_raise(arch: str) -> None:
+    vlm = shared_tiny_vlm(arch)
+    with pytest.raises(interp.NoSpatialLayoutError, match=arch):
+        interp.token_regions(vlm, make_samples(1)[0])
+
+
+def test_a_family_not_mapped_yet_says_so() -> None:
+    vlm = shared_tiny_vlm("gemma4")
+    with pytest.raises(interp.LayoutNotMappedError, match="not mapped yet.*llava"):
+        interp.token_regions(vlm, make_samples(1)[0])
+    assert issubclass(interp.LayoutNotMappedError, interp.InterpError)
