@@ -506,6 +506,7 @@ for _adapter in (
     ),
     Adapter(
         name="gemma4",
+        token_layout=rl.gemma4_layout,
         model_types=("gemma4",),
         image_features="model.embed_vision",
         images_per_row=True,

@@ -192,6 +192,25 @@ def qwen_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLay
     return View.resized(image, (rw, rh)).grid(image, rh // unit, rw // unit, (unit, unit))
 
 
+def gemma4_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """Gemma 4: the image resized, keeping its aspect ratio, to the largest multiple of
+    patch × pooling kernel within the soft-token budget; one token per ``k × k`` block of
+    patches, row-major."""
+    from transformers.models.gemma4.image_processing_pil_gemma4 import (
+        get_aspect_ratio_preserving_size,
+    )
+
+    ip = _image_processor(processor)
+    patch, k = int(ip.patch_size), int(ip.pooling_kernel_size)
+    w, h = image
+    rh, rw = h, w
+    if getattr(ip, "do_resize", True):
+        budget = int(ip.max_soft_tokens) * k * k
+        rh, rw = get_aspect_ratio_preserving_size(h, w, patch, budget, k)
+    unit = patch * k
+    return View.resized(image, (rw, rh)).grid(image, rh // unit, rw // unit, (unit, unit))
+
+
 # -- tiled families -------------------------------------------------------------------------------
 
 
@@ -343,6 +362,7 @@ __all__ = [
     "View",
     "anyres_layout",
     "gemma3_layout",
+    "gemma4_layout",
     "idefics3_layout",
     "internvl_layout",
     "llava_layout",

@@ -3,6 +3,8 @@ partition the image's tokens, and families without a spatial layout raise typed 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -24,6 +26,7 @@ MAPPED = (
     "idefics3",
     "smolvlm",
     "gemma3",
+    "gemma4",
     "paligemma",
     "internvl",
 )
@@ -130,8 +133,16 @@ def test_families_without_a_spatial_layout_raise(arch: str) -> None:
         interp.token_regions(vlm, make_samples(1)[0])
 
 
-def test_a_family_not_mapped_yet_says_so() -> None:
-    vlm = shared_tiny_vlm("gemma4")
-    with pytest.raises(interp.LayoutNotMappedError, match="not mapped yet.*llava"):
+def test_a_setting_not_mapped_yet_says_so() -> None:
+    vlm = tiny_vlm("gemma3")
+    vlm.processor.image_processor.do_pan_and_scan = True
+    with pytest.raises(interp.LayoutNotMappedError, match="pan_and_scan"):
         interp.token_regions(vlm, make_samples(1)[0])
     assert issubclass(interp.LayoutNotMappedError, interp.InterpError)
+
+
+def test_an_adapter_without_a_layout_says_so() -> None:
+    vlm = tiny_vlm("llava")
+    vlm.adapter = dataclasses.replace(vlm.adapter, token_layout=None)
+    with pytest.raises(interp.LayoutNotMappedError, match="not mapped yet.*qwen2_vl"):
+        interp.token_regions(vlm, make_samples(1)[0])

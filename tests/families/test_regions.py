@@ -60,6 +60,17 @@ def _gemma3_tokens(vlm: interp.VLM, inputs: dict[str, Any]) -> torch.Tensor:
     return vlm.hf.model.multi_modal_projector(patches)[0]
 
 
+def _gemma4_tokens(vlm: interp.VLM, inputs: dict[str, Any]) -> torch.Tensor:
+    """Gemma 4: patches embedded by a linear layer, pooled by their (x, y) positions."""
+    tower = vlm.hf.model.vision_tower
+    pixels, where = inputs["pixel_values"], inputs["image_position_ids"]
+    hidden = tower.patch_embedder.input_proj(pixels)
+    hidden = hidden.masked_fill((where == -1).all(-1)[..., None], 0.0)
+    k = vlm.processor.image_processor.pooling_kernel_size
+    pooled, real = tower.pooler._avg_pool_by_positions(hidden, where, pixels.shape[1] // k**2)
+    return pooled[real]
+
+
 def _qwen_tokens(vlm: interp.VLM, inputs: dict[str, Any]) -> torch.Tensor:
     visual = get_path(vlm.hf, vlm.adapter.image_features)
     merged = visual.merger(visual.patch_embed(inputs["pixel_values"]))
@@ -109,6 +120,7 @@ CASES: list[tuple[str, tuple[int, int], int, TokensFn]] = [
     ("llava_siglip", (50, 30), 32, _grid_tokens),  # SigLIP: squashed to a square
     ("paligemma", (50, 30), 32, _grid_tokens),
     ("gemma3", (64, 40), 32, _gemma3_tokens),
+    ("gemma4", (64, 40), 48, _gemma4_tokens),  # aspect kept, within the soft-token budget
     ("qwen2_vl", (64, 48), 48, _qwen_tokens),
     ("qwen2_5_vl", (40, 60), 32, _qwen_tokens),
     ("qwen3_vl", (64, 48), 48, _qwen_tokens),
