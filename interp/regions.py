@@ -21,9 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 
-from .errors import ImageTokenMismatchError, LayoutNotMappedError, NoSpatialLayoutError
+from .errors import (
+    ImageTokenMismatchError,
+    LayoutNotMappedError,
+    NoSpatialLayoutError,
+    RegionError,
+)
 from .region_layouts import ImageLayout
 from .resolve import prepare
 from .samples import Sample
@@ -70,6 +75,11 @@ class TokenRegions:
         return ~np.isnan(self.boxes[:, 0])
 
     def _select(self, image: int, views: Sequence[str] | None) -> np.ndarray:
+        if not 0 <= image < len(self.image_sizes):
+            raise RegionError(
+                f"row {self.row} (sample {self.sample_id!r}) has {len(self.image_sizes)} "
+                f"image(s); image={image} is out of range"
+            )
         keep = self.spatial & (self.images == image)
         if views is not None:
             keep &= np.isin(np.array(self.views), list(views))
@@ -98,8 +108,8 @@ class TokenRegions:
         every spatial token once)."""
         if rows < 1 or cols < 1:
             raise ValueError(f"a grid needs rows, cols >= 1, got {rows} x {cols}")
-        w, h = self.image_sizes[image]
         keep = self._select(image, views)
+        w, h = self.image_sizes[image]
         cx = (self.boxes[:, 0] + self.boxes[:, 2]) / 2
         cy = (self.boxes[:, 1] + self.boxes[:, 3]) / 2
         cell = np.full(len(self), -1)
@@ -114,6 +124,14 @@ class TokenRegions:
         r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
         r, c = r.ravel(), c.ravel()
         return np.stack([c * w / cols, r * h / rows, (c + 1) * w / cols, (r + 1) * h / rows], 1)
+
+    def masks(self, groups: Sequence[np.ndarray], seq_len: int) -> Bool[np.ndarray, "groups seq"]:
+        """Position groups (from :meth:`grid` or :meth:`in_box`) as boolean masks over the
+        ``seq_len`` positions of the encoded row, e.g. to ablate one region per forward."""
+        out = np.zeros((len(groups), seq_len), dtype=bool)
+        for k, group in enumerate(groups):
+            out[k, np.asarray(group, dtype=np.int64)] = True
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         """One row per token: ``position``, ``image``, ``view``, ``x0 y0 x1 y1``, ``spatial``."""
@@ -235,8 +253,11 @@ def token_regions(
     if enc is None:
         image_layout_check(vlm)
         enc = encode(vlm, rows, condition)
-    elif len(enc) != len(rows):
-        raise ValueError(f"an encoding of {len(enc)} rows for {len(rows)} samples")
+    elif enc.sample_ids and enc.sample_ids != [str(s.id) for s in rows]:
+        raise RegionError(
+            f"the encoding holds samples {enc.sample_ids[:4]}..., not the samples given; pass "
+            "the encoding of these samples (interp.encode(vlm, samples, condition))"
+        )
     prepared = prepare(rows, condition, vlm.processor)
     ids = enc.input_ids.cpu().numpy()
     mask = enc.image_mask.cpu().numpy()

@@ -62,6 +62,8 @@ def test_positions_are_the_image_tokens_of_each_row(arch: str) -> None:
         np.testing.assert_array_equal(alone.boxes, reg.boxes)
         shift = reg.positions - alone.positions
         assert (shift == shift[0]).all()
+    with pytest.raises(interp.RegionError, match="not the samples given"):
+        interp.token_regions(vlm, samples[::-1], enc=enc)
 
 
 def test_demo_model_maps_its_8_pixel_patches() -> None:
@@ -91,6 +93,9 @@ def test_grid_partitions_the_spatial_tokens_and_in_box_finds_them() -> None:
     views = [reg.views[list(reg.positions).index(p)] for p in corner]
     assert sorted(v.split()[0] for v in views) == ["base", "tile"]
     assert reg.in_box((0, 0, 60, 40), views=["base"]).size == 16
+    masks = reg.masks(cells, 200)
+    assert masks.shape == (6, 200) and masks.sum() == len(spatial)
+    assert set(np.flatnonzero(masks.any(0)).tolist()) == spatial
     frame = reg.to_frame()
     assert len(frame) == len(reg) and frame["spatial"].sum() == len(spatial)
     assert (frame["view"] == "newline").sum() == int((~reg.spatial).sum())
@@ -124,6 +129,26 @@ def test_several_images_in_one_row() -> None:
     assert (reg.images == 0).sum() == 8 and (reg.images == 1).sum() == 9
     assert reg.positions[reg.images == 0].max() < reg.positions[reg.images == 1].min()
     assert reg.in_box((0, 0, 48, 48), image=1).size == 9
+
+
+def test_rows_without_an_image_map_to_nothing() -> None:
+    vlm = shared_tiny_vlm("llava")
+    regions = interp.token_regions(vlm, make_samples(2), "blind")
+    assert [len(r) for r in regions] == [0, 0] and regions[0].image_sizes == ()
+    with pytest.raises(interp.RegionError, match="0 image"):
+        regions[0].grid(2, 2)
+
+
+def test_onevision_downsampled_grid_matches_the_processor_count() -> None:
+    # anyres_max_1 makes the model (and the processor's count) shrink the tile grid bilinearly
+    vlm = tiny_vlm("llava_onevision")
+    vlm.hf.config.vision_aspect_ratio = vlm.processor.vision_aspect_ratio = "anyres_max_1"
+    sample = interp.Sample(question="what?", image=random_image(40, 60, seed=6), id="o")
+    reg = interp.token_regions(vlm, sample)  # the count check would raise on a mismatch
+    # 16 base tokens, then the 4 x 6 unpadded grid shrunk to 3 x 4, a newline after each row
+    assert len(reg) == 16 + 3 * (4 + 1)
+    tiles = reg.boxes[[v.startswith("tile") for v in reg.views]]
+    assert tiles[:, 0].min() == 0 and tiles[:, 2].max() == 60 and tiles[:, 3].max() == 40
 
 
 @pytest.mark.parametrize("arch", ["instructblip", "mllama"])
