@@ -114,13 +114,29 @@ def _image_processor(processor: Any) -> Any:
     return getattr(processor, "image_processor", processor)
 
 
-def resize_crop(ip: Any, image: tuple[int, int]) -> tuple[View, tuple[int, int]]:
+def _opt(processor: Any, key: str, default: Any = None) -> Any:
+    """The value of image setting ``key`` that a processor call uses: the processor's own image
+    keywords (class defaults such as InternVL's ``crop_to_patches=True`` or Gemma 3's
+    ``do_pan_and_scan=False``, merged by transformers) over the image processor's attribute."""
+    try:
+        merged = processor._merge_kwargs(
+            processor.valid_processor_kwargs,
+            tokenizer_init_kwargs=processor.tokenizer.init_kwargs,
+        )["images_kwargs"]
+    except (AttributeError, KeyError, TypeError):
+        merged = {}
+    if merged.get(key) is not None:
+        return merged[key]
+    return getattr(_image_processor(processor), key, default)
+
+
+def resize_crop(processor: Any, image: tuple[int, int]) -> tuple[View, tuple[int, int]]:
     """The view and canvas (w, h) of a CLIP/SigLIP-style processor: resize (to a fixed size, or
     the shortest edge keeping the aspect ratio), then centre crop."""
     w, h = image
     view, canvas = View(1.0, 1.0), (w, h)
-    if getattr(ip, "do_resize", True):
-        size = ip.size
+    if _opt(processor, "do_resize", True):
+        size = _opt(processor, "size")
         if _get(size, "height") and _get(size, "width"):
             canvas = (int(_get(size, "width")), int(_get(size, "height")))
         else:
@@ -130,8 +146,8 @@ def resize_crop(ip: Any, image: tuple[int, int]) -> tuple[View, tuple[int, int]]
             else:
                 canvas = (int(short * w / h), short)
         view = View.resized(image, canvas)
-    crop = getattr(ip, "crop_size", None)
-    if getattr(ip, "do_center_crop", False) and crop:
+    crop = _opt(processor, "crop_size")
+    if _opt(processor, "do_center_crop", False) and crop:
         cw, ch = int(_get(crop, "width")), int(_get(crop, "height"))
         view = view.shift(-((canvas[0] - cw) // 2), -((canvas[1] - ch) // 2))
         canvas = (cw, ch)
@@ -148,7 +164,7 @@ def _vision(config: Any) -> Any:
 def llava_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
     """LLaVA / PaliGemma: one resized (and cropped) view, a grid of patches; a kept CLS token
     (``"full"`` strategy with ``num_additional_image_tokens``) comes first and is non-spatial."""
-    view, canvas = resize_crop(_image_processor(processor), image)
+    view, canvas = resize_crop(processor, image)
     patch = int(_vision(config).patch_size)
     grid = view.grid(image, canvas[1] // patch, canvas[0] // patch, (patch, patch))
     strategy = getattr(config, "vision_feature_select_strategy", "full")
@@ -161,15 +177,14 @@ def llava_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLa
 def gemma3_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
     """Gemma 3: a resized square view whose patch grid is average-pooled to
     ``mm_tokens_per_image`` tokens."""
-    ip = _image_processor(processor)
-    if getattr(ip, "do_pan_and_scan", False):
+    if _opt(processor, "do_pan_and_scan", False):
         from .errors import LayoutNotMappedError
 
         raise LayoutNotMappedError(
             "gemma3 with do_pan_and_scan=True (extra crops) is not mapped yet; set "
             "processor.image_processor.do_pan_and_scan = False"
         )
-    view, canvas = resize_crop(ip, image)
+    view, canvas = resize_crop(processor, image)
     side = math.isqrt(int(config.mm_tokens_per_image))
     cell = (canvas[0] / side, canvas[1] / side)
     return view.grid(image, side, side, cell)
@@ -181,11 +196,10 @@ def qwen_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLay
     ``merge × merge`` block of patches, row-major."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
 
-    ip = _image_processor(processor)
-    patch, merge = int(ip.patch_size), int(ip.merge_size)
-    size = getattr(ip, "size", None) or {}
-    lo = _get(size, "shortest_edge") or ip.min_pixels
-    hi = _get(size, "longest_edge") or ip.max_pixels
+    patch, merge = int(_opt(processor, "patch_size")), int(_opt(processor, "merge_size"))
+    size = _opt(processor, "size") or {}
+    lo = _get(size, "shortest_edge") or _opt(processor, "min_pixels")
+    hi = _get(size, "longest_edge") or _opt(processor, "max_pixels")
     w, h = image
     rh, rw = smart_resize(h, w, factor=patch * merge, min_pixels=lo, max_pixels=hi)
     unit = patch * merge
@@ -200,12 +214,11 @@ def gemma4_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageL
         get_aspect_ratio_preserving_size,
     )
 
-    ip = _image_processor(processor)
-    patch, k = int(ip.patch_size), int(ip.pooling_kernel_size)
+    patch, k = int(_opt(processor, "patch_size")), int(_opt(processor, "pooling_kernel_size"))
     w, h = image
     rh, rw = h, w
-    if getattr(ip, "do_resize", True):
-        budget = int(ip.max_soft_tokens) * k * k
+    if _opt(processor, "do_resize", True):
+        budget = int(_opt(processor, "max_soft_tokens")) * k * k
         rh, rw = get_aspect_ratio_preserving_size(h, w, patch, budget, k)
     unit = patch * k
     return View.resized(image, (rw, rh)).grid(image, rh // unit, rw // unit, (unit, unit))
@@ -222,21 +235,20 @@ def anyres_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageL
     of the unpadded area)."""
     from transformers.image_processing_utils import get_patch_output_size, select_best_resolution
 
-    ip = _image_processor(processor)
     vision = _vision(config)
     side = int(vision.image_size) // int(vision.patch_size)
     w, h = image
-    size = ip.size
+    size = _opt(processor, "size")
     base_size = (
         (int(_get(size, "width")), int(_get(size, "height")))
         if _get(size, "height")
         else (int(_get(size, "shortest_edge")),) * 2
     )
-    crop = getattr(ip, "crop_size", None)
+    crop = _opt(processor, "crop_size")
     tile = int(_get(crop, "height")) if crop and _get(crop, "height") else base_size[1]
     # base: resized to the base size, then as every tile: resized and centre-cropped
     view, canvas = View.resized(image, base_size), base_size
-    inner, inner_canvas = resize_crop(ip, canvas)
+    inner, inner_canvas = resize_crop(processor, canvas)
     view = View(view.sx * inner.sx, view.sy * inner.sy, inner.tx, inner.ty)
     cell = (inner_canvas[0] / side, inner_canvas[1] / side)
     base = view.grid(image, side, side, cell, label="base")
@@ -289,17 +301,16 @@ def internvl_layout(processor: Any, config: Any, image: tuple[int, int]) -> Imag
         get_optimal_tiled_canvas,
     )
 
-    ip = _image_processor(processor)
-    tw, th = int(_get(ip.size, "width")), int(_get(ip.size, "height"))
+    size = _opt(processor, "size")
+    tw, th = int(_get(size, "width")), int(_get(size, "height"))
     patch = np.atleast_1d(_vision(config).patch_size)[0]
     unit = patch / float(config.downsample_ratio)
     per = (int(th // unit), int(tw // unit))
     w, h = image
-    if not (getattr(ip, "crop_to_patches", False) and int(ip.max_patches) > 1):
+    lo, hi = int(_opt(processor, "min_patches", 1)), int(_opt(processor, "max_patches", 1))
+    if not (_opt(processor, "crop_to_patches", False) and hi > 1):
         return View.resized(image, (tw, th)).grid(image, per[0], per[1], (unit, unit))
-    cols, rows = get_optimal_tiled_canvas(
-        (h, w), (th, tw), int(ip.min_patches), int(ip.max_patches)
-    )
+    cols, rows = get_optimal_tiled_canvas((h, w), (th, tw), lo, hi)
     view = View.resized(image, (tw * cols, th * rows))
     if rows * cols == 1:
         return view.grid(image, per[0], per[1], (unit, unit))
@@ -323,18 +334,17 @@ def idefics3_layout(processor: Any, config: Any, image: tuple[int, int]) -> Imag
     ``scale × scale`` patches)."""
     from transformers.models.idefics3 import image_processing_pil_idefics3 as hf
 
-    ip = _image_processor(processor)
-    tile = int(_get(ip.max_image_size, "longest_edge"))
+    tile = int(_get(_opt(processor, "max_image_size"), "longest_edge"))
     unit = int(_vision(config).patch_size) * int(config.scale_factor)
     per = tile // unit
     w, h = image
     rw, rh = w, h
-    if getattr(ip, "do_resize", True):
-        longest = int(_get(ip.size, "longest_edge"))
+    if _opt(processor, "do_resize", True):
+        longest = int(_get(_opt(processor, "size"), "longest_edge"))
         rh, rw = hf._resize_output_size_rescale_to_max_len(h, w, max_len=longest)
         rh, rw = hf._resize_output_size_scale_below_upper_bound(rh, rw, max_len=hf.MAX_IMAGE_SIZE)
     glob = View.resized(image, (tile, tile)).grid(image, per, per, (unit, unit), label="global")
-    if not getattr(ip, "do_image_splitting", False):
+    if not _opt(processor, "do_image_splitting", False):
         return ImageLayout(glob.boxes, ("image",) * len(glob))
     aspect = rw / rh
     if rw >= rh:

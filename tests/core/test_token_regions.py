@@ -4,11 +4,13 @@ partition the image's tokens, and families without a spatial layout raise typed 
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import interp
+from interp.region_layouts import gemma3_layout
 from interp.testing.samples import make_samples, random_image
 from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
 
@@ -158,11 +160,17 @@ def test_families_without_a_spatial_layout_raise(arch: str) -> None:
         interp.token_regions(vlm, make_samples(1)[0])
 
 
-def test_a_setting_not_mapped_yet_says_so() -> None:
-    vlm = tiny_vlm("gemma3")
-    vlm.processor.image_processor.do_pan_and_scan = True
+def test_settings_are_the_ones_a_processor_call_uses() -> None:
+    # InternVLProcessor passes crop_to_patches=True whatever its image processor's attribute says
+    vlm = tiny_vlm("internvl")
+    vlm.processor.image_processor.crop_to_patches = False
+    sample = interp.Sample(question="what?", image=random_image(32, 64, seed=7), id="t")
+    reg = interp.token_regions(vlm, sample)
+    assert {"tile 0", "tile 1", "thumbnail"} <= set(reg.views)
+    # a setting not mapped yet (Gemma 3's pan-and-scan crops) is refused with a typed error
+    processor = SimpleNamespace(do_pan_and_scan=True)
     with pytest.raises(interp.LayoutNotMappedError, match="pan_and_scan"):
-        interp.token_regions(vlm, make_samples(1)[0])
+        gemma3_layout(processor, shared_tiny_vlm("gemma3").hf.config, (64, 64))
     assert issubclass(interp.LayoutNotMappedError, interp.InterpError)
 
 
