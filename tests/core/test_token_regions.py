@@ -4,13 +4,22 @@ partition the image's tokens, and families without a spatial layout raise typed 
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from PIL import Image
+from transformers import (
+    LlavaNextConfig,
+    LlavaNextImageProcessorPil,
+    LlavaNextProcessor,
+    Qwen2VLImageProcessorPil,
+)
 
 import interp
-from interp.region_layouts import gemma3_layout
+from interp.region_layouts import anyres_layout, gemma3_layout, qwen_layout
 from interp.testing.samples import make_samples, random_image
 from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
 
@@ -179,3 +188,48 @@ def test_an_adapter_without_a_layout_says_so() -> None:
     vlm.adapter = dataclasses.replace(vlm.adapter, token_layout=None)
     with pytest.raises(interp.LayoutNotMappedError, match="not mapped yet.*qwen2_vl"):
         interp.token_regions(vlm, make_samples(1)[0])
+
+
+SIZES = [(1000, 700), (333, 1500), (50, 40), (640, 480), (4000, 3000)]
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.mark.parametrize(
+    "checkpoint", ["Qwen2-VL-7B-Instruct", "Qwen2.5-VL-7B-Instruct", "Qwen3-VL-8B-Instruct"]
+)
+def test_qwen_layouts_at_published_settings_count_as_the_processor(checkpoint: str) -> None:
+    path = CHECKPOINTS / "checkpoints" / checkpoint / "preprocessor_config.json"
+    settings = json.loads(path.read_text())
+    for key in ("image_processor_type", "processor_class"):
+        settings.pop(key, None)
+    ip = Qwen2VLImageProcessorPil(**settings)
+    for w, h in SIZES:
+        layout = qwen_layout(ip, None, (w, h))
+        assert len(layout) == ip.get_number_of_image_patches(h, w, {}) // ip.merge_size**2
+        # the tokens tile the whole image, without overlap
+        area = np.prod(layout.boxes[:, 2:] - layout.boxes[:, :2], axis=1).sum()
+        assert area == pytest.approx(w * h)
+
+
+def test_llava_next_layout_at_published_settings_counts_as_the_processor() -> None:
+    folder = CHECKPOINTS / "checkpoints" / "llava-v1.6-mistral-7b-hf"
+    facts = json.loads((folder / "preprocessor_facts.json").read_text())
+    config_json = CHECKPOINTS / "configs" / "llava-hf--llava-v1.6-vicuna-7b-hf.json"
+    config = LlavaNextConfig(**json.loads(config_json.read_text()))
+    config.image_token_id = shared_tiny_vlm("llava_next").image_token_id
+    processor = LlavaNextProcessor(
+        image_processor=LlavaNextImageProcessorPil(**facts),
+        tokenizer=shared_tiny_vlm("llava_next").tokenizer,
+        patch_size=14,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
+    )
+    token = processor.tokenizer.convert_ids_to_tokens(config.image_token_id)
+    for w, h in SIZES[:-1]:  # the largest costs seconds of resizing
+        layout = anyres_layout(processor, config, (w, h))
+        ids = processor(text=[token], images=[Image.new("RGB", (w, h))], return_tensors="pt")[
+            "input_ids"
+        ]
+        assert len(layout) == int((ids == config.image_token_id).sum())
+        base = layout.boxes[[v == "base" for v in layout.views]]
+        assert len(base) == 576 and base[:, 2].max() == pytest.approx(w)
