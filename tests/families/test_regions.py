@@ -131,15 +131,16 @@ CASES: list[tuple[str, tuple[int, int], int, TokensFn]] = [
     ("llava_onevision", (60, 40), 16, _anyres_tokens),
     ("llava_next_video", (64, 32), 16, _anyres_tokens),
     ("idefics3", (64, 40), 48, _idefics3_tokens),
-    ("idefics3_split", (90, 50), 48, _idefics3_tokens),  # 2 tiles + the global view
+    ("idefics3_split", (90, 50), 48, _idefics3_tokens),  # 2 x 2 tiles + the global view
+    ("smolvlm_split", (50, 90), 48, _idefics3_tokens),
     ("internvl", (64, 32), 32, _internvl_tokens),  # 2 tiles + the thumbnail
     ("internvl", (40, 40), 32, _internvl_tokens),  # one tile, no thumbnail
 ]
 
 
 def _model(arch: str) -> interp.VLM:
-    if arch == "idefics3_split":
-        return _split_idefics3()
+    if arch.endswith("_split"):
+        return _split(arch.removesuffix("_split"))
     if arch.startswith("real:"):
         try:
             return real_vlm(arch[5:])
@@ -151,15 +152,16 @@ def _model(arch: str) -> interp.VLM:
 _SPLIT: dict[str, interp.VLM] = {}
 
 
-def _split_idefics3() -> interp.VLM:
-    """Idefics3 with image splitting on: images up to 96 px cut in 48 px tiles + a global view."""
-    if "vlm" not in _SPLIT:
-        vlm = tiny_vlm("idefics3")
+def _split(arch: str) -> interp.VLM:
+    """Idefics3 / SmolVLM with image splitting on: images up to 96 px cut in 48 px tiles + a
+    global view."""
+    if arch not in _SPLIT:
+        vlm = tiny_vlm(arch)
         ip = vlm.processor.image_processor
         ip.do_image_splitting = True
         ip.size = {"longest_edge": 2 * ip.max_image_size["longest_edge"]}
-        _SPLIT["vlm"] = vlm
-    return _SPLIT["vlm"]
+        _SPLIT[arch] = vlm
+    return _SPLIT[arch]
 
 
 def _margin(image: tuple[int, int], side: int) -> float:
