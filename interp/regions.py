@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from jaxtyping import Bool, Float, Int
 
+from .conditions import Condition
 from .errors import (
     ImageTokenMismatchError,
     LayoutNotMappedError,
@@ -182,7 +183,6 @@ def _adapters() -> dict[str, Any]:
 
 def _row_regions(
     vlm: VLM,
-    input_ids: np.ndarray,
     mask: np.ndarray,
     sizes: list[tuple[int, int]],
     row: int,
@@ -214,7 +214,6 @@ def _row_regions(
             else:
                 boxes.append(np.full(4, np.nan))
                 views.append("separator")
-    del input_ids  # the mask already marks the image-token ids
     return TokenRegions(
         positions=np.asarray(positions, dtype=np.int64),
         boxes=np.asarray(boxes, dtype=np.float64).reshape(-1, 4),
@@ -229,7 +228,7 @@ def _row_regions(
 def token_regions(
     vlm: VLM,
     samples: Sample | Sequence[Sample],
-    condition: str = "full",
+    condition: str | Condition = "full",
     *,
     enc: Encoding | None = None,
 ) -> TokenRegions | list[TokenRegions]:
@@ -259,10 +258,9 @@ def token_regions(
             "the encoding of these samples (interp.encode(vlm, samples, condition))"
         )
     prepared = prepare(rows, condition, vlm.processor)
-    ids = enc.input_ids.cpu().numpy()
     mask = enc.image_mask.cpu().numpy()
     out = [
-        _row_regions(vlm, ids[i], mask[i], [im.size for im in p.images], i, str(rows[i].id))
+        _row_regions(vlm, mask[i], [im.size for im in p.images], i, str(rows[i].id))
         for i, p in enumerate(prepared)
     ]
     return out[0] if single else out
