@@ -107,8 +107,7 @@ class Adapter:
             inputs from ``inputs_embeds`` before layer 0, so an edit at ``layers[0].input`` would
             miss them); None: ``layers[0].input``.
         token_layout: ``(processor, config, (width, height)) -> ImageLayout``: where each image
-            token of one image comes from in the original image (:mod:`interp.region_layouts`,
-            read by :func:`interp.token_regions`); None: not mapped yet.
+            token comes from in the original image (:mod:`interp.region_layouts`); None: not mapped.
         no_layout: why the family's image tokens have no place in the image (then
             :func:`interp.token_regions` raises :class:`~interp.errors.NoSpatialLayoutError`).
         notes: caveats users should know (shown by ``VLM.__repr__``).
@@ -565,7 +564,8 @@ for _adapter in (
     ),
     Adapter(
         name="mllama",
-        no_layout="the image reaches the text through cross-attention layers; the sequence holds one <|image|> marker, no image tokens",
+        no_layout="the image reaches the text through cross-attention layers; the sequence "
+        "holds one <|image|> marker, no image tokens",
         model_types=("mllama",),
         image_features="model.multi_modal_projector",
         fusion="cross_attention",
