@@ -134,6 +134,31 @@ class TokenRegions:
             out[k, np.asarray(group, dtype=np.int64)] = True
         return out
 
+    def to_pixels(
+        self,
+        values: Float[np.ndarray, " n"],
+        *,
+        image: int = 0,
+        views: Sequence[str] | None = None,
+    ) -> Float[np.ndarray, "height width"]:
+        """Per-token ``values`` (one per entry of :attr:`positions`, e.g. an attribution score)
+        painted onto ``image``'s pixels: each pixel gets the mean value of the tokens whose box
+        covers its centre (every view unless ``views`` narrows them); NaN where none does."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (len(self),):
+            raise RegionError(f"{values.shape} values for {len(self)} tokens; give one per token")
+        keep = self._select(image, views)
+        w, h = self.image_sizes[image]
+        total, count = np.zeros((h, w)), np.zeros((h, w))
+        for (x0, y0, x1, y1), v in zip(self.boxes[keep], values[keep]):
+            # pixels whose centre (i + 0.5) lies in [x0, x1)
+            c0, c1 = int(np.ceil(x0 - 0.5)), int(np.ceil(x1 - 0.5))
+            r0, r1 = int(np.ceil(y0 - 0.5)), int(np.ceil(y1 - 0.5))
+            total[r0:r1, c0:c1] += v
+            count[r0:r1, c0:c1] += 1
+        with np.errstate(invalid="ignore"):
+            return total / np.where(count > 0, count, np.nan)
+
     def to_frame(self) -> pd.DataFrame:
         """One row per token: ``position``, ``image``, ``view``, ``x0 y0 x1 y1``, ``spatial``."""
         return pd.DataFrame(

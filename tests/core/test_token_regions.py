@@ -88,6 +88,25 @@ def test_demo_model_maps_its_8_pixel_patches() -> None:
     np.testing.assert_allclose(reg.boxes, expected)
 
 
+def test_to_pixels_paints_token_values_onto_the_image() -> None:
+    vlm = shared_tiny_vlm("llava_siglip")  # 32 px square, patch 8: a 4 x 4 grid
+    image = random_image(64, 96, seed=8)  # squashed: token (r, c) covers 24 x 16 pixels
+    reg = interp.token_regions(vlm, interp.Sample(question="q", image=image, id="p"))
+    pixels = reg.to_pixels(np.arange(16.0))
+    y, x = np.mgrid[0:64, 0:96]
+    np.testing.assert_array_equal(pixels, (y // 16) * 4 + x // 24)
+    # any-res: a pixel seen by a base token and a tile token gets their mean
+    vlm = shared_tiny_vlm("llava_next")
+    reg = interp.token_regions(
+        vlm, interp.Sample(question="q", image=random_image(32, 64, 9), id="n")
+    )
+    base = np.array([v == "base" for v in reg.views], dtype=float)
+    np.testing.assert_allclose(reg.to_pixels(base), 0.5)  # every pixel: one base, one tile token
+    assert np.isnan(reg.to_pixels(base, views=["newline"])).all()
+    with pytest.raises(interp.RegionError, match="one per token"):
+        reg.to_pixels(np.zeros(3))
+
+
 def test_grid_partitions_the_spatial_tokens_and_in_box_finds_them() -> None:
     vlm = shared_tiny_vlm("llava_next")
     sample = interp.Sample(question="what?", image=random_image(40, 60, seed=2), id="g")
