@@ -53,6 +53,11 @@ _LAZY: dict[str, str] = {
     "MissingImageError": "errors",
     "MissingVideoError": "errors",
     "ModalityError": "errors",
+    "LayoutNotMappedError": "errors",
+    "NoSpatialLayoutError": "errors",
+    "RegionError": "errors",
+    "TokenRegions": "regions",
+    "token_regions": "regions",
     "ModelNotFoundError": "errors",
     "NoVIPError": "errors",
     "ProcessorMissingError": "errors",
@@ -118,6 +123,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         ImageTokenMismatchError,
         InterpError,
         InterventionError,
+        LayoutNotMappedError,
         MissingAudioError,
         MissingColumnError,
         MissingExtraError,
@@ -125,10 +131,12 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         MissingVideoError,
         ModalityError,
         ModelNotFoundError,
+        NoSpatialLayoutError,
         NoVIPError,
         PositionError,
         ProcessorMissingError,
         RecallError,
+        RegionError,
         StoreError,
         StoreLockedError,
         SupportError,
@@ -142,6 +150,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .media import AUDIO_SLOT, VIDEO_SLOT, Audio
     from .media_conditions import register_audio_condition, register_video_condition
     from .model import VLM, load
+    from .regions import TokenRegions, token_regions
     from .residual import GeneratedStates, generate_states, residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
     from .scoring import TokenScores, score, score_contexts
@@ -185,17 +194,21 @@ __all__ = [
     "MissingAudioError",
     "MissingImageError",
     "MissingVideoError",
+    "LayoutNotMappedError",
     "ModalityError",
     "ModelNotFoundError",
+    "NoSpatialLayoutError",
     "NoVIPError",
     "PositionError",
     "ProcessorMissingError",
     "RecallError",
+    "RegionError",
     "Sample",
     "Sampling",
     "StoreError",
     "StoreLockedError",
     "SupportError",
+    "TokenRegions",
     "TokenScores",
     "TooFewSamplesError",
     "UnknownFamilyError",
@@ -220,5 +233,6 @@ __all__ = [
     "score",
     "score_contexts",
     "supported_architectures",
+    "token_regions",
     "write_jsonl",
 ]

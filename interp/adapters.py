@@ -28,6 +28,7 @@ import torch
 from einops import reduce
 from transformers import PretrainedConfig, PreTrainedModel
 
+from . import region_layouts as rl
 from .errors import ModalityError, UnsupportedArchitectureError
 from .prompts import PromptBuilder, chat_content, chat_prompt
 from .samples import IMAGE_SLOT
@@ -105,6 +106,10 @@ class Adapter:
             derives more than the first layer's input from them (Gemma 4 projects its per-layer
             inputs from ``inputs_embeds`` before layer 0, so an edit at ``layers[0].input`` would
             miss them); None: ``layers[0].input``.
+        token_layout: ``(processor, config, (width, height)) -> ImageLayout``: where each image
+            token comes from in the original image (:mod:`interp.region_layouts`); None: not mapped.
+        no_layout: why the family's image tokens have no place in the image (then
+            :func:`interp.token_regions` raises :class:`~interp.errors.NoSpatialLayoutError`).
         notes: caveats users should know (shown by ``VLM.__repr__``).
 
     Audio and video (families that take them; image-only entries keep the defaults):
@@ -149,6 +154,8 @@ class Adapter:
     attention_module: str = "self_attn"
     attention_scores_site: tuple[str, ...] = ("attention_interface_1", "nn_functional_softmax_0")
     embeddings_kwarg: str | None = None
+    token_layout: rl.LayoutFn | None = None
+    no_layout: str = ""
     notes: str = ""
     modalities: tuple[Modality, ...] = ("image",)
     audio_features: str | None = None
@@ -404,15 +411,22 @@ _QWEN_OMNI_AUDIO = (
 )
 
 for _adapter in (
-    Adapter(name="llava", model_types=("llava",), image_features="model.multi_modal_projector"),
+    Adapter(
+        name="llava",
+        model_types=("llava",),
+        image_features="model.multi_modal_projector",
+        token_layout=rl.llava_layout,
+    ),
     Adapter(
         name="llava_next",
+        token_layout=rl.anyres_layout,
         model_types=("llava_next",),
         image_features="model.multi_modal_projector",
         notes=_LLAVA_ANYRES,
     ),
     Adapter(
         name="llava_onevision",
+        token_layout=rl.anyres_layout,
         model_types=("llava_onevision",),
         image_features="model.multi_modal_projector",
         notes=_LLAVA_ANYRES + "; video frames pass the same projector [frames, patches, d], then "
@@ -422,6 +436,7 @@ for _adapter in (
     ),
     Adapter(
         name="qwen2_vl",
+        token_layout=rl.qwen_layout,
         model_types=("qwen2_vl",),
         image_features="model.visual",
         pixel_layout="patches",
@@ -431,6 +446,7 @@ for _adapter in (
     ),
     Adapter(
         name="qwen2_5_vl",
+        token_layout=rl.qwen_layout,
         model_types=("qwen2_5_vl",),
         image_features="model.visual",
         pixel_layout="patches",
@@ -440,6 +456,7 @@ for _adapter in (
     ),
     Adapter(
         name="qwen3_vl",
+        token_layout=rl.qwen_layout,
         model_types=("qwen3_vl",),
         image_features="model.visual",
         pixel_layout="patches",
@@ -461,6 +478,7 @@ for _adapter in (
     ),
     Adapter(
         name="qwen2_5_omni_thinker",
+        token_layout=rl.qwen_layout,
         model_types=("qwen2_5_omni_thinker",),
         image_features="model.visual",
         pixel_layout="patches",
@@ -471,6 +489,7 @@ for _adapter in (
     ),
     Adapter(
         name="qwen3_omni_moe_thinker",
+        token_layout=rl.qwen_layout,
         model_types=("qwen3_omni_moe_thinker",),
         image_features="model.visual",
         pixel_layout="patches",
@@ -486,6 +505,7 @@ for _adapter in (
     ),
     Adapter(
         name="gemma4",
+        token_layout=rl.gemma4_layout,
         model_types=("gemma4",),
         image_features="model.embed_vision",
         images_per_row=True,
@@ -501,6 +521,7 @@ for _adapter in (
     ),
     Adapter(
         name="llava_next_video",
+        token_layout=rl.anyres_layout,
         model_types=("llava_next_video",),
         image_features="model.multi_modal_projector",
         notes=_LLAVA_ANYRES + "; video frames pass the same projector after 2x2 pooling",
@@ -509,12 +530,14 @@ for _adapter in (
     ),
     Adapter(
         name="internvl",
+        token_layout=rl.internvl_layout,
         model_types=("internvl",),
         image_features="model.multi_modal_projector",
         pixel_layout="tiles",
     ),
     Adapter(
         name="idefics3",
+        token_layout=rl.idefics3_layout,
         model_types=("idefics3", "smolvlm"),
         image_features="model.connector",
         images_per_row=True,
@@ -522,12 +545,14 @@ for _adapter in (
     ),
     Adapter(
         name="gemma3",
+        token_layout=rl.gemma3_layout,
         model_types=("gemma3",),
         image_features="model.multi_modal_projector",
         images_per_row=True,
     ),
     Adapter(
         name="paligemma",
+        token_layout=rl.llava_layout,
         model_types=("paligemma",),
         image_features="model.multi_modal_projector",
         build_prompt=_prefix_prompt,
@@ -539,6 +564,8 @@ for _adapter in (
     ),
     Adapter(
         name="mllama",
+        no_layout="the image reaches the text through cross-attention layers; the sequence "
+        "holds one <|image|> marker, no image tokens",
         model_types=("mllama",),
         image_features="model.multi_modal_projector",
         fusion="cross_attention",
@@ -552,6 +579,7 @@ for _adapter in (
     ),
     Adapter(
         name="instructblip",
+        no_layout="the image tokens are Q-Former query tokens, each attending to the whole image",
         model_types=("instructblip",),
         image_features="language_projection",
         mixed_batches=False,

@@ -151,6 +151,21 @@ class DataSourceError(DataFormatError, FileNotFoundError):
     data does not have, or a hub dataset that cannot be reached (no network)."""
 
 
+class RegionError(InterpError, ValueError):
+    """Token-to-region maps cannot be made as asked (see :func:`interp.token_regions`)."""
+
+
+class NoSpatialLayoutError(RegionError, TypeError):
+    """The family's image tokens have no place in the image (InstructBLIP's query tokens;
+    Mllama's image reaches the text through cross-attention, with no image tokens in the
+    sequence)."""
+
+
+class LayoutNotMappedError(RegionError, NotImplementedError):
+    """The family (or a processor setting of it) has image tokens with a spatial layout that the
+    library does not map yet."""
+
+
 class MissingExtraError(InterpError, ImportError):
     """An optional dependency is not installed; the message names the extra that provides it."""
 
@@ -180,15 +195,18 @@ __all__ = [
     "InterpError",
     "InterventionError",
     "MissingColumnError",
+    "LayoutNotMappedError",
     "MissingExtraError",
     "MissingImageError",
     "ModelNotFoundError",
+    "NoSpatialLayoutError",
     "NoVIPError",
     "PositionError",
     "ProbeError",
     "ProbeTypeError",
     "ProcessorMissingError",
     "RecallError",
+    "RegionError",
     "StoreError",
     "StoreLockedError",
     "SupportError",

@@ -1,0 +1,382 @@
+"""Per-family token layouts: where each image token of one image comes from in the original image.
+
+A layout function takes the processor, the model config and the original image size ``(width,
+height)`` and returns an :class:`ImageLayout`: one entry per image-token placeholder the processor
+writes for that image, in prompt order, each with a box ``(x0, y0, x1, y1)`` in original-image
+pixels (NaN for a token with no place in the image: a newline, a class token) and the view it
+belongs to (``"image"`` for a single view; ``"base"``, ``"tile k"``, ``"thumbnail"``, ``"global"``
+for multi-view layouts).
+
+Everything is derived from the processor's real settings (resize, crop, pad, patch and merge
+sizes, tiling) and follows the image's pixels through them as affine maps: a resize scales
+coordinates, a crop or pad shifts them. Each family's function is named by its adapter entry
+(:attr:`interp.Adapter.token_layout`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from jaxtyping import Float
+
+NON_SPATIAL = ("newline", "cls", "separator", "padding")
+
+
+@dataclass(frozen=True)
+class ImageLayout:
+    """The image-token entries of one image, in prompt order."""
+
+    boxes: Float[np.ndarray, "n 4"]
+    views: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.views)
+
+    @staticmethod
+    def concat(parts: list[ImageLayout]) -> ImageLayout:
+        if not parts:
+            return ImageLayout(np.zeros((0, 4)), ())
+        return ImageLayout(
+            np.concatenate([p.boxes for p in parts]), tuple(v for p in parts for v in p.views)
+        )
+
+
+LayoutFn = Callable[[Any, Any, tuple[int, int]], ImageLayout]
+
+
+@dataclass(frozen=True)
+class View:
+    """A canvas made from the original image: canvas pixel ``u = sx·x + tx``, ``v = sy·y + ty``."""
+
+    sx: float
+    sy: float
+    tx: float = 0.0
+    ty: float = 0.0
+
+    @staticmethod
+    def resized(size: tuple[int, int], to: tuple[int, int]) -> View:
+        """The whole image ``size`` (w, h) resized to ``to`` (w, h)."""
+        return View(to[0] / size[0], to[1] / size[1])
+
+    def shift(self, dx: float, dy: float) -> View:
+        """Crop (negative shift) or pad (positive shift) the canvas."""
+        return View(self.sx, self.sy, self.tx + dx, self.ty + dy)
+
+    def scale(self, fx: float, fy: float) -> View:
+        return View(self.sx * fx, self.sy * fy, self.tx * fx, self.ty * fy)
+
+    def grid(
+        self,
+        image: tuple[int, int],
+        rows: int,
+        cols: int,
+        cell: tuple[float, float],
+        origin: tuple[float, float] = (0.0, 0.0),
+        label: str = "image",
+    ) -> ImageLayout:
+        """Row-major ``rows × cols`` tokens, each a ``cell`` (w, h) of canvas pixels from
+        ``origin``, mapped back to the original image and clipped to it (a token wholly in
+        padding is marked ``"padding"``)."""
+        c, r = np.meshgrid(np.arange(cols), np.arange(rows))
+        u0 = origin[0] + c.ravel() * cell[0]
+        v0 = origin[1] + r.ravel() * cell[1]
+        boxes = np.stack(
+            [
+                (u0 - self.tx) / self.sx,
+                (v0 - self.ty) / self.sy,
+                (u0 + cell[0] - self.tx) / self.sx,
+                (v0 + cell[1] - self.ty) / self.sy,
+            ],
+            axis=1,
+        )
+        w, h = image
+        boxes[:, [0, 2]] = boxes[:, [0, 2]].clip(0, w)
+        boxes[:, [1, 3]] = boxes[:, [1, 3]].clip(0, h)
+        empty = (boxes[:, 2] <= boxes[:, 0]) | (boxes[:, 3] <= boxes[:, 1])
+        boxes[empty] = np.nan
+        views = tuple("padding" if e else label for e in empty)
+        return ImageLayout(boxes, views)
+
+
+def non_spatial(label: str, n: int = 1) -> ImageLayout:
+    return ImageLayout(np.full((n, 4), np.nan), (label,) * n)
+
+
+def _get(size: Any, key: str) -> Any:
+    return size.get(key) if isinstance(size, dict) else getattr(size, key, None)
+
+
+def _image_processor(processor: Any) -> Any:
+    return getattr(processor, "image_processor", processor)
+
+
+def _opt(processor: Any, key: str, default: Any = None) -> Any:
+    """The value of image setting ``key`` that a processor call uses: the processor's own image
+    keywords (class defaults such as InternVL's ``crop_to_patches=True`` or Gemma 3's
+    ``do_pan_and_scan=False``, merged by transformers) over the image processor's attribute."""
+    try:
+        merged = processor._merge_kwargs(
+            processor.valid_processor_kwargs,
+            tokenizer_init_kwargs=processor.tokenizer.init_kwargs,
+        )["images_kwargs"]
+    except (AttributeError, KeyError, TypeError):
+        merged = {}
+    if merged.get(key) is not None:
+        return merged[key]
+    return getattr(_image_processor(processor), key, default)
+
+
+def resize_crop(processor: Any, image: tuple[int, int]) -> tuple[View, tuple[int, int]]:
+    """The view and canvas (w, h) of a CLIP/SigLIP-style processor: resize (to a fixed size, or
+    the shortest edge keeping the aspect ratio), then centre crop."""
+    w, h = image
+    view, canvas = View(1.0, 1.0), (w, h)
+    if _opt(processor, "do_resize", True):
+        size = _opt(processor, "size")
+        if _get(size, "height") and _get(size, "width"):
+            canvas = (int(_get(size, "width")), int(_get(size, "height")))
+        else:
+            short = int(_get(size, "shortest_edge"))
+            if w <= h:
+                canvas = (short, int(short * h / w))
+            else:
+                canvas = (int(short * w / h), short)
+        view = View.resized(image, canvas)
+    crop = _opt(processor, "crop_size")
+    if _opt(processor, "do_center_crop", False) and crop:
+        cw, ch = int(_get(crop, "width")), int(_get(crop, "height"))
+        view = view.shift(-((canvas[0] - cw) // 2), -((canvas[1] - ch) // 2))
+        canvas = (cw, ch)
+    return view, canvas
+
+
+def _vision(config: Any) -> Any:
+    return config.vision_config
+
+
+# -- single-grid families -----------------------------------------------------------------------
+
+
+def llava_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """LLaVA / PaliGemma: one resized (and cropped) view, a grid of patches; a kept CLS token
+    (``"full"`` strategy with ``num_additional_image_tokens``) comes first and is non-spatial."""
+    view, canvas = resize_crop(processor, image)
+    patch = int(_vision(config).patch_size)
+    grid = view.grid(image, canvas[1] // patch, canvas[0] // patch, (patch, patch))
+    strategy = getattr(config, "vision_feature_select_strategy", "full")
+    extra = int(getattr(processor, "num_additional_image_tokens", 0) or 0)
+    if strategy == "full" and extra:
+        return ImageLayout.concat([non_spatial("cls", extra), grid])
+    return grid
+
+
+def gemma3_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """Gemma 3: a resized square view whose patch grid is average-pooled to
+    ``mm_tokens_per_image`` tokens."""
+    if _opt(processor, "do_pan_and_scan", False):
+        from .errors import LayoutNotMappedError
+
+        raise LayoutNotMappedError(
+            "gemma3 with do_pan_and_scan=True (extra crops) is not mapped yet; set "
+            "processor.image_processor.do_pan_and_scan = False"
+        )
+    view, canvas = resize_crop(processor, image)
+    side = math.isqrt(int(config.mm_tokens_per_image))
+    cell = (canvas[0] / side, canvas[1] / side)
+    return view.grid(image, side, side, cell)
+
+
+def qwen_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """Qwen2-VL, Qwen2.5-VL, Qwen3-VL and the Qwen Omni thinkers: the image resized to a multiple
+    of patch × merge (``smart_resize`` within the pixel bounds), one token per merged
+    ``merge × merge`` block of patches, row-major."""
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+
+    patch, merge = int(_opt(processor, "patch_size")), int(_opt(processor, "merge_size"))
+    size = _opt(processor, "size") or {}
+    lo = _get(size, "shortest_edge") or _opt(processor, "min_pixels")
+    hi = _get(size, "longest_edge") or _opt(processor, "max_pixels")
+    w, h = image
+    rh, rw = smart_resize(h, w, factor=patch * merge, min_pixels=lo, max_pixels=hi)
+    unit = patch * merge
+    return View.resized(image, (rw, rh)).grid(image, rh // unit, rw // unit, (unit, unit))
+
+
+def gemma4_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """Gemma 4: the image resized, keeping its aspect ratio, to the largest multiple of
+    patch × pooling kernel within the soft-token budget; one token per ``k × k`` block of
+    patches, row-major."""
+    from transformers.models.gemma4.image_processing_pil_gemma4 import (
+        get_aspect_ratio_preserving_size,
+    )
+
+    patch, k = int(_opt(processor, "patch_size")), int(_opt(processor, "pooling_kernel_size"))
+    w, h = image
+    rh, rw = h, w
+    if _opt(processor, "do_resize", True):
+        budget = int(_opt(processor, "max_soft_tokens")) * k * k
+        rh, rw = get_aspect_ratio_preserving_size(h, w, patch, budget, k)
+    unit = patch * k
+    return View.resized(image, (rw, rh)).grid(image, rh // unit, rw // unit, (unit, unit))
+
+
+# -- tiled families -------------------------------------------------------------------------------
+
+
+def anyres_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """LLaVA-NeXT / -NeXT-Video / -OneVision: the base view (the whole image resized), then the
+    any-res tiles (the image resized into the best pinpoint resolution, padded, cut in tiles)
+    unpadded as the model unpads them, one newline token after each row. OneVision's
+    ``anyres_max_N`` downsampling of large grids is followed (each token then covers its share
+    of the unpadded area)."""
+    from transformers.image_processing_utils import get_patch_output_size, select_best_resolution
+
+    vision = _vision(config)
+    side = int(vision.image_size) // int(vision.patch_size)
+    w, h = image
+    size = _opt(processor, "size")
+    base_size = (
+        (int(_get(size, "width")), int(_get(size, "height")))
+        if _get(size, "height")
+        else (int(_get(size, "shortest_edge")),) * 2
+    )
+    crop = _opt(processor, "crop_size")
+    tile = int(_get(crop, "height")) if crop and _get(crop, "height") else base_size[1]
+    # base: resized to the base size, then as every tile: resized and centre-cropped
+    view, canvas = View.resized(image, base_size), base_size
+    inner, inner_canvas = resize_crop(processor, canvas)
+    view = View(view.sx * inner.sx, view.sy * inner.sy, inner.tx, inner.ty)
+    cell = (inner_canvas[0] / side, inner_canvas[1] / side)
+    base = view.grid(image, side, side, cell, label="base")
+    bh, bw = select_best_resolution((h, w), config.image_grid_pinpoints)
+    nh, nw = get_patch_output_size(
+        np.zeros((3, h, w)), (bh, bw), input_data_format="channels_first"
+    )
+    canvas_view = View.resized(image, (nw, nh)).shift((bw - nw) // 2, (bh - nh) // 2)
+    tiles_h, tiles_w = bh // tile, bw // tile
+    rows, cols = tiles_h * side, tiles_w * side
+    # unpad exactly as the model does (from the original size and the feature grid)
+    r0, r1, c0, c1 = 0, rows, 0, cols
+    if w / h > cols / rows:
+        new_h = int(round(h * (cols / w), 7))
+        pad = (rows - new_h) // 2
+        r0, r1 = pad, rows - pad
+    else:
+        new_w = int(round(w * (rows / h), 7))
+        pad = (cols - new_w) // 2
+        c0, c1 = pad, cols - pad
+    grid_rows, grid_cols = r1 - r0, c1 - c0
+    aspect = getattr(config, "vision_aspect_ratio", None)
+    if aspect and str(aspect).startswith("anyres_max_"):
+        ratio = math.sqrt(grid_rows * grid_cols / (int(str(aspect)[11:]) * side**2))
+        if ratio > 1.1:
+            grid_rows, grid_cols = int(grid_rows // ratio), int(grid_cols // ratio)
+    cell_u = (c1 - c0) * tile / side / grid_cols
+    cell_v = (r1 - r0) * tile / side / grid_rows
+    parts = [base]
+    for r in range(grid_rows):
+        line = canvas_view.grid(
+            image, 1, grid_cols, (cell_u, cell_v), (c0 * tile / side, r0 * tile / side + r * cell_v)
+        )
+        centre_v = r0 * tile / side + (r + 0.5) * cell_v
+        labels = tuple(
+            lab
+            if lab == "padding"
+            else f"tile {int(centre_v // tile) * tiles_w + int((c0 * tile / side + (k + 0.5) * cell_u) // tile)}"
+            for k, lab in enumerate(line.views)
+        )
+        parts += [ImageLayout(line.boxes, labels), non_spatial("newline")]
+    return ImageLayout.concat(parts)
+
+
+def internvl_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """InternVL: the image resized to the best ``cols × rows`` tile canvas and cut in tiles, then
+    a thumbnail of the whole image (when there is more than one tile); each tile's patch grid is
+    pixel-shuffled by ``downsample_ratio`` (a token covers ``1/ratio × 1/ratio`` patches)."""
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import (
+        get_optimal_tiled_canvas,
+    )
+
+    size = _opt(processor, "size")
+    tw, th = int(_get(size, "width")), int(_get(size, "height"))
+    patch = np.atleast_1d(_vision(config).patch_size)[0]
+    unit = patch / float(config.downsample_ratio)
+    per = (int(th // unit), int(tw // unit))
+    w, h = image
+    lo, hi = int(_opt(processor, "min_patches", 1)), int(_opt(processor, "max_patches", 1))
+    if not (_opt(processor, "crop_to_patches", False) and hi > 1):
+        return View.resized(image, (tw, th)).grid(image, per[0], per[1], (unit, unit))
+    cols, rows = get_optimal_tiled_canvas((h, w), (th, tw), lo, hi)
+    view = View.resized(image, (tw * cols, th * rows))
+    if rows * cols == 1:
+        return view.grid(image, per[0], per[1], (unit, unit))
+    parts = [
+        view.grid(
+            image, per[0], per[1], (unit, unit), (c * tw, r * th), label=f"tile {r * cols + c}"
+        )
+        for r in range(rows)
+        for c in range(cols)
+    ]
+    thumb = View.resized(image, (tw, th)).grid(
+        image, per[0], per[1], (unit, unit), label="thumbnail"
+    )
+    return ImageLayout.concat([*parts, thumb])
+
+
+def idefics3_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """Idefics3 / SmolVLM: the image resized to its longest edge, then (with image splitting)
+    to multiples of the tile size and cut in tiles, followed by a global view of the whole image;
+    each view's patch grid is pixel-shuffled by ``scale_factor`` (a token covers
+    ``scale × scale`` patches)."""
+    from transformers.models.idefics3 import image_processing_pil_idefics3 as hf
+
+    tile = int(_get(_opt(processor, "max_image_size"), "longest_edge"))
+    unit = int(_vision(config).patch_size) * int(config.scale_factor)
+    per = tile // unit
+    w, h = image
+    rw, rh = w, h
+    if _opt(processor, "do_resize", True):
+        longest = int(_get(_opt(processor, "size"), "longest_edge"))
+        rh, rw = hf._resize_output_size_rescale_to_max_len(h, w, max_len=longest)
+        rh, rw = hf._resize_output_size_scale_below_upper_bound(rh, rw, max_len=hf.MAX_IMAGE_SIZE)
+    glob = View.resized(image, (tile, tile)).grid(image, per, per, (unit, unit), label="global")
+    if not _opt(processor, "do_image_splitting", False):
+        return ImageLayout(glob.boxes, ("image",) * len(glob))
+    aspect = rw / rh
+    if rw >= rh:
+        rw = math.ceil(rw / tile) * tile
+        rh = math.ceil(int(rw / aspect) / tile) * tile
+    else:
+        rh = math.ceil(rh / tile) * tile
+        rw = math.ceil(int(rh * aspect) / tile) * tile
+    if rh <= tile and rw <= tile:
+        return ImageLayout(glob.boxes, ("image",) * len(glob))
+    view = View.resized(image, (rw, rh))
+    rows, cols = rh // tile, rw // tile
+    parts = [
+        view.grid(image, per, per, (unit, unit), (c * tile, r * tile), label=f"tile {r * cols + c}")
+        for r in range(rows)
+        for c in range(cols)
+    ]
+    return ImageLayout.concat([*parts, glob])
+
+
+__all__ = [
+    "NON_SPATIAL",
+    "ImageLayout",
+    "LayoutFn",
+    "View",
+    "anyres_layout",
+    "gemma3_layout",
+    "gemma4_layout",
+    "idefics3_layout",
+    "internvl_layout",
+    "llava_layout",
+    "non_spatial",
+    "qwen_layout",
+    "resize_crop",
+]
