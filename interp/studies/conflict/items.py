@@ -242,14 +242,17 @@ def check_items(samples: Sequence[Sample], sources: Sequence[Source] = DEMO_SOUR
 
 
 def _item_sources(sample: Sample, name: str) -> list[Source]:
-    """The sample's sources in prompt order, read with the first source set (then the single
-    registered sources) that holds all its order names and a source named ``name``."""
+    """The sample's sources in prompt order, read with the first source set that holds all its
+    order names and a source named ``name``, else with every known source by order name."""
     names = set(_order_names(sample))
+    union: dict[str, Source] = {}
     for sources in (*SOURCE_SETS.values(), tuple(SOURCES.values())):
+        for s in sources:
+            union.setdefault(s.order_name, s)
         by_order = {s.order_name for s in sources}
         if names and names <= by_order and any(s.name == name for s in sources):
             return item_order(sample, sources)
-    return item_order(sample, tuple(SOURCES.values()))  # raises a clear error
+    return item_order(sample, tuple(union.values()))  # raises a clear error if unknown
 
 
 def without_source(sample: Sample, name: str) -> Sample:
