@@ -498,3 +498,27 @@ def test_bad_items_and_options_are_one_line_before_the_model_loads(
     assert main([*argv, *extra, "--out", str(out)]) == 2
     assert message in one_error_line(capsys.readouterr().err)
     assert not out.exists()
+
+
+def test_the_audit_section_handles_audio_sources(omni):
+    from interp.studies.audit.registry import AuditOptions
+    from interp.studies.conflict.audit import section, select
+
+    items = tri_items(2, ["image,audio,text", "audio,text,image"], agreeing=2)
+    chosen = select(items)
+    assert len(chosen.samples) == len(items) and not chosen.reason
+    broken = [replace(items[0], meta={**items[0].meta, "audio_label": ""})]
+    assert "'audio' source has no label" in select(broken).reason
+    sec = section(omni, chosen.samples, AuditOptions(batch_size=8, max_new_tokens=2))
+    assert {"follows_image", "follows_audio", "follows_caption"} <= set(sec.numbers)
+    assert "image_after_contrast" in sec.numbers and "the audio" in sec.verdict
+    # its shares are the greedy answers' labels where all differ, by hand
+    gen = interp.generate(omni, chosen.samples, max_new_tokens=2, progress_bar=False)
+    differ = [
+        (s, t) for s, t in zip(chosen.samples, gen.texts) if s.meta["agreement"] == "all_differ"
+    ]
+    labels = {"image": "image_label", "audio": "audio_label", "text": "text_label"}
+    audio = sum(
+        bias_label(t, {k: s.meta[v] for k, v in labels.items()}) == "BIAS_AUDIO" for s, t in differ
+    )
+    assert sec.numbers["follows_audio"] == pytest.approx(audio / len(differ), abs=5e-3)

@@ -81,8 +81,9 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     per configuration (evidence type), order and decoding."""
     set_name, sources = infer_sources(samples)
     demo = set_name == "demo"
-    kinds = " and ".join(dict.fromkeys(s.kind for s in sources))
-    sec = STUDY.new_section(f"Which source wins when {kinds} disagree?", samples)
+    kinds = list(dict.fromkeys(s.kind for s in sources))
+    what = ", ".join(kinds[:-1]) + " and " + kinds[-1] if len(kinds) > 1 else kinds[0]
+    sec = STUDY.new_section(f"Which source wins when {what} disagree?", samples)
     kw = dict(
         max_new_tokens=min(opts.max_new_tokens, 4),
         batch_size=opts.batch_size,

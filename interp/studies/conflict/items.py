@@ -281,11 +281,8 @@ def without_source(sample: Sample, name: str) -> Sample:
             )
         # join the text before and after the k-th slot: the slot disappears
         text = slot.join(pieces[: k + 1]) + " " + slot.join(pieces[k + 1 :])
-        field = {"image": "image", "audio": "audio", "video": "video"}[drop.kind]
-        inputs = list(
-            {"image": sample.images, "audio": sample.audios, "video": sample.videos}[field]
-        )
-        changes[field] = [x for i, x in enumerate(inputs) if i != k] or None
+        inputs = {"image": sample.images, "audio": sample.audios, "video": sample.videos}
+        changes[drop.kind] = [x for i, x in enumerate(inputs[drop.kind]) if i != k] or None
     kept = ",".join(o.order_name for o in order if o is not drop)
     return replace(
         sample,

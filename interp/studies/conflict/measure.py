@@ -136,8 +136,13 @@ def _agreement(labels: dict[str, str]) -> str:
 def favouring(
     favour: Sequence[str] = ("image", "text"), alpha: float = 0.5, beta: float = 0.1
 ) -> dict[str, Any]:
-    """The paper's contrastive-decoding diagnostic, one method per favoured source: the amateur is
-    the input without that source (``without:<source>``), α = 0.5, β = 0.1."""
+    """The paper's contrastive-decoding diagnostic, one method per source: the amateur is the
+    input without that source (``without:<source>``; the paper's is ``without:image``), α = 0.5,
+    β = 0.1, named ``"favour <source>"``. The contrast ``(1+α)·z − α·z'`` amplifies what the
+    removed source adds to the next-token logits; which way each source's bias then moves is
+    what :meth:`ConflictResponses.contrast_effect` measures (the paper reports image bias down
+    and a residual text bias). Amateurs that drop a modality run in one batch with the expert:
+    a family that cannot mix rows with and without it is refused before compute."""
     out: dict[str, Any] = {"greedy": None}
     for name in favour:
         _check_source(name)
