@@ -1,8 +1,8 @@
 """The conflict study on tri-modal items (image, audio, caption) on a tiny Qwen2.5-Omni thinker:
 ``without:<source>`` against prompts built by hand and run in plain HF, the paper's eight labels,
-rates against hand counts and scipy's Wilson interval, the probe against a scikit-learn fit and
-its permutation p-value against the hypergeometric tail, contrastive decoding against a
-brute-force loop, the decoding and batching checks, and the command's checks."""
+rates against hand counts and scipy's Wilson interval, the probe against a scikit-learn fit, its
+permutation p-values against the hypergeometric tail and a full enumeration, contrastive decoding
+against a brute-force loop, the decoding and batching checks, and the command's checks."""
 
 from __future__ import annotations
 
@@ -386,6 +386,32 @@ def test_permutation_p_value_equals_the_hypergeometric_tail():
         assert p == pytest.approx(exact, abs=0.01)
 
 
+def exact_block_p(y: np.ndarray, pred: np.ndarray, groups: np.ndarray) -> float:
+    """The share of all permutations of equally sized groups' label blocks whose balanced
+    accuracy reaches the observed one (full enumeration, scikit-learn's metric)."""
+    names = list(dict.fromkeys(groups.tolist()))
+    blocks = [np.flatnonzero(groups == g) for g in names]
+    observed = balanced_accuracy_score(y, pred)
+    hits = []
+    for order in itertools.permutations(range(len(blocks))):
+        permuted = y.copy()
+        for target, k in zip(blocks, order):
+            permuted[target] = y[blocks[k]]
+        hits.append(balanced_accuracy_score(permuted, pred) >= observed - 1e-12)
+    return float(np.mean(hits))
+
+
+def test_group_permutation_p_value_equals_full_enumeration():
+    rng = np.random.default_rng(2)
+    groups = np.repeat([f"g{i}" for i in range(6)], 3)
+    y = np.array(["a", "b", "c"] * 6)
+    rng.shuffle(y)
+    for signal in (0.0, 0.7):
+        pred = np.where(rng.random(18) < signal, y, rng.choice(["a", "b", "c"], 18))
+        _, p = permutation_test(y, pred, n_permutations=20000, seed=3, groups=groups)
+        assert p == pytest.approx(exact_block_p(y, pred, groups), abs=0.01)
+
+
 def test_probe_against_a_scikit_learn_fit_on_hf_states(omni):
     items = tri_items(4, ["image,audio,text", "audio,text,image"])
     labels = ["BIAS_IMAGE" if s.meta["order"].startswith("image") else "BIAS_AUDIO" for s in items]
@@ -412,7 +438,7 @@ def test_probe_against_a_scikit_learn_fit_on_hf_states(omni):
     with torch.no_grad():
         hidden = hf_hidden_states(omni.hf(**enc.inputs, output_hidden_states=True))
     y = np.array(labels)
-    positive = probe.probe.classes_[1]
+    groups = np.array([s.meta["group"] for s in items])
     base = make_pipeline(
         StandardScaler(), LogisticRegression(class_weight="balanced", max_iter=1000)
     )
@@ -424,10 +450,8 @@ def test_probe_against_a_scikit_learn_fit_on_hf_states(omni):
         assert table.loc[layer, "balanced_accuracy"] == pytest.approx(
             balanced_accuracy_score(y, pred.astype(str)), abs=1e-9
         )
-        tp = int(((y == positive) & (pred == positive)).sum())
-        exact = hypergeom.sf(
-            tp - 1, len(y), int((y == positive).sum()), int((pred == positive).sum())
-        )
+        # the items' label blocks permuted among the four label triples: 24 permutations
+        exact = exact_block_p(y, pred.astype(str), groups)
         assert table.loc[layer, "p"] == pytest.approx(exact, abs=0.03)
     assert (table["p_adjusted"] == np.minimum(1, table["p"] * len(layers))).all()
 

@@ -32,13 +32,14 @@ class BiasProbe:
     Attributes:
         probe: the fitted :class:`probes.LayerwiseProbe` (``scores_`` per layer).
         labels: the label of each probed item; ``dropped``: labels left out because they had
-            fewer items than CV folds.
+            fewer items than CV folds; ``groups``: each item's group (the permutation blocks).
         chance: the balanced accuracy of a constant guess, 1 / classes.
     """
 
     probe: LayerwiseProbe
     labels: list[str]
     dropped: dict[str, int] = field(default_factory=dict)
+    groups: list[str] = field(default_factory=list)
 
     @property
     def chance(self) -> float:
@@ -53,14 +54,14 @@ class BiasProbe:
         layers (``p_adjusted``); ``balanced_accuracy_folds`` is the mean over folds.
 
         The test (:func:`permutation_test`) holds each item's out-of-fold prediction fixed and
-        permutes the labels: under H0 (the held-out predictions carry no information about the
-        label) every permutation is equally likely, so the p-value is exact up to Monte Carlo
-        error, for any number of classes, with balanced accuracy itself as the statistic (a
-        binomial test would need plain accuracy and a known chance rate, which class imbalance
-        changes). It needs no refit, unlike permuting before training; a t-test over the few
-        fold scores was avoided because folds share training items and are not independent.
-        Items of one group (the orders of one label triple) are permuted as separate rows, which
-        makes the test somewhat liberal when their labels are correlated.
+        permutes the labels — whole groups' label blocks (an item's orders, ``meta["group"]``)
+        among groups of the same size, as the folds keep groups whole: under H0 (the held-out
+        predictions carry no information about the label) every such permutation is equally
+        likely, so the p-value is exact up to Monte Carlo error, for any number of classes, with
+        balanced accuracy itself as the statistic (a binomial test would need plain accuracy, a
+        known chance rate and independent rows, which an item's orders are not). It needs no
+        refit, unlike permuting before training (it conditions on the fitted probes); a t-test
+        over the few fold scores was avoided because folds share training items.
         """
         y = np.asarray(self.labels)
         rows = []
@@ -68,7 +69,8 @@ class BiasProbe:
             scores = self.probe.cv_predictions_[layer]
             tested = ~np.isnan(scores).any(axis=1)
             pred = self.probe.classes_[np.argmax(np.nan_to_num(scores[tested]), axis=1)]
-            ba, p = permutation_test(y[tested], pred, n_permutations, seed)
+            groups = np.asarray(self.groups)[tested] if self.groups else None
+            ba, p = permutation_test(y[tested], pred, n_permutations, seed, groups)
             folds = self.probe.fold_scores_
             mean = float(folds[folds["layer"] == layer]["balanced_accuracy"].mean())
             rows.append(
@@ -108,18 +110,51 @@ def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
 
 
 def permutation_test(
-    y_true: np.ndarray, y_pred: np.ndarray, n_permutations: int = 2000, seed: int = 0
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    n_permutations: int = 2000,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """Balanced accuracy of ``y_pred`` and its one-sided permutation p-value against chance:
     ``(1 + #{permuted >= observed}) / (1 + n_permutations)``, the labels permuted with the
-    predictions held fixed (seeded)."""
+    predictions held fixed (seeded).
+
+    With ``groups``, whole groups' label blocks are permuted among groups of the same size (each
+    block's rows keep their order), so labels that hang together within a group (an item's
+    orders) stay together under the null; without, single labels are permuted.
+    """
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     observed = float(balanced_accuracy(y_true, y_pred)[0])
     rng = np.random.default_rng(seed)
-    perms = np.stack([rng.permutation(y_true) for _ in range(n_permutations)])
+    if groups is None:
+        perms = np.stack([rng.permutation(y_true) for _ in range(n_permutations)])
+    else:
+        blocks = _blocks(np.asarray(groups))
+        perms = np.stack([_shuffle_blocks(y_true, blocks, rng) for _ in range(n_permutations)])
     null = balanced_accuracy(perms, y_pred)
     p = (1 + int((null >= observed - 1e-12).sum())) / (1 + n_permutations)
     return observed, p
+
+
+def _blocks(groups: np.ndarray) -> list[list[np.ndarray]]:
+    """The row indices of each group, gathered by group size."""
+    by_size: dict[int, list[np.ndarray]] = {}
+    for g in dict.fromkeys(groups.tolist()):
+        idx = np.flatnonzero(groups == g)
+        by_size.setdefault(len(idx), []).append(idx)
+    return list(by_size.values())
+
+
+def _shuffle_blocks(
+    y: np.ndarray, blocks: list[list[np.ndarray]], rng: np.random.Generator
+) -> np.ndarray:
+    """``y`` with the label blocks of equally sized groups shuffled among those groups."""
+    out = y.copy()
+    for same in blocks:
+        for target, k in zip(same, rng.permutation(len(same))):
+            out[target] = y[same[k]]
+    return out
 
 
 def bias_probe(
@@ -172,4 +207,5 @@ def bias_probe(
     )
     probe = LayerwiseProbe(layers=layers, cv=cv)
     probe.fit(states.numpy(), part["label"].to_numpy(), groups=part["group"].astype(str).to_numpy())
-    return BiasProbe(probe, part["label"].tolist(), dropped)
+    groups = part["group"].astype(str).tolist()
+    return BiasProbe(probe, part["label"].tolist(), dropped, groups)
