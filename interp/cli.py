@@ -186,7 +186,8 @@ DATA_FORMATS_HELP = (
 
 DEMO_HELP = (
     "'demo' (the demo world's language-prior benchmark), 'demo:general' (every question type), "
-    "'demo:<qtype,...>', or a JSONL file (image, question, answer, labels)"
+    "'demo:v3' (the audio and video types trimodal, hear, motion), 'demo:<qtype,...>', or a "
+    "JSONL file (image, question, answer, labels)"
 )
 
 
@@ -200,7 +201,9 @@ def load_data(
     keep: Any = None,
 ) -> list:
     """Samples from a data spec: ``demo`` / ``demo:prior`` (``default_qtypes``), ``demo:general``
-    (every vision and vision-independent question type), ``demo:<qtype>[,...]``, a JSONL file
+    (every vision and vision-independent question type), ``demo:v3`` (the world-v3 audio and
+    video types: ``trimodal``, ``hear``, ``motion``), ``demo:<qtype>[,...]`` (any of
+    ``interp.datasets.world.ALL_QTYPES``), a JSONL file
     (see :func:`interp.read_jsonl`), or a parquet file / folder / glob, a Hugging Face datasets
     folder or a hub dataset id, optionally ``:split``, read through ``columns`` (see
     :func:`interp.read_dataset`). Every image is opened, so a missing or unreadable file is
@@ -221,7 +224,7 @@ def load_data(
     if seed < 0:
         raise UsageError(f"--seed must be >= 0, got {seed}")
     if spec == "demo" or spec.startswith("demo:"):
-        from .datasets import QTYPES, TEXT_QTYPES, VISION_QTYPES, demo_world
+        from .datasets import ALL_QTYPES, TEXT_QTYPES, V3_QTYPES, VISION_QTYPES, demo_world
 
         if columns is not None:
             raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
@@ -229,12 +232,14 @@ def load_data(
             qtypes = list(default_qtypes)
         elif spec == "demo:general":
             qtypes = list(VISION_QTYPES) + list(TEXT_QTYPES)
+        elif spec == "demo:v3":
+            qtypes = list(V3_QTYPES)
         else:
             qtypes = [q for q in spec.split(":", 1)[1].split(",") if q]
-            bad = [q for q in qtypes if q not in QTYPES]
+            bad = [q for q in qtypes if q not in ALL_QTYPES]
             if bad or not qtypes:
                 what = f"unknown demo question types {bad}" if bad else "no question type given"
-                raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(QTYPES)}")
+                raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(ALL_QTYPES)}")
         return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
     source = split_spec(spec)[0]
     if not (

@@ -179,6 +179,45 @@ def word_mask(word: str) -> np.ndarray:
     return out
 
 
+SENTENCE_WORD_GAP = 2  # pixels between the words of a sentence, one pixel between its lines
+
+
+def sentence_mask(text: str) -> np.ndarray:
+    """Mask of a sentence of lowercase words in letters 3 x 5 pixels, wrapped greedily into lines
+    at most ``IMAGE_SIZE`` wide (a propositional image of a whole statement)."""
+    words = text.split()
+    if not words:
+        raise ValueError("cannot render an empty sentence")
+    glyphs = [word_mask(w)[::LETTER_HEIGHT_SCALE] for w in words]  # letters 5 px tall
+    lines: list[list[np.ndarray]] = [[]]
+    width = 0
+    for g in glyphs:
+        extra = g.shape[1] + (SENTENCE_WORD_GAP if lines[-1] else 0)
+        if lines[-1] and width + extra > IMAGE_SIZE:
+            lines.append([])
+            width, extra = 0, g.shape[1]
+        lines[-1].append(g)
+        width += extra
+    height = 6 * len(lines) - 1
+    if height > IMAGE_SIZE:
+        raise ValueError(f"sentence {text!r} needs {len(lines)} lines; at most 5 fit")
+    rows = [
+        np.concatenate(
+            [
+                p
+                for i, g in enumerate(line)
+                for p in ([np.zeros((5, SENTENCE_WORD_GAP))] if i else []) + [g]
+            ],
+            axis=1,
+        )
+        for line in lines
+    ]
+    out = np.zeros((height, max(r.shape[1] for r in rows)), dtype=np.float32)
+    for i, r in enumerate(rows):
+        out[6 * i : 6 * i + 5, : r.shape[1]] = r
+    return out
+
+
 def noisy_background(rng: np.random.Generator, sigma: float = NOISE_SIGMA) -> np.ndarray:
     """Grey float canvas ``[H, W, 3]`` with i.i.d. Gaussian pixel noise."""
     return BACKGROUND_GREY + sigma * rng.standard_normal((IMAGE_SIZE, IMAGE_SIZE, 3))
@@ -254,6 +293,13 @@ def render_word(
     return _render_anywhere(word_mask(word), color, opacity, rng)
 
 
+def render_sentence(
+    text: str, color: str, opacity: float, rng: np.random.Generator
+) -> tuple[Image.Image, tuple[int, int]]:
+    """Write a sentence (:func:`sentence_mask`) at a random position; returns image and corner."""
+    return _render_anywhere(sentence_mask(text), color, opacity, rng)
+
+
 def trivial_image(kind: str, rng: np.random.Generator) -> Image.Image:
     """An image without information about any entity: ``black``, ``white`` or uniform ``noise``."""
     if kind == "black":
@@ -281,7 +327,9 @@ __all__ = [
     "noisy_background",
     "render_digit",
     "render_scene",
+    "render_sentence",
     "render_word",
+    "sentence_mask",
     "shape_mask",
     "to_image",
     "trivial_image",

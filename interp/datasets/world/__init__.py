@@ -25,6 +25,19 @@ checked against ground truth:
   name is a word with a letter count; each is asked by naming the entity (textual reference) or as
   "the object / digit / word in the image" (visual reference), three families.
 
+**World v3** adds audio and video, in question types generated only when named
+(:data:`V3_QTYPES`; ``demo_world(qtypes=V3_QTYPES)``, ``--data demo:v3`` or ``demo:trimodal``),
+from their own random streams, so every other request returns exactly the items it always did:
+
+- ``trimodal``: an image (a drawn object | a sentence written in the image), an audio clip (the
+  kind's synthetic sound, :mod:`.audio` | a spoken sentence, :mod:`.speech`) and a caption
+  naming three different kinds (or agreeing), in the four evidence conditions and six input
+  orders, answered by the trust rule :func:`trimodal_answer` (:mod:`.trimodal`);
+- ``hear``: one audio clip alone (sound or speech), which kind is it;
+- ``motion``: videos of an object moving or two objects appearing in turn (:mod:`.motion`).
+
+Their samples carry :data:`META_KEYS` plus :data:`V3_META_KEYS`.
+
 See :func:`demo_world` for the question types and :data:`META_KEYS` for the labels. Generation is by
 item index from ``numpy.random.default_rng([seed, split, ...])``: the same ``(split, seed, start,
 n)`` always gives the same samples, and a longer request extends a shorter one without changing it.
@@ -46,6 +59,7 @@ from ..render import CELLS as CELLS
 from ..render import COLORS as COLORS
 from ..render import SHAPE_KINDS as SHAPE_KINDS
 from ..render import TRIVIAL_IMAGES as TRIVIAL_IMAGES
+from .audio import SOUND_SIGNATURES, object_sound
 from .conflict import (
     AGREEMENTS,
     CONFLICT_ORDERS,
@@ -68,6 +82,7 @@ from .core import (
     PRIOR_KINDS,
     PRIOR_STRENGTH,
     SPLITS,
+    V3_META_KEYS,
 )
 from .existence import (
     CO_OCCURRENCE,
@@ -78,18 +93,22 @@ from .existence import (
     POPULAR_KINDS,
 )
 from .generate import (
+    ALL_QTYPES,
     CONFLICT_QTYPES,
     QTYPES,
     REFERENCE_QTYPES,
     TEXT_MIX,
     TEXT_QTYPES,
     TRAIN_MIX,
+    V3_QTYPES,
+    V3_TRAIN_MIX,
     VISION_QTYPES,
     demo_world,
     generation_label,
     text_corpus,
     world_vocabulary,
 )
+from .motion import DIRECTIONS, MOTION_QUESTIONS, VIDEO_KINDS, describe_motion
 from .perception import describe_answer, parse_description
 from .reference import (
     FACTS,
@@ -100,10 +119,21 @@ from .reference import (
     linked_recall,
     linked_word,
 )
+from .speech import SPEECH_PHRASINGS, SPEECH_VOICES, speech_clip, speech_manifest
+from .trimodal import (
+    EVIDENCE_CONDITIONS,
+    TRI_ORDERS,
+    TRI_POSITION_TRUST,
+    TRI_SOURCES,
+    TRI_TRUST,
+    label_triple,
+    trimodal_answer,
+)
 from .wordings import NAMING_VARIANTS, VARIANTS, WORDED_QTYPES
 
 __all__ = [
     "AGREEMENTS",
+    "ALL_QTYPES",
     "CATEGORIES",
     "COLOR_NAMES",
     "COLOR_WORDS",
@@ -111,13 +141,16 @@ __all__ = [
     "CONFLICT_QTYPES",
     "CO_OCCURRENCE",
     "CO_OCCURRENCE_STRENGTH",
+    "DIRECTIONS",
     "EVAL_COUNTERFACTUAL_SHARE",
+    "EVIDENCE_CONDITIONS",
     "FACTS",
     "FAMILIES",
     "FULL_VISIBILITY",
     "IMAGE_SLOT",
     "KIND_FREQUENCY",
     "META_KEYS",
+    "MOTION_QUESTIONS",
     "NAMING_VARIANTS",
     "NUMBER_WORDS",
     "PARTNER_OPACITY",
@@ -131,23 +164,40 @@ __all__ = [
     "QTYPES",
     "REFERENCE_QTYPES",
     "RELATIONS",
+    "SOUND_SIGNATURES",
     "SOURCES",
     "SOURCE_TRUST",
+    "SPEECH_PHRASINGS",
+    "SPEECH_VOICES",
     "SPLITS",
     "TEXT_MIX",
     "TEXT_QTYPES",
     "TRAIN_MIX",
+    "TRI_ORDERS",
+    "TRI_POSITION_TRUST",
+    "TRI_SOURCES",
+    "TRI_TRUST",
+    "V3_META_KEYS",
+    "V3_QTYPES",
+    "V3_TRAIN_MIX",
     "VARIANTS",
+    "VIDEO_KINDS",
     "VISION_QTYPES",
     "WORDED_QTYPES",
     "conflict_answer",
     "demo_world",
     "describe_answer",
+    "describe_motion",
     "generation_label",
+    "label_triple",
     "linked_digit",
     "linked_recall",
     "linked_word",
+    "object_sound",
     "parse_description",
+    "speech_clip",
+    "speech_manifest",
     "text_corpus",
+    "trimodal_answer",
     "world_vocabulary",
 ]

@@ -128,6 +128,43 @@ META_KEYS: tuple[str, ...] = (
 """
 
 
+V3_META_KEYS: tuple[str, ...] = (
+    "audio_label",
+    "image_form",
+    "audio_form",
+    "evidence",
+    "answer",
+    "audio_kind",
+    "audio_text",
+    "image_text",
+    "needs_audio",
+    "needs_video",
+    "video_kind",
+    "video_question",
+    "direction",
+    "appear_order",
+    "frames",
+)
+"""Keys that the world-v3 question types (``trimodal``, ``hear``, ``motion``) add to
+:data:`META_KEYS` (the items of the older types keep exactly :data:`META_KEYS`):
+
+- ``audio_label``: the kind the audio names or sounds like.
+- ``image_form`` / ``audio_form``: ``"perceptual"`` (a drawn object, a kind's sound) or
+  ``"propositional"`` (a sentence written in the image, a spoken sentence).
+- ``evidence``: the tri-modal evidence condition, ``"PercI-PercA"``, ``"PercI-PropA"``,
+  ``"PropI-PercA"`` or ``"PropI-PropA"``.
+- ``answer``: the world's answer (also the sample's ``answer``), from the trust rule
+  :func:`~interp.datasets.world.trimodal.trimodal_answer` for tri-modal items.
+- ``audio_kind``: ``"sound"`` or ``"speech"``; ``audio_text``: what a speech clip says;
+  ``image_text``: the sentence a propositional image shows.
+- ``needs_audio`` / ``needs_video``: the answer cannot be known without the audio / the video.
+- ``video_kind``: ``"move"`` (one object moves) or ``"appear"`` (two objects appear in turn);
+  ``video_question``: ``"direction"``, ``"first"``, ``"last"`` or ``"describe"``.
+- ``direction``: where the object moves (``"left"``, ``"right"``, ``"up"``, ``"down"``);
+  ``appear_order``: the kinds in order of appearance joined by commas; ``frames``: video length.
+"""
+
+
 @dataclass(frozen=True)
 class _Ctx:
     split: str
@@ -145,6 +182,14 @@ def _blank_meta(qtype: str, split: str) -> dict[str, Any]:
     meta: dict[str, Any] = dict.fromkeys(META_KEYS)
     meta.update(qtype=qtype, split=split, counterfactual=False, needs_image=True)
     meta["category"] = CATEGORIES.get(qtype)
+    return meta
+
+
+def _blank_meta_v3(qtype: str, split: str) -> dict[str, Any]:
+    """:func:`_blank_meta` plus every key of :data:`V3_META_KEYS`."""
+    meta = _blank_meta(qtype, split)
+    meta.update(dict.fromkeys(V3_META_KEYS))
+    meta.update(needs_image=False, needs_audio=False, needs_video=False)
     return meta
 
 

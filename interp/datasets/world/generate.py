@@ -28,6 +28,7 @@ from .core import (
     _GroupFn,
 )
 from .existence import _gen_exist
+from .motion import DIRECTIONS, MOTION_QUESTIONS, _gen_motion, describe_motion
 from .perception import (
     _gen_color,
     _gen_count,
@@ -39,6 +40,7 @@ from .perception import (
 )
 from .reference import FACTS, NUMBER_WORDS, RELATIONS, _gen_digit_arith, _gen_letters, _gen_recall
 from .text import _gen_arith, _gen_fact_color
+from .trimodal import HEAR_QUESTION, TRI_QUESTION, _gen_hear, _gen_trimodal
 from .wordings import VARIANTS, _color_question
 
 VISION_QTYPES: tuple[str, ...] = (
@@ -54,6 +56,11 @@ TEXT_QTYPES: tuple[str, ...] = ("arith", "fact_color")
 REFERENCE_QTYPES: tuple[str, ...] = ("recall", "digit_arith", "letters")
 CONFLICT_QTYPES: tuple[str, ...] = ("conflict",)
 QTYPES: tuple[str, ...] = VISION_QTYPES + TEXT_QTYPES + REFERENCE_QTYPES + CONFLICT_QTYPES
+V3_QTYPES: tuple[str, ...] = ("trimodal", "hear", "motion")
+"""World-v3 question types (audio and video): generated only when asked for by name, from their
+own random streams, so that every request without them returns exactly the items it always did."""
+ALL_QTYPES: tuple[str, ...] = QTYPES + V3_QTYPES
+_V3_STREAM = 1000  # offset of the v3 types' random streams
 
 # Training mixture of the joint image-text stage (share of training samples).
 TRAIN_MIX: dict[str, float] = {
@@ -71,6 +78,8 @@ TRAIN_MIX: dict[str, float] = {
     "letters": 0.06,
     "conflict": 0.16,
 }
+# Training mixture of the v3 types, used when a training request names them.
+V3_TRAIN_MIX: dict[str, float] = {"trimodal": 0.5, "hear": 0.2, "motion": 0.3}
 # Text-only corpus (language pretraining, and rehearsed during visual training): what text can
 # answer, including naming wordings of vision questions answered as text alone would: the prior
 # of a named kind, one of two offered options.
@@ -107,10 +116,13 @@ _GENERATORS: dict[str, _GroupFn] = {
 }
 
 
+_V3_GENERATORS = {"trimodal": _gen_trimodal, "hear": _gen_hear, "motion": _gen_motion}
+
+
 def _check_qtypes(qtypes: Sequence[str]) -> tuple[str, ...]:
-    bad = [q for q in qtypes if q not in QTYPES]
+    bad = [q for q in qtypes if q not in ALL_QTYPES]
     if bad or not qtypes:
-        raise ValueError(f"unknown question types {bad}; choose from {', '.join(QTYPES)}")
+        raise ValueError(f"unknown question types {bad}; choose from {', '.join(ALL_QTYPES)}")
     return tuple(qtypes)
 
 
@@ -136,7 +148,12 @@ def demo_world(
         n: number of samples returned (the last group may be cut short).
         seed: the world seed; splits use disjoint random streams.
         qtypes: question types to include (default: all of :data:`QTYPES` in val/test, the
-            training mixture in train; in train they restrict the mixture).
+            training mixture in train; in train they restrict the mixture). The world-v3 types
+            of :data:`V3_QTYPES` (``trimodal``: image + audio + caption conflicts, ``hear``: one
+            audio clip, ``motion``: videos) come only when named here (``V3_QTYPES`` asks for
+            all three); they draw from their own random streams (a training request that names
+            one uses its own stream for every draw, weighted by :data:`V3_TRAIN_MIX` for them),
+            so the items of every other request are unchanged.
         counterfactual_share: share of prior-bearing objects drawn in a non-canonical colour
             (default ``1 - PRIOR_STRENGTH`` in train, :data:`EVAL_COUNTERFACTUAL_SHARE` otherwise).
         start: index of the first draw, for streaming (``start=k`` continues after ``k`` draws).
@@ -166,15 +183,19 @@ def demo_world(
     code = _SPLIT_CODE[split]
     out: list[Sample] = []
     if split == "train":
-        mix = {q: TRAIN_MIX[q] for q in _check_qtypes(qtypes)} if qtypes else dict(TRAIN_MIX)
+        if qtypes:
+            mix = {q: TRAIN_MIX.get(q) or V3_TRAIN_MIX.get(q, 0.0) for q in _check_qtypes(qtypes)}
+        else:
+            mix = dict(TRAIN_MIX)
         if not any(mix.values()):
             raise ValueError(f"none of {qtypes} is in the training mixture {list(TRAIN_MIX)}")
         names, weights = _normalised(mix)
+        v3 = [_V3_STREAM] if any(q in V3_QTYPES for q in names) else []
         i = start
         while len(out) < n:
-            rng = np.random.default_rng([seed, code, i])
+            rng = np.random.default_rng([seed, code, *v3, i])
             qtype = names[int(rng.choice(len(names), p=weights))]
-            out.extend(_emit(rng, ctx, qtype, f"{split}-{seed}-{i}"))
+            out.extend(_emit(rng, ctx, qtype, f"{split}-{seed}-{i}", i))
             i += 1
         return out[:n]
     order = _check_qtypes(qtypes) if qtypes else QTYPES
@@ -182,8 +203,9 @@ def demo_world(
     while len(out) < n:
         qtype = order[i % len(order)]
         k = i // len(order)  # draw index within this question type: stable when qtypes change
-        rng = np.random.default_rng([seed, code, QTYPES.index(qtype), k])
-        out.extend(_emit(rng, ctx, qtype, f"{split}-{seed}-{qtype}-{k}"))
+        stream = QTYPES.index(qtype) if qtype in QTYPES else _V3_STREAM + V3_QTYPES.index(qtype)
+        rng = np.random.default_rng([seed, code, stream, k])
+        out.extend(_emit(rng, ctx, qtype, f"{split}-{seed}-{qtype}-{k}", k))
         i += 1
     return out[:n]
 
@@ -218,8 +240,13 @@ def _normalised(mix: dict[str, float]) -> tuple[list[str], np.ndarray]:
     return names, w / w.sum()
 
 
-def _emit(rng: np.random.Generator, ctx: _Ctx, qtype: str, group: str) -> list[Sample]:
-    samples = _GENERATORS[qtype](rng, ctx, group)
+def _emit(
+    rng: np.random.Generator, ctx: _Ctx, qtype: str, group: str, index: int = 0
+) -> list[Sample]:
+    if qtype in _V3_GENERATORS:
+        samples = _V3_GENERATORS[qtype](rng, ctx, group, index)
+    else:
+        samples = _GENERATORS[qtype](rng, ctx, group)
     for j, s in enumerate(samples):
         s.id = group if len(samples) == 1 else f"{group}-{j}"
     return samples
@@ -273,9 +300,20 @@ _TEMPLATES: tuple[str, ...] = (
 )
 
 
-def world_vocabulary() -> list[str]:
-    """Every word the world's questions and answers can contain, sorted (fixed tokenizer vocab)."""
+def world_vocabulary(v3: bool = False) -> list[str]:
+    """Every word the world's questions and answers can contain, sorted (fixed tokenizer vocab).
+
+    ``v3=True`` adds the words of the :data:`V3_QTYPES` questions and answers (the demo model's
+    vocabulary is the default list, unchanged)."""
     words: set[str] = set()
+    if v3:
+        words.update(world_vocabulary())
+        v3_texts = [*MOTION_QUESTIONS.values(), *DIRECTIONS, TRI_QUESTION, HEAR_QUESTION]
+        v3_texts += [describe_motion("move", ["x"], "x"), describe_motion("appear", ["x", "x"])]
+        for t in v3_texts:
+            words.update(t.replace("{kind}", "x").split())
+        words.discard("x")
+        return sorted(words)
     texts = [
         *_TEMPLATES,
         *(_color_question(v, "x", cw) for v in VARIANTS for cw in COLOR_WORDS),
