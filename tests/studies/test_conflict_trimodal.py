@@ -546,3 +546,21 @@ def test_the_audit_section_handles_audio_sources(omni):
         bias_label(t, {k: s.meta[v] for k, v in labels.items()}) == "BIAS_AUDIO" for s, t in differ
     )
     assert sec.numbers["follows_audio"] == pytest.approx(audio / len(differ), abs=5e-3)
+
+
+def test_the_command_on_the_demo_worlds_trimodal_items(omni, tmp_path, monkeypatch):
+    from interp.datasets import demo_world
+
+    folder = tmp_path / "model"
+    omni.hf.config.save_pretrained(folder)
+    monkeypatch.setattr(interp.model, "load", lambda *a, **k: omni)
+    out = tmp_path / "run"
+    argv = ["conflict", "--model", str(folder), "--data", "demo:trimodal", "--n", "24"]
+    opts = ["--favour", "image", "--cv", "2", "--max-new-tokens", "1", "--no-progress"]
+    assert main([*argv, *opts, "--out", str(out)]) == 0  # --sources auto: trimodal
+    items = demo_world("test", n=24, seed=0, qtypes=["trimodal"])
+    fig3 = pd.read_csv(out / "bias_by_evidence.csv")
+    counts = pd.Series(
+        [s.meta["evidence"] for s in items if s.meta["agreement"] == "all_differ"]
+    ).value_counts()
+    assert fig3.groupby("evidence")["n"].first().to_dict() == counts.to_dict()

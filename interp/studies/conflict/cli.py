@@ -15,7 +15,8 @@ from interp.studies import conflict as _package
 HELP = "modality conflict: bias labels per evidence form and order, probes, contrastive decoding"
 DESCRIPTION = _package.__doc__
 DATA_HELP = (
-    "'demo' (the demo world's conflict items, all six orders) or a JSONL file of conflict items: "
+    "'demo' (the demo world's two-image conflict items, all six orders), 'demo:trimodal' (its "
+    "image + audio + caption items) or a JSONL file of conflict items: "
     "each source's label (image_label, audio_label, text_label; the demo set's "
     "propositional_label), order and caption; tri-modal items also their evidence type"
 )
