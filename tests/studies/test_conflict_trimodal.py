@@ -564,3 +564,13 @@ def test_the_command_on_the_demo_worlds_trimodal_items(omni, tmp_path, monkeypat
         [s.meta["evidence"] for s in items if s.meta["agreement"] == "all_differ"]
     ).value_counts()
     assert fig3.groupby("evidence")["n"].first().to_dict() == counts.to_dict()
+
+
+def test_the_audit_picks_one_source_set_from_mixed_items():
+    from interp.datasets import demo_world
+    from interp.studies.conflict.audit import select
+
+    tri = demo_world("test", n=12, seed=0, qtypes=["trimodal"])
+    two = demo_world("test", n=6, seed=0, qtypes=["conflict"])
+    assert [s.id for s in select([*two, *tri]).samples] == [s.id for s in tri]
+    assert [s.id for s in select(two).samples] == [s.id for s in two]

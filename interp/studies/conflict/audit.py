@@ -44,13 +44,22 @@ LABELS = Labels(
 
 
 def select(samples: Sequence[Sample]) -> Selection:
-    """The conflict items, if there are any and they are well formed."""
+    """The conflict items, if there are any and they are well formed; with items of several
+    source sets (two-image and tri-modal), those of the set with the most items."""
     chosen = [s for s in samples if is_conflict_item(s)]
     if not chosen:
         return Selection.skip(
             "needs conflict items (meta: image_label, audio_label or propositional_label, "
             "text_label, order, caption)"
         )
+    sets: dict[str, list[Sample]] = {}
+    for s in chosen:
+        try:
+            sets.setdefault(infer_sources([s])[0], []).append(s)
+        except DataFormatError:
+            sets.setdefault("", []).append(s)
+    best = max((k for k in sets if k), key=lambda k: len(sets[k]), default="")
+    chosen = sets.get(best, chosen)
     try:
         check_items(chosen, infer_sources(chosen)[1])
     except DataFormatError as err:
