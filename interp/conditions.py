@@ -240,6 +240,8 @@ PixelFn = Callable[[Tensor, Sample, "str | None", int], Tensor]
 # sources(sample, arg, ctx) -> the samples whose images the input uses (for store fingerprints)
 SourcesFn = Callable[[Sample, "str | None", ConditionContext], "list[Sample]"]
 QuestionFn = Callable[[str, "str | None", Sample], str]
+# rewrite(sample, arg) -> the sample the other parts then apply to (e.g. one input removed)
+RewriteFn = Callable[[Sample, "str | None"], Sample]
 
 
 def _no_check(arg: str | None) -> None:
@@ -267,7 +269,9 @@ class ImageCondition(_Registered):
     """A registered image part. ``pixels``, when set, runs on each image's *normalised* pixel
     values after the processor (VCD's distortion); ``images`` then gives the images to process.
     ``question``, when set, rewrites the question text to go with the new images (e.g. removing
-    the slot of an image the part drops), before any question part applies."""
+    the slot of an image the part drops), before any question part applies. ``rewrite``, when
+    set, rewrites the whole sample first (its question, images, audio and videos), before every
+    other part: a part that removes one input of any modality together with its slot."""
 
     name: str
     images: ImageFn
@@ -277,6 +281,7 @@ class ImageCondition(_Registered):
     pixels: PixelFn | None = None
     sources: SourcesFn | None = None
     question: QuestionFn | None = None
+    rewrite: RewriteFn | None = None
 
 
 @dataclass(frozen=True)
@@ -321,6 +326,7 @@ def register_image_condition(
     pixels: PixelFn | None = None,
     sources: SourcesFn | None = None,
     question: QuestionFn | None = None,
+    rewrite: RewriteFn | None = None,
     overwrite: bool = False,
 ) -> Any:
     """Register an image part ``name[:arg]``; usable as a decorator of ``images``.
@@ -337,6 +343,10 @@ def register_image_condition(
         question: optional ``(text, arg, sample) -> text`` rewriting the question to go with the
             images (e.g. dropping the ``{image}`` slot of an image the part removes, or text
             evidence), applied before the question part.
+        rewrite: optional ``(sample, arg) -> sample`` applied before everything else: the
+            sample whose question, images, audio and videos the other parts then see (e.g.
+            removing one audio input and its ``{audio}`` slot). It must not load media: batching
+            and decoding checks call it to learn which modalities a row carries.
     """
 
     def register(fn: ImageFn) -> ImageFn:
@@ -350,6 +360,7 @@ def register_image_condition(
             pixels=pixels,
             sources=sources,
             question=question,
+            rewrite=rewrite,
         )
         return fn
 

@@ -33,6 +33,7 @@ from .positions import (
     special_token_pattern,
     uncovered,
 )
+from .resolve import carries
 from .samples import Sample
 
 if TYPE_CHECKING:
@@ -536,21 +537,14 @@ def batch_indices(
     cond = Condition.parse(condition)
     order = list(range(len(samples)))
     groups = [order]
-    carries = {
-        "image": (cond.uses_image, lambda s: s.has_image),
-        "audio": (cond.uses_audio, lambda s: s.has_audio),
-        "video": (cond.uses_video, lambda s: s.has_video),
-    }
-    for kind, (used, has) in carries.items():
-        if used and not vlm.adapter.mixed(kind):
+    for kind in ("image", "audio", "video"):
+        if not vlm.adapter.mixed(kind):
             # rows with and without this modality run in separate forwards
+            has = [carries(s, cond, kind) for s in samples]
             groups = [
                 part
                 for group in groups
-                for part in (
-                    [i for i in group if has(samples[i])],
-                    [i for i in group if not has(samples[i])],
-                )
+                for part in ([i for i in group if has[i]], [i for i in group if not has[i]])
                 if part
             ]
     for group in groups:

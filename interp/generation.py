@@ -40,6 +40,7 @@ from .edits import (
 )
 from .encoding import batch_indices, encode
 from .errors import ConditionError, DecodingError
+from .resolve import carries
 from .runner import Job, Shard, run
 from .samples import Sample, ensure_samples
 from .store import stack_rows
@@ -141,17 +142,12 @@ def check_decoding(
                 "contrast would be zero; give an amateur that removes or degrades something "
                 "(e.g. 'blind', 'distort:500')"
             )
-        kinds = (
-            ("image", "an image", condition.uses_image, amateur.uses_image),
-            ("audio", "audio", condition.uses_audio, amateur.uses_audio),
-            ("video", "a video", condition.uses_video, amateur.uses_video),
-        )
-        for kind, noun, expert_uses, amateur_uses in kinds:
+        kinds = (("image", "an image"), ("audio", "audio"), ("video", "a video"))
+        for kind, noun in kinds:
             if vlm.adapter.mixed(kind):
                 continue
             for s in samples:
-                has = {"image": s.has_image, "audio": s.has_audio, "video": s.has_video}[kind]
-                expert_has, amateur_has = expert_uses and has, amateur_uses and has
+                expert_has, amateur_has = carries(s, condition, kind), carries(s, amateur, kind)
                 if expert_has != amateur_has:
 
                     def says(flag: bool, noun: str = noun) -> str:

@@ -67,6 +67,8 @@ def prepare(
     qspec = QUESTION_CONDITIONS[cond.question.name] if cond.question is not None else None
     out: list[Prepared] = []
     for s in samples:
+        if spec.rewrite is not None:
+            s = spec.rewrite(s, cond.image.arg)
         images = spec.images(s, cond.image.arg, ctx) or []
         question = s.question
         if spec.question is not None:
@@ -110,6 +112,19 @@ def _media_inputs(
     return [a.resampled(rate) if rate else a for a in audios], list(videos)
 
 
+def carries(sample: Sample, condition: Condition | str, kind: str) -> bool:
+    """Whether ``sample``'s input under ``condition`` carries ``kind`` (``"image"``, ``"audio"``
+    or ``"video"``), without loading any media: the condition keeps that modality and the sample
+    (after the image part's ``rewrite``, which may remove one input) has some."""
+    cond = Condition.parse(condition)
+    spec = IMAGE_CONDITIONS[cond.image.name]
+    if spec.rewrite is not None:
+        sample = spec.rewrite(sample, cond.image.arg)
+    uses = {"image": cond.uses_image, "audio": cond.uses_audio, "video": cond.uses_video}[kind]
+    has = {"image": sample.has_image, "audio": sample.has_audio, "video": sample.has_video}[kind]
+    return uses and has
+
+
 def _bind_pixels(fn: PixelFn, sample: Sample, arg: str | None) -> Callable[[Tensor, int], Tensor]:
     return lambda values, index: fn(values, sample, arg, index)
 
@@ -146,4 +161,4 @@ def condition_inputs(
     ]
 
 
-__all__ = ["Prepared", "condition_inputs", "condition_sources", "prepare"]
+__all__ = ["Prepared", "carries", "condition_inputs", "condition_sources", "prepare"]

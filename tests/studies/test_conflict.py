@@ -197,7 +197,8 @@ def test_bad_items_are_typed_errors_before_compute(items):
     with pytest.raises(DataFormatError, match="slot"):
         check_items(_broken(items, order="perceptual,text"))  # two images, one image source
     with pytest.raises(interp.ConditionError, match="unknown source"):
-        interp.Condition.parse("without:audio")
+        interp.Condition.parse("without:smell")
+    assert str(interp.Condition.parse("without:audio+no_audio")) == "without:audio+no_audio"
 
 
 def test_the_command_writes_its_tables(tmp_path):

@@ -1,33 +1,38 @@
-"""Modality conflict with perceptual vs propositional evidence, on a vision-language model (*Tri-PvP:
-Exposing Modality Bias in Omni-Modal Large Language Models through Perceptual-Propositional Evidence
-Conflicts*).
+"""Modality conflict with perceptual vs propositional evidence across image, audio, video and text
+(*Tri-PvP: Exposing Modality Bias in Omni-Modal Large Language Models through
+Perceptual-Propositional Evidence Conflicts*).
 
 Each conflict item shows the same question with several evidence **sources** that carry their
-own label: here a perceptual image (a drawn object), a propositional image (the label written in an
-image) and a text caption, in some **order** before the question. The study:
+own label, in some **order** before the question. A source names its modality: an image, audio or
+video source is an ``{image}`` / ``{audio}`` / ``{video}`` slot with its input, a text source the
+caption inside the question. Two source sets ship: ``trimodal`` (an image, an audio clip and a
+caption, each image / audio perceptual or propositional as the item's ``evidence`` says:
+``PercI-PercA``, ``PercI-PropA``, ``PropI-PercA``, ``PropI-PropA``) and ``demo`` (a perceptual
+image, a propositional image and a caption; its evidence-form configurations remove one image).
+The study:
 
 - labels each response by the sources it matches (the paper's Sec. 4.2, its "judge" replaced by a
   matching function the user can swap): one source → ``BIAS_<SOURCE>`` (``BIAS_IMAGE``,
-  ``BIAS_PROP_IMAGE``, ``BIAS_TEXT``); two → ``BIAS_<A>_<B>``; every source, or a response that
-  acknowledges the conflict → ``NO_BIAS``; none → ``HALLUCINATION``. On items whose sources all
-  agree, answering their label is ``NO_BIAS`` (competence);
-- gives bias rates with Wilson 95 % CIs per **evidence-form configuration** (both images; the
-  perceptual image alone; the propositional image alone — each with the caption, as the paper's
-  PercI / PropI conditions) and per **input order** (all permutations), plus the rate of each
-  source's bias by its position (the paper's Table 1: recency or primacy);
+  ``BIAS_AUDIO``, ``BIAS_TEXT``); two → ``BIAS_<A>_<B>`` (``BIAS_IMAGE_AUDIO``,
+  ``BIAS_IMAGE_TEXT``, ``BIAS_AUDIO_TEXT``); every source, or a response that acknowledges the
+  conflict → ``NO_BIAS``; none → ``HALLUCINATION`` — the paper's eight labels. On items whose
+  sources all agree, answering their label is ``NO_BIAS`` (competence);
+- gives label rates with Wilson 95 % CIs per **evidence type** (the paper's Fig. 3) and per
+  **input order** (all permutations, Table 1), plus each source's bias rate by its position
+  (recency or primacy);
 - fits layer-wise probes (:class:`probes.LayerwiseProbe`, balanced logistic regression, balanced
   accuracy, folds grouped by item so an item's orders never straddle train and test) of the bias
-  label from the last prompt token's residual state: from which layer the winning source is
-  linearly decodable, before any token is generated (the paper's Sec. 6.2);
-- runs contrastive decoding as the paper's diagnostic (α = 0.5, β = 0.1): the amateur is the input
-  *without* the source the decoding should favour (condition ``without:<source>``), which pushes
-  the answer towards that source; bias rates before and after, and accuracy on agreeing items
-  (competence kept).
+  label from the last prompt token's residual state, with a per-layer permutation test against
+  chance: from which layer the winning source is linearly decodable, before any token is
+  generated (the paper's Sec. 6.2);
+- runs contrastive decoding as the paper's diagnostic (α = 0.5, β = 0.1), the amateur being the
+  input *without* one source (condition ``without:<source>``, by default ``without:image``):
+  each source's bias rate before and after, and accuracy on agreeing items (competence kept).
 
-Items are :class:`~interp.Sample` objects whose ``meta`` holds each source's label (``Source``
-below: the demo world's ``image_label``, ``propositional_label``, ``text_label``), the ``order``
-(source names joined by commas, question last) and, for a text source, the ``caption`` exactly as it
-stands in the question; image sources appear as ``{image}`` slots in prompt order.
+Items are :class:`~interp.Sample` objects whose ``meta`` holds each source's label
+(``image_label``, ``audio_label``, ``text_label``; the demo set's ``propositional_label``), the
+``order`` (source names joined by commas in prompt order, question last), the ``caption`` exactly
+as it stands in the question and, for tri-modal items, the ``evidence`` type.
 """
 
 from __future__ import annotations
@@ -64,51 +69,88 @@ _LAZY = {
     "plot_bias": "figures",
     "plot_positions": "figures",
     "register": "cli",
+    "EVIDENCE_TYPES": "items",
+    "SOURCE_SETS": "items",
+    "TRIMODAL_CONFIGURATIONS": "items",
+    "TRIMODAL_SOURCES": "items",
+    "VIDEO_SOURCE": "items",
+    "infer_sources": "items",
+    "register_source_set": "items",
+    "source_set": "items",
+    "without_source": "items",
+    "dropped_source": "labels",
+    "RateTable": "analysis",
+    "plot_rates": "figures",
+    "permutation_test": "probe",
+    "balanced_accuracy": "probe",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 if TYPE_CHECKING:
-    from .analysis import ConflictResponses, rates, wilson
+    from .analysis import ConflictResponses, RateTable, rates, wilson
     from .cli import register
-    from .figures import plot_bias, plot_positions
+    from .figures import plot_bias, plot_positions, plot_rates
     from .items import (
         CONFIGURATIONS,
         DEMO_SOURCES,
+        EVIDENCE_TYPES,
         HALLUCINATION,
         NO_BIAS,
+        SOURCE_SETS,
         SOURCES,
+        TRIMODAL_CONFIGURATIONS,
+        TRIMODAL_SOURCES,
+        VIDEO_SOURCE,
         Source,
         all_labels,
         check_items,
+        infer_sources,
         item_order,
         register_source,
+        register_source_set,
+        source_set,
+        without_source,
     )
-    from .labels import bias_label, source_labels, word_match
+    from .labels import bias_label, dropped_source, source_labels, word_match
     from .measure import conflict_responses, favouring
-    from .probe import BiasProbe, bias_probe
+    from .probe import BiasProbe, balanced_accuracy, bias_probe, permutation_test
 
 __all__ = [
     "CONFIGURATIONS",
     "DEMO_SOURCES",
+    "EVIDENCE_TYPES",
     "HALLUCINATION",
     "NO_BIAS",
     "SOURCES",
+    "SOURCE_SETS",
+    "TRIMODAL_CONFIGURATIONS",
+    "TRIMODAL_SOURCES",
+    "VIDEO_SOURCE",
     "BiasProbe",
     "ConflictResponses",
+    "RateTable",
     "Source",
     "all_labels",
+    "balanced_accuracy",
     "bias_label",
     "bias_probe",
     "check_items",
     "conflict_responses",
+    "dropped_source",
     "favouring",
+    "infer_sources",
     "item_order",
+    "permutation_test",
     "plot_bias",
     "plot_positions",
+    "plot_rates",
     "rates",
     "register",
     "register_source",
+    "register_source_set",
     "source_labels",
+    "source_set",
     "wilson",
+    "without_source",
     "word_match",
 ]

@@ -15,17 +15,24 @@ from interp.studies import conflict as _package
 HELP = "modality conflict: bias labels per evidence form and order, probes, contrastive decoding"
 DESCRIPTION = _package.__doc__
 DATA_HELP = (
-    "'demo' (the demo world's conflict items, all six orders) or a JSONL file whose items carry "
-    "image_label, propositional_label, text_label, order and caption labels"
+    "'demo' (the demo world's two-image conflict items, all six orders), 'demo:trimodal' (its "
+    "image + audio + caption items) or a JSONL file of conflict items: "
+    "each source's label (image_label, audio_label, text_label; the demo set's "
+    "propositional_label), order and caption; tri-modal items also their evidence type"
 )
 NOUN = "conflict items"
 
 
 def check_options(inv: Invocation) -> dict[str, Any]:
-    """``--cv`` >= 2 and the sources ``--favour`` names."""
-    from .items import SOURCES
+    """``--cv`` >= 2, the source set ``--sources`` names and the sources ``--favour`` names."""
+    from .items import SOURCE_SETS, SOURCES
 
     at_least(inv.args.cv, "--cv", 2)
+    if inv.args.sources != "auto" and inv.args.sources not in SOURCE_SETS:
+        raise UsageError(
+            f"--sources: unknown source set {inv.args.sources!r}; use auto, "
+            + ", ".join(SOURCE_SETS)
+        )
     favour = split_list(inv.args.favour)
     for name in favour:
         if name not in SOURCES:
@@ -34,11 +41,22 @@ def check_options(inv: Invocation) -> dict[str, Any]:
 
 
 def load_samples(inv: Invocation) -> list[Any]:
-    """The conflict items, each with its per-source labels."""
-    from .items import check_items
+    """The conflict items, each with its per-source labels (the source set named by
+    ``--sources``, or the one the items' orders belong to)."""
+    from .items import check_items, infer_sources, source_set
 
     samples = inv.load_data(("conflict",))
-    check_items(samples)
+    name = inv.args.sources
+    sources = infer_sources(samples)[1] if name == "auto" else source_set(name)
+    check_items(samples, sources)
+    names = [s.name for s in sources]
+    for name in inv.plan["favour"]:
+        if name not in names:
+            raise UsageError(
+                f"--favour: unknown source {name!r} for these items; their sources: "
+                + ", ".join(names)
+            )
+    inv.plan["sources"] = sources
     return samples
 
 
@@ -49,7 +67,14 @@ def register(sub: Any) -> None:
     d.add_argument(
         "--favour",
         default="image,text",
-        help="sources the contrastive-decoding diagnostic favours (comma-separated)",
+        help="sources whose removal gives the contrastive-decoding amateurs (comma-separated; "
+        "'image': the paper's diagnostic, amateur = the input without the image)",
+    )
+    d.add_argument(
+        "--sources",
+        default="auto",
+        help="the source set: trimodal (image, audio, caption), demo (two images, caption) or "
+        "auto (the set the items' orders name)",
     )
     d.add_argument("--cv", type=int, default=5, help="folds of the layer-wise probes")
     d.add_argument("--max-new-tokens", type=int, default=4)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from interp.conditions import Condition
 from interp.samples import Sample
 
 from .items import DEMO_SOURCES, HALLUCINATION, NO_BIAS, Source, item_order
@@ -62,9 +63,15 @@ def source_labels(sample: Sample, sources: Sequence[Source] = DEMO_SOURCES) -> d
     return {s.name: str(sample.meta[s.label_key]) for s in sources if s in shown}
 
 
+def dropped_source(condition: str) -> str | None:
+    """The source a condition removes (its image part ``without:<source>``), or None."""
+    cond = Condition.parse(condition)
+    return cond.image.arg if cond.image.name == "without" else None
+
+
 def _config_labels(sample: Sample, condition: str, sources: Sequence[Source]) -> dict[str, str]:
     labels = source_labels(sample, sources)
-    m = re.fullmatch(r"without:(\w+)", condition)
-    if m:
-        labels.pop(m.group(1), None)
+    gone = dropped_source(condition)
+    if gone is not None:
+        labels.pop(gone, None)
     return labels

@@ -16,8 +16,16 @@ from interp.store import substore
 from interventions.decoding import contrast
 
 from .analysis import ConflictResponses
-from .items import CONFIGURATIONS, DEMO_SOURCES, Source, _check_source, check_items, item_order
-from .labels import Matcher, _config_labels, bias_label
+from .items import (
+    Source,
+    _check_source,
+    check_items,
+    default_configurations,
+    infer_sources,
+    item_order,
+    source_set,
+)
+from .labels import Matcher, _config_labels, bias_label, dropped_source
 
 if TYPE_CHECKING:
     from interp.model import VLM
@@ -29,7 +37,7 @@ def conflict_responses(
     *,
     configurations: dict[str, str] | None = None,
     decodings: dict[str, Any] | None = None,
-    sources: Sequence[Source] = DEMO_SOURCES,
+    sources: Sequence[Source] | str | None = None,
     matcher: Matcher | None = None,
     synonyms: dict[str, Sequence[str]] | None = None,
     max_new_tokens: int = 4,
@@ -42,8 +50,12 @@ def conflict_responses(
     labelled with :func:`bias_label` against the sources the configuration shows.
 
     Args:
-        configurations: name → condition (default :data:`CONFIGURATIONS`: both images, the
-            perceptual image alone, the propositional image alone, each with the caption).
+        configurations: name → condition (default: for the ``demo`` source set
+            :data:`CONFIGURATIONS`, both images, the perceptual image alone, the propositional
+            image alone, each with the caption; for ``trimodal`` the full input, the evidence
+            form being each item's ``meta["evidence"]``).
+        sources: the source set (its name in :data:`SOURCE_SETS`, or the sources); default: the
+            set every item's order names belong to (:func:`infer_sources`).
         decodings: name → a decoding method of :mod:`interventions.decoding` or None (plain);
             default plain decoding only.
         matcher, synonyms: see :func:`bias_label`.
@@ -54,9 +66,9 @@ def conflict_responses(
             not in its question (before any compute).
     """
     samples = ensure_samples(samples)
-    sources = tuple(sources)
+    sources = _sources(samples, sources)
     check_items(samples, sources)
-    configurations = dict(configurations or CONFIGURATIONS)
+    configurations = dict(configurations or default_configurations(sources))
     decodings = dict(decodings or {"greedy": None})
     rows = []
     for config, condition in configurations.items():
@@ -80,6 +92,8 @@ def conflict_responses(
                         "sample_id": str(s.id),
                         "group": s.meta.get("group", s.id),
                         "configuration": config,
+                        "condition": str(condition),
+                        "evidence": str(s.meta.get("evidence") or config),
                         "decoding": dname,
                         "order": _shown_order(s, condition, sources),
                         "agreement": _agreement(labels),
@@ -90,13 +104,22 @@ def conflict_responses(
     return ConflictResponses(pd.DataFrame(rows), sources)
 
 
+def _sources(
+    samples: Sequence[Sample], sources: Sequence[Source] | str | None
+) -> tuple[Source, ...]:
+    if sources is None:
+        return infer_sources(samples)[1]
+    if isinstance(sources, str):
+        return source_set(sources)
+    return tuple(sources)
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "run"
 
 
 def _shown_order(sample: Sample, condition: str, sources: Sequence[Source]) -> str:
-    m = re.fullmatch(r"without:(\w+)", condition)
-    gone = m.group(1) if m else None
+    gone = dropped_source(condition)
     return ",".join(s.order_name for s in item_order(sample, sources) if s.name != gone)
 
 
@@ -113,8 +136,13 @@ def _agreement(labels: dict[str, str]) -> str:
 def favouring(
     favour: Sequence[str] = ("image", "text"), alpha: float = 0.5, beta: float = 0.1
 ) -> dict[str, Any]:
-    """The paper's contrastive-decoding diagnostic, one method per favoured source: the amateur is
-    the input without that source (``without:<source>``), α = 0.5, β = 0.1."""
+    """The paper's contrastive-decoding diagnostic, one method per source: the amateur is the
+    input without that source (``without:<source>``; the paper's is ``without:image``), α = 0.5,
+    β = 0.1, named ``"favour <source>"``. The contrast ``(1+α)·z − α·z'`` amplifies what the
+    removed source adds to the next-token logits; which way each source's bias then moves is
+    what :meth:`ConflictResponses.contrast_effect` measures (the paper reports image bias down
+    and a residual text bias). Amateurs that drop a modality run in one batch with the expert:
+    a family that cannot mix rows with and without it is refused before compute."""
     out: dict[str, Any] = {"greedy": None}
     for name in favour:
         _check_source(name)

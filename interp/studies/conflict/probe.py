@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from scipy.stats import ttest_1samp
 
 import interp
 from interp.errors import EmptyInputError
@@ -33,13 +32,14 @@ class BiasProbe:
     Attributes:
         probe: the fitted :class:`probes.LayerwiseProbe` (``scores_`` per layer).
         labels: the label of each probed item; ``dropped``: labels left out because they had
-            fewer items than CV folds.
+            fewer items than CV folds; ``groups``: each item's group (the permutation blocks).
         chance: the balanced accuracy of a constant guess, 1 / classes.
     """
 
     probe: LayerwiseProbe
     labels: list[str]
     dropped: dict[str, int] = field(default_factory=dict)
+    groups: list[str] = field(default_factory=list)
 
     @property
     def chance(self) -> float:
@@ -48,26 +48,41 @@ class BiasProbe:
     def to_frame(self) -> pd.DataFrame:
         return self.probe.to_frame()
 
-    def above_chance(self) -> pd.DataFrame:
-        """Per layer: mean balanced accuracy and the one-sided p-value of a one-sample t-test of
-        the fold scores against chance, Bonferroni-corrected over the layers (``p_adjusted``)."""
-        folds = self.probe.fold_scores_
+    def above_chance(self, n_permutations: int = 2000, seed: int = 0) -> pd.DataFrame:
+        """Per layer: the balanced accuracy of the pooled out-of-fold predictions and the
+        one-sided p-value of a permutation test against chance, Bonferroni-corrected over the
+        layers (``p_adjusted``); ``balanced_accuracy_folds`` is the mean over folds.
+
+        The test (:func:`permutation_test`) holds each item's out-of-fold prediction fixed and
+        permutes the labels — whole groups' label blocks (an item's orders, ``meta["group"]``)
+        among groups of the same size, as the folds keep groups whole: under H0 (the held-out
+        predictions carry no information about the label) every such permutation is equally
+        likely, so the p-value is exact up to Monte Carlo error, for any number of classes, with
+        balanced accuracy itself as the statistic (a binomial test would need plain accuracy, a
+        known chance rate and independent rows, which an item's orders are not). It needs no
+        refit, unlike permuting before training (it conditions on the fitted probes); a t-test
+        over the few fold scores was avoided because folds share training items.
+        """
+        y = np.asarray(self.labels)
         rows = []
-        layers = list(self.probe.layers_)
-        for layer in layers:
-            scores = folds[folds["layer"] == layer]["balanced_accuracy"].to_numpy(float)
-            if np.allclose(scores, scores[0]):
-                p = 0.0 if scores[0] > self.chance else 1.0
-            else:
-                p = float(ttest_1samp(scores, self.chance, alternative="greater").pvalue)
-            rows.append({"layer": layer, "balanced_accuracy": float(scores.mean()), "p": p})
+        for layer in self.probe.layers_:
+            scores = self.probe.cv_predictions_[layer]
+            tested = ~np.isnan(scores).any(axis=1)
+            pred = self.probe.classes_[np.argmax(np.nan_to_num(scores[tested]), axis=1)]
+            groups = np.asarray(self.groups)[tested] if self.groups else None
+            ba, p = permutation_test(y[tested], pred, n_permutations, seed, groups)
+            folds = self.probe.fold_scores_
+            mean = float(folds[folds["layer"] == layer]["balanced_accuracy"].mean())
+            rows.append(
+                {"layer": layer, "balanced_accuracy": ba, "balanced_accuracy_folds": mean, "p": p}
+            )
         out = pd.DataFrame(rows).set_index("layer")
-        out["p_adjusted"] = np.minimum(1.0, out["p"] * len(layers))
+        out["p_adjusted"] = np.minimum(1.0, out["p"] * len(out))
         return out
 
     def decodable_from(self, level: float = 0.05) -> int | None:
-        """The first layer whose fold scores are above chance at ``level`` (one-sided t-test,
-        Bonferroni over layers); None if no layer is."""
+        """The first layer whose held-out predictions are above chance at ``level`` (one-sided
+        permutation test, Bonferroni over layers); None if no layer is."""
         table = self.above_chance()
         hits = table.index[table["p_adjusted"] < level]
         return int(hits.min()) if len(hits) else None
@@ -83,12 +98,72 @@ class BiasProbe:
         return fig
 
 
+def balanced_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    """Balanced accuracy (mean recall over the classes of ``y_true``) of one prediction vector
+    against each row of ``y_true`` (``[N]`` or ``[R, N]``)."""
+    y_true = np.atleast_2d(y_true)
+    recalls = []
+    for c in np.unique(y_true[0]):
+        is_c = y_true == c
+        recalls.append((is_c & (y_pred == c)).sum(axis=1) / is_c.sum(axis=1))
+    return np.mean(recalls, axis=0)
+
+
+def permutation_test(
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    n_permutations: int = 2000,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
+) -> tuple[float, float]:
+    """Balanced accuracy of ``y_pred`` and its one-sided permutation p-value against chance:
+    ``(1 + #{permuted >= observed}) / (1 + n_permutations)``, the labels permuted with the
+    predictions held fixed (seeded).
+
+    With ``groups``, whole groups' label blocks are permuted among groups of the same size (each
+    block's rows keep their order), so labels that hang together within a group (an item's
+    orders) stay together under the null; without, single labels are permuted.
+    """
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    observed = float(balanced_accuracy(y_true, y_pred)[0])
+    rng = np.random.default_rng(seed)
+    if groups is None:
+        perms = np.stack([rng.permutation(y_true) for _ in range(n_permutations)])
+    else:
+        blocks = _blocks(np.asarray(groups))
+        perms = np.stack([_shuffle_blocks(y_true, blocks, rng) for _ in range(n_permutations)])
+    null = balanced_accuracy(perms, y_pred)
+    p = (1 + int((null >= observed - 1e-12).sum())) / (1 + n_permutations)
+    return observed, p
+
+
+def _blocks(groups: np.ndarray) -> list[list[np.ndarray]]:
+    """The row indices of each group, gathered by group size."""
+    by_size: dict[int, list[np.ndarray]] = {}
+    for g in dict.fromkeys(groups.tolist()):
+        idx = np.flatnonzero(groups == g)
+        by_size.setdefault(len(idx), []).append(idx)
+    return list(by_size.values())
+
+
+def _shuffle_blocks(
+    y: np.ndarray, blocks: list[list[np.ndarray]], rng: np.random.Generator
+) -> np.ndarray:
+    """``y`` with the label blocks of equally sized groups shuffled among those groups."""
+    out = y.copy()
+    for same in blocks:
+        for target, k in zip(same, rng.permutation(len(same))):
+            out[target] = y[same[k]]
+    return out
+
+
 def bias_probe(
     vlm: VLM,
     samples: Sequence[Sample],
     responses: ConflictResponses,
     *,
-    configuration: str = "PercI+PropI",
+    configuration: str | None = None,
+    evidence: str | None = None,
     decoding: str = "greedy",
     agreement: str | None = "all_differ",
     cv: int = 5,
@@ -99,15 +174,19 @@ def bias_probe(
     """Fit a :class:`probes.LayerwiseProbe` of the response label on the residual stream at the
     last prompt token, every layer (0 = embeddings … L), folds grouped by ``meta["group"]``.
 
-    Labels with fewer items than ``cv`` are left out (recorded in ``BiasProbe.dropped``).
+    ``configuration``: which run's responses (default: the first, the full input); ``evidence``:
+    only items of that evidence type (default: all). Labels with fewer items than ``cv`` are left
+    out (recorded in ``BiasProbe.dropped``).
 
     Raises:
         EmptyInputError: no responses for the configuration, or fewer than two labels left.
     """
-    part = responses.frame[
-        (responses.frame["configuration"] == configuration)
-        & (responses.frame["decoding"] == decoding)
-    ]
+    frame = responses.frame
+    if configuration is None:  # the first configuration run (the full input)
+        configuration = str(frame["configuration"].iloc[0]) if len(frame) else "full"
+    part = frame[(frame["configuration"] == configuration) & (frame["decoding"] == decoding)]
+    if evidence is not None:
+        part = part[part["evidence"] == evidence]
     if agreement is not None:
         part = part[part["agreement"] == agreement]
     counts = part["label"].value_counts()
@@ -119,10 +198,14 @@ def bias_probe(
         )
     by_id = {str(s.id): s for s in samples}
     chosen = [by_id[i] for i in part["sample_id"]]
-    condition = CONFIGURATIONS.get(configuration, configuration)
+    if "condition" in part:
+        condition = str(part["condition"].iloc[0])
+    else:
+        condition = CONFIGURATIONS.get(configuration, configuration)
     states = interp.residual_stream(
         vlm, chosen, condition, batch_size=batch_size, progress_bar=progress_bar
     )
     probe = LayerwiseProbe(layers=layers, cv=cv)
     probe.fit(states.numpy(), part["label"].to_numpy(), groups=part["group"].astype(str).to_numpy())
-    return BiasProbe(probe, part["label"].tolist(), dropped)
+    groups = part["group"].astype(str).tolist()
+    return BiasProbe(probe, part["label"].tolist(), dropped, groups)

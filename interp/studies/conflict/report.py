@@ -1,6 +1,7 @@
 """What ``interp conflict`` computes and writes once its checks have passed and the model is
-loaded (:mod:`.cli` declares the command): the responses per configuration and order, the
-contrastive-decoding diagnostic, the bias-label probe, their tables, figures and summary."""
+loaded (:mod:`.cli` declares the command): the responses per configuration, evidence type and
+order, the contrastive-decoding diagnostic, the bias-label probe with its test against chance,
+their tables, figures and summary."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from interp.errors import EmptyInputError, ProbeError
 
 from .analysis import ConflictResponses
 from .figures import plot_bias, plot_positions
+from .items import default_configurations
 from .measure import conflict_responses, favouring
 from .probe import bias_probe
 
@@ -19,28 +21,39 @@ def report(inv: Invocation) -> str:
     """Run the study on ``inv.vlm``, write its outputs and return the summary text."""
     args, out, vlm, samples = inv.args, inv.out, inv.vlm, inv.samples
     assert out is not None and vlm is not None
-    kw = {"max_new_tokens": args.max_new_tokens, **inv.run_options()}
+    sources = inv.plan["sources"]
+    kw = {"max_new_tokens": args.max_new_tokens, "sources": sources, **inv.run_options()}
     resp = conflict_responses(vlm, samples, **kw)
+    full = next(iter(default_configurations(sources).items()))
     cd = conflict_responses(
         vlm,
         samples,
-        configurations={"PercI+PropI": "full"},
+        configurations=dict([full]),
         decodings={k: v for k, v in favouring(inv.plan["favour"]).items() if v is not None},
         **kw,
     )
-    both = ConflictResponses(pd.concat([resp.frame, cd.frame], ignore_index=True))
+    both = ConflictResponses(pd.concat([resp.frame, cd.frame], ignore_index=True), sources)
     out.csv(both.frame, "responses.csv")
     by_config = out.csv(resp.table("configuration"), "bias_by_configuration.csv", index=True)
-    out.csv(resp.bias_rates(("configuration", "order")), "bias_by_order.csv")
+    evidence = resp.evidence_rates()
+    out.csv(evidence.to_frame(), "bias_by_evidence.csv")
+    out.csv(resp.order_rates().to_frame(), "bias_by_order.csv")
     positions = out.csv(resp.position_effect(), "position_effect.csv")
-    base = both.frame[both.frame["configuration"] == "PercI+PropI"]
-    decoding = out.csv(ConflictResponses(base).table("decoding"), "decoding.csv", index=True)
+    base = ConflictResponses(both.frame[both.frame["configuration"] == full[0]], sources)
+    decoding = out.csv(base.table("decoding"), "decoding.csv", index=True)
     competence = out.csv(both.competence(), "competence.csv")
+    effects = [base.contrast_effect(f"favour {name}") for name in inv.plan["favour"]]
+    effect = pd.concat(effects, ignore_index=True).drop_duplicates(["decoding", "measure"])
+    out.csv(effect, "contrast_effect.csv")
     out.figure(plot_bias(by_config, "all sources differ"), "bias.png")
+    out.figure(evidence.plot("all sources differ, per evidence type"), "bias_by_evidence.png")
     out.figure(plot_positions(positions), "positions.png")
     lines = [f"model {args.model!r}, data {args.data!r}, {len(samples)} items", ""]
-    lines += ["bias rates, all sources differ:", by_config.round(3).to_string(), ""]
+    lines += ["sources: " + ", ".join(f"{s.name} ({s.kind})" for s in sources), ""]
+    lines += ["bias rates per evidence type, all sources differ:"]
+    lines += [evidence.wide().round(3).to_string(), ""]
     lines += ["contrastive decoding (α = 0.5, β = 0.1):", decoding.round(3).to_string(), ""]
+    lines += [effect.round(3).to_string(index=False), ""]
     lines += ["accuracy where all sources agree:", competence.round(3).to_string(index=False)]
     try:
         probe = bias_probe(
@@ -53,14 +66,16 @@ def report(inv: Invocation) -> str:
         )
         out.csv(probe.to_frame(), "probe_layers.csv", index_label="layer")
         out.figure(probe.plot(), "probe.png")
-        first = probe.decodable_from()
+        chance = out.csv(probe.above_chance(), "probe_chance.csv", index_label="layer")
+        hits = chance.index[chance["p_adjusted"] < 0.05]
+        first = int(hits.min()) if len(hits) else None
         best = probe.probe.best_layer_
         top = float(probe.probe.scores_["balanced_accuracy_mean"].max())
         where = (
             f"above chance from layer {first}"
             if first is not None
-            else "not above chance at any layer (one-sided t-test over the folds, "
-            "Bonferroni-corrected over the layers, level 0.05)"
+            else "not above chance at any layer (one-sided permutation test of the held-out "
+            "balanced accuracy, Bonferroni-corrected over the layers, level 0.05)"
         )
         lines += [
             "",
