@@ -123,8 +123,6 @@ class Adapter:
             the placeholder token the processor expands once per audio / video feature vector.
         audio_kwarg / video_kwarg: the processor call's keyword for the audio waveforms
             (``audio``) and the videos (``videos``).
-        audio_sampling_rate: the rate (Hz) waveforms are resampled to; None reads it from the
-            processor's feature extractor (``processor.feature_extractor.sampling_rate``).
         mixed_audio / mixed_video: rows with and without audio (video) may share one forward and
             give the results they give alone; when False, batches group rows by whether they
             carry it.
@@ -162,7 +160,6 @@ class Adapter:
     video_token_attrs: tuple[str, ...] = ("video_token_id", "video_token_index")
     audio_kwarg: str = "audio"
     video_kwarg: str = "videos"
-    audio_sampling_rate: int | None = None
     mixed_audio: bool = True
     mixed_video: bool = True
     video_in_image_tokens: bool = False
