@@ -11,6 +11,8 @@ import pytest
 import torch
 
 import interp
+from interp.conditions import Condition
+from interp.edits import Batch, EditContext
 from interp.encoding import encode
 from interp.testing import tiny_vlm
 from interventions import AblateFeatures, SwapFeatures
@@ -141,3 +143,55 @@ def test_distort_noises_the_image_tiles_and_not_the_frames(vlm, both):
         want = encode(vlm, [s], "distort:500").inputs["pixel_values"]
         torch.testing.assert_close(noisy[rows], want, atol=0, rtol=0)
         assert (noisy[rows] - clean[rows]).abs().max() > 0.1
+
+
+def test_real_tokenizer_video_and_image_positions_decode_back():
+    """With InternVL3's real Qwen2.5 BPE and chat template: the video positions are the
+    ``<IMG_CONTEXT>`` tokens of the ``Frame<i>:`` runs, the image's the rest, and the question
+    decodes to its own words."""
+    from interp.testing.real import RealTokenizerMissing
+    from interp.testing.real_models import real_vlm
+
+    try:
+        vlm = real_vlm("internvl")
+    except RealTokenizerMissing as err:
+        pytest.skip(str(err))
+    image = np.random.default_rng(3).integers(0, 256, (32, 48, 3), dtype=np.uint8)
+    samples = [
+        interp.Sample(
+            "Compare {image} with {video} please.", image=image, video=clip(3, 7), id="b"
+        ),
+        interp.Sample("¿Qué pasa en el vídeo?", video=clip(3, 8), id="v"),
+    ]
+    enc = encode(vlm, samples)
+    tok = vlm.tokenizer
+    for row, s in enumerate(samples):
+        ids = enc.input_ids[row]
+        video = enc.mask("video")[row]
+        assert int(video.sum()) == 4 * len(s.load_videos()[0])
+        pieces = tok.decode(ids[enc.attention_mask[row].bool()]).split("Frame")[1:]
+        assert len(pieces) == len(s.load_videos()[0])
+        for k, piece in enumerate(pieces):  # "Frame<k>: <img>" + 4 x <IMG_CONTEXT> + "</img>"
+            assert piece.startswith(f"{k + 1}: <img>" + "<IMG_CONTEXT>" * 4 + "</img>")
+        first = int(video.nonzero()[0])
+        assert tok.decode(ids[:first]).endswith("Frame1: <img>")
+        image_pos = enc.mask("image")[row]
+        assert bool(image_pos.any()) == s.has_image and not (image_pos & video).any()
+        context = ids == tok.convert_tokens_to_ids("<IMG_CONTEXT>")
+        assert torch.equal(image_pos | video, context)
+        ctx = EditContext(vlm, Batch(vlm, enc, samples, Condition.parse("full")), None)
+        question = ctx.positions("question")[row]
+        want = "".join(s.question.replace("{image}", " ").replace("{video}", " ").split())
+        assert "".join(tok.decode(ids[question]).split()) == want
+
+
+def test_without_character_offsets_the_split_is_refused(vlm, both):
+    """Telling a video's image tokens from an image's needs the offsets: without them the library
+    raises rather than guesses."""
+    from interp.encoding import _expanded_positions, _Processed
+    from interp.errors import ModalityError
+
+    enc = encode(vlm, [both])
+    processed = _Processed(dict(enc.inputs), enc.texts, None, None)
+    with pytest.raises(ModalityError, match="fast tokenizer"):
+        _expanded_positions(vlm, processed, enc.spans, enc.image_mask.cpu(), "video")
