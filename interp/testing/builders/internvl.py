@@ -12,7 +12,7 @@ template does) and the processor expands it into ``Frame<i>: <img><IMG_CONTEXT> 
 frame, joined by newlines; each frame is resized to one 32 px tile. The stock
 ``InternVLVideoProcessor`` imports torchvision, so the builder attaches
 :class:`~interp.testing.builders.frames_video.ResizeCropVideoProcessor` with the same settings
-(see its ``internvl_video_processor`` note in ``docs/omni_families.md``).
+(why it equals the stock one: "Video on InternVL" in ``docs/omni_families.md``).
 """
 
 from __future__ import annotations
