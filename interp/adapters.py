@@ -128,11 +128,14 @@ class Adapter:
             the placeholder token the processor expands once per audio / video feature vector.
         audio_kwarg / video_kwarg: the processor call's keyword for the audio waveforms
             (``audio``) and the videos (``videos``).
-        audio_sampling_rate: the rate (Hz) waveforms are resampled to; None reads it from the
-            processor's feature extractor (``processor.feature_extractor.sampling_rate``).
         mixed_audio / mixed_video: rows with and without audio (video) may share one forward and
             give the results they give alone; when False, batches group rows by whether they
             carry it.
+        video_in_image_tokens: the processor expands a video into runs of the *image*
+            placeholder token (InternVL: ``Frame<i>: <img>…</img>`` per frame, the frames then
+            encoded as image tiles), so the token id alone cannot tell a video from an image: a
+            video's positions are the image-token positions inside the text its placeholder
+            expanded to (the processor's replacement offsets), an image's the rest.
     """
 
     name: str
@@ -164,9 +167,9 @@ class Adapter:
     video_token_attrs: tuple[str, ...] = ("video_token_id", "video_token_index")
     audio_kwarg: str = "audio"
     video_kwarg: str = "videos"
-    audio_sampling_rate: int | None = None
     mixed_audio: bool = True
     mixed_video: bool = True
+    video_in_image_tokens: bool = False
 
     def __post_init__(self) -> None:
         if self.blind_by_stripping and self.mixed_batches:
@@ -276,10 +279,17 @@ class Adapter:
         images_per_row: Sequence[int],
         image_mask: torch.Tensor,
         processor: Any,
+        video_mask: torch.Tensor | None = None,
     ) -> list[Any]:
         """Per row, an index into ``inputs["pixel_values"]`` selecting that row's real image
-        pixels (``None`` for a row without images); see ``pixel_layout``."""
+        pixels (``None`` for a row without images); see ``pixel_layout``. ``video_mask`` marks
+        video positions of a family whose video frames share ``pixel_values`` with the images
+        (``video_in_image_tokens``): their frames are left out."""
         pixels = inputs["pixel_values"]
+        if self.pixel_layout == "tiles" and video_mask is not None and bool(video_mask.any()):
+            return _image_tiles(
+                image_mask, video_mask, int(processor.image_seq_length), images_per_row
+            )
         out: list[Any] = []
         if self.pixel_layout in ("rows", "cross_tiles"):
             for row, n in enumerate(images_per_row):
@@ -326,6 +336,21 @@ class Adapter:
                 f"adapter {self.name!r}: cannot find the vision model's num_patches (vectors per tile)"
             )
         return int(per_tile)
+
+
+def _image_tiles(
+    image_mask: torch.Tensor, video_mask: torch.Tensor, seq: int, images_per_row: Sequence[int]
+) -> list[Any]:
+    """Per row, the indices of its image tiles in ``pixel_values`` where image tiles and video
+    frames lie there together in placement order, ``seq`` placeholder positions each."""
+    both = image_mask | video_mask
+    is_video = video_mask[both][::seq].cpu()  # one entry per tile or frame, row-major
+    row_of = both.nonzero()[:, 0][::seq].cpu()
+    out: list[Any] = []
+    for row, n in enumerate(images_per_row):
+        picked = ((row_of == row) & ~is_video).nonzero().flatten()
+        out.append(picked if n and len(picked) else None)
+    return out
 
 
 ADAPTERS: dict[str, Adapter] = {}
@@ -514,10 +539,12 @@ for _adapter in (
         notes="single forwards get mask-derived position_ids, as generate derives them (the plain "
         "forward counts padding); residual index 0 is the decoder's inputs_embeds, from which Gemma 4 also projects "
         "its per-layer inputs; image_features (embed_vision) also projects video frames; the audio features are "
-        "embed_audio's output at its valid (unpadded) positions, [clips, max tokens, d]; video is "
-        "not wired yet (Gemma4VideoProcessor needs torchvision)",
-        modalities=("image", "audio"),
+        "embed_audio's output at its valid (unpadded) positions, [clips, max tokens, d]; a video "
+        "expands to one 'mm:ss <|image>...<image|>' run of <|video|> tokens per frame, its "
+        "features embed_vision's output (flat, real tokens only)",
+        modalities=("image", "audio", "video"),
         audio_features="model.embed_audio",
+        video_features="model.embed_vision",
     ),
     Adapter(
         name="llava_next_video",
@@ -534,6 +561,14 @@ for _adapter in (
         model_types=("internvl",),
         image_features="model.multi_modal_projector",
         pixel_layout="tiles",
+        notes="a video's frames are image tiles: the processor writes 'Frame<i>: <img>"
+        "<IMG_CONTEXT>...</img>' per frame, and the projector's output [tiles and frames, tokens, "
+        "d] holds images and frames in placement order; video positions are told from image "
+        "positions by the processor's replacement offsets (a fast tokenizer is needed)",
+        modalities=("image", "video"),
+        video_features="model.multi_modal_projector",
+        video_token_attrs=("image_token_id",),
+        video_in_image_tokens=True,
     ),
     Adapter(
         name="idefics3",

@@ -26,6 +26,7 @@ from .errors import (
 from .media import audio_rate
 from .positions import (
     RowSpans,
+    expansion_mask,
     locate_row,
     question_pieces,
     slot_mask,
@@ -366,6 +367,10 @@ def encode(
     has_image = [p.has_image for p in prepared]
     n_images = [len(p.images) for p in prepared]
     image_mask = inputs["input_ids"] == vlm.image_token_id
+    shared_video = None
+    if vlm.adapter.video_in_image_tokens and any(p.videos for p in prepared):
+        shared_video = _expanded_positions(vlm, processed, spans, image_mask, "video")
+        image_mask = image_mask & ~shared_video
     counts = image_mask.sum(dim=1)
     for row, (flag, count) in enumerate(zip(has_image, counts.tolist())):
         if flag and count == 0 or not flag and count > 0:
@@ -379,7 +384,10 @@ def encode(
     for kind in media_masks:
         if kind not in vlm.adapter.modalities:
             continue
-        mask = inputs["input_ids"] == vlm.adapter.token_id(vlm.hf, kind)
+        if kind == "video" and vlm.adapter.video_in_image_tokens:
+            mask = torch.zeros_like(image_mask) if shared_video is None else shared_video
+        else:
+            mask = inputs["input_ids"] == vlm.adapter.token_id(vlm.hf, kind)
         media_masks[kind] = mask
         counts_k = mask.sum(dim=1).tolist()
         for row, p in enumerate(prepared):
@@ -393,7 +401,9 @@ def encode(
                 )
     if any(p.pixels is not None for p in prepared):
         pixels = inputs["pixel_values"]
-        where = vlm.adapter.pixel_rows(inputs, n_images, image_mask, vlm.processor)
+        where = vlm.adapter.pixel_rows(
+            inputs, n_images, image_mask, vlm.processor, video_mask=shared_video
+        )
         for p, index in zip(prepared, where):
             if p.pixels is not None and index is not None:
                 pixels[index] = p.pixels(pixels[index], 0)
@@ -415,6 +425,24 @@ def encode(
         n_audio=[len(p.audios) for p in prepared],
         n_video=[len(p.videos) for p in prepared],
     )
+
+
+def _expanded_positions(
+    vlm: VLM, processed: _Processed, spans: list[RowSpans], tokens: Tensor, kind: str
+) -> Tensor:
+    """``tokens`` positions inside each ``kind`` input's expansion (for ``video_in_image_tokens``).
+
+    Raises:
+        ModalityError: the processor or tokenizer reports no offsets to read them against.
+    """
+    if processed.offsets is None or processed.replacements is None:
+        raise ModalityError(
+            f"{vlm.adapter.name} writes a {kind} as image tokens; telling them apart needs the "
+            "processor's replacement offsets and the tokenizer's character offsets, which this "
+            "processor or tokenizer does not give. Load the processor with its fast tokenizer "
+            f"(use_fast=True), or drop the {kind} (no_{kind})."
+        )
+    return expansion_mask(processed.offsets, spans, tokens, kind)
 
 
 def question_mask(vlm: VLM, enc: Encoding) -> Bool[Tensor, "batch seq"]:

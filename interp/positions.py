@@ -343,6 +343,23 @@ def slot_mask(enc: Encoding, kind: str, k: int) -> Bool[Tensor, "batch seq"]:
     return mask.to(enc.image_mask.device)
 
 
+def expansion_mask(
+    offsets: Int[Tensor, "batch seq 2"],
+    spans: Sequence[RowSpans],
+    tokens: Bool[Tensor, "batch seq"],
+    kind: str,
+) -> Bool[Tensor, "batch seq"]:
+    """The ``tokens`` positions inside the text each ``kind`` placeholder expanded to (the
+    processor's replacement offsets, read against the tokenizer's character offsets): how a
+    family whose videos expand into image tokens (``Adapter.video_in_image_tokens``) tells a
+    video's positions from an image's."""
+    mask = torch.zeros_like(tokens)
+    for row, found in enumerate(spans):
+        if found.of(kind):
+            mask[row] = span_tokens(offsets[row], found.of(kind), ~tokens[row].cpu())
+    return mask
+
+
 def _runs(flags: Tensor) -> list[tuple[int, int]]:
     """``[start, end)`` of each run of True in a 1-D bool tensor."""
     padded = torch.cat(
@@ -356,6 +373,7 @@ __all__ = [
     "RowSpans",
     "Span",
     "comparable",
+    "expansion_mask",
     "locate_row",
     "map_spans",
     "prompt_spans",

@@ -71,6 +71,17 @@ def append_targets(
         new[key] = torch.full(
             (batch, total, *value.shape[2:]), fill, dtype=value.dtype, device=value.device
         )
+    # the placeholder masks move with the prompt (the appended targets are text)
+    masks = {"image_mask": enc.image_mask}
+    masks |= {
+        f"{kind}_mask": getattr(enc, f"{kind}_mask")
+        for kind in ("audio", "video")
+        if getattr(enc, f"{kind}_mask") is not None
+    }
+    moved = {
+        key: torch.zeros(batch, total, dtype=torch.bool, device=value.device)
+        for key, value in masks.items()
+    }
     offsets = None
     if enc.offsets is not None:
         offsets = torch.zeros(batch, total, 2, dtype=torch.long)
@@ -89,24 +100,20 @@ def append_targets(
                 new[key][row, tgt_slice] = vlm.adapter.target_fields[key]
             else:
                 new[key][row, tgt_slice] = value[row, e]
+        for key, value in masks.items():
+            moved[key][row, offset : offset + n_prompt] = value[row, s : e + 1]
         if offsets is not None and enc.offsets is not None:
             offsets[row, offset : offset + n_prompt] = enc.offsets[row, s : e + 1]
         last[row] = offset + n_prompt - 1
         positions[row, : len(tgt)] = torch.arange(offset + n_prompt, total)
         valid[row, : len(tgt)] = True
     inputs = {**enc.inputs, **new}
-    media = {
-        f"{kind}_mask": inputs["input_ids"] == vlm.adapter.token_id(vlm.hf, kind)
-        for kind in ("audio", "video")
-        if getattr(enc, f"{kind}_mask") is not None
-    }
     extended = replace(
         enc,
         inputs=inputs,
         last_index=last.to(ids.device),
-        image_mask=inputs["input_ids"] == vlm.image_token_id,
         offsets=offsets,
-        **media,
+        **moved,
     )
     return extended, positions.to(ids.device), valid.to(ids.device)
 

@@ -30,9 +30,11 @@ VIDEO_FAMILIES = [
     "qwen3_omni_moe_thinker",
     "llava_next_video",
     "llava_onevision",
+    "internvl",
+    "gemma4",
 ]
 KINDS = [("audio", a) for a in AUDIO_FAMILIES] + [("video", v) for v in VIDEO_FAMILIES]
-STACKED_VIDEOS = {"llava_next_video", "llava_onevision"}
+STACKED_VIDEOS = {"llava_next_video", "llava_onevision", "internvl"}
 # the placeholder token the processor repeats per feature vector, and the tokens around each run
 AUDIO_TOKENS = {
     "qwen2_audio": ("<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"),
@@ -48,6 +50,10 @@ VIDEO_TOKENS = {
     "qwen3_omni_moe_thinker": ("<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"),
     "llava_next_video": ("<video>", None, None),  # the run stands in the text, no delimiters
     "llava_onevision": ("<video>", None, None),
+    # InternVL: a video is one "Frame<i>: <img>...</img>" run of image tokens per frame
+    "internvl": ("<IMG_CONTEXT>", "<img>", "</img>"),
+    # Gemma 4: one "mm:ss <|image>...<image|>" run of <|video|> tokens per frame
+    "gemma4": ("<|video|>", "<|image>", "<image|>"),
 }
 
 
@@ -122,6 +128,12 @@ def video_samples(arch: str = "qwen2_vl") -> list[interp.Sample]:
         interp.Sample("describe the video", video=clip(odd, 32, 48, 1), id="v1"),
         interp.Sample("what color is the sky ?", id="t0"),
     ]
+    if arch == "internvl":  # its videos are image tokens: a row with both tells them apart
+        rows.append(
+            interp.Sample(
+                "compare {image} with {video}", image=image, video=clip(4, 32, 32, 2), id="m0"
+            )
+        )
     if "audio" in vlm_for(arch).adapter.modalities:
         rows.append(
             interp.Sample(
@@ -143,7 +155,10 @@ def hf_states(vlm: interp.VLM, inputs: dict) -> tuple[torch.Tensor, ...]:
 def check_residuals_equal_hf(vlm: interp.VLM, samples: list[interp.Sample]) -> None:
     states = interp.residual_stream(vlm, samples, batch_size=len(samples), progress_bar=False)
     enc = encode(vlm, samples)
-    hs = hf_states(vlm, enc.inputs)
+    inputs = dict(enc.inputs)
+    if vlm.adapter.name == "gemma4":  # positions over attended tokens, as HF's generate counts
+        inputs["position_ids"] = (inputs["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+    hs = hf_states(vlm, inputs)
     rows = torch.arange(len(samples))
     ref = torch.stack([h[rows, enc.last_index] for h in hs[: vlm.n_layers]], dim=1)
     torch.testing.assert_close(states[:, : vlm.n_layers], ref.float(), atol=1e-5, rtol=0)
@@ -297,13 +312,22 @@ def enc_one(vlm: interp.VLM, sample: interp.Sample) -> interp.Encoding:
     return encode(vlm, [sample])
 
 
-def video_lengths(vlm: interp.VLM, enc: interp.Encoding) -> list[int]:
-    """Feature vectors per video: from the processor's (t, h, w) patch grid (2x2 merge), or for
-    LLaVA-style ``[videos, frames, 3, H, W]`` pixels frames x (side / patch / pool stride)^2 from
-    the model config."""
+def video_lengths(vlm: interp.VLM, enc: interp.Encoding, frames: list[int]) -> list[int]:
+    """Feature vectors per video (``frames``: each video's frame count): from the processor's
+    (t, h, w) patch grid (2x2 merge), for LLaVA-style ``[videos, frames, 3, H, W]`` pixels
+    frames x (side / patch / pool stride)^2 from the model config, for InternVL frames x the
+    tokens of one tile ((tile / patch)^2 x downsample ratio^2, from the config)."""
+    cfg = vlm.hf.config
+    if vlm.adapter.name == "gemma4":  # HF's count: real (unpadded) patches / pooling kernel²
+        real = (enc.inputs["video_position_ids"] != -1).all(-1).sum(-1)
+        per_frame = real // cfg.vision_config.pooling_kernel_size**2
+        split = enc.inputs["num_frames_per_video"].tolist()
+        return [int(part.sum()) for part in torch.split(per_frame, split)]
+    if vlm.adapter.name == "internvl":
+        side = cfg.vision_config.image_size[0] // cfg.vision_config.patch_size[0]
+        return [int(f * side * side * cfg.downsample_ratio**2) for f in frames]
     if "video_grid_thw" in enc.inputs:
         return [int(np.prod(g)) // 4 for g in enc.inputs["video_grid_thw"].tolist()]
-    cfg = vlm.hf.config
     pixels = enc.inputs["pixel_values_videos"]
     if vlm.adapter.name == "llava_onevision":  # 2x2 bilinear pooling (ceil), one newline
         side = math.ceil(pixels.shape[-1] // cfg.vision_config.patch_size / 2)
@@ -317,7 +341,8 @@ def test_video_positions_decode_to_the_expanded_placeholders(arch):
     video_vlm = vlm_for(arch)
     samples = video_samples(arch)
     enc, mask = positions(video_vlm, samples, "video")
-    lengths = iter(video_lengths(video_vlm, enc))
+    frames = [len(v) for s in samples for v in s.load_videos()]
+    lengths = iter(video_lengths(video_vlm, enc, frames))
     token, bos, eos = VIDEO_TOKENS[arch]
     tok = video_vlm.tokenizer
     pad = tok.convert_tokens_to_ids(token)
@@ -330,20 +355,40 @@ def test_video_positions_decode_to_the_expanded_placeholders(arch):
             where = slot[0].nonzero().flatten()
             assert len(where) == n
             runs = torch.tensor_split(where, (where.diff() > 1).nonzero().flatten() + 1)
-            # Qwen3-VL: one run per temporal patch (2 frames), after its "<t seconds>" stamp
+            # Qwen3-VL: one run per temporal patch (2 frames), after its "<t seconds>" stamp;
+            # InternVL and Gemma 4: one run per frame, after its "Frame<i>: " / "mm:ss " label
             frames = len(s.load_videos()[0])
-            assert len(runs) == ((frames + 1) // 2 if arch == "qwen3_vl" else 1)
+            want = {"qwen3_vl": (frames + 1) // 2, "internvl": frames, "gemma4": frames}
+            want = want.get(arch, 1)
+            assert len(runs) == want
             for k, run in enumerate(runs):
                 before = tok.decode(ids[: int(run[0])])
                 if arch == "qwen3_vl":  # raw frames read as 24 fps; the stamp is the pair's mean
                     bos_k = f"<{(2 * k + 2 * k + 1) / 2 / 24:.1f} seconds>{bos}"
                     assert before.endswith(bos_k)
+                elif arch == "internvl":
+                    assert before.endswith(f"Frame{k + 1}: {bos}")
+                elif arch == "gemma4":  # raw frames read as 24 fps: every stamp is 00:00 here
+                    assert before.endswith(f"00:00 {bos}")
                 elif bos is not None:
                     assert before.endswith(bos)
                 if eos is not None:
                     assert tok.decode(ids[int(run[-1]) + 1 :]).startswith(eos)
     _, image = positions(video_vlm, samples, "image")
     assert not (image & mask).any()
+    if arch == "internvl":  # the image's run: its tiles' tokens, between <img> and </img>
+        ids = enc.input_ids
+        for row, s in enumerate(samples):
+            if not s.has_image:
+                assert not image[row].any()
+                continue
+            tiles = int(video_vlm.processor.image_processor([s.load_image()])["num_patches"][0])
+            where = image[row].nonzero().flatten()
+            assert len(where) == tiles * 4 and (where.diff() == 1).all()
+            assert ids[row][where].tolist() == [tok.convert_tokens_to_ids(token)] * len(where)
+            assert tok.decode(ids[row][: int(where[0])]).endswith(bos)
+            assert not tok.decode(ids[row][: int(where[0])]).endswith(f": {bos}")  # no frame label
+            assert tok.decode(ids[row][int(where[-1]) + 1 :]).startswith(eos)
     _, text = positions(video_vlm, samples, "text")
     assert not (text & mask).any()
 

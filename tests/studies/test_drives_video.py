@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import interp
-from interp.errors import ConditionError, VideoError
+from interp.errors import ConditionError, DriveError, VideoError
 from interp.studies import drives as dr
 from interp.testing import tiny_vlm
 
@@ -148,6 +148,106 @@ def test_source_removal_without_the_video_equals_hand_hf(vlm, samples):
         without = 2.0 ** hand_logprobs2(vlm, s.question, None, a)
         np.testing.assert_allclose(got.probs["full"][i, : len(a)], full, atol=1e-5, rtol=0)
         np.testing.assert_allclose(got.probs["no_image"][i, : len(a)], without, atol=1e-5, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def base(vlm, samples) -> dr.CausalDrives:
+    """Video drives with the PMI baselines (V = ∅: no video), the support the first two samples."""
+    targets = [ids_of(vlm, t) for t in TARGETS]
+    return dr.causal_drives(
+        vlm,
+        samples,
+        support=samples[:2],
+        targets=targets,
+        null_question=NULL_Q,
+        visual="video",
+        batch_size=8,
+        progress_bar=False,
+    )
+
+
+def mean_frames(vlm: interp.VLM, video: np.ndarray) -> np.ndarray:
+    """``null_video:mean`` as the condition defines it: every pixel the video processor's
+    normalisation mean, scaled to 0..255 and rounded (0 after normalising)."""
+    mean = np.asarray(vlm.processor.video_processor.image_mean, dtype=np.float64)
+    return np.broadcast_to(np.round(255 * mean).astype(np.uint8), video.shape).copy()
+
+
+def test_drive_sensitivity_over_null_videos_equals_hand_hf(vlm, samples, base):
+    """Each variant's P0 and visual drive from plain-HF forwards on prompts built by hand with
+    black frames, mean frames, the next sample's video, and (null question) no video."""
+    assert base.visual == "video"
+    sens = dr.drive_sensitivity(
+        vlm,
+        samples,
+        base,
+        null_images=("black", "mean", "mismatched"),
+        null_questions=("describe it",),
+        batch_size=8,
+        progress_bar=False,
+    )
+    assert list(sens.variants) == [f"{n} | {NULL_Q}" for n in ("black", "mean", "mismatched")] + [
+        "blind | describe it"
+    ]
+    mean_video = mean_frames(vlm, samples[0].load_videos()[0])
+    assert len(set(mean_video[0, 0, 0].tolist())) == 3  # not black, not grey: one value a channel
+    for key, variant in sens.variants.items():
+        assert variant.visual == "video"
+        nimg, nq = key.split(" | ")
+        for i, (s, a) in enumerate(zip(samples, base.token_ids)):
+            video = s.load_videos()[0]
+            null = {
+                "blind": None,
+                "black": np.zeros_like(video),
+                "mean": mean_frames(vlm, video),
+                "mismatched": samples[(i + 1) % len(samples)].load_videos()[0],
+            }[nimg]
+            without = hand_logprobs2(vlm, nq, null, a)
+            with_v = hand_logprobs2(vlm, nq, video, a)
+            n = len(a)
+            np.testing.assert_allclose(variant.p0[i, :n], np.cumsum(without), atol=ATOL, rtol=0)
+            np.testing.assert_allclose(
+                variant.visual_drive[i, :n], np.cumsum(with_v - without), atol=ATOL, rtol=0
+            )
+            # the prefix drive's numerator is the base's (re-referenced to the new P0)
+            np.testing.assert_allclose(
+                variant.prefix_drive[i, :n] + variant.p0[i, :n],
+                base.prefix_drive[i, :n] + base.p0[i, :n],
+                atol=1e-9,
+                rtol=0,
+            )
+    # mean frames are not black frames: the two variants differ
+    black, mean = sens.variants[f"black | {NULL_Q}"], sens.variants[f"mean | {NULL_Q}"]
+    assert np.nanmax(np.abs(black.p0 - mean.p0)) > 1e-4
+    with pytest.raises(ConditionError, match="no video counterpart"):
+        dr.drive_sensitivity(vlm, samples, base, null_images=("noise",), progress_bar=False)
+    with pytest.raises(DriveError, match="visual='video'"):
+        dr.drive_sensitivity(vlm, samples, base, visual="image", progress_bar=False)
+
+
+def test_recovery_error_with_video_equals_hand_hf(vlm, samples, base):
+    """G_Q and G_P (Eq. 15) over held-out contexts' videos from plain-HF forwards by hand."""
+    ctx = samples[1:]
+    rec = dr.recovery_error(vlm, samples, base, contexts=ctx, batch_size=8, progress_bar=False)
+    assert rec.context_ids == [c.id for c in ctx]
+    for i, (s, a) in enumerate(zip(samples, base.token_ids)):
+        n = len(a)
+        pq = [2.0 ** hand_logprobs2(vlm, s.question, c.load_videos()[0], a) for c in ctx]
+        pp = [2.0 ** hand_logprobs2(vlm, c.question, c.load_videos()[0], a) for c in ctx]
+        p0 = base.p0[i, :n]
+        g_q = np.log2(np.mean([np.cumprod(p) for p in pq], axis=0)) - p0
+        g_p = np.log2(np.mean(pp, axis=0)) - p0
+        np.testing.assert_allclose(rec.g_q[i, :n], g_q, atol=ATOL, rtol=0)
+        np.testing.assert_allclose(rec.g_p[i, :n], g_p, atol=ATOL, rtol=0)
+        for name, g in (("question_drive", g_q), ("pmi_q", g_q), ("prefix_drive", g_p)):
+            want = np.abs(getattr(base, name)[i, :n] - g)
+            np.testing.assert_allclose(rec.errors[name][i, :n], want, atol=ATOL, rtol=0)
+    # the contexts' videos matter: G_Q differs from the video-free P0 reference
+    assert np.nanmax(np.abs(rec.g_q)) > 1e-3
+    with pytest.raises(DriveError, match="visual='video'"):
+        dr.recovery_error(vlm, samples, base, contexts=ctx, visual="image", progress_bar=False)
+    with pytest.raises(VideoError, match="held-out context"):
+        dr.recovery_error(vlm, samples, base, contexts=[interp.Sample("hi", id="t")])
 
 
 @pytest.mark.parametrize(

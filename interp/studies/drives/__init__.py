@@ -40,7 +40,8 @@ Sec. 10).
 support pairs are (video, question), and V = ∅ is ``"blind"`` (``no_video``), ``"black"`` /
 ``"mean"`` (``null_video`` frames of each video's shape) or ``"mismatched"`` (another sample's
 video); ``"white"`` and ``"noise"`` have no video counterpart and are refused.
-:func:`drive_sensitivity` still varies the null image only.
+:func:`drive_sensitivity` and :func:`recovery_error` follow the drives' ``visual``: their
+null videos and held-out contexts are videos too.
 
 Entry points: :func:`causal_drives` (→ :class:`CausalDrives`), :func:`source_removal` (Table 3),
 :func:`recovery_error` (Eq. 15, Fig. 5), :func:`cluster_drives` (Fig. 3, Supplementary Sec. 11),

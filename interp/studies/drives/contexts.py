@@ -69,6 +69,20 @@ def _visual_name(visual: str) -> str:
     return name
 
 
+def _visual_of(drives: CausalDrives, visual: str | None) -> str:
+    """What V is for a follow-up of ``drives``: as they were computed (``visual=None``), or the
+    given name, which must then be theirs."""
+    if visual is None:
+        return drives.visual
+    name = _visual_name(visual)
+    if name != drives.visual:
+        raise DriveError(
+            f"visual={visual!r}, but the drives were computed with visual={drives.visual!r}; "
+            "leave visual unset (it follows the drives) or recompute the drives"
+        )
+    return name
+
+
 def _check_null_visual(null_image: str, visual: str) -> None:
     """Reject a null image that has no video counterpart when V is the video."""
     if visual == "video" and null_image not in NULL_VIDEOS:

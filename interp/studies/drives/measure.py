@@ -270,6 +270,7 @@ def causal_drives(
         null_image=nimg,
         null_question=qpart.arg or "",
         forwards_per_sample=2 * K + 2 + (2 if pmi else 0),
+        visual=visual,
     )
 
 

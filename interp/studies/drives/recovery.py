@@ -28,7 +28,7 @@ from .contexts import (
     _check_images,
     _check_matches,
     _compose,
-    _visual_name,
+    _visual_of,
 )
 from .measure import _measure
 from .result import CausalDrives
@@ -129,7 +129,7 @@ def recovery_error(
     overwrite: bool = False,
     shard: Shard = None,
     progress_bar: bool = True,
-    visual: str = "image",
+    visual: str | None = None,
 ) -> Recovery:
     """Randomized-intervention recovery (Sec. 5.4, Eq. 15, Fig. 5): a held-out reference G(t)
     from M contexts outside the drives' support, and Err(D) = (1/T) Σ_t |D(t) − G(t)| for QCD vs
@@ -141,15 +141,17 @@ def recovery_error(
         drives: a :func:`causal_drives` result with the PMI baselines.
         contexts: the held-out (image, question) contexts; default: ``m`` drawn with ``seed``
             from ``samples`` outside the drives' support.
-        visual: as given to :func:`causal_drives` (``"video"``: the contexts' videos are
-            reassigned).
+        visual: what V is; default: as in ``drives`` (``"video"``: the contexts' videos are
+            reassigned). A value other than the drives' is refused.
 
     Raises:
-        DriveError: other samples than the drives', or drives without PMI.
+        DriveError: other samples than the drives', drives without PMI, or another ``visual``
+            than the drives'.
         SupportError: ``m`` < 1 or more than the held-out samples available.
     """
     samples = ensure_samples(samples)
     _check_matches(samples, drives)
+    visual = _visual_of(drives, visual)
     if drives.pmi_q is None or drives.pmi_p is None:
         raise DriveError(
             "recovery_error compares the drives with the PMI baselines: compute the drives with "
@@ -171,7 +173,6 @@ def recovery_error(
         ctx = list(contexts)
         if not ctx:
             raise SupportError("contexts is empty; give at least one held-out (image, question)")
-    visual = _visual_name(visual)
     _check_images(ctx, "held-out context", visual)
     edits = check_edits(vlm, edits)
     M = len(ctx)

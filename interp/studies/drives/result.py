@@ -35,6 +35,7 @@ class CausalDrives:
         sample_ids, token_ids, tokens, answers: the targets.
         support_ids: the ids of the K support samples.
         null_image, null_question: what V = ∅ and Q = ∅ were.
+        visual: what V was: ``"image"`` or ``"video"``.
         forwards_per_sample: teacher-forced forwards each sample cost (2K + 2, + 2 with PMI).
 
     The paper's symbols ``pcd``, ``qcd``, ``vcd`` still work (deprecated) as attributes and
@@ -56,6 +57,7 @@ class CausalDrives:
     null_image: str = "blind"
     null_question: str = ""
     forwards_per_sample: int = 0
+    visual: str = "image"
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -155,6 +157,7 @@ class CausalDrives:
             null_image=self.null_image,
             null_question=self.null_question,
             forwards_per_sample=self.forwards_per_sample,
+            visual=self.visual,
         )
 
     def to_frame(self) -> pd.DataFrame:

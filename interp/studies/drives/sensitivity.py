@@ -27,11 +27,13 @@ from .contexts import (
     Context,
     _check_common,
     _check_matches,
+    _check_null_visual,
     _compose,
     _mismatched_partners,
     _null_context,
     _null_image_name,
     _question_part,
+    _visual_of,
 )
 from .measure import _measure
 from .result import CausalDrives
@@ -91,6 +93,7 @@ def drive_sensitivity(
     store: str | Path | None = None,
     overwrite: bool = False,
     progress_bar: bool = True,
+    visual: str | None = None,
 ) -> Sensitivity:
     """Reference and prompt sensitivity (Supplementary Sec. 10): the drives with V = ∅ replaced
     by each of ``null_images`` (the base null question kept), and with Q = ∅ replaced by each of
@@ -98,12 +101,21 @@ def drive_sensitivity(
     change, so each setting costs 2 forwards per sample; the prefix and question drives keep
     their numerators (re-referenced to the new P0) and PMI_Q its full-input term.
 
+    ``visual`` is what V is, by default as in ``base``: with ``"video"`` the null images are null
+    videos (``"blind"``: ``no_video``, ``"black"`` / ``"mean"``: ``null_video`` frames,
+    ``"mismatched"``: the next sample's different video), as in :func:`causal_drives`.
+
     Raises:
-        DriveError: other samples than the base's; ConditionError: an unknown null image.
+        DriveError: other samples than the base's, or another ``visual`` than the base's;
+        ConditionError: an unknown null image, or one without a video counterpart
+        (``"white"``, ``"noise"``) when V is the video.
     """
     samples = ensure_samples(samples)
     _check_matches(samples, base)
+    visual = _visual_of(base, visual)
     settings = [(_null_image_name(n), base.null_question) for n in null_images]
+    for name, _ in settings:
+        _check_null_visual(name, visual)
     for q in null_questions:
         _question_part(q)
         settings.append((base.null_image, q.strip()))
@@ -113,7 +125,7 @@ def drive_sensitivity(
     _check_common(batch_size, 1)
     edits = check_edits(vlm, edits)
     if any(n == "mismatched" for n, _ in settings):
-        partners = _mismatched_partners(samples)
+        partners = _mismatched_partners(samples, visual)
     else:
         partners = None
     variants: dict[str, CausalDrives] = {}
@@ -125,9 +137,13 @@ def drive_sensitivity(
         qpart = _question_part(nq)
 
         def contexts(i: int, s: Sample, qpart: Part = qpart, nimg: str = nimg) -> list[Context]:
+            video = s.video if visual == "video" else None
             return [
-                (_compose(s.question, s.image, f"{s.id}|vcd"), Condition(Part("full"), qpart)),
-                _null_context(s, i, samples, nimg, qpart, partners, "p0"),
+                (
+                    _compose(s.question, s.image, f"{s.id}|vcd", video),
+                    Condition(Part("full"), qpart),
+                ),
+                _null_context(s, i, samples, nimg, qpart, partners, "p0", visual),
             ]
 
         extras = None if nimg != "mismatched" else [samples[j].fingerprint() for j in partners]  # type: ignore[union-attr]
@@ -137,7 +153,9 @@ def drive_sensitivity(
             base.token_ids,
             contexts,
             name="drive_sensitivity",
-            settings={"null_image": nimg, "null_question": nq},
+            # image stores keep their settings (and resume)
+            settings={"null_image": nimg, "null_question": nq}
+            | ({"visual": visual} if visual == "video" else {}),
             extras=extras,
             edits=edits,
             batch_size=batch_size,
@@ -169,6 +187,7 @@ def drive_sensitivity(
             null_image=nimg,
             null_question=nq,
             forwards_per_sample=2,
+            visual=visual,
         )
     return Sensitivity(base, variants)
 

@@ -1,5 +1,5 @@
 """Torchvision-free video processors for the LLaVA-style families (LLaVA-NeXT-Video,
-LLaVA-OneVision) and Qwen3-VL.
+LLaVA-OneVision, InternVL), Qwen3-VL and Gemma 4.
 
 Their stock video processors (``BaseVideoProcessor`` subclasses) import torchvision, which does not
 import with this project's CPU torch (see ``docs/omni_families.md``). The processor here repeats
@@ -14,11 +14,22 @@ import numpy as np
 import torch
 from transformers import BatchFeature
 from transformers.image_transforms import get_resize_output_image_size
-from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD, ChannelDimension, SizeDict
+from transformers.image_utils import (
+    OPENAI_CLIP_MEAN,
+    OPENAI_CLIP_STD,
+    ChannelDimension,
+    PILImageResampling,
+    SizeDict,
+)
+from transformers.models.gemma4.image_processing_pil_gemma4 import (
+    get_aspect_ratio_preserving_size,
+)
 from transformers.models.qwen3_vl.video_processing_qwen3_vl import (
     Qwen3VLVideoProcessor,
     smart_resize,
 )
+from transformers.processing_utils import VideosKwargs
+from transformers.video_processing_utils import BaseVideoProcessor
 from transformers.video_utils import make_batched_metadata
 
 
@@ -154,4 +165,137 @@ class Qwen3VLFramesVideoProcessor(Qwen3VLVideoProcessor):
         return (image - mean) / std
 
 
-__all__ = ["Qwen3VLFramesVideoProcessor", "ResizeCropVideoProcessor", "resize_uint8"]
+class _TorchNormalize:
+    """The two torchvision calls of the stock ``BaseVideoProcessor`` path, in plain torch: the RGB
+    conversion (frames are RGB already) and the normalisation (the same arithmetic)."""
+
+    def convert_to_rgb(self, video: torch.Tensor) -> torch.Tensor:
+        if video.shape[-3] != 3:
+            raise ValueError(f"video frames must be RGB (3 channels), got {video.shape[-3]}")
+        return video
+
+    def normalize(
+        self, image: torch.Tensor, mean: Any, std: Any, inplace: bool = False, **kwargs: Any
+    ) -> torch.Tensor:
+        mean = torch.as_tensor(mean, dtype=image.dtype).view(-1, 1, 1)
+        std = torch.as_tensor(std, dtype=image.dtype).view(-1, 1, 1)
+        return (image - mean) / std
+
+
+class Gemma4VideoKwargs(VideosKwargs, total=False):
+    """Gemma 4's video options: the patch side, the soft-token budget per frame and the pooling
+    kernel (as the stock ``Gemma4VideoProcessor`` takes them)."""
+
+    patch_size: int
+    max_soft_tokens: int
+    pooling_kernel_size: int
+
+
+GEMMA4_SOFT_TOKEN_BUDGETS = (70, 140, 280, 560, 1120)
+
+
+class Gemma4FramesVideoProcessor(_TorchNormalize, BaseVideoProcessor):
+    """Gemma 4's video preprocessing without torchvision (the stock module does not import
+    without it). The stock ``BaseVideoProcessor`` path does the frame sampling (``num_frames``
+    uniformly, all frames when ``num_frames`` is None) and the metadata the processor turns into
+    ``mm:ss`` stamps; then each frame is resized, aspect kept, to the largest size whose patch
+    grid fits ``max_soft_tokens x pooling_kernel_size²`` patches with sides divisible by
+    ``pooling_kernel_size x patch_size`` (the stock image processor's own size rule), by
+    :func:`resize_uint8`, rescaled by 1/255 (mean 0, std 1), cut into ``patch_size`` patches
+    (row-major, each patch's pixels row, column, channel) and padded to the budget: pixels 0,
+    positions ``(-1, -1)``. Output: ``pixel_values_videos`` ``[frames of all videos, max patches,
+    patch pixels]``, ``video_position_ids`` ``[.., .., 2]`` as (column, row),
+    ``num_frames_per_video`` and ``num_soft_tokens_per_video`` (per frame)."""
+
+    resample = PILImageResampling.BICUBIC
+    image_mean = [0.0, 0.0, 0.0]
+    image_std = [1.0, 1.0, 1.0]
+    size = None
+    default_to_square = True
+    do_convert_rgb = True
+    do_resize = True
+    do_rescale = True
+    do_normalize = True
+    num_frames = 32
+    do_sample_frames = True
+    patch_size = 16
+    max_soft_tokens = 70
+    pooling_kernel_size = 3
+    valid_kwargs = Gemma4VideoKwargs
+    model_input_names = ["pixel_values_videos", "video_position_ids", "num_frames_per_video"]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if self.max_soft_tokens not in GEMMA4_SOFT_TOKEN_BUDGETS:
+            raise ValueError(
+                f"max_soft_tokens must be one of {GEMMA4_SOFT_TOKEN_BUDGETS}, got "
+                f"{self.max_soft_tokens}"
+            )
+
+    def _validate_preprocess_kwargs(self, **kwargs: Any) -> None:
+        # the size comes from the patch budget, not from ``size``
+        super()._validate_preprocess_kwargs(**{**kwargs, "do_resize": False})
+
+    def _preprocess(  # type: ignore[override]
+        self,
+        videos: list[torch.Tensor],
+        do_resize: bool,
+        do_rescale: bool,
+        rescale_factor: float,
+        do_normalize: bool,
+        image_mean: Any,
+        image_std: Any,
+        return_tensors: Any,
+        patch_size: int = 16,
+        max_soft_tokens: int = 70,
+        pooling_kernel_size: int = 3,
+        **kwargs: Any,
+    ) -> BatchFeature:
+        if max_soft_tokens not in GEMMA4_SOFT_TOKEN_BUDGETS:
+            raise ValueError(f"max_soft_tokens must be one of {GEMMA4_SOFT_TOKEN_BUDGETS}")
+        budget = max_soft_tokens * pooling_kernel_size**2
+        pixels, positions, soft, frames = [], [], [], []
+        for video in videos:
+            if do_resize:
+                h, w = get_aspect_ratio_preserving_size(
+                    height=video.shape[-2],
+                    width=video.shape[-1],
+                    patch_size=patch_size,
+                    max_patches=budget,
+                    pooling_kernel_size=pooling_kernel_size,
+                )
+                video = resize_uint8(video, (h, w))
+            video = self.rescale_and_normalize(
+                video, do_rescale, rescale_factor, do_normalize, image_mean, image_std
+            )
+            t, c, height, width = video.shape
+            rows, cols = height // patch_size, width // patch_size
+            patches = video.reshape(t, c, rows, patch_size, cols, patch_size)
+            patches = patches.permute(0, 2, 4, 3, 5, 1).reshape(t, rows * cols, -1)
+            row, col = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+            where = torch.stack([col, row], dim=-1).reshape(1, rows * cols, 2).repeat(t, 1, 1)
+            pad = budget - rows * cols
+            if pad > 0:
+                patches = torch.nn.functional.pad(patches, (0, 0, 0, pad), value=0)
+                where = torch.nn.functional.pad(where, (0, 0, 0, pad), value=-1)
+            pixels.append(patches)
+            positions.append(where)
+            soft.append(rows * cols // pooling_kernel_size**2)
+            frames.append(t)
+        return BatchFeature(
+            {
+                "pixel_values_videos": torch.cat(pixels),
+                "video_position_ids": torch.cat(positions),
+                "num_frames_per_video": frames,
+                "num_soft_tokens_per_video": soft,
+            },
+            tensor_type=return_tensors,
+        )
+
+
+__all__ = [
+    "Gemma4FramesVideoProcessor",
+    "Qwen3VLFramesVideoProcessor",
+    "ResizeCropVideoProcessor",
+    "resize_uint8",
+]

@@ -4,7 +4,9 @@ The builder returns ``(model, processor)``: the real ``Gemma4ForConditionalGener
 eval mode, deterministic from ``seed``, and the stock ``Gemma4Processor`` around the tiny tokenizer,
 a ``Gemma4ImageProcessorPil`` (patch 4, 2x2 pooling, the smallest soft-token budget it accepts:
 70), a ``Gemma4AudioFeatureExtractor`` (16 kHz, 32 mel bins) and a ``Gemma4VideoProcessor`` where
-torchvision imports (a stand-in refusing videos otherwise).
+torchvision imports, else (this project's CPU install, where the stock video module does not
+import) :class:`~interp.testing.builders.frames_video.Gemma4FramesVideoProcessor`, the same
+preprocessing in plain torch. Every frame of a video is kept (``num_frames=None``).
 
 Placeholders, as Gemma 4's chat template writes them and the processor expands them: an image
 item is ``"\\n\\n<|image|>\\n\\n"``, expanded to ``<|image>`` + one ``<|image|>`` per pooled 2x2
@@ -33,7 +35,14 @@ from transformers import (
 
 from ..tokenizer import tiny_tokenizer
 from .common import HEAD_DIM, INIT_STD, VISION_HIDDEN, finish, text_kwargs
-from .omni_common import MEL_BINS, SAMPLING_RATE, omni_chat_template, omni_processor
+from .frames_video import Gemma4FramesVideoProcessor
+from .omni_common import (
+    MEL_BINS,
+    SAMPLING_RATE,
+    has_video_processor,
+    omni_chat_template,
+    omni_processor,
+)
 
 GEMMA4_TOKENS = {
     "image_token": "<|image|>",
@@ -61,15 +70,19 @@ def gemma4_tokenizer() -> PreTrainedTokenizerFast:
     return tok
 
 
+# the tiny video settings: the image processor's patch, pooling and budget, every frame kept
+GEMMA4_VIDEO_KWARGS: dict[str, Any] = {
+    "patch_size": GEMMA4_PATCH,
+    "pooling_kernel_size": GEMMA4_POOLING,
+    "max_soft_tokens": GEMMA4_SOFT_TOKENS,
+    "num_frames": None,
+}
+
+
 def _gemma4_video_processor() -> Any:
     from transformers import Gemma4VideoProcessor
 
-    return Gemma4VideoProcessor(
-        patch_size=GEMMA4_PATCH,
-        pooling_kernel_size=GEMMA4_POOLING,
-        max_soft_tokens=GEMMA4_SOFT_TOKENS,
-        num_frames=4,
-    )
+    return Gemma4VideoProcessor(**GEMMA4_VIDEO_KWARGS)
 
 
 def build_gemma4(
@@ -144,7 +157,9 @@ def build_gemma4(
         chat_template=chat_template or tok.chat_template,
         image_seq_length=GEMMA4_SOFT_TOKENS,
     )
+    if not has_video_processor(processor):
+        processor.video_processor = Gemma4FramesVideoProcessor(**GEMMA4_VIDEO_KWARGS)
     return finish(model, tok, attn_implementation), processor
 
 
-__all__ = ["GEMMA4_SOFT_TOKENS", "build_gemma4", "gemma4_tokenizer"]
+__all__ = ["GEMMA4_SOFT_TOKENS", "GEMMA4_VIDEO_KWARGS", "build_gemma4", "gemma4_tokenizer"]

@@ -6,6 +6,13 @@ tokenizer and a ``GotOcr2ImageProcessorPil``. The chat template renders ``{"type
 ``<IMG_CONTEXT>\\n``; the processor expands each ``<IMG_CONTEXT>`` into
 ``<img>`` + ``<IMG_CONTEXT>`` x (4 per tile) + ``</img>``. Images are cut into 32 px tiles (1 to 4
 tiles by aspect ratio, plus a thumbnail tile when there are several): 4 to 20 image tokens.
+
+Videos: the template renders ``{"type": "video"}`` as ``<video>\n`` (as the real checkpoints'
+template does) and the processor expands it into ``Frame<i>: <img><IMG_CONTEXT> x 4</img>`` per
+frame, joined by newlines; each frame is resized to one 32 px tile. The stock
+``InternVLVideoProcessor`` imports torchvision, so the builder attaches
+:class:`~interp.testing.builders.frames_video.ResizeCropVideoProcessor` with the same settings
+(why it equals the stock one: "Video on InternVL" in ``docs/omni_families.md``).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from transformers import (
 
 from ..tokenizer import tiny_tokenizer
 from .common import INIT_STD, finish, processor_without_video, text_kwargs, vision_kwargs
+from .frames_video import ResizeCropVideoProcessor
 
 IMAGE_TOKEN = "<IMG_CONTEXT>"
 START_IMAGE = "<img>"
@@ -29,6 +37,7 @@ END_IMAGE = "</img>"
 VIDEO_TOKEN = "<video>"
 # What the chat template writes for an image item; the processor expands the <IMG_CONTEXT> in it.
 IMAGE_PLACEHOLDER = IMAGE_TOKEN + "\n"
+VIDEO_PLACEHOLDER = VIDEO_TOKEN + "\n"
 
 TILE_SIZE = 32
 PATCH_SIZE = 8
@@ -48,7 +57,16 @@ def internvl_tokenizer() -> PreTrainedTokenizerFast:
             "video_token": VIDEO_TOKEN,
         },
         image_placeholder=IMAGE_PLACEHOLDER,
+        video_placeholder=VIDEO_PLACEHOLDER,
     )
+
+
+def internvl_video_processor() -> ResizeCropVideoProcessor:
+    """The stock ``InternVLVideoProcessor``'s preprocessing without torchvision: every frame
+    resized to one tile (bicubic, antialiased), rescaled by 1/255, normalised with the CLIP mean
+    and std (the stock class defaults, which the tiny image processor shares); no crop and no
+    frame sampling (``do_sample_frames=False``, the stock default)."""
+    return ResizeCropVideoProcessor(size=(TILE_SIZE, TILE_SIZE))
 
 
 def build_internvl(
@@ -95,7 +113,14 @@ def build_internvl(
         image_seq_length=TOKENS_PER_TILE,
         chat_template=chat_template or tok.chat_template,
     )
+    processor.video_processor = internvl_video_processor()
     return finish(model, tok, attn_implementation), processor
 
 
-__all__ = ["IMAGE_PLACEHOLDER", "build_internvl", "internvl_tokenizer"]
+__all__ = [
+    "IMAGE_PLACEHOLDER",
+    "VIDEO_PLACEHOLDER",
+    "build_internvl",
+    "internvl_tokenizer",
+    "internvl_video_processor",
+]
