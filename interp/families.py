@@ -1,0 +1,236 @@
+"""The built-in adapter entries: one :class:`~interp.adapters.Adapter` per supported family.
+
+Imported by :mod:`interp.adapters` (at its end), which registers them; a new architecture is a
+few lines here, or a :func:`~interp.register_adapter` call in user code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import region_layouts as rl
+from .adapters import Adapter, register_adapter
+from .prompts import chat_prompt
+from .samples import IMAGE_SLOT
+
+
+def _prefix_prompt(processor: Any, question: str, n_images: int | bool) -> str:
+    """PaliGemma has no chat markup: the prompt is the question (the processor adds image tokens and
+    BOS); a processor that does carry a chat template uses it."""
+    if getattr(processor, "chat_template", None):
+        return chat_prompt(processor, question, n_images)
+    return " ".join(p.strip() for p in question.split(IMAGE_SLOT) if p.strip())
+
+
+def _mask_positions(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Positions counted over attended tokens only, as ``generate`` derives them."""
+    if "position_ids" in inputs or "attention_mask" not in inputs:
+        return inputs
+    mask = inputs["attention_mask"]
+    return {**inputs, "position_ids": (mask.cumsum(-1) - 1).clamp(min=0)}
+
+
+_LLAVA_ANYRES = (
+    "the projector output is per crop; the model then unpads it and appends image_newline, so the "
+    "vectors at image-token positions are layers[0].input there, not the projector output itself"
+)
+_QWEN_VISUAL = (
+    "image_features is the vision model; its output's pooler_output holds the merged image features "
+    "in placement order"
+)
+
+_QWEN_OMNI_AUDIO = (
+    "audio_features is the audio encoder; its last_hidden_state holds every audio's features, "
+    "flat, in placement order; video_features is the vision model (shared with images)"
+)
+
+for _adapter in (
+    Adapter(
+        name="llava",
+        model_types=("llava",),
+        image_features="model.multi_modal_projector",
+        token_layout=rl.llava_layout,
+    ),
+    Adapter(
+        name="llava_next",
+        token_layout=rl.anyres_layout,
+        model_types=("llava_next",),
+        image_features="model.multi_modal_projector",
+        notes=_LLAVA_ANYRES,
+    ),
+    Adapter(
+        name="llava_onevision",
+        token_layout=rl.anyres_layout,
+        model_types=("llava_onevision",),
+        image_features="model.multi_modal_projector",
+        notes=_LLAVA_ANYRES + "; video frames pass the same projector [frames, patches, d], then "
+        "2x2 bilinear pooling and one image_newline per video (outside any module)",
+        modalities=("image", "video"),
+        video_features="model.multi_modal_projector",
+    ),
+    Adapter(
+        name="qwen2_vl",
+        token_layout=rl.qwen_layout,
+        model_types=("qwen2_vl",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL,
+        modalities=("image", "video"),
+        video_features="model.visual",
+    ),
+    Adapter(
+        name="qwen2_5_vl",
+        token_layout=rl.qwen_layout,
+        model_types=("qwen2_5_vl",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL,
+        modalities=("image", "video"),
+        video_features="model.visual",
+    ),
+    Adapter(
+        name="qwen3_vl",
+        token_layout=rl.qwen_layout,
+        model_types=("qwen3_vl",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
+        "early decoder layers (outside the layer modules), at image and video positions; a video "
+        "expands to one '<t seconds><|vision_start|>...<|vision_end|>' run per temporal patch",
+        modalities=("image", "video"),
+        video_features="model.visual",
+    ),
+    Adapter(
+        name="qwen2_audio",
+        model_types=("qwen2_audio",),
+        image_features="",
+        modalities=("audio",),
+        audio_features="model.multi_modal_projector",
+        notes="audio-language model: the audio features are the projector output "
+        "[audios, max tokens, d], padded past each audio's token count; the processor expands "
+        "<|AUDIO|> to one token per feature vector (25 per second of audio)",
+    ),
+    Adapter(
+        name="qwen2_5_omni_thinker",
+        token_layout=rl.qwen_layout,
+        model_types=("qwen2_5_omni_thinker",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; " + _QWEN_OMNI_AUDIO,
+        modalities=("image", "audio", "video"),
+        audio_features="model.audio_tower",
+        video_features="model.visual",
+    ),
+    Adapter(
+        name="qwen3_omni_moe_thinker",
+        token_layout=rl.qwen_layout,
+        model_types=("qwen3_omni_moe_thinker",),
+        image_features="model.visual",
+        pixel_layout="patches",
+        notes=_QWEN_VISUAL + "; DeepStack also adds image features to the residual stream after "
+        "early decoder layers (outside the layer modules), at image and video positions; "
+        + _QWEN_OMNI_AUDIO
+        + "; the audio encoder pads each clip's last 1 s chunk to the batch's longest chunk and its "
+        "convolutions see that padding, so a row's audio features depend slightly on the other "
+        "clips in its batch (HF's behaviour; rows without audio are unaffected)",
+        modalities=("image", "audio", "video"),
+        audio_features="model.audio_tower",
+        video_features="model.visual",
+    ),
+    Adapter(
+        name="gemma4",
+        token_layout=rl.gemma4_layout,
+        model_types=("gemma4",),
+        image_features="model.embed_vision",
+        images_per_row=True,
+        embeddings_kwarg="inputs_embeds",
+        forward_inputs=_mask_positions,
+        notes="single forwards get mask-derived position_ids, as generate derives them (the plain "
+        "forward counts padding); residual index 0 is the decoder's inputs_embeds, from which Gemma 4 also projects "
+        "its per-layer inputs; image_features (embed_vision) also projects video frames; the audio features are "
+        "embed_audio's output at its valid (unpadded) positions, [clips, max tokens, d]; a video "
+        "expands to one 'mm:ss <|image>...<image|>' run of <|video|> tokens per frame, its "
+        "features embed_vision's output (flat, real tokens only)",
+        modalities=("image", "audio", "video"),
+        audio_features="model.embed_audio",
+        video_features="model.embed_vision",
+    ),
+    Adapter(
+        name="llava_next_video",
+        token_layout=rl.anyres_layout,
+        model_types=("llava_next_video",),
+        image_features="model.multi_modal_projector",
+        notes=_LLAVA_ANYRES + "; video frames pass the same projector after 2x2 pooling",
+        modalities=("image", "video"),
+        video_features="model.multi_modal_projector",
+    ),
+    Adapter(
+        name="internvl",
+        token_layout=rl.internvl_layout,
+        model_types=("internvl",),
+        image_features="model.multi_modal_projector",
+        pixel_layout="tiles",
+        notes="a video's frames are image tiles: the processor writes 'Frame<i>: <img>"
+        "<IMG_CONTEXT>...</img>' per frame, and the projector's output [tiles and frames, tokens, "
+        "d] holds images and frames in placement order; video positions are told from image "
+        "positions by the processor's replacement offsets (a fast tokenizer is needed)",
+        modalities=("image", "video"),
+        video_features="model.multi_modal_projector",
+        video_token_attrs=("image_token_id",),
+        video_in_image_tokens=True,
+    ),
+    Adapter(
+        name="idefics3",
+        token_layout=rl.idefics3_layout,
+        model_types=("idefics3", "smolvlm"),
+        image_features="model.connector",
+        images_per_row=True,
+        pixel_layout="rows",
+    ),
+    Adapter(
+        name="gemma3",
+        token_layout=rl.gemma3_layout,
+        model_types=("gemma3",),
+        image_features="model.multi_modal_projector",
+        images_per_row=True,
+    ),
+    Adapter(
+        name="paligemma",
+        token_layout=rl.llava_layout,
+        model_types=("paligemma",),
+        image_features="model.multi_modal_projector",
+        build_prompt=_prefix_prompt,
+        target_fields={"token_type_ids": 1},
+        blind_by_stripping=True,
+        notes="the prompt is a bidirectional prefix; teacher-forced answers are marked as suffix "
+        "(token_type_ids = 1) so they do not leak into the prefix; the stock processor needs an "
+        "image, so a blind prompt is the image prompt with its image tokens removed",
+    ),
+    Adapter(
+        name="mllama",
+        no_layout="the image reaches the text through cross-attention layers; the sequence "
+        "holds one <|image|> marker, no image tokens",
+        model_types=("mllama",),
+        image_features="model.multi_modal_projector",
+        fusion="cross_attention",
+        images_per_row=True,
+        mixed_batches=False,
+        pixel_layout="cross_tiles",
+        cross_attention_layers_attr="cross_attention_layers",
+        notes="cross-attention fusion: image_token_mask marks the single <|image|> token; a text-only "
+        "batch skips the cross-attention layers, so blind rows are never batched with image rows "
+        "(blind rows batched with image rows would run those layers and differ)",
+    ),
+    Adapter(
+        name="instructblip",
+        no_layout="the image tokens are Q-Former query tokens, each attending to the whole image",
+        model_types=("instructblip",),
+        image_features="language_projection",
+        mixed_batches=False,
+        text_only_module="language_model",
+        forward_inputs=_mask_positions,
+        notes="Q-Former fusion: the processor prepends the query tokens before left padding, so single "
+        "forwards get mask-derived position_ids; text-only batches run the language model alone",
+    ),
+):
+    register_adapter(_adapter)
