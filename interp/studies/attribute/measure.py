@@ -1,0 +1,317 @@
+"""Occlusion maps: how much the answer's log-probability drops when one region of the image is
+hidden from the model.
+
+For sample i with answer a and region r (a cell of a ``rows × cols`` grid, or a given box),
+
+    score[i, r] = log p(a | x_i) − log p(a | x_i with the image tokens of r ablated or null-swapped)
+
+teacher-forced, natural log, summed over the answer's tokens. The image tokens of a region come
+from :func:`interp.token_regions` (every view: a tile token and a base token that see the region
+are both hidden). Each sample is scored once unedited and once per region: the rows are copies of
+the sample under ids ``<id>#r<k>``, scored together by :func:`interp.score` with one
+:class:`~interventions.AblateImageTokens` (or :class:`~interventions.SwapImageTokens`) edit that
+hides, in each copy, its region's tokens — regions + 1 teacher-forced forwards per sample, batched,
+resumable through ``store``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pandas as pd
+
+import interp
+from interp.errors import EmptyInputError, RegionError
+from interp.regions import Box, TokenRegions
+from interp.samples import Sample, ensure_samples
+
+if TYPE_CHECKING:
+    from interp.model import VLM
+
+Hide = Literal["ablate", "swap"]
+
+
+@dataclass
+class Attribution:
+    """Per-sample, per-region attribution scores of one method.
+
+    Attributes:
+        method: ``"occlusion"`` (more methods share this shape).
+        scores: ``[n, R]`` the score of region r for sample i (occlusion: the drop of the
+            answer's log-probability when r is hidden; positive = the region supports the answer).
+        base: ``[n]`` log p(answer) of the unedited input.
+        region_boxes: per sample the ``[R, 4]`` pixel boxes of its regions.
+        regions: per sample its :class:`~interp.TokenRegions`.
+        groups: per sample, per region, the prompt positions (of the sample encoded alone) hidden.
+        sample_ids, questions, answers: the samples and the answers scored.
+        settings: how regions were hidden (``hide``, ``mode`` / ``source``, grid or boxes).
+    """
+
+    method: str
+    scores: np.ndarray
+    base: np.ndarray
+    region_boxes: list[np.ndarray]
+    regions: list[TokenRegions]
+    groups: list[list[np.ndarray]]
+    sample_ids: list[str]
+    questions: list[str]
+    answers: list[str]
+    settings: dict[str, object]
+
+    def __len__(self) -> int:
+        return len(self.sample_ids)
+
+    def index(self, sample: int | str | Sample) -> int:
+        """The row of ``sample`` (a row number, an id or a Sample)."""
+        if isinstance(sample, Sample):
+            sample = str(sample.id)
+        if isinstance(sample, str):
+            if sample not in self.sample_ids:
+                raise RegionError(f"sample {sample!r} is not in this attribution")
+            return self.sample_ids.index(sample)
+        if not 0 <= sample < len(self):
+            raise RegionError(f"row {sample} is out of range (0..{len(self) - 1})")
+        return int(sample)
+
+    def token_values(self, sample: int | str | Sample) -> np.ndarray:
+        """One value per token of the sample's :class:`TokenRegions` (its region's score; NaN for
+        tokens in no region), e.g. for :meth:`TokenRegions.to_pixels`. A token in several regions
+        (overlapping boxes) gets the mean of their scores."""
+        i = self.index(sample)
+        reg = self.regions[i]
+        total, count = np.zeros(len(reg)), np.zeros(len(reg))
+        for k, group in enumerate(self.groups[i]):
+            hit = np.isin(reg.positions, group)
+            total[hit] += self.scores[i, k]
+            count[hit] += 1
+        with np.errstate(invalid="ignore"):
+            return total / np.where(count > 0, count, np.nan)
+
+    def heatmap(self, sample: int | str | Sample) -> np.ndarray:
+        """The sample's scores painted onto its original image, ``[height, width]`` (NaN where no
+        region's token sees the pixel): :meth:`TokenRegions.to_pixels` of :meth:`token_values`."""
+        i = self.index(sample)
+        return self.regions[i].to_pixels(self.token_values(i))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per sample and region: ids, the region's box and token count, the score."""
+        rows = []
+        for i, sid in enumerate(self.sample_ids):
+            for k, box in enumerate(self.region_boxes[i]):
+                rows.append(
+                    {
+                        "sample_id": sid,
+                        "method": self.method,
+                        "region": k,
+                        "x0": box[0],
+                        "y0": box[1],
+                        "x1": box[2],
+                        "y1": box[3],
+                        "tokens": len(self.groups[i][k]),
+                        "score": float(self.scores[i, k]),
+                        "base_logprob": float(self.base[i]),
+                        "answer": self.answers[i],
+                    }
+                )
+        return pd.DataFrame(rows)
+
+
+def answers_for(
+    vlm: VLM,
+    samples: list[Sample],
+    answers: Literal["given", "greedy"] | Sequence[str],
+    condition: str,
+    *,
+    max_new_tokens: int = 8,
+    batch_size: int = 8,
+    progress_bar: bool = False,
+) -> list[str]:
+    """The answers to attribute: each sample's own (``"given"``), the model's greedy answer
+    (``"greedy"``) or one string per sample.
+
+    Raises:
+        EmptyInputError: ``"given"`` and a sample without an answer; an empty greedy answer.
+    """
+    if answers == "given":
+        missing = [s.id for s in samples if not s.answer]
+        if missing:
+            raise EmptyInputError(
+                f"samples {missing[:5]} have no answer; pass answers='greedy' to attribute the "
+                "model's own answer"
+            )
+        return [str(s.answer) for s in samples]
+    if answers == "greedy":
+        gen = interp.generate(
+            vlm,
+            samples,
+            condition,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+            progress_bar=progress_bar,
+        )
+        empty = [s.id for s, t in zip(samples, gen.texts) if not t]
+        if empty:
+            raise EmptyInputError(f"the model's greedy answer to samples {empty[:5]} is empty")
+        return list(gen.texts)
+    out = [str(a) for a in answers]
+    if len(out) != len(samples):
+        raise ValueError(f"{len(out)} answers for {len(samples)} samples: give one per sample")
+    return out
+
+
+def region_groups(
+    reg: TokenRegions, grid: tuple[int, int] | None, boxes: Sequence[Box] | None
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """The regions of one sample: the cells of ``grid`` (rows, cols) or the tokens of ``boxes``;
+    their positions and pixel boxes."""
+    if boxes is not None:
+        return [reg.in_box(tuple(b)) for b in boxes], np.asarray(boxes, dtype=float).reshape(-1, 4)
+    assert grid is not None
+    rows, cols = grid
+    return reg.grid(rows, cols), reg.cell_boxes(rows, cols)
+
+
+def occlusion(
+    vlm: VLM,
+    samples: Sequence[Sample] | Sample,
+    *,
+    grid: tuple[int, int] = (4, 4),
+    boxes: Sequence[Box] | Sequence[Sequence[Box]] | None = None,
+    hide: Hide = "ablate",
+    mode: str = "zero",
+    source: str = "null:black",
+    answers: Literal["given", "greedy"] | Sequence[str] = "given",
+    condition: str = "full",
+    max_new_tokens: int = 8,
+    batch_size: int = 8,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    progress_bar: bool = True,
+) -> Attribution:
+    """Occlusion scores of every region of every sample (see the module docstring).
+
+    Args:
+        grid: ``(rows, cols)`` of the coarse grid over the image (ignored with ``boxes``).
+        boxes: pixel boxes ``(x0, y0, x1, y1)`` of the original image instead of a grid: one list
+            for every sample, or one list per sample (the same number each).
+        hide: ``"ablate"`` (the region's image tokens set to zero or their row's mean: ``mode``)
+            or ``"swap"`` (replaced by the ``source`` image's tokens, by default a black image's).
+        answers: ``"given"`` (each sample's answer), ``"greedy"`` (the model's, generated under
+            ``condition``) or one string per sample.
+        store, overwrite: the resumable store of the scoring run (see :func:`interp.score`).
+
+    Raises:
+        NoSpatialLayoutError, LayoutNotMappedError: the family has no (mapped) token layout.
+        RegionError: bad boxes or grid.
+    """
+    from interventions import AblateImageTokens, SwapImageTokens
+
+    samples = ensure_samples(samples)
+    if hide not in ("ablate", "swap"):
+        raise RegionError(f"hide must be 'ablate' or 'swap', got {hide!r}")
+    if boxes is None and (len(grid) != 2 or min(grid) < 1):
+        raise RegionError(f"grid must be (rows, cols) with both >= 1, got {grid!r}")
+    per_sample = _per_sample_boxes(boxes, len(samples))
+    enc = interp.encode(vlm, samples, condition)
+    regions = interp.token_regions(vlm, samples, condition, enc=enc)
+    assert isinstance(regions, list)
+    texts = answers_for(
+        vlm,
+        samples,
+        answers,
+        condition,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        progress_bar=progress_bar,
+    )
+    mask = enc.image_mask.cpu().numpy()
+    attention = enc.attention_mask.cpu().numpy()
+    rows: list[Sample] = []
+    targets: list[str] = []
+    tokens: dict[str, list[int]] = {}
+    groups, region_boxes = [], []
+    for i, (s, reg) in enumerate(zip(samples, regions)):
+        if not len(reg):
+            raise RegionError(f"sample {s.id!r} has no image tokens under {condition!r}")
+        found, cell_boxes = region_groups(reg, (grid[0], grid[1]), per_sample[i])
+        image_positions = np.flatnonzero(mask[i])
+        pad = int(np.argmax(attention[i] > 0))  # left padding of the row
+        # ranks among the row's image tokens do not depend on padding; positions are kept
+        # relative to the sample encoded alone
+        regions[i] = replace(reg, positions=reg.positions - pad, row=0)
+        groups.append([g - pad for g in found])
+        region_boxes.append(cell_boxes)
+        rows.append(s)
+        targets.append(texts[i])
+        for k, group in enumerate(found):
+            copy = replace(s, id=f"{s.id}#r{k}")
+            rows.append(copy)
+            targets.append(texts[i])
+            tokens[str(copy.id)] = np.searchsorted(image_positions, group).tolist()
+    if hide == "ablate":
+        edit = AblateImageTokens(tokens, mode)
+    else:
+        edit = SwapImageTokens(tokens, source)
+    scored = interp.score(
+        vlm,
+        rows,
+        targets,
+        condition,
+        edits=[edit],
+        batch_size=batch_size,
+        store=store,
+        overwrite=overwrite,
+        progress_bar=progress_bar,
+    )
+    total = scored.total.double().numpy()
+    width = len(groups[0]) + 1  # the same for every sample (a grid, or as many boxes each)
+    table = total.reshape(len(samples), width)
+    base, hidden = table[:, 0], table[:, 1:]
+    return Attribution(
+        method="occlusion",
+        scores=base[:, None] - hidden,
+        base=base,
+        region_boxes=region_boxes,
+        regions=regions,
+        groups=groups,
+        sample_ids=[str(s.id) for s in samples],
+        questions=[s.question for s in samples],
+        answers=texts,
+        settings={
+            "hide": hide,
+            "mode": mode if hide == "ablate" else None,
+            "source": source if hide == "swap" else None,
+            "grid": None if boxes is not None else f"{grid[0]}x{grid[1]}",
+            "boxes": boxes is not None,
+            "condition": condition,
+            "answers": answers if isinstance(answers, str) else "given per sample",
+        },
+    )
+
+
+def _per_sample_boxes(
+    boxes: Sequence[Box] | Sequence[Sequence[Box]] | None, n: int
+) -> list[list[Box] | None]:
+    if boxes is None:
+        return [None] * n
+    items = list(boxes)
+    if not items:
+        raise RegionError("boxes is empty: give at least one (x0, y0, x1, y1) box")
+    nested = not np.isscalar(items[0][0])
+    lists = [list(b) for b in items] if nested else [items] * n
+    if len(lists) != n:
+        raise RegionError(f"{len(lists)} box lists for {n} samples: give one list per sample")
+    for lst in lists:
+        for b in lst:
+            if len(b) != 4 or not (b[2] > b[0] and b[3] > b[1]):
+                raise RegionError(f"box {tuple(b)} is not (x0, y0, x1, y1) with x1 > x0, y1 > y0")
+    if len({len(lst) for lst in lists}) != 1:
+        raise RegionError("every sample needs the same number of boxes")
+    return lists  # type: ignore[return-value]
+
+
+__all__ = ["Attribution", "answers_for", "occlusion", "region_groups"]
