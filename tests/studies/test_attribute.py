@@ -1,0 +1,162 @@
+"""The attribute study: occlusion scores equal plain HF forwards whose region's image-token
+embeddings are zeroed or swapped by a hand-written pre-hook; batches agree with single rows; maps
+paint onto the image; families without a spatial layout are refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import interp
+from interp.encoding import encode
+from interp.testing.reference import hf_target_logprobs
+from interp.testing.samples import make_samples
+from interp.testing.tiny import shared_tiny_vlm
+from interp.studies.attribute import occlusion
+from interventions import AblateImageTokens, SwapImageTokens
+
+ARCHS = ("llava", "qwen2_vl")
+KW: dict[str, Any] = {"progress_bar": False}
+
+
+def _first_layer(vlm: interp.VLM) -> torch.nn.Module:
+    return vlm.adapter.layers(vlm.hf)[0]
+
+
+def _hf_logp(vlm: interp.VLM, sample: interp.Sample, answer: str, edit: Any = None) -> float:
+    """log p(answer | prompt) by a plain HF forward of the sample alone; ``edit(hidden)`` rewrites
+    the first decoder layer's input in place (a torch forward pre-hook)."""
+    enc = encode(vlm, [sample])
+    ids = vlm.tokenizer(answer, add_special_tokens=False)["input_ids"]
+
+    def hook(module: Any, args: tuple, kwargs: dict) -> Any:
+        if args:
+            hidden = args[0].clone()
+            edit(hidden)
+            return (hidden, *args[1:]), kwargs
+        hidden = kwargs["hidden_states"].clone()
+        edit(hidden)
+        return args, {**kwargs, "hidden_states": hidden}
+
+    handle = (
+        None
+        if edit is None
+        else _first_layer(vlm).register_forward_pre_hook(hook, with_kwargs=True)
+    )
+    try:
+        return float(hf_target_logprobs(vlm, enc, ids).sum())
+    finally:
+        if handle is not None:
+            handle.remove()
+
+
+def _hf_image_vectors(vlm: interp.VLM, sample: interp.Sample, condition: str) -> torch.Tensor:
+    """The first decoder layer's input at the image tokens of ``sample`` under ``condition``."""
+    enc = encode(vlm, [sample], condition)
+    seen: dict[str, torch.Tensor] = {}
+
+    def hook(module: Any, args: tuple, kwargs: dict) -> None:
+        seen["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
+
+    handle = _first_layer(vlm).register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            vlm.hf(**enc.inputs)
+    finally:
+        handle.remove()
+    return seen["h"][0, enc.image_mask[0]]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("hide", ["ablate", "swap"])
+def test_occlusion_equals_hf_with_the_regions_embeddings_hidden_by_hand(arch, hide):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(2)
+    got = occlusion(vlm, samples, grid=(2, 2), hide=hide, batch_size=8, **KW)
+    assert got.scores.shape == (2, 4)
+    for i, s in enumerate(samples):
+        base = _hf_logp(vlm, s, str(s.answer))
+        assert abs(got.base[i] - base) <= 1e-5
+        mask = encode(vlm, [s]).image_mask[0]
+        null = _hf_image_vectors(vlm, s, "null:black") if hide == "swap" else None
+        image_positions = torch.nonzero(mask)[:, 0].numpy()
+        for k, group in enumerate(got.groups[i]):
+            assert len(group) > 0
+
+            def edit(hidden: torch.Tensor, group=group) -> None:
+                if null is None:
+                    hidden[0, group] = 0
+                else:
+                    ranks = np.searchsorted(image_positions, group)
+                    hidden[0, group] = null[ranks].to(hidden.dtype)
+
+            want = base - _hf_logp(vlm, s, str(s.answer), edit)
+            assert abs(got.scores[i, k] - want) <= 1e-5, (i, k, got.scores[i, k], want)
+        # the regions partition the image tokens and decode as image tokens
+        together = np.sort(np.concatenate(got.groups[i]))
+        assert np.array_equal(together, image_positions)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_batch_of_one_equals_batch_of_many(arch):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(4)  # varied image sizes: rows of a batch are padded differently
+    one = occlusion(vlm, samples, grid=(2, 3), batch_size=1, **KW)
+    many = occlusion(vlm, samples, grid=(2, 3), batch_size=8, **KW)
+    np.testing.assert_allclose(one.scores, many.scores, atol=1e-4)
+    np.testing.assert_allclose(one.base, many.base, atol=1e-4)
+    for a, b in zip(one.groups, many.groups):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_boxes_hide_the_tokens_they_overlap_and_maps_paint_onto_the_image():
+    vlm = shared_tiny_vlm("llava")
+    samples = make_samples(2)
+    w, h = samples[0].image.size
+    boxes = [(0, 0, w / 2, h), (w / 2, 0, w, h), (0, 0, w, h)]
+    got = occlusion(vlm, samples[:1], boxes=boxes, **KW)
+    reg = interp.token_regions(vlm, samples[0])
+    for k, box in enumerate(boxes):
+        assert np.array_equal(np.sort(got.groups[0][k]), np.sort(reg.in_box(box)))
+    frame = got.to_frame()
+    assert len(frame) == 3 and list(frame["tokens"]) == [len(g) for g in got.groups[0]]
+    # the heatmap: each pixel the mean score of the regions whose tokens cover it
+    values = got.token_values(0)
+    heat = got.heatmap(0)
+    assert heat.shape == (h, w)
+    np.testing.assert_allclose(heat, reg.to_pixels(values), equal_nan=True)
+    left = np.mean([got.scores[0, 0], got.scores[0, 2]])
+    inside = reg.positions[reg.spatial & (reg.boxes[:, 2] <= w / 2)]
+    assert np.allclose(values[np.isin(reg.positions, inside)], left)
+
+
+def test_greedy_answers_are_the_models_own():
+    vlm = shared_tiny_vlm("qwen2_vl")
+    samples = make_samples(2)
+    got = occlusion(vlm, samples, grid=(1, 2), answers="greedy", max_new_tokens=3, **KW)
+    gen = interp.generate(vlm, samples, max_new_tokens=3, progress_bar=False)
+    assert got.answers == gen.texts
+
+
+@pytest.mark.parametrize("arch", ["instructblip", "mllama"])
+def test_families_without_a_spatial_layout_are_refused(arch):
+    vlm = shared_tiny_vlm(arch)
+    with pytest.raises(interp.NoSpatialLayoutError, match=arch):
+        occlusion(vlm, make_samples(1), **KW)
+
+
+def test_token_edits_refuse_bad_input():
+    vlm = shared_tiny_vlm("llava")
+    with pytest.raises(interp.InterventionError, match="non-empty mapping"):
+        AblateImageTokens({})
+    with pytest.raises(interp.InterventionError, match="negative"):
+        SwapImageTokens({"s0": [-1]})
+    with pytest.raises(interp.InterventionError, match="image tokens"):
+        interp.score(vlm, make_samples(1), edits=[AblateImageTokens({"s0": [10**6]})], **KW)
+    with pytest.raises(interp.InterventionError, match="cross-attention"):
+        AblateImageTokens({"s0": [0]}).check(shared_tiny_vlm("mllama"))
+    with pytest.raises(interp.RegionError, match="x1 > x0"):
+        occlusion(vlm, make_samples(1), boxes=[(5, 0, 1, 4)], **KW)
