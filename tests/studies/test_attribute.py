@@ -12,10 +12,10 @@ import torch
 
 import interp
 from interp.encoding import encode
+from interp.studies.attribute import occlusion
 from interp.testing.reference import hf_target_logprobs
 from interp.testing.samples import make_samples
 from interp.testing.tiny import shared_tiny_vlm
-from interp.studies.attribute import occlusion
 from interventions import AblateImageTokens, SwapImageTokens
 
 ARCHS = ("llava", "qwen2_vl")
@@ -86,11 +86,11 @@ def test_occlusion_equals_hf_with_the_regions_embeddings_hidden_by_hand(arch, hi
         for k, group in enumerate(got.groups[i]):
             assert len(group) > 0
 
-            def edit(hidden: torch.Tensor, group=group) -> None:
+            def edit(hidden: torch.Tensor, group=group, null=null, where=image_positions) -> None:
                 if null is None:
                     hidden[0, group] = 0
                 else:
-                    ranks = np.searchsorted(image_positions, group)
+                    ranks = np.searchsorted(where, group)
                     hidden[0, group] = null[ranks].to(hidden.dtype)
 
             want = base - _hf_logp(vlm, s, str(s.answer), edit)
