@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 import interp
 from interp.encoding import encode
 from interp.studies.attribute import occlusion
+from interp.testing.checks import one_error_line
 from interp.testing.reference import hf_target_logprobs
 from interp.testing.samples import make_samples
 from interp.testing.tiny import shared_tiny_vlm
@@ -160,3 +162,69 @@ def test_token_edits_refuse_bad_input():
         AblateImageTokens({"s0": [0]}).check(shared_tiny_vlm("mllama"))
     with pytest.raises(interp.RegionError, match="x1 > x0"):
         occlusion(vlm, make_samples(1), boxes=[(5, 0, 1, 4)], **KW)
+
+
+# -- the command (its entry point exists once installed: registered here by hand) ---------------
+
+
+@pytest.fixture
+def attribute_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import interp.cli
+
+    ep = EntryPoint(
+        "attribute", "interp.studies.attribute.cli:register", interp.cli.ENTRY_POINT_GROUP
+    )
+    studies = [e for e in interp.cli._studies() if e.name != "attribute"]
+    monkeypatch.setattr(interp.cli, "_studies", lambda: [*studies, ep])
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from interp.cli import main
+
+    code = main(["attribute", *argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--grid", "4"], "--grid takes <rows>x<cols>"),
+        (["--grid", "0x3"], "rows and cols >= 1"),
+        (["--method", "gradient"], "not available yet; available: occlusion"),
+        (["--hide", "swap", "--source", "blind"], "carries no image"),
+    ],
+)
+def test_command_refuses_bad_options_before_compute(
+    attribute_command, no_model, tmp_path, capsys, options, message
+):
+    code, err = _run(
+        ["--model", "demo", "--data", "demo", "--out", str(tmp_path / "o"), *options], capsys
+    )
+    assert code == 2 and message in one_error_line(err)
+    assert not (tmp_path / "o").exists()
+
+
+def test_command_refuses_a_family_without_a_spatial_layout(
+    attribute_command, request, tmp_path, capsys
+):
+    folder = tmp_path / "model"
+    shared_tiny_vlm("instructblip").hf.config.save_pretrained(folder)
+    request.getfixturevalue("no_model")  # from here on, loading the model fails the test
+    code, err = _run(
+        ["--model", str(folder), "--data", "demo", "--out", str(tmp_path / "o")], capsys
+    )
+    assert code == 2 and "NoSpatialLayoutError" in one_error_line(err)
+
+
+def test_command_writes_maps_and_the_object_mass_table(attribute_command, tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["--model", "demo", "--data", "demo", "--n", "8", "--grid", "2x2", "--out", str(out)]
+    code, err = _run([*argv, "--no-progress", "--plots", "1"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(out / "occlusion.csv")
+    assert len(frame) == 8 * 4 and set(frame["region"]) == {0, 1, 2, 3}
+    assert (out / "maps.png").exists() and (out / "map_0.png").exists()
+    shares = pd.read_csv(out / "object_shares.csv")
+    assert shares["inside"].between(0, 1).all()
