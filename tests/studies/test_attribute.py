@@ -228,3 +228,17 @@ def test_command_writes_maps_and_the_object_mass_table(attribute_command, tmp_pa
     assert (out / "maps.png").exists() and (out / "map_0.png").exists()
     shares = pd.read_csv(out / "object_shares.csv")
     assert shares["inside"].between(0, 1).all()
+
+
+def test_audit_section_reports_the_object_mass():
+    import interp.studies.attribute.audit as audit
+    from interp.cli import load_data
+    from interp.studies.audit.registry import AuditOptions
+
+    vlm = interp.load("demo")
+    samples = load_data("demo", 40, 0, default_qtypes=("color",), columns=None)
+    chosen = audit.STUDY.select(samples)
+    assert 4 <= len(chosen.samples) <= audit.LIMIT
+    assert audit.STUDY.select(make_samples(3)).reason  # no object boxes: skipped, with a reason
+    sec = audit.STUDY.section(vlm, list(chosen.samples), AuditOptions())
+    assert 0 <= sec.numbers["inside"] <= 1 and 0 <= sec.numbers["random"] <= 1
