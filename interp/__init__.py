@@ -22,6 +22,7 @@ _LAZY: dict[str, str] = {
     "AUDIO_SLOT": "media",
     "Adapter": "adapters",
     "Audio": "media",
+    "AttentionWeights": "attention",
     "AudioError": "errors",
     "Batch": "edits",
     "Condition": "conditions",
@@ -76,6 +77,7 @@ _LAZY: dict[str, str] = {
     "VLM": "model",
     "VideoError": "errors",
     "adapter_for": "adapters",
+    "attention_weights": "attention",
     "encode": "encoding",
     "ensure_samples": "samples",
     "generate": "generation",
@@ -98,6 +100,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .adapters import ADAPTERS, Adapter, adapter_for, register_adapter, supported_architectures
+    from .attention import AttentionWeights, attention_weights
     from .conditions import (
         Condition,
         null_image,
@@ -165,6 +168,7 @@ __all__ = [
     "VIDEO_SLOT",
     "VLM",
     "Adapter",
+    "AttentionWeights",
     "Audio",
     "AudioError",
     "Batch",
@@ -216,6 +220,7 @@ __all__ = [
     "UnsupportedArchitectureError",
     "VideoError",
     "adapter_for",
+    "attention_weights",
     "encode",
     "ensure_samples",
     "generate",

@@ -13,11 +13,11 @@ import torch
 
 import interp
 from interp.encoding import encode
-from interp.studies.attribute import occlusion
+from interp.studies.attribute import attention, occlusion
 from interp.testing.checks import one_error_line
 from interp.testing.reference import hf_target_logprobs
 from interp.testing.samples import make_samples
-from interp.testing.tiny import shared_tiny_vlm
+from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
 from interventions import AblateImageTokens, SwapImageTokens
 
 ARCHS = ("llava", "qwen2_vl")
@@ -242,3 +242,29 @@ def test_audit_section_reports_the_object_mass():
     assert audit.STUDY.select(make_samples(3)).reason  # no object boxes: skipped, with a reason
     sec = audit.STUDY.section(vlm, list(chosen.samples), AuditOptions())
     assert 0 <= sec.numbers["inside"] <= 1 and 0 <= sec.numbers["random"] <= 1
+
+
+# -- attention ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_attention_equals_hf_output_attentions_summed_over_the_region(arch):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(3)  # batched with padding
+    got = attention(vlm, samples, grid=(2, 2), batch_size=3, **KW)
+    assert got.per_head is not None and got.per_head.shape[:2] == (3, 4)
+    for i, s in enumerate(samples):
+        enc = encode(vlm, [s])
+        with torch.no_grad():
+            out = vlm.hf(**enc.inputs, output_attentions=True)
+        last = torch.stack([a[0, :, -1] for a in out.attentions]).double()  # [L, H, seq]
+        for k, group in enumerate(got.groups[i]):
+            want = last[:, :, torch.as_tensor(group)].sum(-1).numpy()
+            np.testing.assert_allclose(got.per_head[i, k], want, atol=1e-5)
+            assert abs(got.scores[i, k] - want.mean()) <= 1e-5
+
+
+def test_attention_needs_eager_attention_before_compute():
+    vlm = tiny_vlm("llava", attn_implementation="sdpa")
+    with pytest.raises(interp.InterpError, match="eager"):
+        attention(vlm, make_samples(1), **KW)

@@ -22,6 +22,7 @@ from interp._lazy import lazy_exports
 _LAZY = {
     "Attribution": "measure",
     "answers_for": "measure",
+    "attention": "measure",
     "occlusion": "measure",
     "region_groups": "measure",
     "box_mass": "analysis",
@@ -35,11 +36,12 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 if TYPE_CHECKING:
     from .analysis import box_mass, mass_table, object_box
     from .figures import plot_attribution, plot_attribution_grid
-    from .measure import Attribution, answers_for, occlusion, region_groups
+    from .measure import Attribution, answers_for, attention, occlusion, region_groups
 
 __all__ = [
     "Attribution",
     "answers_for",
+    "attention",
     "box_mass",
     "mass_table",
     "object_box",

@@ -40,7 +40,7 @@ class Attribution:
     """Per-sample, per-region attribution scores of one method.
 
     Attributes:
-        method: ``"occlusion"`` (more methods share this shape).
+        method: ``"occlusion"`` or ``"attention"``.
         scores: ``[n, R]`` the score of region r for sample i (occlusion: the drop of the
             answer's log-probability when r is hidden; positive = the region supports the answer).
         base: ``[n]`` log p(answer) of the unedited input.
@@ -49,6 +49,7 @@ class Attribution:
         groups: per sample, per region, the prompt positions (of the sample encoded alone) hidden.
         sample_ids, questions, answers: the samples and the answers scored.
         settings: how regions were hidden (``hide``, ``mode`` / ``source``, grid or boxes).
+        per_head: for ``"attention"``, ``[n, R, L, heads]``: the mass per layer and head.
     """
 
     method: str
@@ -61,6 +62,7 @@ class Attribution:
     questions: list[str]
     answers: list[str]
     settings: dict[str, object]
+    per_head: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -175,6 +177,55 @@ def region_groups(
     return reg.grid(rows, cols), reg.cell_boxes(rows, cols)
 
 
+@dataclass
+class _Layout:
+    """The regions of each sample, relative to the sample encoded alone, and each region's
+    image-token ranks (which do not depend on padding)."""
+
+    regions: list[TokenRegions]
+    groups: list[list[np.ndarray]]
+    ranks: list[list[list[int]]]
+    region_boxes: list[np.ndarray]
+
+
+def _layout(
+    vlm: VLM,
+    samples: list[Sample],
+    condition: str,
+    grid: tuple[int, int],
+    boxes: Sequence[Box] | Sequence[Sequence[Box]] | None,
+) -> _Layout:
+    if boxes is None and (len(grid) != 2 or min(grid) < 1):
+        raise RegionError(f"grid must be (rows, cols) with both >= 1, got {grid!r}")
+    per_sample = _per_sample_boxes(boxes, len(samples))
+    enc = interp.encode(vlm, samples, condition)
+    found = interp.token_regions(vlm, samples, condition, enc=enc)
+    assert isinstance(found, list)
+    mask = enc.image_mask.cpu().numpy()
+    attention = enc.attention_mask.cpu().numpy()
+    out = _Layout([], [], [], [])
+    for i, (s, reg) in enumerate(zip(samples, found)):
+        if not len(reg):
+            raise RegionError(f"sample {s.id!r} has no image tokens under {condition!r}")
+        groups, cell_boxes = region_groups(reg, (grid[0], grid[1]), per_sample[i])
+        image_positions = np.flatnonzero(mask[i])
+        pad = int(np.argmax(attention[i] > 0))  # left padding of the row
+        out.regions.append(replace(reg, positions=reg.positions - pad, row=0))
+        out.groups.append([g - pad for g in groups])
+        out.ranks.append([np.searchsorted(image_positions, g).tolist() for g in groups])
+        out.region_boxes.append(cell_boxes)
+    return out
+
+
+def _settings(grid: tuple[int, int], boxes: object, condition: str, **more: object) -> dict:
+    return {
+        "grid": None if boxes is not None else f"{grid[0]}x{grid[1]}",
+        "boxes": boxes is not None,
+        "condition": condition,
+        **more,
+    }
+
+
 def occlusion(
     vlm: VLM,
     samples: Sequence[Sample] | Sample,
@@ -213,12 +264,7 @@ def occlusion(
     samples = ensure_samples(samples)
     if hide not in ("ablate", "swap"):
         raise RegionError(f"hide must be 'ablate' or 'swap', got {hide!r}")
-    if boxes is None and (len(grid) != 2 or min(grid) < 1):
-        raise RegionError(f"grid must be (rows, cols) with both >= 1, got {grid!r}")
-    per_sample = _per_sample_boxes(boxes, len(samples))
-    enc = interp.encode(vlm, samples, condition)
-    regions = interp.token_regions(vlm, samples, condition, enc=enc)
-    assert isinstance(regions, list)
+    lay = _layout(vlm, samples, condition, grid, boxes)
     texts = answers_for(
         vlm,
         samples,
@@ -228,30 +274,17 @@ def occlusion(
         batch_size=batch_size,
         progress_bar=progress_bar,
     )
-    mask = enc.image_mask.cpu().numpy()
-    attention = enc.attention_mask.cpu().numpy()
     rows: list[Sample] = []
     targets: list[str] = []
     tokens: dict[str, list[int]] = {}
-    groups, region_boxes = [], []
-    for i, (s, reg) in enumerate(zip(samples, regions)):
-        if not len(reg):
-            raise RegionError(f"sample {s.id!r} has no image tokens under {condition!r}")
-        found, cell_boxes = region_groups(reg, (grid[0], grid[1]), per_sample[i])
-        image_positions = np.flatnonzero(mask[i])
-        pad = int(np.argmax(attention[i] > 0))  # left padding of the row
-        # ranks among the row's image tokens do not depend on padding; positions are kept
-        # relative to the sample encoded alone
-        regions[i] = replace(reg, positions=reg.positions - pad, row=0)
-        groups.append([g - pad for g in found])
-        region_boxes.append(cell_boxes)
+    for i, s in enumerate(samples):
         rows.append(s)
         targets.append(texts[i])
-        for k, group in enumerate(found):
+        for k, ranks in enumerate(lay.ranks[i]):
             copy = replace(s, id=f"{s.id}#r{k}")
             rows.append(copy)
             targets.append(texts[i])
-            tokens[str(copy.id)] = np.searchsorted(image_positions, group).tolist()
+            tokens[str(copy.id)] = ranks
     if hide == "ablate":
         edit = AblateImageTokens(tokens, mode)
     else:
@@ -268,28 +301,84 @@ def occlusion(
         progress_bar=progress_bar,
     )
     total = scored.total.double().numpy()
-    width = len(groups[0]) + 1  # the same for every sample (a grid, or as many boxes each)
+    width = len(lay.groups[0]) + 1  # the same for every sample (a grid, or as many boxes each)
     table = total.reshape(len(samples), width)
     base, hidden = table[:, 0], table[:, 1:]
     return Attribution(
         method="occlusion",
         scores=base[:, None] - hidden,
         base=base,
-        region_boxes=region_boxes,
-        regions=regions,
-        groups=groups,
+        region_boxes=lay.region_boxes,
+        regions=lay.regions,
+        groups=lay.groups,
         sample_ids=[str(s.id) for s in samples],
         questions=[s.question for s in samples],
         answers=texts,
-        settings={
-            "hide": hide,
-            "mode": mode if hide == "ablate" else None,
-            "source": source if hide == "swap" else None,
-            "grid": None if boxes is not None else f"{grid[0]}x{grid[1]}",
-            "boxes": boxes is not None,
-            "condition": condition,
-            "answers": answers if isinstance(answers, str) else "given per sample",
-        },
+        settings=_settings(
+            grid,
+            boxes,
+            condition,
+            hide=hide,
+            mode=mode if hide == "ablate" else None,
+            source=source if hide == "swap" else None,
+            answers=answers if isinstance(answers, str) else "given per sample",
+        ),
+    )
+
+
+def attention(
+    vlm: VLM,
+    samples: Sequence[Sample] | Sample,
+    *,
+    grid: tuple[int, int] = (4, 4),
+    boxes: Sequence[Box] | Sequence[Sequence[Box]] | None = None,
+    condition: str = "full",
+    batch_size: int = 8,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    progress_bar: bool = True,
+) -> Attribution:
+    """The descriptive baseline: the attention mass of the last prompt position (the one that
+    predicts the answer) on the image tokens of each region, per layer and head
+    (:attr:`Attribution.per_head`, ``[n, R, L, heads]``); the score is its mean over layers and
+    heads. One forward per sample (:func:`interp.attention_weights`); the answer plays no part.
+
+    Raises:
+        InterpError: the model does not run eager attention (checked before any compute).
+        NoSpatialLayoutError, LayoutNotMappedError, RegionError: as :func:`occlusion`.
+    """
+    from interp.residual import check_visual_attention
+
+    samples = ensure_samples(samples)
+    check_visual_attention(vlm)
+    lay = _layout(vlm, samples, condition, grid, boxes)
+    weights = interp.attention_weights(
+        vlm,
+        samples,
+        condition,
+        batch_size=batch_size,
+        store=store,
+        overwrite=overwrite,
+        progress_bar=progress_bar,
+    )
+    per_head = np.stack(
+        [
+            np.stack([weights.mass(i, g).numpy() for g in groups])
+            for i, groups in enumerate(lay.groups)
+        ]
+    ).astype(np.float64)
+    return Attribution(
+        method="attention",
+        scores=per_head.mean(axis=(2, 3)),
+        base=np.full(len(samples), np.nan),
+        region_boxes=lay.region_boxes,
+        regions=lay.regions,
+        groups=lay.groups,
+        sample_ids=[str(s.id) for s in samples],
+        questions=[s.question for s in samples],
+        answers=[str(s.answer or "") for s in samples],
+        settings=_settings(grid, boxes, condition),
+        per_head=per_head,
     )
 
 
@@ -314,4 +403,4 @@ def _per_sample_boxes(
     return lists  # type: ignore[return-value]
 
 
-__all__ = ["Attribution", "answers_for", "occlusion", "region_groups"]
+__all__ = ["Attribution", "answers_for", "attention", "occlusion", "region_groups"]
