@@ -268,3 +268,34 @@ def test_attention_needs_eager_attention_before_compute():
     vlm = tiny_vlm("llava", attn_implementation="sdpa")
     with pytest.raises(interp.InterpError, match="eager"):
         attention(vlm, make_samples(1), **KW)
+
+
+def test_command_attention_method_writes_its_table(attribute_command, tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["--model", "demo", "--data", "demo", "--n", "4", "--grid", "2x2", "--out", str(out)]
+    code, err = _run([*argv, "--method", "attention", "--no-progress", "--plots", "0"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(out / "attention.csv")
+    assert len(frame) == 16 and frame["score"].between(0, 1).all()
+
+
+def test_plot_attribution_puts_methods_side_by_side_with_the_question_and_answer():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interp.studies.attribute import plot_attribution, plot_attribution_grid
+
+    vlm = shared_tiny_vlm("llava")
+    samples = make_samples(3)
+    occ = occlusion(vlm, samples, grid=(2, 2), **KW)
+    att = attention(vlm, samples, grid=(2, 2), **KW)
+    fig = plot_attribution([occ, att], samples[1])
+    panels = [ax for ax in fig.axes if ax.get_title() in ("occlusion", "attention")]
+    assert len(panels) == 2
+    title = fig._suptitle.get_text()
+    assert samples[1].question in title and str(samples[1].answer) in title
+    # one shared scale: every heatmap layer has the same limits
+    limits = {ax.images[-1].get_clim() for ax in panels}
+    assert len(limits) == 1
+    grid = plot_attribution_grid(occ, samples, cols=2)
+    assert sum(1 for ax in grid.axes if ax.images) == 3

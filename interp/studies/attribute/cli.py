@@ -11,6 +11,10 @@ scores (``occlusion.csv``), a grid of maps and a few single maps over the images
 samples are demo-world scenes that name their object — the share of positive mass inside the
 object's box against random boxes of the same size (``object_mass.csv``).
 
+``--method attention`` writes instead the attention mass of the last prompt position on each
+region's image tokens, averaged over layers and heads (``attention.csv``; the model is loaded with
+eager attention).
+
 Families whose image tokens have no place in the image (InstructBLIP, Mllama) are refused before
 the model loads.
 """
@@ -24,7 +28,7 @@ from interp.command import Invocation, UsageError, add_command
 HELP = "where in the image: occlusion maps over a grid of image regions"
 DESCRIPTION = __doc__
 DEFAULT_QTYPES = ("color",)
-METHODS = ("occlusion",)
+METHODS = ("occlusion", "attention")
 
 
 def parse_grid(text: str) -> tuple[int, int]:
@@ -52,6 +56,8 @@ def check_options(inv: Invocation) -> dict[str, Any]:
             f"--method {args.method!r} is not available yet; available: {', '.join(METHODS)}"
         )
     plan: dict[str, Any] = {"grid": parse_grid(args.grid)}
+    if args.method == "attention":
+        inv.attn_implementation = "eager"  # the weights are computed by eager attention only
     if args.hide == "swap":
         from interventions import SwapImage
 
@@ -60,7 +66,8 @@ def check_options(inv: Invocation) -> dict[str, Any]:
 
 
 def check_layers(inv: Invocation) -> None:
-    """The family has a token → region map (from the configuration alone)."""
+    """The family has a token → region map, and with ``--method attention`` its image enters as
+    tokens (from the configuration alone)."""
     from interp.adapters import adapter_for
     from interp.errors import LayoutNotMappedError, NoSpatialLayoutError
     from interp.model import model_config
@@ -73,6 +80,8 @@ def check_layers(inv: Invocation) -> None:
         )
     if adapter.token_layout is None:
         raise LayoutNotMappedError(f"{adapter.name}: the token-to-region map is not mapped yet")
+    if inv.args.method == "attention" and adapter.fusion != "tokens":
+        raise UsageError(f"--method attention: {adapter.name}'s image enters by cross-attention")
 
 
 def load_samples(inv: Invocation) -> list[Any]:
@@ -97,7 +106,11 @@ def register(sub: Any) -> None:
     """Add ``attribute`` to the ``interp`` command: the method, the grid, how a region is hidden
     and which answer is attributed."""
     d = add_command(sub, "attribute", __name__)
-    d.add_argument("--method", default="occlusion", help="occlusion (gradient, attention: later)")
+    d.add_argument(
+        "--method",
+        default="occlusion",
+        help="occlusion (exact, causal) or attention (the descriptive baseline; eager attention)",
+    )
     d.add_argument("--grid", default="4x4", help="<rows>x<cols> of the region grid")
     d.add_argument("--hide", default="ablate", choices=["ablate", "swap"])
     d.add_argument("--mode", default="zero", choices=["zero", "mean"], help="with --hide ablate")

@@ -62,6 +62,10 @@ def _draw(ax: plt.Axes, image: np.ndarray | None, heat: np.ndarray, vmax: float,
     return im
 
 
+def _unit(method: str) -> str:
+    return {"occlusion": "Δ log p(answer)", "attention": "attention mass"}.get(method, method)
+
+
 def _scale(heats: Sequence[np.ndarray]) -> float:
     peak = max((float(np.nanmax(np.abs(h))) for h in heats if np.isfinite(h).any()), default=0.0)
     return peak if peak > 0 else 1.0
@@ -74,7 +78,8 @@ def plot_attribution(
     alpha: float = 0.6,
 ) -> Figure:
     """One sample's attribution maps, one panel per method (``result`` may be several results of
-    the same samples), over the original image, on one colour scale.
+    the same samples), over the original image, on one colour scale (symmetric around 0; maps of
+    different methods are each divided by their largest |score| first, as their units differ).
 
     ``sample`` is the :class:`~interp.Sample` (its image is drawn underneath), or its id or row
     (the maps alone).
@@ -82,6 +87,9 @@ def plot_attribution(
     results = _results(result)
     row = results[0].index(sample)
     heats = [r.heatmap(r.index(results[0].sample_ids[row])) for r in results]
+    mixed = len({r.method for r in results}) > 1
+    if mixed:  # different units: each map relative to its own largest |score|
+        heats = [h / _scale([h]) for h in heats]
     vmax = _scale(heats)
     image = _image(sample if isinstance(sample, Sample) else None)
     fig, axes = plt.subplots(
@@ -91,7 +99,8 @@ def plot_attribution(
     for ax, r, heat in zip(axes[0], results, heats):
         im = _draw(ax, image, heat, vmax, alpha)
         ax.set_title(r.method, fontsize=9)
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="Δ log p(answer)")
+    label = "score / max |score|" if mixed else _unit(results[0].method)
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label=label)
     first = results[0]
     fig.suptitle(f"{first.questions[row]}\nanswer: {first.answers[row]!r}", fontsize=9)
     return fig
@@ -125,7 +134,7 @@ def plot_attribution_grid(
         sid = result.sample_ids[k]
         im = _draw(ax, _image(by_id.get(sid)), heats[k], vmax, alpha)
         ax.set_title(f"{result.questions[k][:28]}\n→ {result.answers[k]!r}", fontsize=7)
-    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="Δ log p(answer)")
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label=_unit(result.method))
     fig.suptitle(f"{result.method} maps", fontsize=9)
     return fig
 

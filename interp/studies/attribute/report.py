@@ -9,37 +9,47 @@ from interp.errors import RegionError
 
 from .analysis import mass_table, object_shares
 from .figures import plot_attribution, plot_attribution_grid
-from .measure import occlusion
+from .measure import attention, occlusion
 
 
 def report(inv: Invocation) -> str:
-    """Run the occlusion, write ``occlusion.csv``, ``maps.png``, ``map_<k>.png`` and (demo
+    """Run the method, write ``<method>.csv``, ``maps.png``, ``map_<k>.png`` and (demo
     scenes) ``object_shares.csv`` / ``object_mass.csv``; return the summary text."""
     assert inv.vlm is not None and inv.out is not None
     args, out = inv.args, inv.out
     rows, cols = inv.plan["grid"]
-    result = occlusion(
-        inv.vlm,
-        inv.samples,
-        grid=(rows, cols),
-        hide=args.hide,
-        mode=args.mode,
-        source=args.source,
-        answers=args.answers,
-        max_new_tokens=args.max_new_tokens,
-        **inv.run_options(),
-    )
-    out.csv(result.to_frame(), "occlusion.csv")
+    if args.method == "attention":
+        result = attention(inv.vlm, inv.samples, grid=(rows, cols), **inv.run_options())
+    else:
+        result = occlusion(
+            inv.vlm,
+            inv.samples,
+            grid=(rows, cols),
+            hide=args.hide,
+            mode=args.mode,
+            source=args.source,
+            answers=args.answers,
+            max_new_tokens=args.max_new_tokens,
+            **inv.run_options(),
+        )
+    out.csv(result.to_frame(), f"{result.method}.csv")
     out.figure(plot_attribution_grid(result, inv.samples), "maps.png")
     for k, sample in enumerate(inv.samples[: max(args.plots, 0)]):
         out.figure(plot_attribution(result, sample), f"map_{k}.png")
-    hidden = f"{args.hide} ({args.mode if args.hide == 'ablate' else args.source})"
-    lines = [
-        f"occlusion over a {rows}x{cols} grid, regions hidden by {hidden}, "
-        f"{args.answers} answers, {len(result)} samples",
-        f"mean log p(answer): {result.base.mean():.3f}; mean region score "
-        f"{result.scores.mean():.4f}, largest {result.scores.max():.4f}",
-    ]
+    if result.method == "attention":
+        lines = [
+            f"attention of the last prompt position over a {rows}x{cols} grid, mean over layers "
+            f"and heads, {len(result)} samples",
+            f"mean region mass {result.scores.mean():.4f}, largest {result.scores.max():.4f}",
+        ]
+    else:
+        hidden = f"{args.hide} ({args.mode if args.hide == 'ablate' else args.source})"
+        lines = [
+            f"occlusion over a {rows}x{cols} grid, regions hidden by {hidden}, "
+            f"{args.answers} answers, {len(result)} samples",
+            f"mean log p(answer): {result.base.mean():.3f}; mean region score "
+            f"{result.scores.mean():.4f}, largest {result.scores.max():.4f}",
+        ]
     shares = object_shares(result, inv.samples)
     if not shares.empty:
         out.csv(shares, "object_shares.csv")
@@ -50,7 +60,7 @@ def report(inv: Invocation) -> str:
         else:
             lines += [
                 "",
-                "share of positive occlusion mass in the object's box:",
+                f"share of positive {result.method} mass in the object's box:",
                 table.to_string(),
             ]
     return "\n".join(lines)
