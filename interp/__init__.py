@@ -43,6 +43,7 @@ _LAZY: dict[str, str] = {
     "Generation": "generation",
     "IMAGE_SLOT": "samples",
     "ImageError": "errors",
+    "ImageGradients": "gradients",
     "ImageTokenMismatchError": "errors",
     "InterpError": "errors",
     "Intervention": "edits",
@@ -82,6 +83,7 @@ _LAZY: dict[str, str] = {
     "ensure_samples": "samples",
     "generate": "generation",
     "generate_states": "residual",
+    "image_gradients": "gradients",
     "load": "model",
     "null_image": "conditions",
     "read_dataset": "datasets.tabular",
@@ -150,6 +152,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         VideoError,
     )
     from .generation import Generation, Sampling, generate
+    from .gradients import ImageGradients, image_gradients
     from .media import AUDIO_SLOT, VIDEO_SLOT, Audio
     from .media_conditions import register_audio_condition, register_video_condition
     from .model import VLM, load
@@ -189,6 +192,7 @@ __all__ = [
     "GeneratedStates",
     "Generation",
     "ImageError",
+    "ImageGradients",
     "ImageTokenMismatchError",
     "InterpError",
     "Intervention",
@@ -225,6 +229,7 @@ __all__ = [
     "ensure_samples",
     "generate",
     "generate_states",
+    "image_gradients",
     "load",
     "null_image",
     "read_dataset",

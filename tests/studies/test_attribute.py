@@ -13,7 +13,7 @@ import torch
 
 import interp
 from interp.encoding import encode
-from interp.studies.attribute import attention, occlusion
+from interp.studies.attribute import attention, gradient, occlusion
 from interp.testing.checks import one_error_line
 from interp.testing.reference import hf_target_logprobs
 from interp.testing.samples import make_samples
@@ -299,3 +299,39 @@ def test_plot_attribution_puts_methods_side_by_side_with_the_question_and_answer
     assert len(limits) == 1
     grid = plot_attribution_grid(occ, samples, cols=2)
     assert sum(1 for ax in grid.axes if ax.images) == 3
+
+
+# -- gradient (attribution patching) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_gradient_scores_equal_a_hand_autograd_computation(arch):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(2)
+    layer = 1
+    got = gradient(vlm, samples, layer=layer, grid=(2, 2), **KW)
+    for i, s in enumerate(samples):
+        enc = encode(vlm, [s])
+        ids = vlm.tokenizer(s.answer, add_special_tokens=False)["input_ids"]
+        n = enc.input_ids.shape[1]
+        inputs = {k: v for k, v in enc.inputs.items()}
+        for key, value in enc.inputs.items():
+            if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[:2] == (1, n):
+                tail = (
+                    torch.tensor([ids])
+                    if key == "input_ids"
+                    else value[:, -1:].expand(1, len(ids), *value.shape[2:])
+                )
+                inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+        out = vlm.hf(**inputs, output_hidden_states=True)
+        hidden = out.hidden_states[layer]
+        logp = out.logits[0].float().log_softmax(-1)
+        total = sum(logp[n - 1 + j, t] for j, t in enumerate(ids))
+        (grad,) = torch.autograd.grad(total, hidden)
+        null = encode(vlm, [s], "null:black")
+        with torch.no_grad():
+            h_null = vlm.hf(**null.inputs, output_hidden_states=True).hidden_states[layer][0]
+        for k, group in enumerate(got.groups[i]):
+            where = torch.as_tensor(group)
+            want = (grad[0, where] * (hidden[0, where] - h_null[where])).sum()
+            assert abs(got.scores[i, k] - float(want)) <= 1e-5 * max(1.0, abs(float(want)))

@@ -23,6 +23,7 @@ _LAZY = {
     "Attribution": "measure",
     "answers_for": "measure",
     "attention": "measure",
+    "gradient": "measure",
     "occlusion": "measure",
     "region_groups": "measure",
     "box_mass": "analysis",
@@ -36,13 +37,21 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 if TYPE_CHECKING:
     from .analysis import box_mass, mass_table, object_box
     from .figures import plot_attribution, plot_attribution_grid
-    from .measure import Attribution, answers_for, attention, occlusion, region_groups
+    from .measure import (
+        Attribution,
+        answers_for,
+        attention,
+        gradient,
+        occlusion,
+        region_groups,
+    )
 
 __all__ = [
     "Attribution",
     "answers_for",
     "attention",
     "box_mass",
+    "gradient",
     "mass_table",
     "object_box",
     "occlusion",
