@@ -192,7 +192,8 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
     [
         (["--grid", "4"], "--grid takes <rows>x<cols>"),
         (["--grid", "0x3"], "rows and cols >= 1"),
-        (["--method", "gradient"], "not available yet; available: occlusion"),
+        (["--method", "shap"], "not available yet; available: occlusion, gradient, attention"),
+        (["--method", "gradient", "--layer", "99"], "--layer 99 is outside"),
         (["--hide", "swap", "--source", "blind"], "carries no image"),
     ],
 )
@@ -270,13 +271,16 @@ def test_attention_needs_eager_attention_before_compute():
         attention(vlm, make_samples(1), **KW)
 
 
-def test_command_attention_method_writes_its_table(attribute_command, tmp_path, capsys):
+@pytest.mark.parametrize("method", ["attention", "gradient"])
+def test_command_other_methods_write_their_table(attribute_command, tmp_path, capsys, method):
     out = tmp_path / "o"
     argv = ["--model", "demo", "--data", "demo", "--n", "4", "--grid", "2x2", "--out", str(out)]
-    code, err = _run([*argv, "--method", "attention", "--no-progress", "--plots", "0"], capsys)
+    code, err = _run([*argv, "--method", method, "--no-progress", "--plots", "0"], capsys)
     assert code == 0, err
-    frame = pd.read_csv(out / "attention.csv")
-    assert len(frame) == 16 and frame["score"].between(0, 1).all()
+    frame = pd.read_csv(out / f"{method}.csv")
+    assert len(frame) == 16 and frame["score"].notna().all()
+    if method == "attention":
+        assert frame["score"].between(0, 1).all()
 
 
 def test_plot_attribution_puts_methods_side_by_side_with_the_question_and_answer():

@@ -11,6 +11,9 @@ scores (``occlusion.csv``), a grid of maps and a few single maps over the images
 samples are demo-world scenes that name their object — the share of positive mass inside the
 object's box against random boxes of the same size (``object_mass.csv``).
 
+``--method gradient`` writes attribution patching instead (``gradient.csv``): per region the sum
+over its image tokens of ∂ log p(answer)/∂h · (h − h_null) at residual index ``--layer``, h_null
+the ``--source`` image's states (one forward + one backward per sample, plus the null forward).
 ``--method attention`` writes instead the attention mass of the last prompt position on each
 region's image tokens, averaged over layers and heads (``attention.csv``; the model is loaded with
 eager attention).
@@ -28,7 +31,7 @@ from interp.command import Invocation, UsageError, add_command
 HELP = "where in the image: occlusion maps over a grid of image regions"
 DESCRIPTION = __doc__
 DEFAULT_QTYPES = ("color",)
-METHODS = ("occlusion", "attention")
+METHODS = ("occlusion", "gradient", "attention")
 
 
 def parse_grid(text: str) -> tuple[int, int]:
@@ -80,6 +83,9 @@ def check_layers(inv: Invocation) -> None:
         )
     if adapter.token_layout is None:
         raise LayoutNotMappedError(f"{adapter.name}: the token-to-region map is not mapped yet")
+    layer = inv.args.layer
+    if inv.args.method == "gradient" and not 0 <= layer <= (inv.n_layers or 0):
+        raise UsageError(f"--layer {layer} is outside the residual indices 0..{inv.n_layers}")
     if inv.args.method == "attention" and adapter.fusion != "tokens":
         raise UsageError(f"--method attention: {adapter.name}'s image enters by cross-attention")
 
@@ -109,7 +115,14 @@ def register(sub: Any) -> None:
     d.add_argument(
         "--method",
         default="occlusion",
-        help="occlusion (exact, causal) or attention (the descriptive baseline; eager attention)",
+        help="occlusion (exact, causal), gradient (attribution patching at --layer) or "
+        "attention (the descriptive baseline; eager attention)",
+    )
+    d.add_argument(
+        "--layer",
+        type=int,
+        default=0,
+        help="with --method gradient: the residual index (0 = the decoder input)",
     )
     d.add_argument("--grid", default="4x4", help="<rows>x<cols> of the region grid")
     d.add_argument("--hide", default="ablate", choices=["ablate", "swap"])

@@ -63,7 +63,11 @@ def _draw(ax: plt.Axes, image: np.ndarray | None, heat: np.ndarray, vmax: float,
 
 
 def _unit(method: str) -> str:
-    return {"occlusion": "Δ log p(answer)", "attention": "attention mass"}.get(method, method)
+    return {
+        "occlusion": "Δ log p(answer)",
+        "gradient": "≈ Δ log p(answer)",
+        "attention": "attention mass",
+    }.get(method, method)
 
 
 def _scale(heats: Sequence[np.ndarray]) -> float:

@@ -9,7 +9,7 @@ from interp.errors import RegionError
 
 from .analysis import mass_table, object_shares
 from .figures import plot_attribution, plot_attribution_grid
-from .measure import attention, occlusion
+from .measure import attention, gradient, occlusion
 
 
 def report(inv: Invocation) -> str:
@@ -20,6 +20,19 @@ def report(inv: Invocation) -> str:
     rows, cols = inv.plan["grid"]
     if args.method == "attention":
         result = attention(inv.vlm, inv.samples, grid=(rows, cols), **inv.run_options())
+    elif args.method == "gradient":
+        opts = inv.run_options()
+        result = gradient(
+            inv.vlm,
+            inv.samples,
+            layer=args.layer,
+            grid=(rows, cols),
+            null=args.source,
+            answers=args.answers,
+            max_new_tokens=args.max_new_tokens,
+            batch_size=opts["batch_size"],
+            progress_bar=opts["progress_bar"],
+        )
     else:
         result = occlusion(
             inv.vlm,
@@ -41,6 +54,13 @@ def report(inv: Invocation) -> str:
             f"attention of the last prompt position over a {rows}x{cols} grid, mean over layers "
             f"and heads, {len(result)} samples",
             f"mean region mass {result.scores.mean():.4f}, largest {result.scores.max():.4f}",
+        ]
+    elif result.method == "gradient":
+        lines = [
+            f"attribution patching at residual index {args.layer} against {args.source!r}, over "
+            f"a {rows}x{cols} grid, {args.answers} answers, {len(result)} samples",
+            f"mean log p(answer): {result.base.mean():.3f}; mean region score "
+            f"{result.scores.mean():.4f}, largest {result.scores.max():.4f}",
         ]
     else:
         hidden = f"{args.hide} ({args.mode if args.hide == 'ablate' else args.source})"
