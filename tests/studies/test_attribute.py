@@ -339,3 +339,19 @@ def test_gradient_scores_equal_a_hand_autograd_computation(arch):
             where = torch.as_tensor(group)
             want = (grad[0, where] * (hidden[0, where] - h_null[where])).sum()
             assert abs(got.scores[i, k] - float(want)) <= 1e-5 * max(1.0, abs(float(want)))
+
+
+def test_object_box_is_the_cell_holding_the_drawn_object():
+    from interp.studies.attribute import box_mass, object_box
+
+    image = make_samples(1)[0].image.resize((64, 64))
+    meta = {"entity": "heart", "objects": [{"kind": "heart", "cell": "bottom right"}]}
+    sample = interp.Sample(question="what colour is the heart?", image=image, meta=meta)
+    assert object_box(sample) == (32.0, 32.0, 64.0, 64.0)  # demo images are 32 px: scaled x2
+    two = interp.Sample(question="q", image=[image, image], meta=meta)
+    assert object_box(two) is None  # several images: no single box
+    heat = np.zeros((4, 4))
+    heat[2:, 2:] = 1.0
+    heat[0, 0] = -5.0  # negative mass is not counted
+    heat[0, 1] = 1.0
+    assert box_mass(heat, (2, 2, 4, 4)) == pytest.approx(4 / 5)

@@ -34,7 +34,9 @@ def object_box(sample: Sample) -> Box | None:
     picked = [o for o in objects if o.get("kind") == entity] or (
         objects if len(objects) == 1 else []
     )
-    if len(picked) != 1 or picked[0].get("cell") not in CELLS or sample.image is None:
+    if len(picked) != 1 or picked[0].get("cell") not in CELLS:
+        return None
+    if sample.image is None or isinstance(sample.image, list):  # one image, or no box
         return None
     row, col = divmod(CELLS.index(picked[0]["cell"]), 2)
     w, h = _size(sample)
@@ -54,7 +56,10 @@ def _size(sample: Sample) -> tuple[int, int]:
     if isinstance(image, (str, bytes)) or hasattr(image, "__fspath__"):
         with Image.open(image) as im:  # type: ignore[arg-type]
             return im.size
-    return image.size  # type: ignore[union-attr]
+    if isinstance(image, Image.Image):
+        return image.size
+    shape = tuple(image.shape)  # type: ignore[union-attr]  # an H×W×3 array or tensor
+    return int(shape[1]), int(shape[0])
 
 
 def box_mass(heat: np.ndarray, box: Box) -> float:

@@ -28,7 +28,7 @@ from typing import Any
 
 from interp.command import Invocation, UsageError, add_command
 
-HELP = "where in the image: occlusion maps over a grid of image regions"
+HELP = "where in the image: occlusion, gradient and attention maps over image regions"
 DESCRIPTION = __doc__
 DEFAULT_QTYPES = ("color",)
 METHODS = ("occlusion", "gradient", "attention")
