@@ -176,6 +176,9 @@ def main() -> None:
         )
     vips = pd.concat(per_setting, ignore_index=True)
     vips["vip"] = [layer_text(v) for v in vips["vip"]]
+    vips["gap"] = [f"{g:.4f}" for g in vips["gap"]]
+    if "p_value" in vips:
+        vips["p_value"] = [f"{p:.1g}" for p in vips["p_value"]]
     wide = vips.pivot(index="rule", columns="setting", values="vip").loc[list(RULES)]
     wide = wide[[f"{m} / {s}" for m, s in settings]].reset_index()
     tables = {
