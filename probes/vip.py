@@ -332,7 +332,9 @@ def _decide(
         return _Outcome(
             None,
             "effect",
-            f"Eq. 9 and {below} are met at layers {passing}, but none has " + " and ".join(floors),
+            ("Eq. 9 is" if alpha is None else f"Eq. 9 and {below} are")
+            + f" met at layers {passing}, but none has "
+            + " and ".join(floors),
         )
     assert result is not None
     gap = result.difference
@@ -340,7 +342,9 @@ def _decide(
         growth = np.diff(gap)  # growth[l - 1] = gap_l - gap_{l-1}
         layer = int(np.argmax(growth[1 : n_layers - 1])) + 2
         if not growth[layer - 1] > 0:
-            return _Outcome(None, "rise", "the gap between the groups grows at no layer")
+            return _Outcome(
+                None, "rise", f"the gap between the groups grows at no layer 2..{n_layers - 1}"
+            )
         what = f"the gap grows most at layer {layer} ({gap[layer - 1]:.4g} -> {gap[layer]:.4g})"
     else:
         layer = int(np.nanargmin(_two_segment_sse(gap)))

@@ -25,6 +25,7 @@ from interp.studies.coe import (
     vip_rules_table,
 )
 from interp.testing import make_samples, shared_tiny_vlm
+from probes.vip import NoVIPWarning, VIPDetector
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +246,31 @@ def test_store_refuses_other_weights(batch, tmp_path):
     chain_of_embedding(a, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)
     with pytest.raises(interp.StoreError, match="weights"):
         chain_of_embedding(b, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)
+
+
+@pytest.mark.parametrize(
+    ("rule", "cause", "reason"),
+    [
+        ("effect", "alpha", "Eq. 9 is met at layer 5, but no layer meeting it passes"),
+        ("jump", "alpha", "the gap grows most at layer 5"),
+        ("changepoint", "alpha", "the best two-segment fit of the gap starts its second segment"),
+    ],
+)
+def test_no_vip_error_names_the_rule(rule, cause, reason):
+    """Two-sample statistics exactly 0, 0.1 (layers 1-4) and 1.0 (5-12): every rule picks layer 5,
+    whose t = 1 misses the floor z(1 - 0.05/10) = 2.58."""
+    from interp.studies.coe.diagnosis import _no_vip_error
+
+    n = 20
+    z = np.linspace(-1.0, 1.0, n)
+    z = (z - z.mean()) / z.std(ddof=1)
+    shift = np.array([0.0] + [0.1] * 4 + [1.0] * 8) * np.sqrt(2.0 / n)
+    d_t = np.repeat((1.0 + z)[:, None], 13, axis=1)
+    distances = np.vstack([d_t + shift, d_t])
+    in_vt = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    with pytest.warns(NoVIPWarning, match=f"no layer qualifies as the VIP by rule '{rule}'"):
+        detector = VIPDetector(rule=rule).fit(distances, in_vt)
+    err = _no_vip_error(detector, 2.0, 0.05)
+    assert isinstance(err, NoVIPError) and (err.rule, err.cause) == (rule, cause)
+    assert str(err).startswith(f"the automatic rule '{rule}' found no VIP: {reason}"), str(err)
+    assert "--vip-rule" in str(err) and "--fallback-vip" in str(err)
