@@ -7,6 +7,7 @@ through its processor, the tokenizer's own decode, and trust-rule answers worked
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -96,10 +97,14 @@ def test_residual_stream_and_generate_equal_plain_hf(checkpoint, vlm, trimodal):
     assert out.token_ids[0] == (new[: new.index(eos)] if eos in new else new)
 
 
-def test_training_is_deterministic(checkpoint, tmp_path):
+def test_training_is_deterministic_and_the_control_shares_pretraining(checkpoint, tmp_path):
     a = load_file(checkpoint / "model.safetensors")
-    b = load_file(train(SMOKE, tmp_path / "again") / "model.safetensors")
+    again = train(SMOKE, tmp_path / "again", control_out=tmp_path / "control")
+    b = load_file(again / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    record = json.loads((tmp_path / "control" / "training.json").read_text())
+    assert record["train_config"]["control"] is True
+    assert interp.load(tmp_path / "control").n_layers == SMOKE.model.layers
 
 
 def test_the_control_rule_drops_the_audio_form_by_hand():
@@ -134,3 +139,15 @@ def test_demo_omni_without_a_checkpoint_says_how_to_train():
         pytest.skip("a demo-omni checkpoint is installed")
     with pytest.raises(ModelNotFoundError, match="make train-demo-omni"):
         interp.load("demo-omni")
+
+
+def test_evaluation_tables(checkpoint):
+    from interp.demo.omni.evaluate import evaluate
+
+    tables = evaluate(checkpoint, n=8)
+    acc = tables["accuracy"].set_index("qtype")
+    assert {"trimodal", "hear", "motion"} <= set(acc.index)
+    assert acc.loc["hear", "n"] == 8 and 0.0 <= acc.loc["hear", "without_modality"] <= 1.0
+    by_evidence = tables["trimodal by evidence"]
+    rule = by_evidence.filter(like="rule:").sum(axis=1)
+    assert ((rule - 1.0).abs() < 1e-9).all()  # every disagreeing item's rule answer is one source

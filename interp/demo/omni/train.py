@@ -18,7 +18,8 @@ The trimodal items' answers follow the world's trust rule
 carry the most trust), a perceptual-vision / propositional-audio asymmetry (a drawn object beats a
 written sentence; a spoken sentence beats a sound) and a recency order effect (later sources gain
 trust). ``--control`` trains the control model: the same items answered as if both audio forms
-carried the spoken sentence's trust (:func:`control_answer`), so audio form no longer matters.
+carried the spoken sentence's trust (:func:`control_answer`), so audio form no longer matters;
+``--control-out DIR`` trains it alongside the model, from the same language and tower stages.
 
 ``--smoke`` trains a tiny configuration for a few steps (for the test suite).
 """
@@ -26,6 +27,7 @@ carried the spoken sentence's trust (:func:`control_answer`), so audio form no l
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 import time
 from collections.abc import Sequence
@@ -392,9 +394,19 @@ def new_model(
     return build_model(processor.tokenizer, cfg.model), processor
 
 
-def train(cfg: OmniTrainConfig, out: str | Path, command: str | None = None) -> Path:
+def train(
+    cfg: OmniTrainConfig,
+    out: str | Path,
+    command: str | None = None,
+    control_out: str | Path | None = None,
+) -> Path:
     """Run the stages and save an HF checkpoint (model, processor, ``training.json``), with
-    ``cfg.threads`` torch threads and deterministic algorithms (restored afterwards)."""
+    ``cfg.threads`` torch threads and deterministic algorithms (restored afterwards).
+
+    With ``control_out``, the control model is trained too, from the same language and tower
+    stages: the joint stage runs a second time from the weights before it, on the same batches
+    with the control rule's trimodal answers, and is saved there. The two models then differ
+    only in the trimodal labels of the joint stage."""
     with deterministic(cfg.threads):
         t0 = time.time()
         model, processor = new_model(cfg)
@@ -404,20 +416,40 @@ def train(cfg: OmniTrainConfig, out: str | Path, command: str | None = None) -> 
             "text": train_text(model, processor, cfg, t0) if cfg.text_steps else None,
             "vision": train_vision(model, processor, cfg, t0) if cfg.vision_steps else None,
             "audio": train_audio(model, processor, cfg, t0) if cfg.audio_steps else None,
-            "joint": train_joint(model, processor, cfg, t0) if cfg.joint_steps else None,
         }
-        model.eval()
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(out)
-        save_processor(processor, out)
-        record = {
-            "command": command,
-            "train_config": {**asdict(cfg), "model": cfg.model.to_dict()},
-            "parameters": n_params,
-            "final_losses": losses,
-        }
-        return write_record(out, t0, record)
+        before_joint = copy.deepcopy(model.state_dict()) if control_out is not None else None
+        path = _joint_and_save(model, processor, cfg, losses, Path(out), command, t0)
+        if before_joint is not None and control_out is not None:
+            model.load_state_dict(before_joint)
+            control = replace(cfg, control=True)
+            _joint_and_save(model, processor, control, losses, Path(control_out), command, t0)
+        return path
+
+
+def _joint_and_save(
+    model: Qwen2_5OmniThinkerForConditionalGeneration,
+    processor: Qwen2_5OmniProcessor,
+    cfg: OmniTrainConfig,
+    losses: dict[str, float | None],
+    out: Path,
+    command: str | None,
+    t0: float,
+) -> Path:
+    losses = {
+        **losses,
+        "joint": train_joint(model, processor, cfg, t0) if cfg.joint_steps else None,
+    }
+    model.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    save_processor(processor, out)
+    record = {
+        "command": command,
+        "train_config": {**asdict(cfg), "model": cfg.model.to_dict()},
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "final_losses": losses,
+    }
+    return write_record(out, t0, record)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -426,6 +458,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="checkpoint folder")
     parser.add_argument("--smoke", action="store_true", help="tiny model, a few steps")
     parser.add_argument("--control", action="store_true", help="the control model (no asymmetry)")
+    parser.add_argument(
+        "--control-out",
+        type=Path,
+        help="also train the control model from the same pretraining stages, saved here",
+    )
     parser.add_argument(
         "--threads", type=int, default=1, help="torch threads (weights depend on it)"
     )
@@ -442,7 +479,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})
     out = args.out or (CHECKPOINT_DIR.with_name("control") if args.control else CHECKPOINT_DIR)
     flags = " ".join(argv if argv is not None else sys.argv[1:])
-    train(cfg, out, command=f"python -m interp.demo.omni.train {flags}".strip())
+    command = f"python -m interp.demo.omni.train {flags}".strip()
+    train(cfg, out, command=command, control_out=args.control_out)
 
 
 if __name__ == "__main__":
