@@ -390,10 +390,13 @@ def _resolve_source(model: str | Path) -> str:
 def _load_processor(source: str, kwargs: dict[str, Any]) -> Any:
     """``AutoProcessor`` for ``source``, except for a Qwen2.5-Omni folder saved without a video
     processor (``demo-omni``), which ``AutoProcessor`` cannot read without torchvision."""
-    from .demo.omni.model import is_frames_omni_folder, load_processor
+    folder = Path(source).expanduser()
+    saved = folder / "processor_config.json"
+    if saved.is_file() and '"Qwen2_5OmniProcessor"' in saved.read_text():
+        from .demo.omni.model import is_frames_omni_folder, load_processor
 
-    if Path(source).expanduser().is_dir() and is_frames_omni_folder(Path(source).expanduser()):
-        return load_processor(Path(source).expanduser())
+        if is_frames_omni_folder(folder):
+            return load_processor(folder)
     return AutoProcessor.from_pretrained(source, **kwargs)
 
 

@@ -8,6 +8,7 @@ through its processor, the tokenizer's own decode, and trust-rule answers worked
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,11 @@ def test_evaluation_tables(checkpoint):
     by_evidence = tables["trimodal by evidence"]
     rule = by_evidence.filter(like="rule:").sum(axis=1)
     assert ((rule - 1.0).abs() < 1e-9).all()  # every disagreeing item's rule answer is one source
+
+
+def test_v3_items_tokenize_without_unknowns():
+    tok = omni.build_tokenizer()
+    for s in demo_world("test", 60, seed=0, qtypes=list(V3_QTYPES)):
+        text = re.sub(r"\{(image|audio|video)\}", " ", s.question) + " " + s.answer
+        ids = tok(text)["input_ids"]
+        assert tok.unk_token_id not in ids, s.question
