@@ -99,8 +99,8 @@ class _ConfigOnlyVLM(_TracedVLM):
         config_kwargs = {k: v for k, v in kwargs.items() if k in ("revision", "trust_remote_code")}
         config = model_config(repo_id, **config_kwargs)
         build = {k: v for k, v in kwargs.items() if k in _CONFIG_BUILD_KWARGS}
-        self.task = "image-text-to-text"
-        return AutoModelForImageTextToText.from_config(config, **build)
+        self.task = _task(config)
+        return _auto_class(config).from_config(config, **build)
 
     def dispatch(self) -> None:
         if self.dispatched:
@@ -574,7 +574,7 @@ def load(
     if remote or not dispatch:
         with _quiet_pipeline_check():
             nn = _TracedVLM(
-                source, task="image-text-to-text", processor=processor, dispatch=False, **kwargs
+                source, task=_task(config), processor=processor, dispatch=False, **kwargs
             )
         return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model))
     hf = _auto_class(config).from_pretrained(source, **kwargs).eval()
@@ -592,6 +592,16 @@ def _auto_class(config: Any) -> Any:
     if config.model_type in modeling_auto.MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES:
         return AutoModelForMultimodalLM
     return AutoModelForImageTextToText  # its own error names the supported types
+
+
+def _task(config: Any) -> str:
+    """The pipeline task whose model class is :func:`_auto_class`'s (nnsight's lazy and remote
+    loads build the model through the task)."""
+    return (
+        "any-to-any"
+        if _auto_class(config).__name__ == "AutoModelForMultimodalLM"
+        else ("image-text-to-text")
+    )
 
 
 __all__ = ["VLM", "Residual", "config_only", "load", "model_config"]
