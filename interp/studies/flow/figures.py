@@ -19,10 +19,13 @@ def plot_flow(
     alpha: float = 0.05,
     mark: bool = True,
     title: str = "",
+    linthresh: float | None = 0.05,
 ) -> Figure:
     """Mean Δ = log p(answer | knockout) − log p(answer) against each window's first layer, with
     its 95 % bootstrap band, one curve per edge; one panel per group (``"all"`` first, then the
-    split's groups). With ``mark``, a dashed line at each panel's causal integration layer."""
+    split's groups). With ``mark``, a dashed line at each panel's causal integration layer. The y
+    axis is symmetric-log, linear within ±``linthresh`` (None: linear), so that small image
+    effects stay visible beside the large question → last drop."""
     curves = flow.curves()
     names = groups or list(dict.fromkeys(curves["group"]))
     fig, axes = plt.subplots(
@@ -35,6 +38,8 @@ def plot_flow(
             (line,) = ax.plot(c["start"], c["mean"], marker="o", ms=3, label=edge)
             ax.fill_between(c["start"], c["low"], c["high"], alpha=0.2, color=line.get_color())
         ax.axhline(0.0, color="0.5", lw=0.8)
+        if linthresh is not None:
+            ax.set_yscale("symlog", linthresh=linthresh)
         if mark:
             try:
                 found = flow.integration_layer(alpha=alpha, group=None if group == "all" else group)
