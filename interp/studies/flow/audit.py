@@ -85,8 +85,9 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     sec.verdict = (
         f"Blocking the text from the image in windows of {size} layers: {where} (two-sided "
         f"one-sample t-tests, Holm-corrected, α = 0.05). Cutting the last position off the image "
-        f"lowers log p(answer) by up to {show(sec.numbers['largest_drop_image_last'])}; off the "
-        f"question by up to {show(sec.numbers['largest_drop_question_last'])}."
+        f"changes log p(answer) by {show(sec.numbers['largest_drop_image_last'])} on average in "
+        f"the window where it matters most; off the question by "
+        f"{show(sec.numbers['largest_drop_question_last'])}."
     )
     sec.add_figure("Δ log p(answer) per knockout window", plot_flow(flow))
     sec.add_table("Tests behind the integration layer", found.tests, index=False)
