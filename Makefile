@@ -10,7 +10,7 @@ OUT ?= results/demo
 AUDIT ?= results/audit
 
 .PHONY: demo test install install-smol real-tokenizers lint bench train-demo evaluate-demo train-demo-smol \
-	evaluate-demo-smol clean
+	evaluate-demo-smol train-demo-omni evaluate-demo-omni clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,15 @@ train-demo-smol: install-smol
 
 evaluate-demo-smol: install-smol
 	$(PY) -m interp.demo.smol.evaluate
+
+# demo-omni (a Qwen2.5-Omni thinker on the demo world v3) and its control model (no asymmetry)
+train-demo-omni: install
+	$(PY) -m interp.demo.omni.train --seed 0 --out interp/demo/omni/checkpoint \
+		--control-out interp/demo/omni/control
+
+evaluate-demo-omni: install
+	$(PY) -m interp.demo.omni.evaluate
+	$(PY) -m interp.demo.omni.evaluate --checkpoint interp/demo/omni/control
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

@@ -136,6 +136,9 @@ class Adapter:
             encoded as image tiles), so the token id alone cannot tell a video from an image: a
             video's positions are the image-token positions inside the text its placeholder
             expanded to (the processor's replacement offsets), an image's the rest.
+        stacked_videos: the processor stacks a forward's videos into one tensor (LLaVA-NeXT-Video,
+            LLaVA-OneVision, InternVL), so videos of different frame counts cannot share a
+            forward: batches group rows by their videos' frame counts under the condition.
     """
 
     name: str
@@ -170,6 +173,7 @@ class Adapter:
     mixed_audio: bool = True
     mixed_video: bool = True
     video_in_image_tokens: bool = False
+    stacked_videos: bool = False
 
     def __post_init__(self) -> None:
         if self.blind_by_stripping and self.mixed_batches:

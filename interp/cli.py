@@ -176,7 +176,10 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
     return path
 
 
-MODEL_HELP = "'demo', 'demo-smol' (the [smol] extra), a local model folder or a hub id"
+MODEL_HELP = (
+    "'demo', 'demo-omni' (once trained), 'demo-smol' (the [smol] extra), a local model folder or "
+    "a hub id"
+)
 
 DATA_FORMATS_HELP = (
     "also a parquet file, folder or glob, a Hugging Face datasets folder (save_to_disk; "

@@ -16,14 +16,13 @@ import torch
 from jaxtyping import Bool, Int
 from torch import Tensor
 
-from .conditions import Condition, nominal_size, null_image, prepare
+from .conditions import Condition, prepare
 from .errors import (
     ImageTokenMismatchError,
     ModalityError,
     PositionError,
     UnknownTokenWarning,
 )
-from .media import audio_rate
 from .positions import (
     RowSpans,
     expansion_mask,
@@ -34,7 +33,8 @@ from .positions import (
     special_token_pattern,
     uncovered,
 )
-from .resolve import carries
+from .processing import _Processed, _processor_call
+from .resolve import carries, video_frames
 from .samples import Sample
 
 if TYPE_CHECKING:
@@ -119,157 +119,6 @@ def _to_model(inputs: dict[str, Any], vlm: VLM) -> dict[str, Tensor]:
             if value.is_floating_point():
                 value = value.to(vlm.dtype)
         out[key] = value
-    return out
-
-
-def _per_token(inputs: dict[str, Any]) -> dict[str, Tensor]:
-    """The fields laid out like ``input_ids`` (``[batch, seq, ...]``)."""
-    batch, seq = inputs["input_ids"].shape
-    return {
-        k: v
-        for k, v in inputs.items()
-        if isinstance(v, Tensor) and v.dim() >= 2 and tuple(v.shape[:2]) == (batch, seq)
-    }
-
-
-def _repack(inputs: dict[str, Any], keep: Tensor, pad_id: int) -> dict[str, Any]:
-    """Keep the positions where ``keep`` is True in every per-token field, re-padded on the left."""
-    fields = _per_token(inputs)
-    batch = keep.shape[0]
-    lengths = keep.sum(1).tolist()
-    width = max(lengths)
-    out = dict(inputs)
-    for key, value in fields.items():
-        fill = pad_id if key == "input_ids" else 0
-        new = torch.full((batch, width, *value.shape[2:]), fill, dtype=value.dtype)
-        for row in range(batch):
-            n = lengths[row]
-            new[row, width - n :] = value[row][keep[row]]
-        out[key] = new
-    return out
-
-
-class _TextRecorder:
-    """Stands in for ``processor.tokenizer`` during one processor call and keeps the exact strings
-    the processor tokenizes for the batch (its prompts with the image placeholders expanded), so
-    the character offsets the tokenizer returns can be read against them. Everything else is the
-    tokenizer's own."""
-
-    def __init__(self, tokenizer: Any, n_rows: int) -> None:
-        self._tokenizer = tokenizer
-        self._n_rows = n_rows
-        self.texts: list[str] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tokenizer, name)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        text = kwargs.get("text", args[0] if args else None)
-        if (
-            isinstance(text, list)
-            and len(text) == self._n_rows
-            and all(isinstance(t, str) for t in text)
-        ):
-            self.texts = list(text)
-        return self._tokenizer(*args, **kwargs)
-
-
-@dataclass
-class _Processed:
-    """The processor's model inputs, and what positions are read against."""
-
-    inputs: dict[str, Any]
-    texts: list[str | None]
-    offsets: Tensor | None
-    replacements: list[list[dict[str, Any]]] | None
-
-
-def _run_processor(processor: Any, n_rows: int, kwargs: dict[str, Any]) -> _Processed:
-    """Call the processor asking for token offsets and placeholder-replacement offsets (read
-    against the text its tokenizer saw); processors that do not take those options are called
-    without them."""
-    has_tokenizer = getattr(processor, "tokenizer", None) is not None
-    recorder = _TextRecorder(processor.tokenizer, n_rows) if has_tokenizer else None
-    extra = {"return_offsets_mapping": True, "return_text_replacement_offsets": True}
-    if recorder is not None:
-        processor.tokenizer = recorder
-    try:
-        try:
-            raw = dict(processor(**kwargs, **extra))
-        except (TypeError, NotImplementedError):
-            # a processor or slow tokenizer without these options: no offsets
-            raw = dict(processor(**kwargs))
-    finally:
-        if recorder is not None:
-            processor.tokenizer = recorder._tokenizer
-    offsets = raw.pop("offset_mapping", None)
-    replacements = raw.pop("text_replacement_offsets", None)
-    if not isinstance(replacements, list) or len(replacements) != n_rows:
-        # absent, or a batch without images turned into an empty tensor by the processor
-        replacements = None
-    texts: list[str | None] = list(recorder.texts) if recorder and recorder.texts else []
-    if len(texts) != n_rows:
-        texts = [None] * n_rows
-    if isinstance(offsets, Tensor):
-        offsets = offsets.to(torch.long)
-    else:
-        offsets = None
-    return _Processed(raw, texts, offsets, replacements)
-
-
-def _processor_call(
-    vlm: VLM,
-    prompts: list[str],
-    images: list[list[Any]],
-    audios: Sequence[Sequence[Any]] = (),
-    videos: Sequence[Sequence[Any]] = (),
-) -> _Processed:
-    kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
-    flat_audio = [a.waveform for row in audios for a in row]
-    if flat_audio:
-        kwargs[vlm.adapter.audio_kwarg] = flat_audio
-        kwargs["sampling_rate"] = audio_rate(vlm.processor)
-    flat_video = [v for row in videos for v in row]
-    if flat_video:
-        kwargs[vlm.adapter.video_kwarg] = flat_video
-    stripped = vlm.adapter.blind_by_stripping and not any(images)
-    if stripped:
-        # The stock processor needs an image: encode a placeholder image's prompt and remove the
-        # image afterwards, so the text layout is exactly the processor's.
-        placeholder = null_image("black", nominal_size(vlm.processor))
-        images = [[placeholder] for _ in prompts]
-    processed = vlm.adapter.processor_images(images)
-    if processed is not None:
-        kwargs["images"] = processed
-    try:
-        out = _run_processor(vlm.processor, len(prompts), kwargs)
-    except ValueError as err:
-        text = str(err).lower()
-        if ("audio" in text or "video" in text) and "token" in text:
-            raise ModalityError(
-                f"the processor could not match audio/video inputs to their placeholder tokens "
-                f"({err}). Check that no question contains a placeholder string and that each row "
-                "has as many audio/video inputs as {audio}/{video} slots."
-            ) from err
-        if "image" in text and "token" in text:
-            raise ImageTokenMismatchError(
-                f"the processor could not match images to image tokens ({err}). Check that no "
-                "question contains an image placeholder string and that each image-bearing row "
-                "has as many images as image slots."
-            ) from err
-        raise
-    raw = out.inputs
-    raw.pop("labels", None)  # some processors add training labels; measurements never use them
-    if stripped:
-        keep = (raw["input_ids"] != vlm.image_token_id) & raw["attention_mask"].bool()
-        if out.offsets is not None:
-            raw["offset_mapping"] = out.offsets
-        raw = _repack(raw, keep, vlm.tokenizer.pad_token_id)
-        out.offsets = raw.pop("offset_mapping", None)
-        out.replacements = None  # the placeholder image's expansion is gone
-        for key in [k for k in raw if k not in _per_token(raw)]:
-            del raw[key]  # pixel values and image sizes of the placeholder
-    out.inputs = raw
     return out
 
 
@@ -549,7 +398,7 @@ def batches(
     ``all_samples`` is the list ``swap:`` conditions draw images from (default: ``samples``).
     """
     cond = Condition.parse(condition)
-    for idx in batch_indices(vlm, samples, cond, batch_size):
+    for idx in batch_indices(vlm, samples, cond, batch_size, all_samples=all_samples):
         yield (
             idx,
             encode(vlm, [samples[i] for i in idx], cond, all_samples=all_samples or samples),
@@ -557,9 +406,18 @@ def batches(
 
 
 def batch_indices(
-    vlm: VLM, samples: Sequence[Sample], condition: str | Condition, batch_size: int
+    vlm: VLM,
+    samples: Sequence[Sample],
+    condition: str | Condition,
+    batch_size: int,
+    *,
+    all_samples: Sequence[Sample] | None = None,
 ) -> Iterator[list[int]]:
-    """The row indices of each batch :func:`batches` forms (without encoding them)."""
+    """The row indices of each batch :func:`batches` forms (without encoding them).
+
+    Rows are grouped first where the adapter cannot mix rows with and without a modality, and
+    where it stacks a forward's videos (``stacked_videos``), by their videos' frame counts under
+    the condition (which loads the videos); each group is then cut into batches in order."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     cond = Condition.parse(condition)
@@ -575,6 +433,14 @@ def batch_indices(
                 for part in ([i for i in group if has[i]], [i for i in group if not has[i]])
                 if part
             ]
+    if vlm.adapter.stacked_videos:
+        pool = all_samples or samples
+        frames = {i: video_frames(samples[i], cond, vlm.processor, all_samples=pool) for i in order}
+        groups = [
+            [i for i in group if frames[i] == key]
+            for group in groups
+            for key in dict.fromkeys(frames[i] for i in group)
+        ]
     for group in groups:
         for start in range(0, len(group), batch_size):
             yield group[start : start + batch_size]

@@ -16,6 +16,9 @@ from probes.errors import (
     ProbeError,
     ProbeTypeError,
     TooFewSamplesError,
+    UnknownVIPRuleError,
+    VIPParameterError,
+    VIPTypeError,
 )
 
 
@@ -102,16 +105,20 @@ class UnknownFamilyError(RecallError):
 
 
 class NoVIPError(InterpError, ValueError):
-    """The automatic VIP rule found no layer; a manual VIP is needed.
+    """The automatic VIP rule found no layer; a manual VIP (or another rule) is needed.
 
     Attributes:
-        cause: ``"eq9"`` (no layer meets Eq. 9) or ``"alpha"`` (some layer meets Eq. 9, but its
-            two-sample test misses the significance floor).
+        cause: ``"eq9"`` (no layer meets Eq. 9), ``"alpha"`` (the layer the rule picks misses the
+            significance floor), ``"effect"`` (layers meeting Eq. 9 and the floor miss the
+            effect-size floor of rule ``effect``) or ``"rise"`` (the gap does not rise where rule
+            ``jump`` / ``changepoint`` looks).
+        rule: the rule that failed, a name of :data:`probes.vip.RULES`.
     """
 
-    def __init__(self, message: str, cause: str = "eq9") -> None:
+    def __init__(self, message: str, cause: str = "eq9", rule: str = "eq9") -> None:
         super().__init__(message)
         self.cause = cause
+        self.rule = rule
 
 
 class ContextError(InterpError, ValueError):
@@ -213,5 +220,8 @@ __all__ = [
     "TooFewSamplesError",
     "UnknownFamilyError",
     "UnknownTokenWarning",
+    "UnknownVIPRuleError",
     "UnsupportedArchitectureError",
+    "VIPParameterError",
+    "VIPTypeError",
 ]

@@ -60,6 +60,7 @@ for _adapter in (
     ),
     Adapter(
         name="llava_onevision",
+        stacked_videos=True,
         token_layout=rl.anyres_layout,
         model_types=("llava_onevision",),
         image_features="model.multi_modal_projector",
@@ -157,6 +158,7 @@ for _adapter in (
     ),
     Adapter(
         name="llava_next_video",
+        stacked_videos=True,
         token_layout=rl.anyres_layout,
         model_types=("llava_next_video",),
         image_features="model.multi_modal_projector",
@@ -166,6 +168,7 @@ for _adapter in (
     ),
     Adapter(
         name="internvl",
+        stacked_videos=True,
         token_layout=rl.internvl_layout,
         model_types=("internvl",),
         image_features="model.multi_modal_projector",

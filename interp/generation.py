@@ -40,7 +40,7 @@ from .edits import (
 )
 from .encoding import batch_indices, encode
 from .errors import ConditionError, DecodingError
-from .resolve import carries
+from .resolve import carries, video_frames
 from .runner import Job, Shard, run
 from .samples import Sample, ensure_samples
 from .store import stack_rows
@@ -126,7 +126,8 @@ def check_decoding(
         DecodingError: no amateur, an amateur equal to the expert's condition, or a family that
             cannot run a sample's expert and amateur inputs in one forward (one with an image,
             audio or video, the other without, where the adapter's ``mixed_batches`` /
-            ``mixed_audio`` / ``mixed_video`` is False).
+            ``mixed_audio`` / ``mixed_video`` is False), or, where the adapter stacks a forward's
+            videos, expert and amateur videos of different frame counts.
     """
     if not isinstance(decoding, Decoding):
         raise DecodingError(
@@ -164,6 +165,21 @@ def check_decoding(
                         f"one batch (sample {s.id!r}: its input under {str(condition)!r} "
                         f"{says(expert_has)}, under the amateur {str(amateur)!r} "
                         f"{says(amateur_has)}). Use an amateur that keeps the {kind}, {keep}."
+                    )
+        if vlm.adapter.stacked_videos:
+            for s in samples:
+                expert, other = (
+                    video_frames(s, c, vlm.processor, all_samples=samples)
+                    for c in (condition, amateur)
+                )
+                if expert and other and expert != other:
+                    raise DecodingError(
+                        f"{vlm.adapter.name} stacks a forward's videos, so they need one frame "
+                        f"count, and contrastive decoding runs the expert and amateur inputs in one "
+                        f"batch (sample {s.id!r}: {list(expert)} frames under {str(condition)!r}, "
+                        f"{list(other)} under the amateur {str(amateur)!r}). Use an amateur that "
+                        "keeps the frame count, e.g. 'shuffle_frames', 'still:0' or "
+                        "'null_video:black'."
                     )
     decoding.check(vlm)
 
@@ -418,7 +434,7 @@ def generate(
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         records: list[dict[str, Any]] = [{} for _ in chunk]
         kept: list[Tensor | None] = [None] * len(chunk)
-        for idx in batch_indices(vlm, chunk, cond, batch_size):
+        for idx in batch_indices(vlm, chunk, cond, batch_size, all_samples=samples):
             rows = [chunk[i] for i in idx]
             if decoding is None:
                 enc = encode(vlm, rows, cond, all_samples=samples)

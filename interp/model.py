@@ -99,8 +99,8 @@ class _ConfigOnlyVLM(_TracedVLM):
         config_kwargs = {k: v for k, v in kwargs.items() if k in ("revision", "trust_remote_code")}
         config = model_config(repo_id, **config_kwargs)
         build = {k: v for k, v in kwargs.items() if k in _CONFIG_BUILD_KWARGS}
-        self.task = "image-text-to-text"
-        return AutoModelForImageTextToText.from_config(config, **build)
+        self.task = _task(config)
+        return _auto_class(config).from_config(config, **build)
 
     def dispatch(self) -> None:
         if self.dispatched:
@@ -370,12 +370,34 @@ def _resolve_source(model: str | Path) -> str:
         from .demo import CHECKPOINT_DIR
 
         return str(CHECKPOINT_DIR)
+    if str(model) == "demo-omni":
+        from .demo.omni import CHECKPOINT_DIR as OMNI_DIR
+
+        if not (OMNI_DIR / "config.json").is_file():
+            raise ModelNotFoundError(
+                "demo-omni has no trained checkpoint in this install yet; train it with "
+                "`make train-demo-omni` (python -m interp.demo.omni.train)"
+            )
+        return str(OMNI_DIR)
     if str(model) == "demo-smol":
         # assembled once from SmolLM2's installed weights and the shipped trained parts
         from .demo.smol.assemble import assemble
 
         return str(assemble())
     return str(model)
+
+
+def _load_processor(source: str, kwargs: dict[str, Any]) -> Any:
+    """``AutoProcessor`` for ``source``, except for a Qwen2.5-Omni folder saved without a video
+    processor (``demo-omni``), which ``AutoProcessor`` cannot read without torchvision."""
+    folder = Path(source).expanduser()
+    saved = folder / "processor_config.json"
+    if saved.is_file() and '"Qwen2_5OmniProcessor"' in saved.read_text():
+        from .demo.omni.model import is_frames_omni_folder, load_processor
+
+        if is_frames_omni_folder(folder):
+            return load_processor(folder)
+    return AutoProcessor.from_pretrained(source, **kwargs)
 
 
 def _looks_like_path(text: str) -> bool:
@@ -483,7 +505,9 @@ def load(
     """Load a VLM and standardise it.
 
     Args:
-        model: ``"demo"`` (the embedded demo model), ``"demo-smol"`` (the demo world in front of
+        model: ``"demo"`` (the embedded demo model), ``"demo-omni"`` (a Qwen2.5-Omni thinker
+            trained on the demo world v3, once ``make train-demo-omni`` has made its checkpoint;
+            see :mod:`interp.demo.omni`), ``"demo-smol"`` (the demo world in front of
             the real SmolLM2-135M-Instruct; needs ``pip install "vlm-interp[smol]"``, see
             :mod:`interp.demo.smol`), a hub id or local folder (loaded with
             ``AutoModelForImageTextToText`` / ``AutoProcessor``), or an already-built HF model.
@@ -546,11 +570,11 @@ def load(
         nn = _ConfigOnlyVLM(source, dispatch=False, **kwargs)
         return VLM(nn._module, None, adapter=adapter, nn=nn, source=str(model))
     if processor is None:
-        processor = AutoProcessor.from_pretrained(source, **config_kwargs)
+        processor = _load_processor(source, config_kwargs)
     if remote or not dispatch:
         with _quiet_pipeline_check():
             nn = _TracedVLM(
-                source, task="image-text-to-text", processor=processor, dispatch=False, **kwargs
+                source, task=_task(config), processor=processor, dispatch=False, **kwargs
             )
         return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model))
     hf = _auto_class(config).from_pretrained(source, **kwargs).eval()
@@ -568,6 +592,16 @@ def _auto_class(config: Any) -> Any:
     if config.model_type in modeling_auto.MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES:
         return AutoModelForMultimodalLM
     return AutoModelForImageTextToText  # its own error names the supported types
+
+
+def _task(config: Any) -> str:
+    """The pipeline task whose model class is :func:`_auto_class`'s (nnsight's lazy and remote
+    loads build the model through the task)."""
+    return (
+        "any-to-any"
+        if _auto_class(config).__name__ == "AutoModelForMultimodalLM"
+        else ("image-text-to-text")
+    )
 
 
 __all__ = ["VLM", "Residual", "config_only", "load", "model_config"]

@@ -125,6 +125,22 @@ def carries(sample: Sample, condition: Condition | str, kind: str) -> bool:
     return uses and has
 
 
+def video_frames(
+    sample: Sample,
+    condition: Condition | str,
+    processor: Any,
+    *,
+    all_samples: Sequence[Sample] | None = None,
+) -> tuple[int, ...]:
+    """The frame counts of the videos ``sample``'s input carries under ``condition`` (empty when
+    it carries none); loads the sample's videos to apply the condition's video part."""
+    cond = Condition.parse(condition)
+    if not carries(sample, cond, "video"):
+        return ()
+    seen = prepare([sample], cond, processor, all_samples=all_samples)[0]
+    return tuple(len(v) for v in seen.videos)
+
+
 def _bind_pixels(fn: PixelFn, sample: Sample, arg: str | None) -> Callable[[Tensor, int], Tensor]:
     return lambda values, index: fn(values, sample, arg, index)
 
@@ -161,4 +177,11 @@ def condition_inputs(
     ]
 
 
-__all__ = ["Prepared", "carries", "condition_inputs", "condition_sources", "prepare"]
+__all__ = [
+    "Prepared",
+    "carries",
+    "condition_inputs",
+    "condition_sources",
+    "prepare",
+    "video_frames",
+]

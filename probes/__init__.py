@@ -2,7 +2,7 @@
 
 - :mod:`probes.distances`: row-wise distances between stacks of states (cosine, L2, KL, JS).
 - :mod:`probes.stats`: Spearman, bootstrap CIs, Cohen's d, Cliff's delta, AUROC, AUPRC.
-- :mod:`probes.vip`: the per-layer two-sample test and the Visual Integration Point.
+- :mod:`probes.vip`: the per-layer two-sample test and the Visual Integration Point (rules by name).
 - :mod:`probes.tvi`: Total Visual Integration and its variants.
 - :mod:`probes.split`: the agreement split D_VT / D_T and answer correctness.
 - :mod:`probes.layerwise`: cross-validated linear probes at every layer (:class:`LayerwiseProbe`).
@@ -44,6 +44,7 @@ _LAZY: dict[str, str] = {
     "NoVIPWarning": "vip",
     "PerplexityThreshold": "selective",
     "RiskCoverage": "selective",
+    "VIP_RULES": "vip",
     "SelectiveResult": "selective",
     "TwoSampleResult": "vip",
     "VIPDetector": "vip",
@@ -78,6 +79,7 @@ _LAZY: dict[str, str] = {
     "standardize": "trajectories",
     "two_sample_test": "vip",
     "vip_thresholds": "vip",
+    "why_no_vip": "vip",
 }
 
 if TYPE_CHECKING:
@@ -121,6 +123,7 @@ if TYPE_CHECKING:
         score_answers,
     )
     from .trajectories import KMeansResult, bin_weights, kmeans, relative_bins, standardize
+    from .vip import RULES as VIP_RULES
     from .vip import (
         NoVIPWarning,
         TwoSampleResult,
@@ -128,13 +131,15 @@ if TYPE_CHECKING:
         automatic_vip,
         two_sample_test,
         vip_thresholds,
+        why_no_vip,
     )
 
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'probes' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    source = "RULES" if name == "VIP_RULES" else name
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), source)
     globals()[name] = value
     return value
 
@@ -196,6 +201,8 @@ __all__ = [
     "tvi",
     "two_sample_test",
     "vip_thresholds",
+    "VIP_RULES",
     "weighted_tvi",
+    "why_no_vip",
     "wilson",
 ]

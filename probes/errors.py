@@ -35,6 +35,31 @@ class ProbeTypeError(ProbeError, TypeError):
     """A probe's input holds values of a type it cannot use (e.g. non-numeric entries in X)."""
 
 
+class VIPParameterError(InterpError, ValueError):
+    """A Visual Integration Point rule or detector got an unusable setting or input: ``beta <= 0``,
+    ``alpha`` outside (0, 1), an effect floor out of range, a manual layer outside ``1..L``, fewer
+    than 3 decoder layers, or a rule that needs the group means given only the statistic."""
+
+
+class UnknownVIPRuleError(VIPParameterError):
+    """A VIP rule name that is not one of :data:`probes.vip.RULES` (the message lists them).
+
+    Attributes:
+        rule: the name given.
+        valid: the valid names.
+    """
+
+    def __init__(self, message: str, rule: object = None, valid: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.valid = valid
+
+
+class VIPTypeError(InterpError, TypeError):
+    """A VIP detector setting of the wrong type (a manual layer that is not an int, a rule name
+    that is not a string)."""
+
+
 __all__ = [
     "EmptyGroupError",
     "EmptyInputError",
@@ -42,4 +67,7 @@ __all__ = [
     "ProbeError",
     "ProbeTypeError",
     "TooFewSamplesError",
+    "UnknownVIPRuleError",
+    "VIPParameterError",
+    "VIPTypeError",
 ]

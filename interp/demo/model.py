@@ -24,6 +24,7 @@ from transformers import (
     LlavaConfig,
     LlavaForConditionalGeneration,
     LlavaProcessor,
+    PreTrainedModel,
     PreTrainedTokenizerBase,
     PreTrainedTokenizerFast,
     SiglipVisionConfig,
@@ -170,7 +171,7 @@ def llava_config(cfg: Any, text: LlamaConfig, image_token_index: int, *, tie: bo
     )
 
 
-def greedy_generation(model: LlavaForConditionalGeneration, *, eos: int, pad: int) -> None:
+def greedy_generation(model: PreTrainedModel, *, eos: int, pad: int) -> None:
     """Set ``model``'s generation defaults: greedy, at most 24 new tokens, stop at ``eos``, pad
     with ``pad``, no BOS token."""
     gen = model.generation_config

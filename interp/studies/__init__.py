@@ -12,6 +12,9 @@ study          what it measures
 ``conflict``   modality conflict: which evidence source the answer follows, per evidence form and
                order, layer-wise probes, contrastive decoding as a diagnostic; CLI
                ``interp conflict``
+``flow``       information flow by attention knockout: Δ log p(answer) when the question or the
+               last position cannot read the image (or the question) in a window of layers, the
+               causal integration layer; CLI ``interp flow``
 ``audit``      every study the data supports, one self-contained HTML report; CLI ``interp audit``
 ``drives``     temporal causal drives: per-token question, visual and prefix drives (the paper's
                QCD, VCD, PCD; this VCD is not visual contrastive decoding) of a generated answer by

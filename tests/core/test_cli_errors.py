@@ -83,6 +83,10 @@ OPTION_CASES = [
         r"UsageError: --alpha must be in \[0, 1\) \(0 = Eq\. 9 alone\), got 1\.5$",
     ),
     (["--beta", "0"], r"--beta must be > 0, got 0\.0$"),
+    (["--vip-rule", "x"], r"--vip-rule 'x' is not a VIP rule: use one of eq9, effect, jump"),
+    (["--min-fraction", "2"], r"--min-fraction must be in \[0, 1\], got 2\.0$"),
+    (["--min-effect", "-1"], r"--min-effect must be >= 0 \(a Cohen's d\), got -1\.0$"),
+    (["--vip-rule", "effect", "--min-fraction", "0"], r"effect needs an effect-size floor: --min-"),
     (["--batch-size", "0"], r"--batch-size must be >= 1, got 0$"),
     (["--max-new-tokens", "0"], r"--max-new-tokens must be >= 1, got 0$"),
     (["--shard", "bad"], r"--shard: a shard is 'i/n' \(e\.g\. '0/2'\), got 'bad'$"),
@@ -429,7 +433,11 @@ def test_cli_without_vip_prints_the_cause_and_still_writes_the_curves(tmp_path, 
     assert not (out / "summary.txt").exists()
     # --alpha 0 is Eq. 9 alone: it now finds layer 2, from the stored run
     assert main([*argv, "--split", "twin", "--alpha", "0"]) == 0
-    assert "VIP: layer 2 (automatic)" in (out / "summary.txt").read_text()
+    summary = (out / "summary.txt").read_text()
+    assert "VIP: layer 2 (automatic)" in summary and "\nVIP rule: eq9 — Eq. 9 plus" in summary
+    argv[argv.index(str(out))] = str(tmp_path / "jump")  # rule jump: the gap never rises
+    line = _refused(capsys, [*argv, "--split", "twin", "--alpha", "0", "--vip-rule", "jump"])
+    assert line.startswith("error: NoVIPError: the automatic rule 'jump' found no VIP: the gap")
 
 
 # -- interp drives --------------------------------------------------------------------------------

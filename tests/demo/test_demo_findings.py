@@ -10,7 +10,7 @@ import pytest
 
 import interp
 from interp.datasets import demo_world
-from interp.studies.coe import chain_of_embedding, diagnose
+from interp.studies.coe import chain_of_embedding, diagnose, vip_rules_table
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +24,17 @@ def test_automatic_rule_finds_a_vip(diag):
     assert diag.vip_method == "automatic"
     assert 1 < diag.vip < diag.n_layers
     assert diag.detector.p_values_[diag.vip] < 1e-6
+
+
+def test_every_vip_rule_finds_the_rise_at_layers_7_to_8(diag):
+    """Eq. 9 takes layer 7, where the gap first rises (a fifth of its largest value); the
+    effect, jump and change-point rules take layer 8, where it jumps (docs/vip_rules.md)."""
+    table = vip_rules_table(diag).set_index("rule")
+    gap = diag.distances[diag.in_vt].mean(0) - diag.distances[~diag.in_vt].mean(0)
+    assert gap[1:7].max() < 0.2 * gap.max() < gap[8]
+    assert table.loc["eq9", "vip"] == diag.vip
+    assert set(table["vip"]) <= {7, 8}
+    assert list(table.loc[["effect", "jump", "changepoint"], "vip"]) == [8, 8, 8]
 
 
 def test_post_vip_tvi_tracks_correctness_better_than_pre_vip(diag):

@@ -188,8 +188,9 @@ def test_real_tokenizer_video_and_image_positions_decode_back():
 def test_without_character_offsets_the_split_is_refused(vlm, both):
     """Telling a video's image tokens from an image's needs the offsets: without them the library
     raises rather than guesses."""
-    from interp.encoding import _expanded_positions, _Processed
+    from interp.encoding import _expanded_positions
     from interp.errors import ModalityError
+    from interp.processing import _Processed
 
     enc = encode(vlm, [both])
     processed = _Processed(dict(enc.inputs), enc.texts, None, None)

@@ -12,6 +12,7 @@ import re
 from functools import cache
 
 import nnsight
+import numpy as np
 import pytest
 import torch
 from transformers import (
@@ -218,3 +219,27 @@ def test_gemma4_real_tokenizer_has_the_checkpoint_ids_and_template() -> None:
     assert tok.convert_tokens_to_ids("<|image>") == defaults.boi_token_id
     prompt = vlm.adapter.build_prompt(vlm.processor, "What is it?", 1)
     assert "\n\n<|image|>\n\n" in prompt and prompt.startswith("<bos><|turn>user")
+
+
+def test_an_audio_language_checkpoint_loads_lazily_and_from_its_config_alone(tmp_path):
+    """Qwen2-Audio is outside image-text-to-text: the lazy (meta-device) load and the config-only
+    load build it through its own auto class and pipeline task, and the lazy model's reads equal
+    the eager model's."""
+    import shutil
+
+    model, processor = build_tiny("qwen2_audio", seed=0)
+    model.save_pretrained(tmp_path / "full")
+    processor.save_pretrained(tmp_path / "full")
+    lazy = interp.load(tmp_path / "full", dispatch=False)
+    assert type(lazy.hf).__name__ == "Qwen2AudioForConditionalGeneration"
+    wave = np.random.default_rng(0).standard_normal(16000).astype("float32") * 0.1
+    samples = [interp.Sample("{audio} what is it ?", audio=(wave, 16000))]
+    got = interp.residual_stream(lazy, samples, progress_bar=False)
+    eager = interp.residual_stream(interp.load(model, processor), samples, progress_bar=False)
+    torch.testing.assert_close(got, eager, atol=1e-5, rtol=0)
+
+    (tmp_path / "config").mkdir()
+    shutil.copy(tmp_path / "full" / "config.json", tmp_path / "config" / "config.json")
+    facts = interp.load(tmp_path / "config", dispatch=False)
+    assert type(facts.hf).__name__ == "Qwen2AudioForConditionalGeneration"
+    assert facts.n_layers == model.config.text_config.num_hidden_layers

@@ -22,6 +22,8 @@ from probes import (
     two_sample_test,
     vip_thresholds,
 )
+from probes.errors import UnknownVIPRuleError, VIPParameterError, VIPTypeError
+from probes.vip import RULES, why_no_vip
 
 
 def synthetic(
@@ -210,9 +212,16 @@ def test_false_vip_rate_is_controlled() -> None:
 def test_detector_manual_layer_and_sklearn_contract() -> None:
     d, in_vt = synthetic(7, 30, 30, 10, 4, 0.2, 0.05)
     det = VIPDetector(layer=6)
-    assert det.get_params() == {"beta": 2.0, "layer": 6, "alpha": 0.05}
+    assert det.get_params() == {
+        "beta": 2.0,
+        "layer": 6,
+        "alpha": 0.05,
+        "rule": "eq9",
+        "min_fraction": 0.25,
+        "min_effect": None,
+    }
     assert det.fit(d, in_vt) is det
-    assert det.layer_ == 6 and det.method_ == "manual"
+    assert det.layer_ == 6 and det.method_ == "manual" and det.rule_ == "manual"
     assert det.statistic_.shape == det.p_values_.shape == det.thresholds_.shape == (11,)
     np.testing.assert_array_equal(det.statistic_, two_sample_test(d, in_vt).statistic)
     auto = clone(det).set_params(layer=None)
@@ -220,7 +229,225 @@ def test_detector_manual_layer_and_sklearn_contract() -> None:
     assert auto.fit(d, in_vt).layer_ == automatic_vip(two_sample_test(d, in_vt).statistic)
     assert auto.method_ == "automatic" and auto.layer_ is not None
     assert VIPDetector(layer=99).get_params()["layer"] == 99  # validation happens in fit
-    with pytest.raises(ValueError, match=r"outside the decoder layers 1\.\.10"):
+    with pytest.raises(VIPParameterError, match=r"outside the decoder layers 1\.\.10"):
         VIPDetector(layer=11).fit(d, in_vt)
     with pytest.raises(ValueError, match="outside"):
         VIPDetector(layer=0).fit(d, in_vt)
+    # set_params, as a grid search would: it bypasses the constructor's type hints
+    with pytest.raises(VIPTypeError, match="layer must be an int, got float"):
+        VIPDetector().set_params(layer=4.0).fit(d, in_vt)
+    with pytest.raises(TypeError, match="got bool"):
+        VIPDetector().set_params(layer=True).fit(d, in_vt)
+
+
+# --- rules by name: each against a reference written here ---------------------------------------
+
+
+def reference_stats(d: np.ndarray, in_vt: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Gap, Welch statistic (scipy) and Cohen's d (pooled sd) per layer; index 0 set to 0."""
+    vt, t = d[in_vt], d[~in_vt]
+    gap = vt.mean(axis=0) - t.mean(axis=0)
+    stat = np.zeros(d.shape[1])
+    for layer in range(1, d.shape[1]):
+        stat[layer] = sps.ttest_ind(vt[:, layer], t[:, layer], equal_var=False).statistic
+    n1, n2 = len(vt), len(t)
+    pooled = np.sqrt(((n1 - 1) * vt.var(0, ddof=1) + (n2 - 1) * t.var(0, ddof=1)) / (n1 + n2 - 2))
+    cohen = np.zeros(d.shape[1])
+    cohen[1:] = gap[1:] / pooled[1:]
+    return gap, stat, cohen
+
+
+def reference_vip(
+    rule: str,
+    gap: np.ndarray,
+    t: np.ndarray,
+    cohen: np.ndarray,
+    *,
+    beta: float = 2.0,
+    alpha: float = 0.05,
+    fraction: float = 0.25,
+    min_d: float | None = None,
+) -> int | None:
+    """The rules as docs/vip_rules.md states them, written out with plain loops."""
+    n_layers = len(t) - 1
+    z = sps.norm.ppf(1 - alpha / (n_layers - 2))
+    candidates = range(2, n_layers)
+    if rule in ("eq9", "effect"):
+        for layer in candidates:
+            if t[layer] < beta * np.mean(t[1:layer]) or t[layer] < z:
+                continue
+            if rule == "effect":
+                if not (gap[layer] > 0 and gap[layer] >= fraction * gap[1:].max()):
+                    continue
+                if min_d is not None and cohen[layer] < min_d:
+                    continue
+            return layer
+        return None
+    if rule == "jump":
+        growth = {layer: gap[layer] - gap[layer - 1] for layer in candidates}
+        best = max(growth, key=growth.__getitem__)  # the first maximum
+        return best if growth[best] > 0 and t[best] >= z else None
+    sse = {k: np.var(gap[1:k]) * (k - 1) + np.var(gap[k:]) * (n_layers - k + 1) for k in candidates}
+    best = min(sse, key=sse.__getitem__)
+    return best if gap[best:].mean() > gap[1:best].mean() and t[best] >= z else None
+
+
+RULE_NAMES = ("eq9", "effect", "jump", "changepoint")
+
+
+def test_rules_are_the_named_ones() -> None:
+    assert tuple(RULES) == RULE_NAMES
+
+
+def test_cohens_d_matches_the_pooled_formula() -> None:
+    d, in_vt = synthetic(3, n_vt=17, n_t=29, n_layers=6, change=3, delta=0.1, noise=0.05)
+    res = two_sample_test(d, in_vt)
+    _, _, cohen = reference_stats(d, in_vt)
+    np.testing.assert_allclose(res.cohens_d[1:], cohen[1:], rtol=1e-10)
+    assert res.cohens_d[0] == 0.0  # identical embeddings: equal means, no spread
+    np.testing.assert_array_equal(res.to_frame()["cohens_d"].to_numpy(), res.cohens_d)
+
+
+def test_each_rule_on_hand_computed_gaps() -> None:
+    """L = 6, both groups constant but for one sample, so every number is checkable by eye."""
+    gap = np.array([0.0, 0.01, 0.0, 0.02, 0.30, 0.32, 0.33])
+    n = 40
+    d = np.zeros((2 * n, 7))
+    d[:n] = gap  # D_VT
+    d[:, 1:] += np.tile([[0.004], [-0.004]], (n, 6))  # +-0.004 in each group: sd = 0.00405
+    in_vt = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    res = two_sample_test(d, in_vt)
+    np.testing.assert_allclose(res.difference, gap, atol=1e-15)
+    # se = sqrt(2 * 0.004^2 * 40/39 / 40) = 0.000906; t = gap / se.
+    se = math.sqrt(2 * 0.004**2 * (n / (n - 1)) / n)
+    np.testing.assert_allclose(res.statistic[1:], gap[1:] / se, rtol=1e-9)
+    # Floor: z(1 - 0.05/4) = 2.24. t = 11.0, 0, 22.1, 331, 353, 364.
+    # eq9: l=2: 0 < 2*11; l=3: 22.1 >= 2*(11+0)/2 = 11 -> 3 (a gap of 0.02, 6% of the largest).
+    assert automatic_vip(res, rule="eq9") == automatic_vip(res.statistic) == 3
+    # effect: 0.02 < 0.25 * 0.33; l=4: 331 >= 2*(11+0+22.1)/3 = 22 and 0.30 >= 0.0825 -> 4.
+    assert automatic_vip(res, rule="effect") == 4
+    # jump: growth at l=2..5: -0.01, 0.02, 0.28, 0.02 -> 4.
+    assert automatic_vip(res, rule="jump") == 4
+    # changepoint over gap_1..gap_6: k=4 gives segments (0.01, 0, 0.02) and (0.30, 0.32, 0.33).
+    assert automatic_vip(res, rule="changepoint") == 4
+    # A Cohen's d floor alone: d = gap / 0.00405 is 4.9 already at l = 3.
+    assert automatic_vip(res, rule="effect", min_fraction=None, min_effect=0.8) == 3
+    assert automatic_vip(res, rule="effect", min_fraction=None, min_effect=50.0) == 4  # d_4 = 74
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rules_match_the_reference_on_random_curves(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_layers = int(rng.integers(6, 30))
+    change = int(rng.integers(2, n_layers))
+    d, in_vt = synthetic(
+        seed,
+        n_vt=int(rng.integers(20, 200)),
+        n_t=int(rng.integers(20, 200)),
+        n_layers=n_layers,
+        change=change,
+        delta=float(rng.uniform(0.0, 0.1)),
+        noise=0.05,
+        pre_offset=float(rng.uniform(-0.01, 0.02)),
+    )
+    gap, stat, cohen = reference_stats(d, in_vt)
+    res = two_sample_test(d, in_vt)
+    for rule in RULE_NAMES:
+        for kw in ({}, {"alpha": 0.2, "beta": 1.5}):
+            want = reference_vip(rule, gap, stat, cohen, **kw)  # type: ignore[arg-type]
+            assert automatic_vip(res, rule=rule, **kw) == want, (rule, kw)  # type: ignore[arg-type]
+    want = reference_vip("effect", gap, stat, cohen, fraction=0.5, min_d=0.3)
+    assert automatic_vip(res, rule="effect", min_fraction=0.5, min_effect=0.3) == want
+
+
+def deep_model_case(seed: int, n: int = 3000) -> tuple[np.ndarray, np.ndarray]:
+    """The issue's failure: 30 layers, near-identical early states (tiny spread), a 0.0006 gap
+    from layer 2 on, and the image's effect arriving abruptly at layer 24 (+0.045)."""
+    rng = np.random.default_rng(seed)
+    n_layers = 30
+    scale = np.r_[0.0, np.full(22, 0.002), np.full(8, 0.03)]  # spread grows after layer 23
+    d = 0.01 + scale * np.abs(rng.standard_normal((2 * n, n_layers + 1)))
+    d[:, 0] = 0.0
+    in_vt = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    d[:n, 2:] += 0.0006
+    d[:n, 24:] += 0.045
+    return d, in_vt
+
+
+def test_tiny_significant_early_gap_fires_eq9_but_not_the_effect_rule() -> None:
+    d, in_vt = deep_model_case(0)
+    gap, stat, cohen = reference_stats(d, in_vt)
+    z = sps.norm.ppf(1 - 0.05 / 28)
+    assert abs(gap[2] - 0.0006) < 1e-4 and stat[2] > z  # tiny, yet significant at N = 6000
+    assert gap[2] < 0.05 * gap.max()
+    assert stat[2] >= 2 * stat[1]  # Eq. 9 at layer 2: the history is noise around 0
+    res = two_sample_test(d, in_vt)
+    assert automatic_vip(res, rule="eq9") == 2
+    assert automatic_vip(res, rule="effect") == 24
+    assert automatic_vip(res, rule="jump") == 24
+    assert automatic_vip(res, rule="changepoint") == 24
+    # A standardized floor alone does not help here: the early spread is tiny too.
+    assert cohen[2] > 0.2
+    assert automatic_vip(res, rule="effect", min_fraction=None, min_effect=0.2) == 2
+
+
+@pytest.mark.parametrize("rule", ["jump", "changepoint", "effect"])
+def test_abrupt_change_point_is_recovered(rule: str) -> None:
+    found = []
+    for seed in range(10):
+        d, in_vt = deep_model_case(seed, n=int(np.random.default_rng(seed).integers(60, 400)))
+        found.append(VIPDetector(rule=rule).fit(d, in_vt).layer_)
+    assert found == [24] * 10
+
+
+def test_rules_on_noise_report_no_vip_and_name_the_rule() -> None:
+    d, in_vt = synthetic(10, 50, 50, 28, None, 0.0, 0.05)
+    for rule in RULE_NAMES:
+        with pytest.warns(NoVIPWarning, match=f"by rule '{rule}'") as caught:
+            det = VIPDetector(rule=rule).fit(d, in_vt)
+        assert caught[0].message.rule == rule  # type: ignore[union-attr]
+        assert det.layer_ is None and det.rule_ == rule and det.method_ == "automatic"
+        assert det.no_vip_ is not None and det.no_vip_[0] in ("eq9", "alpha", "rise")
+        assert why_no_vip(det.result_, rule=rule) == det.no_vip_
+
+
+def test_effect_floor_is_the_cause_when_only_it_fails() -> None:
+    d, in_vt = deep_model_case(1)
+    d[: len(d) // 2, 24:] -= 0.045  # no jump: only the tiny early gap is left
+    with pytest.warns(NoVIPWarning, match="none has a gap of at least 0.9 of the largest"):
+        det = VIPDetector(rule="effect", min_fraction=0.9).fit(d, in_vt)
+    assert det.no_vip_ is not None and det.no_vip_[0] == "effect"
+    assert VIPDetector(rule="eq9").fit(d, in_vt).layer_ == 2
+
+
+def test_rule_errors_are_typed_and_name_the_choices() -> None:
+    d, in_vt = synthetic(7, 30, 30, 10, 4, 0.2, 0.05)
+    det = VIPDetector(rule="largest")
+    assert det.get_params()["rule"] == "largest"  # validation happens in fit
+    with pytest.raises(UnknownVIPRuleError) as err:
+        det.fit(d, in_vt)
+    assert isinstance(err.value, ValueError) and err.value.valid == RULE_NAMES
+    assert str(err.value) == (
+        "unknown VIP rule 'largest': use one of 'eq9', 'effect', 'jump', 'changepoint'"
+    )
+    with pytest.raises(UnknownVIPRuleError, match="'eq9', 'effect'"):
+        automatic_vip(np.zeros(6), rule="Eq9")
+    with pytest.raises(VIPTypeError, match="rule must be a rule name"):
+        VIPDetector().set_params(rule=None).fit(d, in_vt)
+    with pytest.raises(VIPParameterError, match="needs the group means"):
+        automatic_vip(np.zeros(6), rule="jump")
+    with pytest.raises(VIPParameterError, match="needs an effect-size floor"):
+        VIPDetector(rule="effect", min_fraction=None).fit(d, in_vt)
+    for bad in ({"beta": 0.0}, {"alpha": 1.0}, {"min_fraction": 1.5}, {"min_effect": -1.0}):
+        with pytest.raises(VIPParameterError, match=next(iter(bad))):
+            VIPDetector(**bad).fit(d, in_vt)  # type: ignore[arg-type]
+
+
+def test_detector_rule_and_clone() -> None:
+    d, in_vt = deep_model_case(2, n=300)
+    det = VIPDetector(rule="changepoint", alpha=0.01)
+    twin = clone(det)
+    assert twin.get_params() == det.get_params() and not hasattr(twin, "layer_")
+    assert twin.fit(d, in_vt) is twin and twin.layer_ == 24 and twin.rule_ == "changepoint"
+    np.testing.assert_allclose(twin.gap_, reference_stats(d, in_vt)[0], atol=1e-12)
+    assert twin.set_params(rule="eq9").fit(d, in_vt).rule_ == "eq9"

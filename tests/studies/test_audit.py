@@ -192,10 +192,12 @@ def test_the_report_embeds_everything_and_shows_every_number(audited):
         "conflict",
         "decoding",
         "drives",
+        "flow",
         "recall",
     ]
     assert page.sections == [
         "coe",
+        "flow",
         "recall",
         "drives",
         "ablation",

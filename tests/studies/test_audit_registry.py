@@ -66,7 +66,16 @@ def toy_entry_point(tmp_path, monkeypatch):
 
 def test_the_project_studies_are_found_through_their_entry_points_in_report_order():
     keys = [s.key for s in registry.studies()]
-    assert keys == ["coe", "recall", "drives", "ablation", "decoding", "conflict", "attribute"]
+    assert keys == [
+        "coe",
+        "flow",
+        "recall",
+        "drives",
+        "ablation",
+        "decoding",
+        "conflict",
+        "attribute",
+    ]
 
 
 def test_a_toy_study_joins_the_audit_through_an_entry_point(toy_entry_point, tmp_path):
@@ -88,7 +97,7 @@ def test_a_toy_study_joins_the_audit_through_an_entry_point(toy_entry_point, tmp
     add_study(Study("toy_skips", "Skipping toy", 1, skips, fails))
     try:
         assert [s.key for s in registry.studies()] == [
-            "toy_skips", "coe", "recall", "drives", "toy", "toy_fails", "ablation", "decoding",
+            "toy_skips", "coe", "flow", "recall", "drives", "toy", "toy_fails", "ablation", "decoding",
             "conflict",
         ]  # fmt: skip
         data = write_jsonl(demo_world("test", n=4, qtypes=["color"]), tmp_path / "d.jsonl")
@@ -117,7 +126,8 @@ def test_a_toy_study_joins_the_audit_through_an_entry_point(toy_entry_point, tmp
     assert f'<dt title="toy_count">samples counted</dt><dd>{n_rows}</dd>' in html
     assert "<h3>Toy table</h3>" in html and "<th>toy value</th>" in html
     assert (
-        "not run: toy_skips, coe, recall, drives, toy_fails, ablation, decoding, conflict" in html
+        "not run: toy_skips, coe, flow, recall, drives, toy_fails, ablation, decoding, conflict"
+        in html
     )
 
 

@@ -11,17 +11,21 @@ from scipy.stats import spearmanr
 
 import interp
 import interp.generation
+from interp.errors import NoVIPError, UnknownVIPRuleError
 from interp.store import ResultStore
 from interp.studies.coe import (
     chain_of_embedding,
+    compare_vip_rules,
     diagnose,
     distance_ablation,
     plot_distance_curves,
     plot_tvi_distributions,
     plot_vip_comparison,
     vip_methods,
+    vip_rules_table,
 )
 from interp.testing import make_samples, shared_tiny_vlm
+from probes.vip import NoVIPWarning, VIPDetector
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +182,49 @@ def test_diagnosis_against_manual_computation(eager_llava):
     assert "VIP: layer 2 (manual)" in diag.summary()
 
 
+def test_diagnosis_takes_the_vip_rule_by_name(eager_llava):
+    samples = make_samples(12, seed=1)
+    coe = chain_of_embedding(eager_llava, samples, max_new_tokens=2, progress_bar=False)
+    labels = np.array([i % 2 == 0 for i in range(12)])
+    diag = diagnose(coe, split=labels, vip=2, rule="jump")
+    assert diag.vip_rule == "jump" and diag.detector.rule == "jump"
+    assert "VIP rule: none (a manual VIP; the automatic rule would be 'jump')" in diag.summary()
+    table = vip_rules_table(diag)
+    assert list(table["rule"]) == ["eq9", "effect", "jump", "changepoint"]
+    with pytest.raises(UnknownVIPRuleError, match="unknown VIP rule 'nope': use one of 'eq9'"):
+        diagnose(coe, split=labels, rule="nope")
+    try:
+        auto = diagnose(coe, split=labels, rule="changepoint")
+    except NoVIPError as err:  # tiny random models: a VIP may or may not exist
+        assert err.rule == "changepoint" and "'changepoint' found no VIP" in str(err)
+    else:
+        assert f"VIP: layer {auto.vip} (automatic)" in auto.summary()
+        assert "VIP rule: changepoint — the first layer of the second segment" in auto.summary()
+
+
+def test_compare_vip_rules_on_an_abrupt_late_change():
+    """12 layers, 400 samples, a tiny significant gap from layer 2 and an abrupt
+    one at layer 9: eq9 fires early, the other rules at 9; TVI and ρ against numpy / scipy."""
+    rng = np.random.default_rng(0)
+    n = 400
+    d = 0.01 + np.r_[0.0, np.full(8, 0.001), np.full(4, 0.02)] * rng.random((n, 13))
+    d[:, 0] = 0.0
+    in_vt = np.arange(n) < n // 2
+    d[in_vt, 2:] += 0.0005
+    d[in_vt, 9:] += 0.05
+    correct = (rng.random(n) < 0.3 + in_vt * 0.4).astype(float)
+    correct[:5] = np.nan
+    table = compare_vip_rules(d, in_vt, correct).set_index("rule")
+    assert table.loc["eq9", "vip"] == 2
+    assert list(table.loc[["effect", "jump", "changepoint"], "vip"]) == [9, 9, 9]
+    gap = d[in_vt].mean(0) - d[~in_vt].mean(0)
+    assert table.loc["jump", "gap"] == pytest.approx(gap[9])
+    assert table.loc["jump", "gap_share"] == pytest.approx(gap[9] / gap[1:].max())
+    keep = ~np.isnan(correct)
+    rho = spearmanr(d[keep, 9:].mean(1), correct[keep]).statistic
+    assert table.loc["changepoint", "rho"] == pytest.approx(rho)
+
+
 def test_swap_next_rotates_over_the_whole_sample_list(eager_llava, batch):
     coe = chain_of_embedding(
         eager_llava,
@@ -199,3 +246,31 @@ def test_store_refuses_other_weights(batch, tmp_path):
     chain_of_embedding(a, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)
     with pytest.raises(interp.StoreError, match="weights"):
         chain_of_embedding(b, batch[:2], max_new_tokens=2, store=tmp_path, progress_bar=False)
+
+
+@pytest.mark.parametrize(
+    ("rule", "cause", "reason"),
+    [
+        ("effect", "alpha", "Eq. 9 is met at layer 5, but no layer meeting it passes"),
+        ("jump", "alpha", "the gap grows most at layer 5"),
+        ("changepoint", "alpha", "the best two-segment fit of the gap starts its second segment"),
+    ],
+)
+def test_no_vip_error_names_the_rule(rule, cause, reason):
+    """Two-sample statistics exactly 0, 0.1 (layers 1-4) and 1.0 (5-12): every rule picks layer 5,
+    whose t = 1 misses the floor z(1 - 0.05/10) = 2.58."""
+    from interp.studies.coe.diagnosis import _no_vip_error
+
+    n = 20
+    z = np.linspace(-1.0, 1.0, n)
+    z = (z - z.mean()) / z.std(ddof=1)
+    shift = np.array([0.0] + [0.1] * 4 + [1.0] * 8) * np.sqrt(2.0 / n)
+    d_t = np.repeat((1.0 + z)[:, None], 13, axis=1)
+    distances = np.vstack([d_t + shift, d_t])
+    in_vt = np.r_[np.ones(n, bool), np.zeros(n, bool)]
+    with pytest.warns(NoVIPWarning, match=f"no layer qualifies as the VIP by rule '{rule}'"):
+        detector = VIPDetector(rule=rule).fit(distances, in_vt)
+    err = _no_vip_error(detector, 2.0, 0.05)
+    assert isinstance(err, NoVIPError) and (err.rule, err.cause) == (rule, cause)
+    assert str(err).startswith(f"the automatic rule '{rule}' found no VIP: {reason}"), str(err)
+    assert "--vip-rule" in str(err) and "--fallback-vip" in str(err)

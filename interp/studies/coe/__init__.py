@@ -2,7 +2,8 @@
 
 From the chain-of-embedding paper (see ``docs/papers.md``): :func:`chain_of_embedding` reads the last
 prompt token's residual stream at every layer with and without the image; :func:`diagnose` splits
-the samples by whether the image changes the answer, finds the Visual Integration Point (Eq. 9),
+the samples by whether the image changes the answer, finds the Visual Integration Point (Eq. 9 or
+another rule of :data:`probes.vip.RULES`; :func:`vip_rules_table` compares them),
 computes Total Visual Integration (Eq. 4) and correlates it with correctness (Tables 1, 3, 4, 6, 9);
 :mod:`.figures` draws Figs. 2, 4 and 9. Any two conditions compare, the second the reference:
 ``("full", "no_audio")`` asks where an audio family integrates the audio, ``("full", "no_video")``
@@ -19,10 +20,12 @@ _LAZY = {
     "ChainOfEmbedding": "chain",
     "chain_of_embedding": "chain",
     "Diagnosis": "diagnosis",
+    "compare_vip_rules": "diagnosis",
     "correctness": "diagnosis",
     "diagnose": "diagnosis",
     "distance_ablation": "diagnosis",
     "vip_methods": "diagnosis",
+    "vip_rules_table": "diagnosis",
     "plot_distance_curves": "figures",
     "plot_tvi_distributions": "figures",
     "plot_vip_comparison": "figures",
@@ -31,13 +34,22 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 if TYPE_CHECKING:
     from .chain import ChainOfEmbedding, chain_of_embedding
-    from .diagnosis import Diagnosis, correctness, diagnose, distance_ablation, vip_methods
+    from .diagnosis import (
+        Diagnosis,
+        compare_vip_rules,
+        correctness,
+        diagnose,
+        distance_ablation,
+        vip_methods,
+        vip_rules_table,
+    )
     from .figures import plot_distance_curves, plot_tvi_distributions, plot_vip_comparison
 
 __all__ = [
     "ChainOfEmbedding",
     "Diagnosis",
     "chain_of_embedding",
+    "compare_vip_rules",
     "correctness",
     "diagnose",
     "distance_ablation",
@@ -45,4 +57,5 @@ __all__ = [
     "plot_tvi_distributions",
     "plot_vip_comparison",
     "vip_methods",
+    "vip_rules_table",
 ]

@@ -125,7 +125,8 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     n_l = diag.n_layers
     words = (
         f"The image is integrated from layer {show(sec.numbers['vip'])} of {n_l} on (the Visual "
-        f"Integration Point; t = {show(sec.numbers['vip_statistic'])}). Removing the image changes "
+        f"Integration Point by rule {diag.vip_rule!r}; t = {show(sec.numbers['vip_statistic'])}). "
+        "Removing the image changes "
         f"{show(sec.numbers['share_answers_changed_without_image'])} of the answers."
     )
     if has_ref:

@@ -13,10 +13,14 @@ prior-bearing objects drawn in a counterfactual colour), ``demo:general`` (all q
 ``{"image": "relative/or/absolute.png", "question": "...", "answer": "...", "id": "..."}`` (``image``
 may be null; other keys become labels usable with ``--group-by`` and ``--split``).
 
-The automatic VIP is Eq. 9 of the paper plus a significance floor: the candidate layer's own
-one-sided two-sample test must pass at ``--alpha`` (Bonferroni-corrected over the candidate
-layers), which keeps noise in the early layers from triggering Eq. 9. ``--alpha 0`` is Eq. 9
-alone; ``--vip`` sets the layer by hand.
+The automatic VIP is found by the rule ``--vip-rule`` (default ``eq9``; docs/vip_rules.md compares
+them): ``eq9`` is Eq. 9 of the paper plus a significance floor — the candidate layer's own one-sided
+two-sample test must pass at ``--alpha`` (Bonferroni-corrected over the candidate layers), which
+keeps noise in the early layers from triggering Eq. 9; ``--alpha 0`` is Eq. 9 alone. ``effect``
+adds an effect-size floor (the gap at least ``--min-fraction`` of the largest gap, and Cohen's d at
+least ``--min-effect`` when given); ``jump`` takes the layer where the gap grows most;
+``changepoint`` the start of the second segment of a two-segment fit of the gap. ``--vip`` sets the
+layer by hand. The summary names the rule used.
 
 ``interp diagnose`` is an alias of this command (its earlier name).
 """
@@ -45,7 +49,8 @@ MIN_SAMPLES = 4  # two groups of at least two samples (each group's variance is 
 
 def check_options(inv: Invocation) -> dict[str, Any]:
     """``--conditions`` names two different, known conditions; ``--alpha`` in [0, 1), ``--beta``
-    > 0; ``--visual-attention`` asks for eager attention."""
+    > 0; ``--vip-rule`` a known rule with usable floors; ``--visual-attention`` asks for eager
+    attention."""
     args = inv.args
     names = split_list(args.conditions)
     if len(names) != 2:
@@ -60,6 +65,20 @@ def check_options(inv: Invocation) -> dict[str, Any]:
         raise UsageError(f"--alpha must be in [0, 1) (0 = Eq. 9 alone), got {args.alpha}")
     if not args.beta > 0:
         raise UsageError(f"--beta must be > 0, got {args.beta}")
+    from probes.vip import RULES
+
+    if args.vip_rule not in RULES:
+        raise UsageError(
+            f"--vip-rule {args.vip_rule!r} is not a VIP rule: use one of " + ", ".join(RULES)
+        )
+    if not 0.0 <= args.min_fraction <= 1.0:
+        raise UsageError(f"--min-fraction must be in [0, 1], got {args.min_fraction}")
+    if args.min_effect is not None and not args.min_effect >= 0:
+        raise UsageError(f"--min-effect must be >= 0 (a Cohen's d), got {args.min_effect}")
+    if args.vip_rule == "effect" and not (args.min_fraction or args.min_effect):
+        raise UsageError(
+            "--vip-rule effect needs an effect-size floor: --min-fraction above 0 or --min-effect"
+        )
     inv.attn_implementation = "eager" if args.visual_attention else None
     return {"conditions": conds}
 
@@ -115,7 +134,26 @@ def register(sub: Any) -> None:
         help="'agreement' (answers with vs without the image differ) or a boolean label name",
     )
     d.add_argument(
-        "--vip", type=int, default=None, help="manual VIP layer (default: automatic, Eq. 9)"
+        "--vip", type=int, default=None, help="manual VIP layer (default: automatic, --vip-rule)"
+    )
+    d.add_argument(
+        "--vip-rule",
+        default="eq9",
+        help="automatic VIP rule: eq9 (the paper's Eq. 9 plus the significance floor; default), "
+        "effect (eq9 plus an effect-size floor), jump (largest growth of the D_VT - D_T gap) or "
+        "changepoint (two-segment fit of the gap); see docs/vip_rules.md",
+    )
+    d.add_argument(
+        "--min-fraction",
+        type=float,
+        default=0.25,
+        help="rule effect: the VIP's gap must be at least this share of the largest gap (0 = off)",
+    )
+    d.add_argument(
+        "--min-effect",
+        type=float,
+        default=None,
+        help="rule effect: the VIP's Cohen's d must be at least this (default: no such floor)",
     )
     d.add_argument(
         "--fallback-vip",

@@ -1,8 +1,8 @@
 """From a chain of embedding to the paper's findings: split → VIP → TVI → correlations.
 
 :func:`diagnose` turns a :class:`~interp.studies.coe.chain.ChainOfEmbedding` into a :class:`Diagnosis`: the
-per-layer distances d(z_vis^l, z_blind^l), the D_VT / D_T split, the VIP (automatic, Eq. 9, or
-manual), per-sample TVI (Eq. 4), its pre-VIP and std-reweighted (Eq. 11) variants, the Eq. 10
+per-layer distances d(z_vis^l, z_blind^l), the D_VT / D_T split, the VIP (automatic under a rule of
+:data:`probes.vip.RULES` — Eq. 9 by default — or manual), per-sample TVI (Eq. 4), its pre-VIP and std-reweighted (Eq. 11) variants, the Eq. 10
 baselines, correctness, and the Spearman correlations of Tables 1, 3, 4, 6 and 9 as DataFrames.
 """
 
@@ -16,13 +16,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from jaxtyping import Bool, Float
-from scipy.stats import norm
 
 from interp.errors import EmptyGroupError, NoVIPError, TooFewSamplesError
 from probes.split import is_correct
 from probes.stats import ConstantInputWarning, CorrelationResult, spearman
 from probes.tvi import pre_vip_tvi, tvi, weighted_tvi
-from probes.vip import VIPDetector, automatic_vip
+from probes.vip import RULES, VIPDetector, automatic_vip, significance_floor
 
 from .chain import ChainOfEmbedding
 
@@ -65,6 +64,8 @@ class Diagnosis:
         detector: the fitted :class:`probes.vip.VIPDetector`.
         vip: the VIP layer used for TVI (the detector's, or ``fallback_vip`` when the automatic rule
             found none — ``vip_method`` says which).
+        vip_rule: the automatic rule asked for (a name of :data:`probes.vip.RULES`; with a manual
+            VIP it was not applied).
         tvi, pre_tvi, weighted_tvi: per-sample TVI (Eq. 4), pre-VIP aggregate (Table 1), Eq. 11.
         output_divergence: d(z_a^L, z_b^L) (Eq. 10).
         correct: 1.0 / 0.0 where the answer under the image condition matches / misses the
@@ -84,6 +85,7 @@ class Diagnosis:
     weighted_tvi: Float[np.ndarray, " n"]
     output_divergence: Float[np.ndarray, " n"]
     correct: Float[np.ndarray, " n"] | None
+    vip_rule: str = "eq9"
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -161,6 +163,11 @@ class Diagnosis:
                 )
         return pd.DataFrame(rows)
 
+    def _rule_line(self) -> str:
+        if self.vip_method == "manual":
+            return f"VIP rule: none (a manual VIP; the automatic rule would be {self.vip_rule!r})"
+        return f"VIP rule: {self.vip_rule} — {RULES[self.vip_rule]}"
+
     def summary(self) -> str:
         """A short text report: split sizes, VIP, the statistic, Spearman ρ of TVI with correctness."""
         res = self.detector.result_
@@ -170,6 +177,7 @@ class Diagnosis:
             f"VIP: layer {self.vip} ({self.vip_method}); two-sample statistic there t = "
             f"{res.statistic[self.vip]:.2f} (p = {res.p_value[self.vip]:.2g}); max t = "
             f"{np.nanmax(res.statistic):.2f} at layer {int(np.nanargmax(res.statistic))}",
+            self._rule_line(),
             f"mean TVI: D_VT {self.tvi[self.in_vt].mean():.4f}, D_T {self.tvi[~self.in_vt].mean():.4f}",
         ]
         if self.correct is not None:
@@ -207,29 +215,45 @@ def _why_no_correlation(correct: np.ndarray) -> str:
     return "the score does not vary across the samples"
 
 
+_FIX = (
+    "Pass vip= (CLI: --vip), a manual VIP read off the distance curves, or fallback_vip= "
+    "(--fallback-vip)."
+)
+
+
 def _no_vip_error(detector: VIPDetector, beta: float, alpha: float | None) -> NoVIPError:
-    """Why the automatic rule found no VIP: Eq. 9 itself, or the significance floor."""
+    """Why the automatic rule found no VIP, naming the rule: for ``eq9``, Eq. 9 itself or the
+    significance floor; for the others, :func:`probes.vip.why_no_vip`'s reason."""
     stats = detector.statistic_
     shown = ", ".join(f"{t:.1f}" for t in stats)
+    rule = detector.rule_
+    other = ", ".join(r for r in RULES if r != rule)
+    fix = f"{_FIX} Or choose another rule: rule= (--vip-rule) {other}."
+    if rule != "eq9":
+        cause, reason = detector.no_vip_ or ("eq9", "no layer qualifies")
+        return NoVIPError(
+            f"the automatic rule {rule!r} found no VIP: {reason}. {fix} Statistics by layer: "
+            f"{shown}; gaps: " + ", ".join(f"{g:.4f}" for g in detector.gap_) + ".",
+            cause=cause,
+            rule=rule,
+        )
     eq9 = automatic_vip(stats, beta, None) if alpha is not None else None
-    fix = (
-        "Pass vip= (CLI: --vip), a manual VIP read off the distance curves, or fallback_vip= "
-        "(--fallback-vip)."
-    )
     if eq9 is not None:
         n_layers = len(stats) - 1
-        floor = float(norm.isf(alpha / (n_layers - 2)))  # type: ignore[operator]
+        floor = significance_floor(n_layers, alpha)
         return NoVIPError(
             f"Eq. 9 is met at layer {eq9} (t = {stats[eq9]:.2f}), but no layer meeting it passes "
             f"the significance floor alpha={alpha} (t >= {floor:.2f}, one-sided, Bonferroni over "
             f"{n_layers - 2} layers), so the groups' difference there may be noise. Lower alpha "
             f"(alpha=None / --alpha 0 is Eq. 9 alone) or: {fix} Statistics by layer: {shown}.",
             cause="alpha",
+            rule=rule,
         )
     return NoVIPError(
         f"the automatic rule (Eq. 9) found no VIP: no layer's two-sample statistic rises to "
         f"beta={beta} times the mean of the earlier layers' (statistics by layer: {shown}). {fix}",
         cause="eq9",
+        rule=rule,
     )
 
 
@@ -257,6 +281,9 @@ def diagnose(
     alpha: float | None = 0.05,
     fallback_vip: int | None = None,
     match: MatchMode = "exact",
+    rule: str = "eq9",
+    min_fraction: float | None = 0.25,
+    min_effect: float | None = None,
 ) -> Diagnosis:
     """Run the chain-of-embedding analysis.
 
@@ -268,13 +295,20 @@ def diagnose(
             ``alpha`` of :func:`probes.vip.automatic_vip` (the candidate layer's own one-sided test,
             Bonferroni-corrected; without it noise in the early layers triggers Eq. 9). ``alpha=None``
             is Eq. 9 exactly.
+        rule: the automatic rule, a name of :data:`probes.vip.RULES`: ``"eq9"`` (the paper's,
+            above), ``"effect"`` (eq9 plus an effect-size floor: a gap of at least
+            ``min_fraction`` of the largest, Cohen's d of at least ``min_effect``), ``"jump"``
+            (the largest growth of the gap) or ``"changepoint"`` (a two-segment fit of the gap).
+            ``docs/vip_rules.md`` compares them on the demo models.
         fallback_vip: the layer to use for TVI when the automatic rule finds no VIP (recorded in
             ``vip_method`` and the notes); None = raise instead.
         match: how answers are scored against references (``exact`` or two-way ``inclusion``).
 
     Raises:
         EmptyGroupError: the split leaves D_VT or D_T empty.
-        NoVIPError: the automatic rule found no VIP and no ``fallback_vip`` was given.
+        NoVIPError: the automatic rule found no VIP and no ``fallback_vip`` was given (its
+            ``rule`` and ``cause`` say which rule failed and why).
+        UnknownVIPRuleError: ``rule`` is not a name of :data:`probes.vip.RULES`.
     """
     distances = coe.distance(metric)
     in_vt = _split(coe, split)
@@ -287,7 +321,14 @@ def diagnose(
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        detector = VIPDetector(beta=beta, layer=vip, alpha=alpha).fit(distances, in_vt)
+        detector = VIPDetector(
+            beta=beta,
+            layer=vip,
+            alpha=alpha,
+            rule=rule,
+            min_fraction=min_fraction,
+            min_effect=min_effect,
+        ).fit(distances, in_vt)
     notes = [str(w.message) for w in caught]
     layer, method = detector.layer_, detector.method_
     if layer is None:
@@ -308,6 +349,7 @@ def diagnose(
         weighted_tvi=weighted_tvi(distances, layer),
         output_divergence=distances[:, -1],
         correct=correct,
+        vip_rule=rule,
         notes=notes,
     )
 
@@ -323,10 +365,16 @@ def distance_ablation(
 
 
 def vip_methods(
-    diag: Diagnosis, manual: int, *, beta: float = 2.0, alpha: float | None = 0.05
+    diag: Diagnosis,
+    manual: int,
+    *,
+    beta: float = 2.0,
+    alpha: float | None = 0.05,
+    rule: str | None = None,
 ) -> pd.DataFrame:
-    """Table 6: manual vs automatic VIP, with the Spearman ρ of the TVI each gives."""
-    auto = VIPDetector(beta=beta, alpha=alpha)
+    """Table 6: manual vs automatic VIP (under ``rule``, default the diagnosis's), with the
+    Spearman ρ of the TVI each gives."""
+    auto = VIPDetector(beta=beta, alpha=alpha, rule=rule or diag.vip_rule)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         auto.fit(diag.distances, diag.in_vt)
@@ -341,4 +389,79 @@ def vip_methods(
     return pd.DataFrame(rows)
 
 
-__all__ = ["Diagnosis", "correctness", "diagnose", "distance_ablation", "vip_methods"]
+def compare_vip_rules(
+    distances: Float[np.ndarray, "n layer"],
+    in_vt: Bool[np.ndarray, " n"],
+    correct: Float[np.ndarray, " n"] | None = None,
+    rules: Sequence[str] | None = None,
+    *,
+    beta: float = 2.0,
+    alpha: float | None = 0.05,
+    min_fraction: float | None = 0.25,
+    min_effect: float | None = None,
+) -> pd.DataFrame:
+    """The VIP under each rule (default: every rule of :data:`probes.vip.RULES`) on the same
+    distances ``[N, L+1]`` and split, one row per rule: ``vip`` (None where the rule finds none,
+    with ``cause``), the gap, statistic and Cohen's d there, the gap as a share of the largest
+    gap, and (given ``correct``: 1/0, NaN = unscored) the Spearman ρ (with p) of the post-VIP
+    TVI with correctness."""
+    rows = []
+    for rule in rules or tuple(RULES):
+        det = VIPDetector(
+            beta=beta, alpha=alpha, rule=rule, min_fraction=min_fraction, min_effect=min_effect
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            det.fit(distances, in_vt)
+        res, layer = det.result_, det.layer_
+        row: dict[str, object] = {"rule": rule, "vip": layer}
+        if layer is None:
+            row["cause"] = det.no_vip_[0] if det.no_vip_ else None
+            rows.append(row)
+            continue
+        top = float(np.max(res.difference[1:]))
+        row.update(
+            gap=float(res.difference[layer]),
+            gap_share=float(res.difference[layer]) / top if top > 0 else np.nan,
+            statistic=float(res.statistic[layer]),
+            cohens_d=float(res.cohens_d[layer]),
+        )
+        if correct is not None:
+            scored = ~np.isnan(correct)
+            r = _safe_spearman(tvi(distances, int(layer))[scored], correct[scored])
+            row.update(rho=r.rho, p_value=r.p_value)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def vip_rules_table(
+    diag: Diagnosis,
+    rules: Sequence[str] | None = None,
+    *,
+    beta: float = 2.0,
+    alpha: float | None = 0.05,
+    min_fraction: float | None = 0.25,
+    min_effect: float | None = None,
+) -> pd.DataFrame:
+    """:func:`compare_vip_rules` on a diagnosis's distances, split and correctness."""
+    return compare_vip_rules(
+        diag.distances,
+        diag.in_vt,
+        diag.correct,
+        rules,
+        beta=beta,
+        alpha=alpha,
+        min_fraction=min_fraction,
+        min_effect=min_effect,
+    )
+
+
+__all__ = [
+    "Diagnosis",
+    "compare_vip_rules",
+    "correctness",
+    "diagnose",
+    "distance_ablation",
+    "vip_methods",
+    "vip_rules_table",
+]

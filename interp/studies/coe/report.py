@@ -7,7 +7,7 @@
 - ``per_sample.csv`` — per-sample answers, group, TVI variants, baselines, correctness, labels;
 - ``layers.csv`` — per-layer group means/stds, two-sample statistic and p-value;
 - ``correlations.csv`` — Spearman ρ of TVI (and baselines) with correctness;
-- ``summary.txt`` — VIP layer, statistic, Spearman ρ with p.
+- ``summary.txt`` — VIP layer, the rule that found it (``--vip-rule``), statistic, Spearman ρ with p.
 
 Without an automatic VIP it writes only the curves and ``layers.csv`` (to choose one by hand) and
 fails.
@@ -50,6 +50,9 @@ def report(inv: Invocation) -> str | None:
             beta=args.beta,
             alpha=args.alpha or None,
             fallback_vip=args.fallback_vip,
+            rule=args.vip_rule,
+            min_fraction=args.min_fraction or None,
+            min_effect=args.min_effect,
             **options,
         )
     except NoVIPError:

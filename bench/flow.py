@@ -1,0 +1,101 @@
+"""Cost of the information-flow sweep (``interp.studies.flow``) vs bare HF forwards with a 4-D mask.
+
+The sweep scores the answer teacher-forced once without an edit and once per (edge, window) with
+an attention knockout (nnsight edits of the pre-softmax scores in the window's layers): 1 + E·W
+batched passes. The bare-HF reference does the same number of teacher-forced forwards per batch
+of the same encoding (prompt + answer, encoded once), each with a hand-built 4-D additive
+attention mask (causal, padding, and the edge's targets blocked from its sources) passed as
+``attention_mask`` — the cheapest way to run the same sweep without the library (a 4-D mask
+blocks in every layer; the cost is the same as blocking in a window). Prints both times and the
+ratio, on the demo model and on tiny random models (eager attention). Families that derive
+positions from the 2-D mask inside the forward (Qwen-VL's 3-D rope) cannot take a 4-D mask: the
+reference is reported as not applicable for them.
+
+    python bench/flow.py [--n 64] [--window 1] [--arch llava idefics3]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import bench_parser, paired, parse  # noqa: E402
+
+import interp  # noqa: E402
+import interp.testing  # noqa: E402
+from interp.datasets import demo_world  # noqa: E402
+from interp.encoding import batches, question_mask, target_ids  # noqa: E402
+from interp.studies.flow import information_flow, windows  # noqa: E402
+from interp.targets import append_targets  # noqa: E402
+
+EDGES = ("image>question", "image>last", "question>last")
+
+
+def hf_sweep(vlm: interp.VLM, samples, batch_size: int, n_windows: int) -> None:
+    """Bare HF: per batch, one plain teacher-forced forward and one per (edge, window), each with
+    its 4-D additive mask."""
+    ids = target_ids(vlm, [s.answer for s in samples])
+    for idx, enc in batches(vlm, samples, "full", batch_size):
+        ext, positions, valid = append_targets(vlm, enc, [ids[i] for i in idx])
+        b, seq = ext.input_ids.shape
+        rows = torch.arange(b)
+        keys = ext.attention_mask.bool()[:, None, :].expand(b, seq, seq)
+        allowed = keys & torch.ones(seq, seq, dtype=torch.bool).tril()
+        image = ext.image_mask
+        question = question_mask(vlm, ext)
+        last = torch.zeros_like(image)
+        last[rows, ext.last_index] = True
+        last[rows[:, None].expand_as(positions)[valid], positions[valid]] = True
+        pairs = {"image>question": (image, question), "image>last": (image, last)}
+        pairs["question>last"] = (question, last)
+        inputs = dict(ext.inputs)
+        masks = [None] + [pairs[e] for e in EDGES for _ in range(n_windows)]
+        for edge in masks:
+            keep = allowed
+            if edge is not None:
+                source, target = edge
+                keep = allowed & ~(target[:, :, None] & source[:, None, :])
+            mask = torch.zeros(b, 1, seq, seq).masked_fill(
+                ~keep[:, None], torch.finfo(torch.float32).min
+            )
+            with torch.no_grad():
+                vlm.hf(**{**inputs, "attention_mask": mask})
+
+
+def measure(vlm: interp.VLM, samples, batch_size: int, window: int) -> tuple[float, float, float]:
+    n_windows = len(windows(vlm.n_layers, window))
+    ours = lambda: information_flow(  # noqa: E731
+        vlm, samples, window=window, split=None, batch_size=batch_size, progress_bar=False
+    )
+    bare = lambda: hf_sweep(vlm, samples, batch_size, n_windows)  # noqa: E731
+    return paired(ours, bare, repeats=3)
+
+
+def main() -> None:
+    parser = bench_parser(__doc__, n=64, batch_size=16)
+    parser.add_argument("--window", type=int, default=1)
+    parser.add_argument("--arch", nargs="*", default=["llava"])
+    args = parse(parser)
+    samples = demo_world(split="test", n=args.n, seed=0)
+    models = [(args.model, interp.load(args.model, attn_implementation="eager"))]
+    models += [(f"tiny {a}", interp.testing.tiny_vlm(a)) for a in args.arch]
+    for name, vlm in models:
+        passes = 1 + len(EDGES) * len(windows(vlm.n_layers, args.window))
+        try:
+            ours, bare, ratio = measure(vlm, samples, args.batch_size, args.window)
+        except (IndexError, RuntimeError, ValueError) as err:
+            print(f"{name}: the bare reference cannot pass a 4-D mask here ({err})", flush=True)
+            continue
+        print(
+            f"{name} ({vlm.n_layers} layers), N={args.n}, batch {args.batch_size}, window "
+            f"{args.window}: {passes} passes   interp: {ours:.2f} s   bare HF + 4-D mask: "
+            f"{bare:.2f} s   ratio {ratio:.2f}x",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Calling a Hugging Face processor for a batch of rows: the keywords for each modality, token and
+placeholder-replacement offsets read against the text the tokenizer saw, and a blind row encoded
+through a placeholder image where the stock processor needs one (the image then removed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from .conditions import nominal_size, null_image
+from .errors import ImageTokenMismatchError, ModalityError
+from .media import audio_rate
+
+if TYPE_CHECKING:
+    from .model import VLM
+
+
+def _per_token(inputs: dict[str, Any]) -> dict[str, Tensor]:
+    """The fields laid out like ``input_ids`` (``[batch, seq, ...]``)."""
+    batch, seq = inputs["input_ids"].shape
+    return {
+        k: v
+        for k, v in inputs.items()
+        if isinstance(v, Tensor) and v.dim() >= 2 and tuple(v.shape[:2]) == (batch, seq)
+    }
+
+
+def _repack(inputs: dict[str, Any], keep: Tensor, pad_id: int) -> dict[str, Any]:
+    """Keep the positions where ``keep`` is True in every per-token field, re-padded on the left."""
+    fields = _per_token(inputs)
+    batch = keep.shape[0]
+    lengths = keep.sum(1).tolist()
+    width = max(lengths)
+    out = dict(inputs)
+    for key, value in fields.items():
+        fill = pad_id if key == "input_ids" else 0
+        new = torch.full((batch, width, *value.shape[2:]), fill, dtype=value.dtype)
+        for row in range(batch):
+            n = lengths[row]
+            new[row, width - n :] = value[row][keep[row]]
+        out[key] = new
+    return out
+
+
+class _TextRecorder:
+    """Stands in for ``processor.tokenizer`` during one processor call and keeps the exact strings
+    the processor tokenizes for the batch (its prompts with the image placeholders expanded), so
+    the character offsets the tokenizer returns can be read against them. Everything else is the
+    tokenizer's own."""
+
+    def __init__(self, tokenizer: Any, n_rows: int) -> None:
+        self._tokenizer = tokenizer
+        self._n_rows = n_rows
+        self.texts: list[str] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        text = kwargs.get("text", args[0] if args else None)
+        if (
+            isinstance(text, list)
+            and len(text) == self._n_rows
+            and all(isinstance(t, str) for t in text)
+        ):
+            self.texts = list(text)
+        return self._tokenizer(*args, **kwargs)
+
+
+@dataclass
+class _Processed:
+    """The processor's model inputs, and what positions are read against."""
+
+    inputs: dict[str, Any]
+    texts: list[str | None]
+    offsets: Tensor | None
+    replacements: list[list[dict[str, Any]]] | None
+
+
+def _run_processor(
+    processor: Any, n_rows: int, kwargs: dict[str, Any], *, replacements: bool = True
+) -> _Processed:
+    """Call the processor asking for token offsets and (with ``replacements``) placeholder-
+    replacement offsets (read against the text its tokenizer saw); processors that do not take
+    those options are called without them."""
+    has_tokenizer = getattr(processor, "tokenizer", None) is not None
+    recorder = _TextRecorder(processor.tokenizer, n_rows) if has_tokenizer else None
+    extra = {"return_offsets_mapping": True}
+    if replacements:
+        extra["return_text_replacement_offsets"] = True
+    if recorder is not None:
+        processor.tokenizer = recorder
+    try:
+        try:
+            raw = dict(processor(**kwargs, **extra))
+        except (TypeError, NotImplementedError):
+            # a processor or slow tokenizer without these options: no offsets
+            raw = dict(processor(**kwargs))
+    finally:
+        if recorder is not None:
+            processor.tokenizer = recorder._tokenizer
+    offsets = raw.pop("offset_mapping", None)
+    spans = raw.pop("text_replacement_offsets", None)
+    if not isinstance(spans, list) or len(spans) != n_rows:
+        # absent, or a batch without images turned into an empty tensor by the processor
+        spans = None
+    texts: list[str | None] = list(recorder.texts) if recorder and recorder.texts else []
+    if len(texts) != n_rows:
+        texts = [None] * n_rows
+    if isinstance(offsets, Tensor):
+        offsets = offsets.to(torch.long)
+    else:
+        offsets = None
+    return _Processed(raw, texts, offsets, spans)
+
+
+def _processor_kwargs(
+    vlm: VLM,
+    prompts: list[str],
+    images: list[list[Any]],
+    audios: Sequence[Sequence[Any]],
+    videos: Sequence[Sequence[Any]],
+) -> dict[str, Any]:
+    """The processor call's keywords for rows of prompts with their images, audio and videos."""
+    kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
+    flat_audio = [a.waveform for row in audios for a in row]
+    if flat_audio:
+        kwargs[vlm.adapter.audio_kwarg] = flat_audio
+        kwargs["sampling_rate"] = audio_rate(vlm.processor)
+    flat_video = [v for row in videos for v in row]
+    if flat_video:
+        kwargs[vlm.adapter.video_kwarg] = flat_video
+    processed = vlm.adapter.processor_images(images)
+    if processed is not None:
+        kwargs["images"] = processed
+    return kwargs
+
+
+def _replacements_by_row(
+    vlm: VLM,
+    prompts: list[str],
+    images: list[list[Any]],
+    audios: Sequence[Sequence[Any]],
+    videos: Sequence[Sequence[Any]],
+) -> _Processed:
+    """The batch's processor output with each row's replacement offsets asked row by row:
+    transformers tries to turn the batch's ragged offsets list into a tensor (and fails) when
+    its first row has no placeholder to expand."""
+    n = len(prompts)
+    out = _run_processor(
+        vlm.processor,
+        n,
+        _processor_kwargs(vlm, prompts, images, audios, videos),
+        replacements=False,
+    )
+    spans = []
+    for i in range(n):
+        pick = [images[i]], [audios[i]] if audios else [], [videos[i]] if videos else []
+        row = _run_processor(vlm.processor, 1, _processor_kwargs(vlm, [prompts[i]], *pick))
+        spans.append(row.replacements[0] if row.replacements else [])
+    out.replacements = spans
+    return out
+
+
+def _processor_call(
+    vlm: VLM,
+    prompts: list[str],
+    images: list[list[Any]],
+    audios: Sequence[Sequence[Any]] = (),
+    videos: Sequence[Sequence[Any]] = (),
+) -> _Processed:
+    stripped = vlm.adapter.blind_by_stripping and not any(images)
+    if stripped:
+        # The stock processor needs an image: encode a placeholder image's prompt and remove the
+        # image afterwards, so the text layout is exactly the processor's.
+        placeholder = null_image("black", nominal_size(vlm.processor))
+        images = [[placeholder] for _ in prompts]
+    kwargs = _processor_kwargs(vlm, prompts, images, audios, videos)
+    try:
+        try:
+            out = _run_processor(vlm.processor, len(prompts), kwargs)
+        except ValueError as err:
+            if "text_replacement_offsets" not in str(err):
+                raise
+            out = _replacements_by_row(vlm, prompts, images, audios, videos)
+    except ValueError as err:
+        text = str(err).lower()
+        if ("audio" in text or "video" in text) and "token" in text:
+            raise ModalityError(
+                f"the processor could not match audio/video inputs to their placeholder tokens "
+                f"({err}). Check that no question contains a placeholder string and that each row "
+                "has as many audio/video inputs as {audio}/{video} slots."
+            ) from err
+        if "image" in text and "token" in text:
+            raise ImageTokenMismatchError(
+                f"the processor could not match images to image tokens ({err}). Check that no "
+                "question contains an image placeholder string and that each image-bearing row "
+                "has as many images as image slots."
+            ) from err
+        raise
+    raw = out.inputs
+    raw.pop("labels", None)  # some processors add training labels; measurements never use them
+    if stripped:
+        keep = (raw["input_ids"] != vlm.image_token_id) & raw["attention_mask"].bool()
+        if out.offsets is not None:
+            raw["offset_mapping"] = out.offsets
+        raw = _repack(raw, keep, vlm.tokenizer.pad_token_id)
+        out.offsets = raw.pop("offset_mapping", None)
+        out.replacements = None  # the placeholder image's expansion is gone
+        for key in [k for k in raw if k not in _per_token(raw)]:
+            del raw[key]  # pixel values and image sizes of the placeholder
+    out.inputs = raw
+    return out

@@ -1,0 +1,75 @@
+"""Information flow by attention knockout: in which layers must the text read the image for the
+answer to survive?
+
+For a window W of k consecutive decoder layers (sliding, stride configurable) and an edge S → T
+(image → question, image → last, question → last, or any pair of position specs), the target
+positions T are blocked from attending to the source positions S in W (pre-softmax scores set to
+the dtype's minimum, :class:`interventions.Knockout`; eager attention), and the answer is scored
+teacher-forced with and without the knockout:
+
+    Δ_W = log p(answer | knockout in W) − log p(answer)     (per sample, natural log)
+
+The answer is the sample's own (``answer="given"``) or the model's greedy answer to the full
+input (``"greedy"``). Every (edge, window) is one batched scoring pass over the samples
+(:func:`interp.score`). :class:`Flow` gives per-window curves of mean Δ with bootstrap intervals
+(:func:`probes.stats.mean_ci`) per group — D_VT / D_T (the answer changes without the image, the
+chain-of-embedding study's split) or any ``meta`` label — a table (:meth:`Flow.to_frame`), the
+flow figure (:func:`plot_flow`) and the **causal integration layer** (:func:`integration_layer`):
+the last window whose image → text knockout still changes the answer significantly (two-sided
+one-sample t-tests of Δ against 0, Holm-corrected over edges × windows). It is the causal
+counterpart of the chain-of-embedding study's Visual Integration Point.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from interp._lazy import lazy_exports
+
+_LAZY = {
+    "EDGES": "measure",
+    "Edge": "measure",
+    "check_flow": "measure",
+    "information_flow": "measure",
+    "parse_edge": "measure",
+    "windows": "measure",
+    "IMAGE_EDGES": "analysis",
+    "Flow": "analysis",
+    "IntegrationLayer": "analysis",
+    "holm": "analysis",
+    "integration_layer": "analysis",
+    "one_sample_tests": "analysis",
+    "plot_flow": "figures",
+    "register": "cli",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+if TYPE_CHECKING:
+    from .analysis import (
+        IMAGE_EDGES,
+        Flow,
+        IntegrationLayer,
+        holm,
+        integration_layer,
+        one_sample_tests,
+    )
+    from .cli import register
+    from .figures import plot_flow
+    from .measure import EDGES, Edge, check_flow, information_flow, parse_edge, windows
+
+__all__ = [
+    "EDGES",
+    "IMAGE_EDGES",
+    "Edge",
+    "Flow",
+    "IntegrationLayer",
+    "check_flow",
+    "holm",
+    "information_flow",
+    "integration_layer",
+    "one_sample_tests",
+    "parse_edge",
+    "plot_flow",
+    "register",
+    "windows",
+]

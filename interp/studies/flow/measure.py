@@ -1,0 +1,264 @@
+"""The model runs of the study: edges, windows and :func:`information_flow`.
+
+For each edge S → T and each window W of consecutive decoder layers the answer is scored
+teacher-forced once with T blocked from attending to S in W (:class:`interventions.Knockout`
+through :func:`interp.score`, one batched scoring pass per (edge, window)) and once without any
+edit; Δ_W = log p(answer | knockout in W) − log p(answer), summed over the answer's tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+import interp
+from interp.edits import POSITION_NAMES, PositionSpec, check_position
+from interp.errors import EmptyTargetError, InterventionError, PositionError
+from interp.samples import Sample, ensure_samples
+from interp.store import substore
+from interventions import Knockout
+from interventions.attention import check_eager
+from probes.split import agreement_split
+
+from .analysis import IMAGE_EDGES, Flow
+
+if TYPE_CHECKING:
+    from interp.model import VLM
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Source positions → target positions: the targets may not read the sources.
+
+    A target ``"last"`` stands for every position that predicts an answer token: the last prompt
+    token and the teacher-forced answer tokens (for a one-token answer, the last prompt token
+    alone), so that no answer token can read the sources around the knockout.
+    """
+
+    name: str
+    source: PositionSpec
+    target: PositionSpec
+
+    def knockouts(self, window: Sequence[int]) -> list[Knockout]:
+        """The edits that cut this edge in the decoder layers ``window``."""
+        layers = list(window)
+        if self.target == "last":
+            return [
+                Knockout(keys=self.source, queries="last", layers=layers),
+                Knockout(keys=self.source, queries="answer", layers=layers),
+            ]
+        return [Knockout(keys=self.source, queries=self.target, layers=layers)]
+
+
+EDGES: dict[str, Edge] = {
+    "image>question": Edge("image>question", "image", "question"),
+    "image>last": Edge("image>last", "image", "last"),
+    "question>last": Edge("question>last", "question", "last"),
+}
+
+
+def _spec(text: str) -> PositionSpec:
+    text = text.strip()
+    if re.fullmatch(r"-?\d+(\+-?\d+)*", text):
+        values = [int(v) for v in text.split("+")]
+        return values[0] if len(values) == 1 else values
+    return text
+
+
+def parse_edge(edge: str | Edge | tuple[PositionSpec, PositionSpec]) -> Edge:
+    """An edge from its name (``"image>question"``, ``"image>last"``, ``"question>last"``), any
+    ``"SOURCE>TARGET"`` of position names (``"image:1>text"``) or prompt offsets joined by ``+``
+    (``"3+4>-1"``), a ``(source, target)`` pair of position specs, or an :class:`Edge`.
+
+    Raises:
+        PositionError: not ``SOURCE>TARGET``, an unknown position, or source = target.
+    """
+    if isinstance(edge, Edge):
+        return edge
+    if isinstance(edge, tuple):
+        source, target = edge
+        name = f"{source}>{target}"
+    else:
+        if edge in EDGES:
+            return EDGES[edge]
+        parts = str(edge).split(">")
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            raise PositionError(
+                f"unknown edge {edge!r}: give SOURCE>TARGET, e.g. {', '.join(EDGES)} "
+                f"(positions: {', '.join(POSITION_NAMES)}, image:k, prompt offsets)"
+            )
+        source, target = (_spec(p) for p in parts)
+        name = str(edge).replace(" ", "")
+    for spec in (source, target):
+        try:
+            check_position(spec)
+        except InterventionError as err:
+            raise PositionError(f"edge {name!r}: {err}") from None
+    if isinstance(source, str) and source == target:
+        raise PositionError(f"edge {name!r}: the source and the target are the same positions")
+    return Edge(name, source, target)
+
+
+def windows(n_layers: int, size: int = 1, stride: int = 1) -> list[tuple[int, ...]]:
+    """Windows of ``size`` consecutive decoder layers (1..L), starting at 1, 1 + stride, ...;
+    the last one ends at or before L.
+
+    Raises:
+        InterventionError: ``size`` outside 1..L or ``stride`` < 1.
+    """
+    if not 1 <= size <= n_layers:
+        raise InterventionError(
+            f"window of {size} layers: the model has {n_layers} decoder layers; give a window "
+            f"size in 1..{n_layers}"
+        )
+    if stride < 1:
+        raise InterventionError(f"the window stride must be >= 1, got {stride}")
+    return [tuple(range(s, s + size)) for s in range(1, n_layers - size + 2, stride)]
+
+
+def check_flow(vlm: VLM, edges: Sequence[Edge], size: int, stride: int) -> list[tuple[int, ...]]:
+    """Everything checked before compute: eager attention, the windows, every edge's knockout
+    on this model (positions, modality, fusion). Returns the windows.
+
+    Raises:
+        InterventionError: the model does not run eager attention, a bad window, or an edge
+            this model cannot cut (e.g. image keys on a cross-attention family).
+    """
+    check_eager(vlm, "the information-flow study (attention knockout)")
+    found = windows(vlm.n_layers, size, stride)
+    if not edges:
+        raise PositionError(f"give at least one edge, e.g. {', '.join(EDGES)}")
+    for edge in edges:
+        for edit in edge.knockouts(found[0]):
+            edit.check(vlm)
+    return found
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_") or "edge"
+
+
+def information_flow(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    *,
+    edges: Sequence[str | Edge | tuple[PositionSpec, PositionSpec]] = tuple(EDGES),
+    window: int = 1,
+    stride: int = 1,
+    answer: str = "given",
+    split: str | None = "agreement",
+    max_new_tokens: int = 8,
+    batch_size: int = 8,
+    store: str | Path | None = None,
+    overwrite: bool = False,
+    progress_bar: bool = True,
+) -> Flow:
+    """Attention-knockout information flow: Δ per sample, edge and window.
+
+    Args:
+        edges: edge names or specs (:func:`parse_edge`); default image → question, image → last,
+            question → last.
+        window, stride: window size k in layers and the step between window starts.
+        answer: ``"given"`` scores each sample's own answer; ``"greedy"`` the model's greedy
+            answer to the full input (generated first, up to ``max_new_tokens``).
+        split: how samples are grouped: ``"agreement"`` (D_VT: the greedy answer changes without
+            the image, D_T: it does not — the chain-of-embedding study's split), a ``meta``
+            label, or None (one group ``"all"``).
+        store: a folder; every scoring pass keeps its own resumable store under it.
+
+    Raises:
+        InterventionError: non-eager attention, a window larger than the model, an unknown edge
+            (before any compute).
+        EmptyTargetError: a sample without an answer (``"given"``) or whose greedy answer is
+            empty.
+    """
+    samples = ensure_samples(samples)
+    parsed = [parse_edge(e) for e in edges]
+    names = [e.name for e in parsed]
+    if len(set(names)) != len(names):
+        raise PositionError(f"an edge is given twice: {names}")
+    found = check_flow(vlm, parsed, window, stride)
+    if answer not in ("given", "greedy"):
+        raise ValueError(f"answer must be 'given' or 'greedy', got {answer!r}")
+    if answer == "given":
+        missing = [s.id for s in samples if not s.answer]
+        if missing:
+            raise EmptyTargetError(
+                f"samples {missing[:5]} have no answer: give answers or use answer='greedy'"
+            )
+    if split not in (None, "agreement"):
+        missing = [s.id for s in samples if split not in s.meta]
+        if missing:
+            raise ValueError(f"samples {missing[:5]} have no meta label {split!r} to group by")
+    run = {"batch_size": batch_size, "overwrite": overwrite, "progress_bar": progress_bar}
+    full = blind = None
+    if answer == "greedy" or split == "agreement":
+        full = interp.generate(
+            vlm, samples, "full", max_new_tokens=max_new_tokens,
+            store=substore(store, "generate_full"), **run,
+        )  # fmt: skip
+    if split == "agreement":
+        blind = interp.generate(
+            vlm, samples, "blind", max_new_tokens=max_new_tokens,
+            store=substore(store, "generate_blind"), **run,
+        )  # fmt: skip
+    if answer == "greedy":
+        assert full is not None
+        empty = [s.id for s, ids in zip(samples, full.token_ids) if not ids]
+        if empty:
+            raise EmptyTargetError(
+                f"the greedy answers of samples {empty[:5]} are empty (the model ends at once): "
+                "score the given answers instead (answer='given')"
+            )
+        targets: list[str | list[int]] = [list(ids) for ids in full.token_ids]
+        texts = list(full.texts)
+    else:
+        targets = [str(s.answer) for s in samples]
+        texts = list(targets)  # type: ignore[arg-type]
+    base = interp.score(vlm, samples, targets, edits=[], store=substore(store, "base"), **run)
+    base_total = base.total.double().numpy()
+    delta: dict[str, np.ndarray] = {}
+    for edge in parsed:
+        rows = []
+        for w in found:
+            where = substore(store, f"{_slug(edge.name)}-{w[0]}-{w[-1]}")
+            knocked = interp.score(
+                vlm, samples, targets, edits=edge.knockouts(w), store=where, **run
+            )
+            rows.append(knocked.total.double().numpy() - base_total)
+        delta[edge.name] = np.stack(rows, axis=1)
+    if split == "agreement":
+        assert full is not None and blind is not None
+        in_vt = agreement_split(full.texts, blind.texts)
+        groups = np.where(in_vt, "D_VT", "D_T")
+    elif split is None:
+        groups = np.full(len(samples), "all")
+    else:
+        groups = np.array([str(s.meta[split]) for s in samples])
+    return Flow(
+        delta=delta,
+        windows=found,
+        base=base_total,
+        groups=groups,
+        sample_ids=[str(s.id) for s in samples],
+        answers=[str(t) for t in texts],
+        answer_mode=answer,
+        split=split,
+        n_layers=vlm.n_layers,
+    )
+
+
+__all__ = [
+    "EDGES",
+    "IMAGE_EDGES",
+    "Edge",
+    "check_flow",
+    "information_flow",
+    "parse_edge",
+    "windows",
+]
