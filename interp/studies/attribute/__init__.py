@@ -4,6 +4,11 @@
   ``log p(answer) − log p(answer | the image tokens of r ablated or null-swapped)``, teacher-forced,
   regions + 1 forwards per sample, batched through :func:`interp.score` with
   :class:`interventions.AblateImageTokens` / :class:`interventions.SwapImageTokens`;
+- **gradient** (attribution patching, the fast approximation): per region, the sum over its image
+  tokens of ``∂ log p(answer)/∂h_l · (h_l − h_l^null)`` at residual index l, one forward and one
+  backward per sample plus the null image's forward (:func:`interp.image_gradients`);
+- **attention** (descriptive baseline): the attention mass of the last prompt position on each
+  region's image tokens per layer and head (:func:`interp.attention_weights`, eager attention);
 - maps as pictures: :func:`plot_attribution` overlays the scores on the original image;
 - planted truth: on the demo world, the share of positive occlusion mass inside the object's box
   against random boxes of the same size (:func:`box_mass`).
