@@ -22,6 +22,7 @@ _LAZY: dict[str, str] = {
     "AUDIO_SLOT": "media",
     "Adapter": "adapters",
     "Audio": "media",
+    "AttentionWeights": "attention",
     "AudioError": "errors",
     "Batch": "edits",
     "Condition": "conditions",
@@ -42,6 +43,7 @@ _LAZY: dict[str, str] = {
     "Generation": "generation",
     "IMAGE_SLOT": "samples",
     "ImageError": "errors",
+    "ImageGradients": "gradients",
     "ImageTokenMismatchError": "errors",
     "InterpError": "errors",
     "Intervention": "edits",
@@ -76,10 +78,12 @@ _LAZY: dict[str, str] = {
     "VLM": "model",
     "VideoError": "errors",
     "adapter_for": "adapters",
+    "attention_weights": "attention",
     "encode": "encoding",
     "ensure_samples": "samples",
     "generate": "generation",
     "generate_states": "residual",
+    "image_gradients": "gradients",
     "load": "model",
     "null_image": "conditions",
     "read_dataset": "datasets.tabular",
@@ -98,6 +102,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .adapters import ADAPTERS, Adapter, adapter_for, register_adapter, supported_architectures
+    from .attention import AttentionWeights, attention_weights
     from .conditions import (
         Condition,
         null_image,
@@ -147,6 +152,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         VideoError,
     )
     from .generation import Generation, Sampling, generate
+    from .gradients import ImageGradients, image_gradients
     from .media import AUDIO_SLOT, VIDEO_SLOT, Audio
     from .media_conditions import register_audio_condition, register_video_condition
     from .model import VLM, load
@@ -165,6 +171,7 @@ __all__ = [
     "VIDEO_SLOT",
     "VLM",
     "Adapter",
+    "AttentionWeights",
     "Audio",
     "AudioError",
     "Batch",
@@ -185,6 +192,7 @@ __all__ = [
     "GeneratedStates",
     "Generation",
     "ImageError",
+    "ImageGradients",
     "ImageTokenMismatchError",
     "InterpError",
     "Intervention",
@@ -216,10 +224,12 @@ __all__ = [
     "UnsupportedArchitectureError",
     "VideoError",
     "adapter_for",
+    "attention_weights",
     "encode",
     "ensure_samples",
     "generate",
     "generate_states",
+    "image_gradients",
     "load",
     "null_image",
     "read_dataset",

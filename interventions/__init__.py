@@ -30,7 +30,9 @@ contrast) lives in :mod:`interventions.decoding`: a method object passed to
 the amateur inputs' logits, which run in one batch.
 
 The functions of :mod:`interventions.image` (``swap_image``, ``replace_image_embeddings``,
-``ablate_image_tokens``, ``image_embeddings``) do the same by hand inside a trace.
+``ablate_image_tokens``, ``image_embeddings``) do the same by hand inside a trace;
+:class:`AblateImageTokens` / :class:`SwapImageTokens` (:mod:`interventions.regions`) edit only
+some image tokens per row (occlusion of one region of the picture).
 """
 
 from .attention import AttentionBoost, Knockout, attention_scores
@@ -59,6 +61,7 @@ from .image import (
     swap_image,
 )
 from .patching import Patch
+from .regions import AblateImageTokens, SwapImageTokens
 from .steering import Steer, difference_of_means
 
 __all__ = [
@@ -66,6 +69,7 @@ __all__ = [
     "NULL_SOURCES",
     "AblateFeatures",
     "AblateImage",
+    "AblateImageTokens",
     "AblationMode",
     "AttentionBoost",
     "ImageInputs",
@@ -75,6 +79,7 @@ __all__ = [
     "Steer",
     "SwapFeatures",
     "SwapImage",
+    "SwapImageTokens",
     "ablate_image_tokens",
     "ablate_media_features",
     "attention_scores",

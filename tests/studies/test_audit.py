@@ -185,8 +185,26 @@ def test_the_report_embeds_everything_and_shows_every_number(audited):
     page.feed(html)
     page.close()
     ran = [k for k, v in summary["studies"].items() if v["ran"]]
-    assert sorted(ran) == ["ablation", "coe", "conflict", "decoding", "drives", "flow", "recall"]
-    assert page.sections == ["coe", "flow", "recall", "drives", "ablation", "decoding", "conflict"]
+    assert sorted(ran) == [
+        "ablation",
+        "attribute",
+        "coe",
+        "conflict",
+        "decoding",
+        "drives",
+        "flow",
+        "recall",
+    ]
+    assert page.sections == [
+        "coe",
+        "flow",
+        "recall",
+        "drives",
+        "ablation",
+        "decoding",
+        "conflict",
+        "attribute",
+    ]
     assert page.images and all(src.startswith("data:image/png;base64,") for src in page.images)
     for src in page.images:  # each embedded figure decodes as a PNG
         Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).verify()

@@ -66,7 +66,16 @@ def toy_entry_point(tmp_path, monkeypatch):
 
 def test_the_project_studies_are_found_through_their_entry_points_in_report_order():
     keys = [s.key for s in registry.studies()]
-    assert keys == ["coe", "flow", "recall", "drives", "ablation", "decoding", "conflict"]
+    assert keys == [
+        "coe",
+        "flow",
+        "recall",
+        "drives",
+        "ablation",
+        "decoding",
+        "conflict",
+        "attribute",
+    ]
 
 
 def test_a_toy_study_joins_the_audit_through_an_entry_point(toy_entry_point, tmp_path):

@@ -1,0 +1,214 @@
+"""Gradients of a teacher-forced answer with respect to the residual stream at the image tokens:
+:func:`image_gradients`.
+
+Why: attribution patching approximates the effect of replacing a state ``h`` by another ``h'``
+(e.g. the null image's) by the first-order term ``∂ log p / ∂h · (h' − h)``, one forward and one
+backward for every position at once, where patching each position would cost a forward each. The
+measurement gives, per sample, the residual state ``h_l`` at the image-token positions and the
+gradient of ``log p(answer | prompt)`` (natural log, summed over the answer's tokens) with respect
+to it. The model's weights are frozen during the run (no weight gradient is kept); the gradient
+flows from the decoder input on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import nnsight
+import torch
+from torch import Tensor
+
+from .conditions import Condition
+from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
+from .encoding import append_targets, batches, target_ids
+from .errors import ConditionError, EmptyInputError, InterpError
+from .runner import Job, run
+from .samples import Sample, ensure_samples
+
+if TYPE_CHECKING:
+    from .model import VLM
+
+
+@dataclass
+class ImageGradients:
+    """Per sample, at its image-token positions (in prompt order) and residual index ``layer``:
+
+    Attributes:
+        states: float32 CPU ``[k_i, d]``: ``h_layer``.
+        grads: float32 CPU ``[k_i, d]``: ``∂ log p(answer) / ∂ h_layer`` (None with
+            ``gradients=False``).
+        logprobs: ``[N]`` log p(answer | prompt) (None with ``gradients=False``).
+        layer: the residual index (0 = the decoder input, l = output of decoder layer l).
+        sample_ids, condition: the samples and their condition.
+    """
+
+    states: list[Tensor]
+    grads: list[Tensor] | None
+    logprobs: Tensor | None
+    layer: int
+    sample_ids: list[str]
+    condition: str
+
+    def __len__(self) -> int:
+        return len(self.sample_ids)
+
+
+@contextmanager
+def _frozen(vlm: VLM) -> Iterator[None]:
+    params = [p for p in vlm.hf.parameters() if p.requires_grad]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+def image_gradients(
+    vlm: VLM,
+    samples: Sequence[Sample] | Sample,
+    targets: Sequence[str | Sequence[int]] | None = None,
+    condition: str | Condition = "full",
+    *,
+    layer: int,
+    gradients: bool = True,
+    edits: Sequence[Intervention] | None = None,
+    batch_size: int = 8,
+    progress_bar: bool = True,
+) -> ImageGradients:
+    """The residual state at residual index ``layer`` on every image token, and (with
+    ``gradients``) the gradient of the teacher-forced ``log p(target | prompt)`` with respect to
+    it: one forward and one backward per batch (rows are independent, so the gradient of the
+    batch's sum is each row's own). Without ``gradients`` only the states are read (e.g. those of
+    the null image), in a prompt forward.
+
+    Args:
+        targets: one per sample (text, tokenised without special tokens, or token ids); default
+            each sample's answer. Unused without ``gradients``.
+        layer: 0..L (0 = the decoder input: for token fusion the image embeddings themselves).
+
+    Raises:
+        InterpError: cross-attention fusion (no image tokens in the prompt); ``layer`` outside
+            0..L.
+        EmptyInputError: no targets and a sample without an answer.
+        ConditionError: a ``no_prefix`` condition.
+    """
+    samples = ensure_samples(samples)
+    cond = Condition.parse(condition)
+    if vlm.adapter.fusion != "tokens":
+        raise InterpError(
+            f"{vlm.adapter.name}'s image enters through cross-attention: no image tokens to take "
+            "gradients at"
+        )
+    if not 0 <= layer <= vlm.n_layers:
+        raise InterpError(f"layer {layer} is outside the residual indices 0..{vlm.n_layers}")
+    if cond.prefix == "removed":
+        raise ConditionError("image_gradients teacher-forces the whole answer: drop 'no_prefix'")
+    ids: list[list[int]] = [[] for _ in samples]
+    if gradients:
+        if targets is None:
+            missing = [s.id for s in samples if not s.answer]
+            if missing:
+                raise EmptyInputError(f"samples {missing[:5]} have no answer; pass targets=")
+            targets = [str(s.answer) for s in samples]
+        if len(targets) != len(samples):
+            raise ValueError(f"{len(targets)} targets for {len(samples)} samples")
+        ids = target_ids(vlm, targets)
+    by_id = {str(s.id): t for s, t in zip(samples, ids)}
+    edits = check_edits(vlm, edits)
+    job = Job(
+        "image_gradients",
+        {"layer": layer, "gradients": gradients},
+        conditions=[cond],
+        edits=edits,
+        extras=ids,
+        pool=samples,
+    )
+
+    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
+        parts: list[tuple[Tensor, Tensor | None, float]] = [None] * len(chunk)  # type: ignore[list-item]
+        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
+            rows = [chunk[i] for i in idx]
+            batch = Batch(vlm, enc, rows, cond, "score" if gradients else "forward", samples)
+            out = _one_batch(vlm, batch, [by_id[str(s.id)] for s in rows], layer, gradients, edits)
+            for row, i in enumerate(idx):
+                parts[i] = out[row]
+        width = max(int(p[0].shape[0]) for p in parts)
+        states = torch.zeros(len(chunk), width, vlm.d_model)
+        grads = torch.zeros(len(chunk), width, vlm.d_model)
+        for i, (st, gr, _) in enumerate(parts):
+            states[i, : len(st)] = st
+            if gr is not None:
+                grads[i, : len(gr)] = gr
+        records = [{"n": int(p[0].shape[0]), "logprob": p[2]} for p in parts]
+        return {"states": states, "grads": grads}, records
+
+    _, tensors, records = run(
+        vlm, samples, job, compute, batch_size=batch_size, progress_bar=progress_bar
+    )
+    n = [r["n"] for r in records]
+    return ImageGradients(
+        states=[tensors["states"][i, :k] for i, k in enumerate(n)],
+        grads=[tensors["grads"][i, :k] for i, k in enumerate(n)] if gradients else None,
+        logprobs=torch.tensor([r["logprob"] for r in records]) if gradients else None,
+        layer=layer,
+        sample_ids=[str(s.id) for s in samples],
+        condition=str(cond),
+    )
+
+
+def _one_batch(
+    vlm: VLM,
+    batch: Batch,
+    targets: list[list[int]],
+    layer: int,
+    gradients: bool,
+    edits: Sequence[Intervention],
+) -> list[tuple[Tensor, Tensor | None, float]]:
+    enc = batch.encoding
+    image = enc.image_mask
+    if not gradients:
+        states = prepare_edits(vlm, batch, edits)
+        trace, inputs = vlm.open_trace(enc)
+        with torch.no_grad(), trace as tracer:
+            apply_edits(tracer, vlm, batch, edits, states)
+            with tracer.invoke(**inputs):
+                h = nnsight.save(vlm.residual[layer].detach().clone())
+        return [
+            (h[r][image[r].to(h.device)].float().cpu(), None, float("nan")) for r in range(len(enc))
+        ]
+    traced, positions, valid = append_targets(vlm, enc, targets)
+    tgt = torch.zeros_like(positions)
+    for r, t in enumerate(targets):
+        tgt[r, : len(t)] = torch.tensor(t, device=tgt.device)
+    answer = torch.zeros_like(traced.image_mask)
+    rows = torch.arange(len(enc), device=positions.device)[:, None]
+    answer[rows.expand_as(positions)[valid], positions[valid]] = True
+    batch.traced, batch.answer_mask = traced, answer
+    states = prepare_edits(vlm, batch, edits)
+    mask = traced.image_mask
+    trace, inputs = vlm.open_trace(traced)
+    with _frozen(vlm), torch.enable_grad(), trace as tracer:
+        apply_edits(tracer, vlm, batch, edits, states)
+        with tracer.invoke(**inputs):
+            start = vlm.residual[0]
+            start.requires_grad_(True)  # the weights are frozen: the gradient starts here
+            h = vlm.residual[layer]
+            saved = nnsight.save(h.detach().clone())
+            logits = vlm.lm_head.output.float().log_softmax(-1)
+            picked = logits[rows, positions - 1].gather(-1, tgt[..., None])[..., 0]
+            per_row = nnsight.save((picked * valid).sum(-1).detach())
+            with (picked * valid).sum().backward():
+                grad = nnsight.save(h.grad.detach().clone())
+    out = []
+    for r in range(len(enc)):
+        m = mask[r].to(saved.device)
+        out.append((saved[r][m].float().cpu(), grad[r][m].float().cpu(), float(per_row[r])))
+    return out
+
+
+__all__ = ["ImageGradients", "image_gradients"]

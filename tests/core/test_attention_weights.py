@@ -1,0 +1,37 @@
+"""interp.attention_weights: the last prompt position's attention weights per layer and head equal
+HF ``output_attentions`` of each sample run alone, whatever the batch and its padding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import interp
+from interp.encoding import encode
+from interp.testing.samples import make_samples
+from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
+
+
+@pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_weights_equal_hf_output_attentions_of_each_sample_alone(arch, batch_size):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(3)  # different image sizes: rows of a batch are padded
+    got = interp.attention_weights(vlm, samples, batch_size=batch_size, progress_bar=False)
+    assert got.sample_ids == ["s0", "s1", "s2"] and got.condition == "full"
+    for i, s in enumerate(samples):
+        enc = encode(vlm, [s])
+        with torch.no_grad():
+            out = vlm.hf(**enc.inputs, output_attentions=True)
+        want = torch.stack([a[0, :, -1] for a in out.attentions]).float()
+        assert got.weights[i].shape == want.shape
+        torch.testing.assert_close(got.weights[i], want, atol=1e-6, rtol=1e-5)
+        image = torch.nonzero(enc.image_mask[0])[:, 0]
+        torch.testing.assert_close(got.mass(i, image.numpy()), want[:, :, image].sum(-1))
+
+
+def test_needs_eager_attention_and_image_tokens():
+    with pytest.raises(interp.InterpError, match="eager"):
+        interp.attention_weights(tiny_vlm("llava", attn_implementation="sdpa"), make_samples(1))
+    with pytest.raises(interp.InterpError, match="cross-attention"):
+        interp.attention_weights(shared_tiny_vlm("mllama"), make_samples(1))

@@ -1,0 +1,69 @@
+"""interp.image_gradients: the residual states at the image tokens and the gradient of the
+teacher-forced answer's log-probability with respect to them equal a hand torch.autograd
+computation on a plain HF forward of each sample alone; no weight gradient is left behind."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import interp
+from interp.encoding import encode
+from interp.testing.samples import make_samples
+from interp.testing.tiny import shared_tiny_vlm
+
+
+def hf_reference(vlm: interp.VLM, sample: interp.Sample, layer: int):
+    """(h_layer at the image tokens, ∂ log p(answer)/∂ h_layer there, log p(answer)) by a plain HF
+    forward of prompt + answer and torch.autograd.grad."""
+    enc = encode(vlm, [sample])
+    ids = vlm.tokenizer(sample.answer, add_special_tokens=False)["input_ids"]
+    n = enc.input_ids.shape[1]
+    inputs = dict(enc.inputs)
+    for key, value in enc.inputs.items():
+        if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[:2] == (1, n):
+            tail = (
+                torch.tensor([ids])
+                if key == "input_ids"
+                else value[:, -1:].expand(1, len(ids), *value.shape[2:])
+            )
+            inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+    out = vlm.hf(**inputs, output_hidden_states=True)
+    hidden = out.hidden_states[layer]
+    logp = out.logits[0].float().log_softmax(-1)
+    total = sum(logp[n - 1 + j, t] for j, t in enumerate(ids))
+    (grad,) = torch.autograd.grad(total, hidden)
+    mask = enc.image_mask[0]
+    return hidden[0, :n][mask].detach(), grad[0, :n][mask], float(total.detach())
+
+
+@pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
+@pytest.mark.parametrize("layer", [0, 2])
+def test_gradients_equal_hand_autograd_on_plain_hf(arch, layer):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(3)  # padded together in one batch
+    got = interp.image_gradients(vlm, samples, layer=layer, batch_size=3, progress_bar=False)
+    assert got.grads is not None and got.logprobs is not None
+    for i, s in enumerate(samples):
+        h, g, total = hf_reference(vlm, s, layer)
+        torch.testing.assert_close(got.states[i], h.float(), atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(got.grads[i], g.float(), atol=1e-6, rtol=1e-4)
+        assert abs(float(got.logprobs[i]) - total) <= 1e-4
+    assert all(p.grad is None for p in vlm.hf.parameters())  # weights were frozen
+    assert all(p.requires_grad for p in vlm.hf.parameters())  # ... and are unfrozen again
+
+
+def test_states_only_equal_hf_hidden_states_and_bad_input_is_refused():
+    vlm = shared_tiny_vlm("llava")
+    samples = make_samples(2)
+    got = interp.image_gradients(vlm, samples, layer=1, gradients=False, progress_bar=False)
+    assert got.grads is None
+    for i, s in enumerate(samples):
+        enc = encode(vlm, [s])
+        with torch.no_grad():
+            hs = vlm.hf(**enc.inputs, output_hidden_states=True).hidden_states[1]
+        torch.testing.assert_close(got.states[i], hs[0][enc.image_mask[0]], atol=1e-5, rtol=1e-4)
+    with pytest.raises(interp.InterpError, match="outside"):
+        interp.image_gradients(vlm, samples, layer=99)
+    with pytest.raises(interp.InterpError, match="cross-attention"):
+        interp.image_gradients(shared_tiny_vlm("mllama"), samples, layer=1)

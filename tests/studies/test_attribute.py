@@ -1,0 +1,357 @@
+"""The attribute study: occlusion scores equal plain HF forwards whose region's image-token
+embeddings are zeroed or swapped by a hand-written pre-hook; batches agree with single rows; maps
+paint onto the image; families without a spatial layout are refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import interp
+from interp.encoding import encode
+from interp.studies.attribute import attention, gradient, occlusion
+from interp.testing.checks import one_error_line
+from interp.testing.reference import hf_target_logprobs
+from interp.testing.samples import make_samples
+from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
+from interventions import AblateImageTokens, SwapImageTokens
+
+ARCHS = ("llava", "qwen2_vl")
+KW: dict[str, Any] = {"progress_bar": False}
+
+
+def _first_layer(vlm: interp.VLM) -> torch.nn.Module:
+    return vlm.adapter.layers(vlm.hf)[0]
+
+
+def _hf_logp(vlm: interp.VLM, sample: interp.Sample, answer: str, edit: Any = None) -> float:
+    """log p(answer | prompt) by a plain HF forward of the sample alone; ``edit(hidden)`` rewrites
+    the first decoder layer's input in place (a torch forward pre-hook)."""
+    enc = encode(vlm, [sample])
+    ids = vlm.tokenizer(answer, add_special_tokens=False)["input_ids"]
+
+    def hook(module: Any, args: tuple, kwargs: dict) -> Any:
+        if args:
+            hidden = args[0].clone()
+            edit(hidden)
+            return (hidden, *args[1:]), kwargs
+        hidden = kwargs["hidden_states"].clone()
+        edit(hidden)
+        return args, {**kwargs, "hidden_states": hidden}
+
+    handle = (
+        None
+        if edit is None
+        else _first_layer(vlm).register_forward_pre_hook(hook, with_kwargs=True)
+    )
+    try:
+        return float(hf_target_logprobs(vlm, enc, ids).sum())
+    finally:
+        if handle is not None:
+            handle.remove()
+
+
+def _hf_image_vectors(vlm: interp.VLM, sample: interp.Sample, condition: str) -> torch.Tensor:
+    """The first decoder layer's input at the image tokens of ``sample`` under ``condition``."""
+    enc = encode(vlm, [sample], condition)
+    seen: dict[str, torch.Tensor] = {}
+
+    def hook(module: Any, args: tuple, kwargs: dict) -> None:
+        seen["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
+
+    handle = _first_layer(vlm).register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        with torch.no_grad():
+            vlm.hf(**enc.inputs)
+    finally:
+        handle.remove()
+    return seen["h"][0, enc.image_mask[0]]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("hide", ["ablate", "swap"])
+def test_occlusion_equals_hf_with_the_regions_embeddings_hidden_by_hand(arch, hide):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(2)
+    got = occlusion(vlm, samples, grid=(2, 2), hide=hide, batch_size=8, **KW)
+    assert got.scores.shape == (2, 4)
+    for i, s in enumerate(samples):
+        base = _hf_logp(vlm, s, str(s.answer))
+        assert abs(got.base[i] - base) <= 1e-5
+        mask = encode(vlm, [s]).image_mask[0]
+        null = _hf_image_vectors(vlm, s, "null:black") if hide == "swap" else None
+        image_positions = torch.nonzero(mask)[:, 0].numpy()
+        for k, group in enumerate(got.groups[i]):
+            assert len(group) > 0
+
+            def edit(hidden: torch.Tensor, group=group, null=null, where=image_positions) -> None:
+                if null is None:
+                    hidden[0, group] = 0
+                else:
+                    ranks = np.searchsorted(where, group)
+                    hidden[0, group] = null[ranks].to(hidden.dtype)
+
+            want = base - _hf_logp(vlm, s, str(s.answer), edit)
+            assert abs(got.scores[i, k] - want) <= 1e-5, (i, k, got.scores[i, k], want)
+        # the regions partition the image tokens and decode as image tokens
+        together = np.sort(np.concatenate(got.groups[i]))
+        assert np.array_equal(together, image_positions)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_batch_of_one_equals_batch_of_many(arch):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(4)  # varied image sizes: rows of a batch are padded differently
+    one = occlusion(vlm, samples, grid=(2, 3), batch_size=1, **KW)
+    many = occlusion(vlm, samples, grid=(2, 3), batch_size=8, **KW)
+    np.testing.assert_allclose(one.scores, many.scores, atol=1e-4)
+    np.testing.assert_allclose(one.base, many.base, atol=1e-4)
+    for a, b in zip(one.groups, many.groups):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_boxes_hide_the_tokens_they_overlap_and_maps_paint_onto_the_image():
+    vlm = shared_tiny_vlm("llava")
+    samples = make_samples(2)
+    w, h = samples[0].image.size
+    boxes = [(0, 0, w / 2, h), (w / 2, 0, w, h), (0, 0, w, h)]
+    got = occlusion(vlm, samples[:1], boxes=boxes, **KW)
+    reg = interp.token_regions(vlm, samples[0])
+    for k, box in enumerate(boxes):
+        assert np.array_equal(np.sort(got.groups[0][k]), np.sort(reg.in_box(box)))
+    frame = got.to_frame()
+    assert len(frame) == 3 and list(frame["tokens"]) == [len(g) for g in got.groups[0]]
+    # the heatmap: each pixel the mean score of the regions whose tokens cover it
+    values = got.token_values(0)
+    heat = got.heatmap(0)
+    assert heat.shape == (h, w)
+    np.testing.assert_allclose(heat, reg.to_pixels(values), equal_nan=True)
+    left = np.mean([got.scores[0, 0], got.scores[0, 2]])
+    inside = reg.positions[reg.spatial & (reg.boxes[:, 2] <= w / 2)]
+    assert np.allclose(values[np.isin(reg.positions, inside)], left)
+
+
+def test_greedy_answers_are_the_models_own():
+    vlm = shared_tiny_vlm("qwen2_vl")
+    samples = make_samples(2)
+    got = occlusion(vlm, samples, grid=(1, 2), answers="greedy", max_new_tokens=3, **KW)
+    gen = interp.generate(vlm, samples, max_new_tokens=3, progress_bar=False)
+    assert got.answers == gen.texts
+
+
+@pytest.mark.parametrize("arch", ["instructblip", "mllama"])
+def test_families_without_a_spatial_layout_are_refused(arch):
+    vlm = shared_tiny_vlm(arch)
+    with pytest.raises(interp.NoSpatialLayoutError, match=arch):
+        occlusion(vlm, make_samples(1), **KW)
+
+
+def test_token_edits_refuse_bad_input():
+    vlm = shared_tiny_vlm("llava")
+    with pytest.raises(interp.InterventionError, match="non-empty mapping"):
+        AblateImageTokens({})
+    with pytest.raises(interp.InterventionError, match="negative"):
+        SwapImageTokens({"s0": [-1]})
+    with pytest.raises(interp.InterventionError, match="image tokens"):
+        interp.score(vlm, make_samples(1), edits=[AblateImageTokens({"s0": [10**6]})], **KW)
+    with pytest.raises(interp.InterventionError, match="cross-attention"):
+        AblateImageTokens({"s0": [0]}).check(shared_tiny_vlm("mllama"))
+    with pytest.raises(interp.RegionError, match="x1 > x0"):
+        occlusion(vlm, make_samples(1), boxes=[(5, 0, 1, 4)], **KW)
+
+
+# -- the command (its entry point exists once installed: registered here by hand) ---------------
+
+
+@pytest.fixture
+def attribute_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import interp.cli
+
+    ep = EntryPoint(
+        "attribute", "interp.studies.attribute.cli:register", interp.cli.ENTRY_POINT_GROUP
+    )
+    studies = [e for e in interp.cli._studies() if e.name != "attribute"]
+    monkeypatch.setattr(interp.cli, "_studies", lambda: [*studies, ep])
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    from interp.cli import main
+
+    code = main(["attribute", *argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--grid", "4"], "--grid takes <rows>x<cols>"),
+        (["--grid", "0x3"], "rows and cols >= 1"),
+        (["--method", "shap"], "not available yet; available: occlusion, gradient, attention"),
+        (["--method", "gradient", "--layer", "99"], "--layer 99 is outside"),
+        (["--hide", "swap", "--source", "blind"], "carries no image"),
+    ],
+)
+def test_command_refuses_bad_options_before_compute(
+    attribute_command, no_model, tmp_path, capsys, options, message
+):
+    code, err = _run(
+        ["--model", "demo", "--data", "demo", "--out", str(tmp_path / "o"), *options], capsys
+    )
+    assert code == 2 and message in one_error_line(err)
+    assert not (tmp_path / "o").exists()
+
+
+def test_command_refuses_a_family_without_a_spatial_layout(
+    attribute_command, request, tmp_path, capsys
+):
+    folder = tmp_path / "model"
+    shared_tiny_vlm("instructblip").hf.config.save_pretrained(folder)
+    request.getfixturevalue("no_model")  # from here on, loading the model fails the test
+    code, err = _run(
+        ["--model", str(folder), "--data", "demo", "--out", str(tmp_path / "o")], capsys
+    )
+    assert code == 2 and "NoSpatialLayoutError" in one_error_line(err)
+
+
+def test_command_writes_maps_and_the_object_mass_table(attribute_command, tmp_path, capsys):
+    out = tmp_path / "o"
+    argv = ["--model", "demo", "--data", "demo", "--n", "8", "--grid", "2x2", "--out", str(out)]
+    code, err = _run([*argv, "--no-progress", "--plots", "1"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(out / "occlusion.csv")
+    assert len(frame) == 8 * 4 and set(frame["region"]) == {0, 1, 2, 3}
+    assert (out / "maps.png").exists() and (out / "map_0.png").exists()
+    shares = pd.read_csv(out / "object_shares.csv")
+    assert shares["inside"].between(0, 1).all()
+
+
+def test_audit_section_reports_the_object_mass():
+    import interp.studies.attribute.audit as audit
+    from interp.cli import load_data
+    from interp.studies.audit.registry import AuditOptions
+
+    vlm = interp.load("demo")
+    samples = load_data("demo", 40, 0, default_qtypes=("color",), columns=None)
+    chosen = audit.STUDY.select(samples)
+    assert 4 <= len(chosen.samples) <= audit.LIMIT
+    assert audit.STUDY.select(make_samples(3)).reason  # no object boxes: skipped, with a reason
+    sec = audit.STUDY.section(vlm, list(chosen.samples), AuditOptions())
+    assert 0 <= sec.numbers["inside"] <= 1 and 0 <= sec.numbers["random"] <= 1
+
+
+# -- attention ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_attention_equals_hf_output_attentions_summed_over_the_region(arch):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(3)  # batched with padding
+    got = attention(vlm, samples, grid=(2, 2), batch_size=3, **KW)
+    assert got.per_head is not None and got.per_head.shape[:2] == (3, 4)
+    for i, s in enumerate(samples):
+        enc = encode(vlm, [s])
+        with torch.no_grad():
+            out = vlm.hf(**enc.inputs, output_attentions=True)
+        last = torch.stack([a[0, :, -1] for a in out.attentions]).double()  # [L, H, seq]
+        for k, group in enumerate(got.groups[i]):
+            want = last[:, :, torch.as_tensor(group)].sum(-1).numpy()
+            np.testing.assert_allclose(got.per_head[i, k], want, atol=1e-5)
+            assert abs(got.scores[i, k] - want.mean()) <= 1e-5
+
+
+def test_attention_needs_eager_attention_before_compute():
+    vlm = tiny_vlm("llava", attn_implementation="sdpa")
+    with pytest.raises(interp.InterpError, match="eager"):
+        attention(vlm, make_samples(1), **KW)
+
+
+@pytest.mark.parametrize("method", ["attention", "gradient"])
+def test_command_other_methods_write_their_table(attribute_command, tmp_path, capsys, method):
+    out = tmp_path / "o"
+    argv = ["--model", "demo", "--data", "demo", "--n", "4", "--grid", "2x2", "--out", str(out)]
+    code, err = _run([*argv, "--method", method, "--no-progress", "--plots", "0"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(out / f"{method}.csv")
+    assert len(frame) == 16 and frame["score"].notna().all()
+    if method == "attention":
+        assert frame["score"].between(0, 1).all()
+
+
+def test_plot_attribution_puts_methods_side_by_side_with_the_question_and_answer():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from interp.studies.attribute import plot_attribution, plot_attribution_grid
+
+    vlm = shared_tiny_vlm("llava")
+    samples = make_samples(3)
+    occ = occlusion(vlm, samples, grid=(2, 2), **KW)
+    att = attention(vlm, samples, grid=(2, 2), **KW)
+    fig = plot_attribution([occ, att], samples[1])
+    panels = [ax for ax in fig.axes if ax.get_title() in ("occlusion", "attention")]
+    assert len(panels) == 2
+    title = fig._suptitle.get_text()
+    assert samples[1].question in title and str(samples[1].answer) in title
+    # one shared scale: every heatmap layer has the same limits
+    limits = {ax.images[-1].get_clim() for ax in panels}
+    assert len(limits) == 1
+    grid = plot_attribution_grid(occ, samples, cols=2)
+    assert sum(1 for ax in grid.axes if ax.images) == 3
+
+
+# -- gradient (attribution patching) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_gradient_scores_equal_a_hand_autograd_computation(arch):
+    vlm = shared_tiny_vlm(arch)
+    samples = make_samples(2)
+    layer = 1
+    got = gradient(vlm, samples, layer=layer, grid=(2, 2), **KW)
+    for i, s in enumerate(samples):
+        enc = encode(vlm, [s])
+        ids = vlm.tokenizer(s.answer, add_special_tokens=False)["input_ids"]
+        n = enc.input_ids.shape[1]
+        inputs = {k: v for k, v in enc.inputs.items()}
+        for key, value in enc.inputs.items():
+            if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[:2] == (1, n):
+                tail = (
+                    torch.tensor([ids])
+                    if key == "input_ids"
+                    else value[:, -1:].expand(1, len(ids), *value.shape[2:])
+                )
+                inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+        out = vlm.hf(**inputs, output_hidden_states=True)
+        hidden = out.hidden_states[layer]
+        logp = out.logits[0].float().log_softmax(-1)
+        total = sum(logp[n - 1 + j, t] for j, t in enumerate(ids))
+        (grad,) = torch.autograd.grad(total, hidden)
+        null = encode(vlm, [s], "null:black")
+        with torch.no_grad():
+            h_null = vlm.hf(**null.inputs, output_hidden_states=True).hidden_states[layer][0]
+        for k, group in enumerate(got.groups[i]):
+            where = torch.as_tensor(group)
+            want = (grad[0, where] * (hidden[0, where] - h_null[where])).sum()
+            assert abs(got.scores[i, k] - float(want)) <= 1e-5 * max(1.0, abs(float(want)))
+
+
+def test_object_box_is_the_cell_holding_the_drawn_object():
+    from interp.studies.attribute import box_mass, object_box
+
+    image = make_samples(1)[0].image.resize((64, 64))
+    meta = {"entity": "heart", "objects": [{"kind": "heart", "cell": "bottom right"}]}
+    sample = interp.Sample(question="what colour is the heart?", image=image, meta=meta)
+    assert object_box(sample) == (32.0, 32.0, 64.0, 64.0)  # demo images are 32 px: scaled x2
+    two = interp.Sample(question="q", image=[image, image], meta=meta)
+    assert object_box(two) is None  # several images: no single box
+    heat = np.zeros((4, 4))
+    heat[2:, 2:] = 1.0
+    heat[0, 0] = -5.0  # negative mass is not counted
+    heat[0, 1] = 1.0
+    assert box_mass(heat, (2, 2, 4, 4)) == pytest.approx(4 / 5)
