@@ -98,7 +98,7 @@ def test_a_toy_study_joins_the_audit_through_an_entry_point(toy_entry_point, tmp
     try:
         assert [s.key for s in registry.studies()] == [
             "toy_skips", "coe", "flow", "recall", "drives", "toy", "toy_fails", "ablation", "decoding",
-            "conflict",
+            "conflict", "attribute",
         ]  # fmt: skip
         data = write_jsonl(demo_world("test", n=4, qtypes=["color"]), tmp_path / "d.jsonl")
         n_rows = len(data.read_text().splitlines())
@@ -126,8 +126,8 @@ def test_a_toy_study_joins_the_audit_through_an_entry_point(toy_entry_point, tmp
     assert f'<dt title="toy_count">samples counted</dt><dd>{n_rows}</dd>' in html
     assert "<h3>Toy table</h3>" in html and "<th>toy value</th>" in html
     assert (
-        "not run: toy_skips, coe, flow, recall, drives, toy_fails, ablation, decoding, conflict"
-        in html
+        "not run: toy_skips, coe, flow, recall, drives, toy_fails, ablation, decoding, conflict, "
+        "attribute" in html
     )
 
 
