@@ -256,3 +256,17 @@ def test_bad_options_are_one_line_before_the_model_loads(
     assert code == 2
     assert re.search(re.escape(message), one_error_line(capsys.readouterr().err))
     assert not out.exists()
+
+
+def test_the_audit_section_skips_a_cross_attention_family_before_compute():
+    """Mllama's text reads the image through cross-attention layers: there are no image tokens
+    to cut the text off from, so the audit's flow section says so instead of failing."""
+    from interp.studies.audit.registry import AuditOptions
+    from interp.studies.flow.audit import STUDY
+
+    vlm = shared_tiny_vlm("mllama")
+    image = np.zeros((16, 16, 3), dtype=np.uint8)
+    samples = [interp.Sample("{image} what color ?", image=image, answer="red") for _ in range(4)]
+    sec = STUDY.section(vlm, samples, AuditOptions())
+    assert sec.summary()["status"] == "skipped"
+    assert "cross-attention" in sec.reason

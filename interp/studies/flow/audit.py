@@ -53,6 +53,10 @@ def select(samples: Sequence[Sample]) -> Selection:
 def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     """The causal integration layer, the largest drops of log p(answer) when the last position
     cannot read the image or the question; the flow figure and the integration tests."""
+    if vlm.adapter.fusion != "tokens":
+        # the text reads the image through cross-attention: there is no image → text edge to cut
+        reason = f"{vlm.adapter.name} reads the image through cross-attention, not image tokens"
+        return Section(STUDY.key, STUDY.title, ran=False, n=len(samples), reason=reason)
     sec = STUDY.new_section("Where must the text read the image? (attention knockout)", samples)
     size = max(1, vlm.n_layers // 6)
     flow = information_flow(
