@@ -41,7 +41,7 @@ demo: install
 	$(VENV)/bin/interp audit --model demo --data demo --out $(AUDIT) --no-progress
 
 test: install-smol real-tokenizers
-	OMP_NUM_THREADS=2 $(PY) -m pytest -q
+	OMP_NUM_THREADS=2 $(PY) -m pytest -q --durations=30
 
 lint: install
 	$(VENV)/bin/ruff check interp interventions probes tests bench
