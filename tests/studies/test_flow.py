@@ -196,7 +196,9 @@ def test_the_integration_layer_is_holm_over_scipy_t_tests():
     np.testing.assert_allclose(found.tests["p"], p, rtol=1e-12)
     np.testing.assert_allclose(found.tests["p_holm"], adjusted, rtol=1e-12)
     starts = np.tile([s[0] for s in wins], 2)
-    expected = int(starts[adjusted < 0.05].max())
+    means = np.concatenate([delta[e].mean(axis=0) for e in ("image>question", "image>last")])
+    counts = (adjusted < 0.05) & (means < 0) & (-means >= 0.1 * max(0.0, -means.min()))
+    expected = int(starts[counts].max())
     assert found.layer == expected and found.window == (expected, expected + 1)
     assert 3 <= expected <= 5
     quiet = integration_layer({"image>last": rng.normal(0, 1, (n, w))}, wins, alpha=1e-6)
@@ -206,6 +208,25 @@ def test_the_integration_layer_is_holm_over_scipy_t_tests():
     np.testing.assert_allclose(holm([0.01, np.nan, 0.04]), [0.02, np.nan, 0.04])
     with pytest.raises(ValueError, match="image → text edge"):
         integration_layer({"question>last": delta["question>last"]}, wins)
+
+
+def test_a_tiny_significant_change_after_the_real_drop_does_not_count():
+    """A -1 nat drop at window 2, then tiny but (with N = 400 and little spread) significant
+    changes: +0.02 at window 4 (a rise) and -0.02 at window 6 (a drop under a tenth of the
+    largest). Significance alone would report 6; the floor reports 2; min_fraction=0 keeps only
+    the sign condition."""
+    rng = np.random.default_rng(1)
+    n = 400
+    wins = windows(7)  # 7 windows of 1 layer
+    effect = np.array([0.0, -1.0, 0.0, 0.02, 0.0, -0.02, 0.0])
+    delta = {"image>last": rng.normal(effect, [0.01, 1, 0.01, 0.01, 0.01, 0.01, 0.01], (n, 7))}
+    p = stats.ttest_1samp(delta["image>last"], 0.0, axis=0).pvalue
+    adjusted = _holm_by_hand(p)
+    assert adjusted[3] < 0.05 and adjusted[5] < 0.05  # the tiny changes are significant
+    assert integration_layer(delta, wins).layer == 2
+    assert integration_layer(delta, wins, min_fraction=0).layer == 6
+    with pytest.raises(ValueError, match="min_fraction"):
+        integration_layer(delta, wins, min_fraction=1.5)
 
 
 # -- the command ---------------------------------------------------------------------------------

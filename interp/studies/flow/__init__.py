@@ -15,8 +15,9 @@ input (``"greedy"``). Every (edge, window) is one batched scoring pass over the 
 (:func:`probes.stats.mean_ci`) per group — D_VT / D_T (the answer changes without the image, the
 chain-of-embedding study's split) or any ``meta`` label — a table (:meth:`Flow.to_frame`), the
 flow figure (:func:`plot_flow`) and the **causal integration layer** (:func:`integration_layer`):
-the last window whose image → text knockout still changes the answer significantly (two-sided
-one-sample t-tests of Δ against 0, Holm-corrected over edges × windows). It is the causal
+the last window whose image → text knockout still lowers the answer's probability significantly
+(two-sided one-sample t-tests of Δ against 0, Holm-corrected over edges × windows) and by at least
+a tenth of the largest drop (an effect-size floor, ``min_fraction``). It is the causal
 counterpart of the chain-of-embedding study's Visual Integration Point.
 """
 

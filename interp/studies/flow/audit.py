@@ -81,14 +81,15 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
         "largest_drop_question_last": headline(float(np.min(mean["question>last"]))),
     }
     where = (
-        "no window where blocking the image changes the answer significantly"
+        "no window where blocking the image lowers the answer's probability significantly"
         if found.layer is None
-        else f"the last window where blocking the image still changes the answer starts at layer "
+        else f"the last window where blocking the image still costs the answer starts at layer "
         f"{show(sec.numbers['integration_layer'])} of {vlm.n_layers}"
     )
     sec.verdict = (
         f"Blocking the text from the image in windows of {size} layers: {where} (two-sided "
-        f"one-sample t-tests, Holm-corrected, α = 0.05). Cutting the last position off the image "
+        f"one-sample t-tests, Holm-corrected, α = 0.05; a drop of at least a tenth of the "
+        f"largest). Cutting the last position off the image "
         f"changes log p(answer) by {show(sec.numbers['largest_drop_image_last'])} on average in "
         f"the window where it matters most; off the question by "
         f"{show(sec.numbers['largest_drop_question_last'])}."
