@@ -35,7 +35,7 @@ from interp.encoding import Encoding
 from interp.errors import InterventionError
 
 from .features import AblateImage, SwapImage
-from .image import ImageInputs, _edit, _row_mean, image_position_mask
+from .image import ABLATION_MODES, ImageInputs, _edit, _row_mean, image_position_mask
 
 if TYPE_CHECKING:
     from interp.edits import Batch
@@ -101,6 +101,8 @@ class AblateImageTokens(AblateImage):
     """
 
     def __init__(self, tokens: TokenMap, mode: str = "zero") -> None:
+        if mode not in ABLATION_MODES:  # before the parent's typed signature sees it
+            raise InterventionError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
         super().__init__(mode)  # type: ignore[arg-type]
         self.tokens = _check_tokens(tokens, "AblateImageTokens")
 

@@ -160,6 +160,27 @@ FACTORIES: dict[str, Factory] = {
         {"mode": lambda vlm: "mean"},
         [(lambda vlm: {"mode": "median"}, InterventionError, "unknown ablation mode")],
     ),
+    # the image tokens of one region per sample (make_samples ids s0, s1, s2), by rank
+    "AblateImageTokens": Factory(
+        lambda vlm: {"tokens": {"s0": [0, 1, 2], "s1": [3], "s2": [0, 5]}, "mode": "zero"},
+        {"tokens": lambda vlm: {"s0": [1], "s1": [0], "s2": [2]}, "mode": lambda vlm: "mean"},
+        [
+            (lambda vlm: {"mode": "median"}, InterventionError, "unknown ablation mode"),
+            (lambda vlm: {"tokens": {}}, InterventionError, "non-empty mapping"),
+            (lambda vlm: {"tokens": {"s0": [-1]}}, InterventionError, "negative"),
+        ],
+    ),
+    "SwapImageTokens": Factory(
+        lambda vlm: {"tokens": {"s0": [0, 1, 2], "s1": [3], "s2": [0, 5]}, "source": "null:black"},
+        {
+            "tokens": lambda vlm: {"s0": [1], "s1": [0], "s2": [2]},
+            "source": lambda vlm: "null:white",
+        },
+        [
+            (lambda vlm: {"source": "blind"}, ConditionError, "carries no image"),
+            (lambda vlm: {"tokens": {}}, InterventionError, "non-empty mapping"),
+        ],
+    ),
 }
 
 
