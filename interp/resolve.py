@@ -104,12 +104,15 @@ def _media_inputs(
         audios = sample.load_audios()
     else:
         audios = _media("audio")[cond.audio.name].apply(sample, cond.audio.arg, ctx)
-    if cond.video is None:
-        videos = sample.load_videos()
-    else:
-        videos = _media("video")[cond.video.name].apply(sample, cond.video.arg, ctx)
     rate = audio_rate(ctx.processor)
-    return [a.resampled(rate) if rate else a for a in audios], list(videos)
+    return [a.resampled(rate) if rate else a for a in audios], _videos(sample, cond, ctx)
+
+
+def _videos(sample: Sample, cond: Condition, ctx: ConditionContext) -> list[np.ndarray]:
+    """The videos of ``sample`` under ``cond``'s video part."""
+    if cond.video is None:
+        return sample.load_videos()
+    return list(_media("video")[cond.video.name].apply(sample, cond.video.arg, ctx))
 
 
 def carries(sample: Sample, condition: Condition | str, kind: str) -> bool:
@@ -133,12 +136,15 @@ def video_frames(
     all_samples: Sequence[Sample] | None = None,
 ) -> tuple[int, ...]:
     """The frame counts of the videos ``sample``'s input carries under ``condition`` (empty when
-    it carries none); loads the sample's videos to apply the condition's video part."""
+    it carries none); loads the sample's videos (not its images or audio) to apply the
+    condition's video part."""
     cond = Condition.parse(condition)
     if not carries(sample, cond, "video"):
         return ()
-    seen = prepare([sample], cond, processor, all_samples=all_samples)[0]
-    return tuple(len(v) for v in seen.videos)
+    rewrite = IMAGE_CONDITIONS[cond.image.name].rewrite
+    seen = rewrite(sample, cond.image.arg) if rewrite is not None else sample
+    ctx = ConditionContext(processor, list(all_samples) if all_samples is not None else [sample])
+    return tuple(len(v) for v in _videos(seen, cond, ctx))
 
 
 def _bind_pixels(fn: PixelFn, sample: Sample, arg: str | None) -> Callable[[Tensor, int], Tensor]:
