@@ -177,9 +177,39 @@ def tiny_vlm_with_attention(arch: str, edit: Any) -> VLM:
     return load(model, processor)
 
 
+def hf_answer_gradient(
+    vlm: VLM, sample: Any, layer: int
+) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """A plain HF forward of prompt + ``sample.answer`` (every per-token input extended by the
+    answer's ids, the others' last value repeated) and ``torch.autograd.grad`` of the answer's
+    summed log-probability: ``(h_layer, ∂ log p / ∂ h_layer, log p)``, the first two over the
+    prompt's positions ``[prompt, d]``."""
+    from ..encoding import encode
+
+    enc = encode(vlm, [sample])
+    ids = vlm.tokenizer(sample.answer, add_special_tokens=False)["input_ids"]
+    n = enc.input_ids.shape[1]
+    inputs = dict(enc.inputs)
+    for key, value in enc.inputs.items():
+        if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[:2] == (1, n):
+            tail = (
+                torch.tensor([ids])
+                if key == "input_ids"
+                else value[:, -1:].expand(1, len(ids), *value.shape[2:])
+            )
+            inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+    out = vlm.hf(**inputs, output_hidden_states=True)
+    hidden = out.hidden_states[layer]
+    logp = out.logits[0].float().log_softmax(-1)
+    total = sum(logp[n - 1 + j, t] for j, t in enumerate(ids))
+    (grad,) = torch.autograd.grad(total, hidden)
+    return hidden[0, :n].detach(), grad[0, :n], float(total.detach())
+
+
 __all__ = [
     "Recorder",
     "add_to_layer",
+    "hf_answer_gradient",
     "hf_forward",
     "hf_hidden_states",
     "hf_target_logprobs",

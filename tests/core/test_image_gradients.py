@@ -9,6 +9,7 @@ import torch
 
 import interp
 from interp.encoding import encode
+from interp.testing.reference import hf_answer_gradient
 from interp.testing.samples import make_samples
 from interp.testing.tiny import shared_tiny_vlm
 
@@ -16,25 +17,9 @@ from interp.testing.tiny import shared_tiny_vlm
 def hf_reference(vlm: interp.VLM, sample: interp.Sample, layer: int):
     """(h_layer at the image tokens, ∂ log p(answer)/∂ h_layer there, log p(answer)) by a plain HF
     forward of prompt + answer and torch.autograd.grad."""
-    enc = encode(vlm, [sample])
-    ids = vlm.tokenizer(sample.answer, add_special_tokens=False)["input_ids"]
-    n = enc.input_ids.shape[1]
-    inputs = dict(enc.inputs)
-    for key, value in enc.inputs.items():
-        if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[:2] == (1, n):
-            tail = (
-                torch.tensor([ids])
-                if key == "input_ids"
-                else value[:, -1:].expand(1, len(ids), *value.shape[2:])
-            )
-            inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
-    out = vlm.hf(**inputs, output_hidden_states=True)
-    hidden = out.hidden_states[layer]
-    logp = out.logits[0].float().log_softmax(-1)
-    total = sum(logp[n - 1 + j, t] for j, t in enumerate(ids))
-    (grad,) = torch.autograd.grad(total, hidden)
-    mask = enc.image_mask[0]
-    return hidden[0, :n][mask].detach(), grad[0, :n][mask], float(total.detach())
+    hidden, grad, total = hf_answer_gradient(vlm, sample, layer)
+    mask = encode(vlm, [sample]).image_mask[0]
+    return hidden[mask], grad[mask], total
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])

@@ -15,7 +15,7 @@ import interp
 from interp.encoding import encode
 from interp.studies.attribute import attention, gradient, occlusion
 from interp.testing.checks import one_error_line
-from interp.testing.reference import hf_target_logprobs
+from interp.testing.reference import hf_answer_gradient, hf_target_logprobs
 from interp.testing.samples import make_samples
 from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
 from interventions import AblateImageTokens, SwapImageTokens
@@ -315,29 +315,13 @@ def test_gradient_scores_equal_a_hand_autograd_computation(arch):
     layer = 1
     got = gradient(vlm, samples, layer=layer, grid=(2, 2), **KW)
     for i, s in enumerate(samples):
-        enc = encode(vlm, [s])
-        ids = vlm.tokenizer(s.answer, add_special_tokens=False)["input_ids"]
-        n = enc.input_ids.shape[1]
-        inputs = {k: v for k, v in enc.inputs.items()}
-        for key, value in enc.inputs.items():
-            if isinstance(value, torch.Tensor) and value.dim() >= 2 and value.shape[:2] == (1, n):
-                tail = (
-                    torch.tensor([ids])
-                    if key == "input_ids"
-                    else value[:, -1:].expand(1, len(ids), *value.shape[2:])
-                )
-                inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
-        out = vlm.hf(**inputs, output_hidden_states=True)
-        hidden = out.hidden_states[layer]
-        logp = out.logits[0].float().log_softmax(-1)
-        total = sum(logp[n - 1 + j, t] for j, t in enumerate(ids))
-        (grad,) = torch.autograd.grad(total, hidden)
+        hidden, grad, _ = hf_answer_gradient(vlm, s, layer)
         null = encode(vlm, [s], "null:black")
         with torch.no_grad():
             h_null = vlm.hf(**null.inputs, output_hidden_states=True).hidden_states[layer][0]
         for k, group in enumerate(got.groups[i]):
             where = torch.as_tensor(group)
-            want = (grad[0, where] * (hidden[0, where] - h_null[where])).sum()
+            want = (grad[where] * (hidden[where] - h_null[where])).sum()
             assert abs(got.scores[i, k] - float(want)) <= 1e-5 * max(1.0, abs(float(want)))
 
 
