@@ -319,18 +319,15 @@ class ConflictResponses:
         for src in self.sources:
             shown = part["order"].str.split(",").map(lambda o, n=src.order_name: n in o)
             form = forms.map(lambda f, kind=src.kind: f.get(kind)).where(shown)
-            counts = []
-            for name in ("perceptual", "propositional"):
-                grp = part[form == name]
-                counts += [int((grp["label"] == src.bias).sum()), len(grp)]
-            if not (counts[1] and counts[3]):  # the source never shows in one of its forms
-                continue
-            d = newcombe(*counts)
-            direction = "perceptual" if d.low > 0 else "propositional" if d.high < 0 else "none"
-            rows.append(
-                _effect_row("form", src.name, "perceptual − propositional", d, direction=direction)
-                | _counts(counts)
+            row = _two_groups(
+                part,
+                form,
+                src,
+                ("form", "perceptual", "propositional"),
+                ("perceptual", "propositional"),
             )
+            if row is not None:
+                rows.append(row)
         return rows
 
     def _order_effects(self, part: pd.DataFrame) -> list[dict]:
@@ -342,18 +339,9 @@ class ConflictResponses:
                     "last" if o[-1] == n else "first" if o[0] == n and len(o) > 1 else None
                 )
             )
-            counts = []
-            for name in ("last", "first"):
-                grp = part[at == name]
-                counts += [int((grp["label"] == src.bias).sum()), len(grp)]
-            if not (counts[1] and counts[3]):
-                continue
-            d = newcombe(*counts)
-            direction = "recency" if d.low > 0 else "primacy" if d.high < 0 else "none"
-            rows.append(
-                _effect_row("order", src.name, "last − first", d, direction=direction)
-                | _counts(counts)
-            )
+            row = _two_groups(part, at, src, ("order", "last", "first"), ("recency", "primacy"))
+            if row is not None:
+                rows.append(row)
         return rows
 
     def competence(self) -> pd.DataFrame:
@@ -377,7 +365,28 @@ class ConflictResponses:
         return pd.DataFrame(rows)
 
 
-def _counts(counts: list[int]) -> dict[str, float]:
+def _two_groups(
+    part: pd.DataFrame,
+    groups: pd.Series,
+    src: Source,
+    names: tuple[str, str, str],
+    directions: tuple[str, str],
+) -> dict | None:
+    """``src``'s bias rate where ``groups == names[1]`` minus where ``groups == names[2]``, with
+    Newcombe's interval, as an effect row named ``names[0]``; None when a group is empty."""
+    effect, first, second = names
+    counts = []
+    for name in (first, second):
+        grp = part[groups == name]
+        counts += [int((grp["label"] == src.bias).sum()), len(grp)]
     k1, n1, k2, n2 = counts
-    nan = float("nan")
-    return {"a": k1 / n1 if n1 else nan, "n_a": n1, "b": k2 / n2 if n2 else nan, "n_b": n2}
+    if not (n1 and n2):  # the source never shows in one of the two groups
+        return None
+    d = newcombe(k1, n1, k2, n2)
+    direction = directions[0] if d.low > 0 else directions[1] if d.high < 0 else "none"
+    return _effect_row(effect, src.name, f"{first} − {second}", d, direction=direction) | {
+        "a": k1 / n1,
+        "n_a": n1,
+        "b": k2 / n2,
+        "n_b": n2,
+    }
