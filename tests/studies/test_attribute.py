@@ -4,6 +4,7 @@ paint onto the image; families without a spatial layout are refused."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import torch
 import interp
 from interp.encoding import encode
 from interp.studies.attribute import attention, gradient, occlusion
+from interp.studies.audit.report import show
 from interp.testing.checks import one_error_line
 from interp.testing.reference import hf_answer_gradient, hf_target_logprobs
 from interp.testing.samples import make_samples
@@ -241,8 +243,36 @@ def test_audit_section_reports_the_object_mass():
     chosen = audit.STUDY.select(samples)
     assert 4 <= len(chosen.samples) <= audit.LIMIT
     assert audit.STUDY.select(make_samples(3)).reason  # no object boxes: skipped, with a reason
-    sec = audit.STUDY.section(vlm, list(chosen.samples), AuditOptions())
+    picked = list(chosen.samples)
+    assert sum(bool(s.meta["counterfactual"]) for s in picked) >= len(picked) // 2 - 1
+    sec = audit.STUDY.section(vlm, picked, AuditOptions())
     assert 0 <= sec.numbers["inside"] <= 1 and 0 <= sec.numbers["random"] <= 1
+    # the groups, from the model's own greedy answers compared with the world's labels by hand
+    said = interp.generate(vlm, picked, max_new_tokens=8, progress_bar=False).texts
+    words = [t.strip().lower().split()[0] if t.strip() else "" for t in said]
+    grounded = [w == s.answer for w, s in zip(words, picked)]
+    prior = [
+        bool(s.meta["counterfactual"]) and w == s.meta["prior_answer"]
+        for w, s in zip(words, picked)
+    ]
+    assert sec.numbers["n_grounded"] == sum(grounded) > 0
+    assert sec.numbers["n_prior"] == sum(prior) > 0  # the interleaved selection finds some
+    for key in ("inside_grounded", "inside_prior"):
+        assert 0 <= sec.numbers[key] <= 1 and show(sec.numbers[key]) in sec.verdict
+    assert -1 <= sec.numbers["gradient_agreement"] <= 1 and "attention_agreement" not in sec.numbers
+    captions = [c for c, _ in sec.figures]
+    assert sum(c.startswith("Grounded answer") for c in captions) == min(2, sum(grounded))
+    assert sum(c.startswith("Prior-driven answer") for c in captions) == min(2, sum(prior))
+    (caption, html) = sec.tables[0]
+    assert "gradient" in html and "occlusion" in html and "prior" in html
+    # samples without the world's labels: no groups, and the section says why
+    blind = [
+        replace(s, meta={k: v for k, v in s.meta.items() if k != "counterfactual"})
+        for s in picked[:4]
+    ]
+    bare = audit.STUDY.section(vlm, blind, AuditOptions())
+    assert "no labels" in bare.reason and bare.numbers["n_prior"] == 0
+    assert not any(c.startswith(("Grounded", "Prior")) for c, _ in bare.figures)
 
 
 # -- attention ---------------------------------------------------------------------------------

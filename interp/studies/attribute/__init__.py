@@ -31,16 +31,26 @@ _LAZY = {
     "gradient": "measure",
     "occlusion": "measure",
     "region_groups": "measure",
+    "answer_group": "analysis",
     "box_mass": "analysis",
     "mass_table": "analysis",
     "object_box": "analysis",
+    "object_shares": "analysis",
+    "rank_agreement": "analysis",
     "plot_attribution": "figures",
     "plot_attribution_grid": "figures",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 if TYPE_CHECKING:
-    from .analysis import box_mass, mass_table, object_box
+    from .analysis import (
+        answer_group,
+        box_mass,
+        mass_table,
+        object_box,
+        object_shares,
+        rank_agreement,
+    )
     from .figures import plot_attribution, plot_attribution_grid
     from .measure import (
         Attribution,
@@ -53,14 +63,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Attribution",
+    "answer_group",
     "answers_for",
     "attention",
     "box_mass",
     "gradient",
     "mass_table",
     "object_box",
+    "object_shares",
     "occlusion",
     "plot_attribution",
     "plot_attribution_grid",
+    "rank_agreement",
     "region_groups",
 ]

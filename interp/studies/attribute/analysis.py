@@ -4,8 +4,9 @@ The demo world draws each scene object inside one cell of a 2 × 2 grid over the
 is ``OBJECT_SIZE`` pixels wide, jittered by a few pixels inside its ``CELL_SIZE`` cell), so the
 cell is a box that holds the whole object. :func:`box_mass` gives the share of an attribution
 map's positive mass that falls inside a box; :func:`mass_table` compares, per group of samples
-(grounded vs counterfactual-prior answers), the share inside the object's box with the mean share
-inside random boxes of the same size, with bootstrap 95 % CIs (:func:`probes.stats.estimate`).
+(grounded vs counterfactual-prior answers, :func:`answer_group`), the share inside the object's box
+with the mean share inside random boxes of the same size, with bootstrap 95 % CIs
+(:func:`probes.stats.estimate`). :func:`rank_agreement` compares two methods' maps region by region.
 """
 
 from __future__ import annotations
@@ -62,6 +63,38 @@ def _size(sample: Sample) -> tuple[int, int]:
     return int(shape[1]), int(shape[0])
 
 
+GROUPS = ("grounded", "prior", "other", "unlabelled")
+"""The values of :func:`answer_group`."""
+
+
+def _word(text: object) -> str:
+    """The first word of an answer, lower case, without punctuation."""
+    words = str(text or "").strip().lower().split()
+    return words[0].strip(".,;:!?'\"") if words else ""
+
+
+def answer_group(sample: Sample, answer: str) -> str:
+    """Whether ``answer`` (the model's) follows the image or the prior:
+
+    - ``"grounded"``: its first word is the sample's own answer (what the image shows);
+    - ``"prior"``: the image is counterfactual (meta ``counterfactual``) and the answer names the
+      object's prior instead (meta ``prior_answer``);
+    - ``"other"``: neither;
+    - ``"unlabelled"``: the sample has no answer, or no ``counterfactual`` flag to tell a prior
+      answer from a wrong one (data from outside the demo world).
+    """
+    truth = _word(sample.answer)
+    if not truth or "counterfactual" not in sample.meta:
+        return "unlabelled"
+    said = _word(answer)
+    if said == truth:
+        return "grounded"
+    prior = _word(sample.meta.get("prior_answer"))
+    if sample.meta.get("counterfactual") and prior and said == prior:
+        return "prior"
+    return "other"
+
+
 def box_mass(heat: np.ndarray, box: Box) -> float:
     """Share of the positive mass of a ``[height, width]`` map inside ``box`` (pixels whose centre
     lies in it); NaN when the map has no positive mass."""
@@ -89,8 +122,9 @@ def random_boxes(box: Box, size: tuple[int, int], n: int, seed: int) -> list[Box
 def object_shares(
     result: Attribution, samples: Sequence[Sample], *, n_random: int = 64, seed: int = 0
 ) -> pd.DataFrame:
-    """Per sample with an object box: the share of positive mass inside it (``inside``) and the
-    mean share inside ``n_random`` random boxes of the same size (``random``)."""
+    """Per sample with an object box: the share of positive mass inside it (``inside``), the
+    mean share inside ``n_random`` random boxes of the same size (``random``), the drawing's
+    ``counterfactual`` flag and the attributed answer's :func:`answer_group` (``group``)."""
     rows = []
     by_id = {str(s.id): s for s in samples}
     for i, sid in enumerate(result.sample_ids):
@@ -106,6 +140,7 @@ def object_shares(
                 "sample_id": sid,
                 "method": result.method,
                 "counterfactual": bool(sample.meta.get("counterfactual")),  # type: ignore[union-attr]
+                "group": answer_group(sample, result.answers[i]),  # type: ignore[arg-type]
                 "inside": box_mass(heat, box),
                 "random": float(np.nanmean(shares)) if not np.all(np.isnan(shares)) else np.nan,
             }
@@ -113,7 +148,7 @@ def object_shares(
     return pd.DataFrame(rows)
 
 
-def mass_table(shares: pd.DataFrame, by: str = "counterfactual") -> pd.DataFrame:
+def mass_table(shares: pd.DataFrame, by: str = "group") -> pd.DataFrame:
     """Per group of ``by``: mean share inside the object's box, inside random boxes, and their
     paired difference, each with a bootstrap 95 % CI.
 
@@ -144,4 +179,38 @@ def mass_table(shares: pd.DataFrame, by: str = "counterfactual") -> pd.DataFrame
     return pd.DataFrame(out)
 
 
-__all__ = ["box_mass", "mass_table", "object_box", "object_shares", "random_boxes"]
+def rank_agreement(result: Attribution, reference: Attribution) -> pd.DataFrame:
+    """Per sample the Spearman correlation of two maps of the same samples over their regions
+    (ranks with ties averaged): does ``result`` order the regions as ``reference`` does? NaN
+    where either map is constant.
+
+    Raises:
+        RegionError: the results cover other samples or other regions.
+    """
+    if result.sample_ids != reference.sample_ids or result.scores.shape != reference.scores.shape:
+        raise RegionError(
+            f"rank_agreement needs two maps of the same samples and regions; got "
+            f"{result.scores.shape} ({result.method}) and {reference.scores.shape} "
+            f"({reference.method})"
+        )
+    rows = []
+    for i, sid in enumerate(result.sample_ids):
+        a = pd.Series(result.scores[i]).rank().to_numpy()
+        b = pd.Series(reference.scores[i]).rank().to_numpy()
+        a, b = a - a.mean(), b - b.mean()
+        norm = float(np.sqrt((a * a).sum() * (b * b).sum()))
+        rho = float((a * b).sum() / norm) if norm > 0 else float("nan")
+        rows.append({"sample_id": sid, "method": result.method, "spearman": rho})
+    return pd.DataFrame(rows)
+
+
+__all__ = [
+    "GROUPS",
+    "answer_group",
+    "box_mass",
+    "mass_table",
+    "object_box",
+    "object_shares",
+    "random_boxes",
+    "rank_agreement",
+]
