@@ -18,7 +18,10 @@ flow figure (:func:`plot_flow`) and the **causal integration layer** (:func:`int
 the last window whose image → text knockout still lowers the answer's probability significantly
 (two-sided one-sample t-tests of Δ against 0, Holm-corrected over edges × windows) and by at least
 a tenth of the largest drop (an effect-size floor, ``min_fraction``). It is the causal
-counterpart of the chain-of-embedding study's Visual Integration Point.
+counterpart of the chain-of-embedding study's Visual Integration Point: :mod:`.rules` puts the
+VIP under each rule of :mod:`probes.vip` beside it (:func:`vip_rule_layers`,
+:func:`rule_agreement` for the sensitivity to N, :func:`plot_vip_rules`,
+:func:`plot_rule_agreement`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ _LAZY = {
     "integration_layer": "analysis",
     "one_sample_tests": "analysis",
     "plot_flow": "figures",
+    "plot_rule_agreement": "rules",
+    "plot_vip_rules": "rules",
+    "rule_agreement": "rules",
+    "vip_rule_layers": "rules",
     "register": "cli",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
@@ -57,6 +64,7 @@ if TYPE_CHECKING:
     from .cli import register
     from .figures import plot_flow
     from .measure import EDGES, Edge, check_flow, information_flow, parse_edge, windows
+    from .rules import plot_rule_agreement, plot_vip_rules, rule_agreement, vip_rule_layers
 
 __all__ = [
     "EDGES",
@@ -71,6 +79,10 @@ __all__ = [
     "one_sample_tests",
     "parse_edge",
     "plot_flow",
+    "plot_rule_agreement",
+    "plot_vip_rules",
     "register",
+    "rule_agreement",
+    "vip_rule_layers",
     "windows",
 ]
