@@ -115,7 +115,7 @@ class NoVIPError(InterpError, ValueError):
         rule: the rule that failed, a name of :data:`probes.vip.RULES`.
     """
 
-    def __init__(self, message: str, cause: str = "eq9", rule: str = "eq9") -> None:
+    def __init__(self, message: str, cause: str = "eq9", rule: str = "changepoint") -> None:
         super().__init__(message)
         self.cause = cause
         self.rule = rule

@@ -10,7 +10,9 @@ split ``in_vt`` (True = D_VT, the answer changed when the image was removed).
 - :func:`automatic_vip`: the automatic VIP under a rule named in :data:`RULES` — ``"eq9"`` (Eq. 9
   of Appendix B.2 plus a significance floor, the paper's rule), ``"effect"`` (``"eq9"`` plus an
   effect-size floor), ``"jump"`` (the largest growth of the gap) and ``"changepoint"`` (a
-  two-segment piecewise-constant fit of the gap). ``docs/vip_rules.md`` compares them.
+  two-segment piecewise-constant fit of the gap; the default). ``docs/vip_rules.md`` compares
+  them and says why ``"changepoint"`` is the default: it is the rule that agrees with the causal
+  integration layer of the attention-knockout flow study on the demo models.
 - :class:`VIPDetector`: the same as a scikit-learn estimator, with a manual VIP option.
 """
 
@@ -286,7 +288,8 @@ def _decide(
     if result is None and rule in GAP_RULES:
         raise VIPParameterError(
             f"rule {rule!r} needs the group means, not only the statistic: pass the "
-            "TwoSampleResult of two_sample_test(distances, in_vt)"
+            "TwoSampleResult of two_sample_test(distances, in_vt), or rule='eq9' (the paper's "
+            "rule, which needs only the statistic)"
         )
     t = as_float64(result.statistic if result is not None else x, "statistic")
     n_layers = len(t) - 1
@@ -354,7 +357,7 @@ def _decide(
                 None,
                 "rise",
                 f"the best two-segment fit splits before layer {layer}, "
-                f"but the gap falls there (mean {before:.4g} -> {after:.4g})",
+                f"but the gap does not rise there (mean {before:.4g} -> {after:.4g})",
             )
         what = f"the best two-segment fit of the gap starts its second segment at layer {layer}"
     if t[layer] < floor:
@@ -369,7 +372,7 @@ def automatic_vip(
     beta: float = 2.0,
     alpha: float | None = 0.05,
     *,
-    rule: str = "eq9",
+    rule: str = "changepoint",
     min_fraction: float | None = 0.25,
     min_effect: float | None = None,
 ) -> int | None:
@@ -380,7 +383,7 @@ def automatic_vip(
     one-sided test of ``D_VT > D_T`` passes at level ``alpha``, Bonferroni-corrected over the
     ``L - 2`` candidates; ``alpha=None`` drops it):
 
-    - ``"eq9"`` (the paper's rule, the default): the smallest ``l`` with
+    - ``"eq9"`` (the paper's rule): the smallest ``l`` with
       ``t_l >= beta / (l - 1) * sum_{k=1}^{l-1} t_k`` (Eq. 9) and ``t_l >= z``. With ``alpha=None``
       it is Eq. 9 exactly. The floor keeps noise in the early layers from meeting Eq. 9, but on a
       large N a negligible early gap is significant too.
@@ -392,12 +395,14 @@ def automatic_vip(
     - ``"changepoint"``: ``l*`` minimises the squared error of a two-segment constant fit of
       ``g_1..g_L``, ``sum_{l<k} (g_l - mean(g_1..g_{k-1}))^2 + sum_{l>=k} (g_l - mean(g_k..g_L))^2``
       (the first on ties); the VIP if the second segment's mean is higher and ``t_{l*} >= z``.
+      The default: of the four it agrees with the causal integration layer of
+      :mod:`interp.studies.flow` on the demo models (``docs/vip_rules.md``).
 
     ``jump`` and ``changepoint`` pick one layer and check it, rather than searching on.
 
     Args:
-        statistic: the per-layer statistic ``[L+1]`` (enough for ``"eq9"``) or the
-            :class:`TwoSampleResult` of :func:`two_sample_test` (needed by the others).
+        statistic: the :class:`TwoSampleResult` of :func:`two_sample_test` (every rule), or the
+            per-layer statistic ``[L+1]`` alone (enough for ``rule="eq9"`` only).
 
     Returns:
         The VIP layer index, or None when no layer qualifies (never a default layer).
@@ -415,7 +420,7 @@ def why_no_vip(
     beta: float = 2.0,
     alpha: float | None = 0.05,
     *,
-    rule: str = "eq9",
+    rule: str = "changepoint",
     min_fraction: float | None = 0.25,
     min_effect: float | None = None,
 ) -> tuple[str, str] | None:
@@ -431,7 +436,8 @@ class VIPDetector(BaseEstimator):
     """Locate the VIP from distances and the agreement split (scikit-learn estimator contract).
 
     Parameters:
-        rule: the automatic rule, a name of :data:`RULES` (default ``"eq9"``, the paper's).
+        rule: the automatic rule, a name of :data:`RULES` (default ``"changepoint"``, the one that
+            agrees with the causal integration layer; ``"eq9"`` is the paper's).
         beta: weight of the history average in Eq. 9 (paper: 2.0); rules ``eq9`` and ``effect``.
         layer: a manual VIP (``1..L``); when given, no search is done.
         alpha: family-wise significance floor of :func:`automatic_vip`; None = no floor.
@@ -453,7 +459,7 @@ class VIPDetector(BaseEstimator):
         beta: float = 2.0,
         layer: int | None = None,
         alpha: float | None = 0.05,
-        rule: str = "eq9",
+        rule: str = "changepoint",
         min_fraction: float | None = 0.25,
         min_effect: float | None = None,
     ):

@@ -80,7 +80,7 @@ OPTION_CASES = [
     (["--data", "demo:"], r"--data 'demo:': no question type given; choose from color, "),
     (
         ["--alpha", "1.5"],
-        r"UsageError: --alpha must be in \[0, 1\) \(0 = Eq\. 9 alone\), got 1\.5$",
+        r"UsageError: --alpha must be in \[0, 1\) \(0 = no significance floor\), got 1\.5$",
     ),
     (["--beta", "0"], r"--beta must be > 0, got 0\.0$"),
     (["--vip-rule", "x"], r"--vip-rule 'x' is not a VIP rule: use one of eq9, effect, jump"),
@@ -379,7 +379,7 @@ def _synthetic(t: list[float], n: int = 20) -> tuple[np.ndarray, np.ndarray]:
 def _fit(distances: np.ndarray, in_vt: np.ndarray, alpha: float | None) -> VIPDetector:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NoVIPWarning)
-        return VIPDetector(beta=2.0, alpha=alpha).fit(distances, in_vt)
+        return VIPDetector(beta=2.0, alpha=alpha, rule="eq9").fit(distances, in_vt)
 
 
 def test_no_vip_error_names_eq9_as_the_cause():
@@ -415,8 +415,9 @@ def test_no_vip_error_names_the_significance_floor_as_the_cause():
 
 
 def test_cli_without_vip_prints_the_cause_and_still_writes_the_curves(tmp_path, capsys):
-    """Each sample twice, once per side of the ``twin`` split: the groups are identical, t = 0 at
-    every layer, so Eq. 9 holds (0 >= 0) and the floor does not: NoVIPError(cause="alpha")."""
+    """Each sample twice, once per side of the ``twin`` split: the groups are identical, the gap and
+    t are 0 at every layer. The default rule (changepoint) finds no rise; Eq. 9 holds (0 >= 0) and
+    the floor does not: NoVIPError(cause="alpha")."""
     plain = write_jsonl(demo_world("test", n=6), tmp_path / "plain.jsonl")
     rows = [json.loads(line) for line in plain.read_text().splitlines()]
     data = _jsonl(
@@ -425,14 +426,20 @@ def test_cli_without_vip_prints_the_cause_and_still_writes_the_curves(tmp_path, 
     )
     out = tmp_path / "out"
     argv = ["diagnose", "--model", "demo", "--data", str(data), "--out", str(out), "--no-progress"]
-    line = _refused(capsys, [*argv, "--split", "twin"])
+    default = [str(tmp_path / "default") if a == str(out) else a for a in argv]
+    line = _refused(capsys, [*default, "--split", "twin"])  # the default rule: changepoint
+    assert line.startswith(
+        "error: NoVIPError: the automatic rule 'changepoint' found no VIP: the best two-segment "
+        "fit splits before layer 2, but the gap does not rise there"
+    ), line
+    line = _refused(capsys, [*argv, "--split", "twin", "--vip-rule", "eq9"])
     assert line.startswith("error: NoVIPError: Eq. 9 is met at layer 2 (t = 0.00), but no layer")
     assert "significance floor alpha=0.05" in line
     assert (out / "fig2_distance_curves.png").stat().st_size > 0
     assert (out / "layers.csv").read_text().startswith("layer,")
     assert not (out / "summary.txt").exists()
     # --alpha 0 is Eq. 9 alone: it now finds layer 2, from the stored run
-    assert main([*argv, "--split", "twin", "--alpha", "0"]) == 0
+    assert main([*argv, "--split", "twin", "--alpha", "0", "--vip-rule", "eq9"]) == 0
     summary = (out / "summary.txt").read_text()
     assert "VIP: layer 2 (automatic)" in summary and "\nVIP rule: eq9 — Eq. 9 plus" in summary
     argv[argv.index(str(out))] = str(tmp_path / "jump")  # rule jump: the gap never rises

@@ -257,6 +257,10 @@ STUDY_ARGS = {
         "counterfactual",
         "--max-new-tokens",
         "4",
+        # 16 items are too few for the default rule's significance floor (t = 2.1 at the change
+        # point, layer 23, against 2.9); the command still runs it, then uses layer 24
+        "--fallback-vip",
+        "24",
     ],
     "decoding": [
         "--data",

@@ -1,4 +1,4 @@
-"""The two-sample VIP statistic and the automatic VIP rule (Eq. 9)."""
+"""The two-sample VIP statistic and the automatic VIP rules (Eq. 9, the default change point, ...)."""
 
 from __future__ import annotations
 
@@ -135,27 +135,30 @@ def test_thresholds_follow_eq9() -> None:
 def test_automatic_vip_on_hand_computed_statistics() -> None:
     # L = 7. Eq. 9 thresholds: l=2: 2*1 = 2; l=3: 2*(1+1)/2 = 2; l=4: 2*(1+1+1.5)/3 = 2.33.
     t = np.array([0.0, 1.0, 1.0, 1.5, 8.0, 9.0, 9.0, 9.0])
-    assert automatic_vip(t, beta=2.0, alpha=None) == 4
-    assert automatic_vip(t, beta=2.0) == 4  # 8 clears the floor z(1 - 0.05/5) = 2.58
-    assert automatic_vip(t, beta=6.0, alpha=None) == 4  # 8 >= 6*3.5/3 = 7
+    assert automatic_vip(t, beta=2.0, alpha=None, rule="eq9") == 4
+    assert automatic_vip(t, beta=2.0, rule="eq9") == 4  # 8 clears the floor z(1 - 0.05/5) = 2.58
+    assert automatic_vip(t, beta=6.0, alpha=None, rule="eq9") == 4  # 8 >= 6*3.5/3 = 7
     # beta = 7: l=4: 7*3.5/3 = 8.17 > 8; l=5: 7*11.5/4 = 20.1 > 9; l=6: 7*20.5/5 = 28.7 > 9.
-    assert automatic_vip(t, beta=7.0, alpha=None) is None
+    assert automatic_vip(t, beta=7.0, alpha=None, rule="eq9") is None
     # A floor above every statistic rejects all layers: z(1 - alpha/5) = 10.4 > 9 for alpha = 1e-25.
-    assert automatic_vip(t, beta=2.0, alpha=1e-25) is None
+    assert automatic_vip(t, beta=2.0, alpha=1e-25, rule="eq9") is None
+    # The default rule (changepoint) needs the gap, not only the statistic; the error says so.
+    with pytest.raises(VIPParameterError, match="rule 'changepoint' needs the group means.*'eq9'"):
+        automatic_vip(t)
 
 
 def test_automatic_vip_none_and_literal_rule() -> None:
     # Noise-sized statistics: Eq. 9 alone accepts layer 2 (0.3 >= 2 * -0.4) ...
     t = np.array([0.0, -0.4, 0.3, -0.2, 0.9, -1.1, 0.2, 0.4])
-    assert automatic_vip(t, alpha=None) == 2
+    assert automatic_vip(t, alpha=None, rule="eq9") == 2
     # ... the significance floor rejects every layer.
-    assert automatic_vip(t) is None
+    assert automatic_vip(t, rule="eq9") is None
     # Layer L is never a candidate.
-    assert automatic_vip(np.array([0.0, 0.1, 0.1, 0.1, 0.1, 50.0])) is None
+    assert automatic_vip(np.array([0.0, 0.1, 0.1, 0.1, 0.1, 50.0]), rule="eq9") is None
     with pytest.raises(ValueError, match="L >= 3"):
-        automatic_vip(np.array([0.0, 1.0, 2.0]))
+        automatic_vip(np.array([0.0, 1.0, 2.0]), rule="eq9")
     with pytest.raises(ValueError, match="beta"):
-        automatic_vip(np.zeros(6), beta=0.0)
+        automatic_vip(np.zeros(6), beta=0.0, rule="eq9")
 
 
 # (n_vt, n_t, L, change, delta, noise, pre_offset); the D_VT shift at the change is 5-20 standard
@@ -171,15 +174,23 @@ PLANTED = [
 ]
 
 
+@pytest.mark.parametrize("rule", ["changepoint", "eq9"])
 @pytest.mark.parametrize(("n_vt", "n_t", "n_layers", "change", "delta", "noise", "pre"), PLANTED)
 def test_detector_recovers_planted_change_point(
-    n_vt: int, n_t: int, n_layers: int, change: int, delta: float, noise: float, pre: float
+    n_vt: int,
+    n_t: int,
+    n_layers: int,
+    change: int,
+    delta: float,
+    noise: float,
+    pre: float,
+    rule: str,
 ) -> None:
     found = []
     for seed in range(20):
         d, in_vt = synthetic(seed, n_vt, n_t, n_layers, change, delta, noise, pre_offset=pre)
-        det = VIPDetector().fit(d, in_vt)
-        assert det.method_ == "automatic"
+        det = (VIPDetector() if rule == "changepoint" else VIPDetector(rule=rule)).fit(d, in_vt)
+        assert det.method_ == "automatic" and det.rule_ == rule
         found.append(det.layer_)
         if pre:  # the groups differ significantly before the VIP, yet the rule waits for the jump
             assert (det.p_values_[1:change] < 0.05).all()
@@ -187,26 +198,28 @@ def test_detector_recovers_planted_change_point(
     assert sum(v == change for v in found) >= 17, found
 
 
+@pytest.mark.parametrize("rule", ["changepoint", "eq9"])
 @pytest.mark.parametrize(("seed", "n_vt", "n_t", "n_layers"), [(10, 50, 50, 28), (11, 200, 80, 32)])
 def test_detector_reports_no_vip_without_a_change(
-    seed: int, n_vt: int, n_t: int, n_layers: int
+    seed: int, n_vt: int, n_t: int, n_layers: int, rule: str
 ) -> None:
     d, in_vt = synthetic(seed, n_vt, n_t, n_layers, None, 0.0, 0.05)
-    with pytest.warns(NoVIPWarning, match="no layer qualifies"):
-        det = VIPDetector().fit(d, in_vt)
+    with pytest.warns(NoVIPWarning, match=f"no layer qualifies as the VIP by rule '{rule}'"):
+        det = (VIPDetector() if rule == "changepoint" else VIPDetector(rule=rule)).fit(d, in_vt)
     assert det.layer_ is None and det.method_ == "automatic"
 
 
 def test_false_vip_rate_is_controlled() -> None:
-    found = 0
+    found = {"changepoint": 0, "eq9": 0}  # the default and the paper's rule
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NoVIPWarning)
         for seed in range(60):
             d, in_vt = synthetic(100 + seed, 80, 80, 28, None, 0.0, 0.05)
-            found += VIPDetector().fit(d, in_vt).layer_ is not None
+            found["changepoint"] += VIPDetector().fit(d, in_vt).layer_ is not None
+            found["eq9"] += VIPDetector(rule="eq9").fit(d, in_vt).layer_ is not None
             if seed < 20:  # Eq. 9 without the floor picks up noise nearly always
-                assert VIPDetector(alpha=None).fit(d, in_vt).layer_ is not None
-    assert found / 60 <= 0.15  # nominal family-wise rate 0.05
+                assert VIPDetector(rule="eq9", alpha=None).fit(d, in_vt).layer_ is not None
+    assert found["changepoint"] / 60 <= 0.15 and found["eq9"] / 60 <= 0.15  # nominal rate 0.05
 
 
 def test_detector_manual_layer_and_sklearn_contract() -> None:
@@ -216,7 +229,7 @@ def test_detector_manual_layer_and_sklearn_contract() -> None:
         "beta": 2.0,
         "layer": 6,
         "alpha": 0.05,
-        "rule": "eq9",
+        "rule": "changepoint",
         "min_fraction": 0.25,
         "min_effect": None,
     }
@@ -226,8 +239,9 @@ def test_detector_manual_layer_and_sklearn_contract() -> None:
     np.testing.assert_array_equal(det.statistic_, two_sample_test(d, in_vt).statistic)
     auto = clone(det).set_params(layer=None)
     assert not hasattr(auto, "layer_")  # clone copies hyperparameters only
-    assert auto.fit(d, in_vt).layer_ == automatic_vip(two_sample_test(d, in_vt).statistic)
-    assert auto.method_ == "automatic" and auto.layer_ is not None
+    want = reference_vip("changepoint", *reference_stats(d, in_vt))  # the default rule
+    assert auto.fit(d, in_vt).layer_ == want == 4 and auto.rule_ == "changepoint"
+    assert auto.method_ == "automatic"
     assert VIPDetector(layer=99).get_params()["layer"] == 99  # validation happens in fit
     with pytest.raises(VIPParameterError, match=r"outside the decoder layers 1\.\.10"):
         VIPDetector(layer=11).fit(d, in_vt)
@@ -323,13 +337,13 @@ def test_each_rule_on_hand_computed_gaps() -> None:
     np.testing.assert_allclose(res.statistic[1:], gap[1:] / se, rtol=1e-9)
     # Floor: z(1 - 0.05/4) = 2.24. t = 11.0, 0, 22.1, 331, 353, 364.
     # eq9: l=2: 0 < 2*11; l=3: 22.1 >= 2*(11+0)/2 = 11 -> 3 (a gap of 0.02, 6% of the largest).
-    assert automatic_vip(res, rule="eq9") == automatic_vip(res.statistic) == 3
+    assert automatic_vip(res, rule="eq9") == automatic_vip(res.statistic, rule="eq9") == 3
     # effect: 0.02 < 0.25 * 0.33; l=4: 331 >= 2*(11+0+22.1)/3 = 22 and 0.30 >= 0.0825 -> 4.
     assert automatic_vip(res, rule="effect") == 4
     # jump: growth at l=2..5: -0.01, 0.02, 0.28, 0.02 -> 4.
     assert automatic_vip(res, rule="jump") == 4
     # changepoint over gap_1..gap_6: k=4 gives segments (0.01, 0, 0.02) and (0.30, 0.32, 0.33).
-    assert automatic_vip(res, rule="changepoint") == 4
+    assert automatic_vip(res, rule="changepoint") == automatic_vip(res) == 4  # the default
     # A Cohen's d floor alone: d = gap / 0.00405 is 4.9 already at l = 3.
     assert automatic_vip(res, rule="effect", min_fraction=None, min_effect=0.8) == 3
     assert automatic_vip(res, rule="effect", min_fraction=None, min_effect=50.0) == 4  # d_4 = 74
@@ -385,7 +399,7 @@ def test_tiny_significant_early_gap_fires_eq9_but_not_the_effect_rule() -> None:
     assert automatic_vip(res, rule="eq9") == 2
     assert automatic_vip(res, rule="effect") == 24
     assert automatic_vip(res, rule="jump") == 24
-    assert automatic_vip(res, rule="changepoint") == 24
+    assert automatic_vip(res, rule="changepoint") == automatic_vip(res) == 24  # the default
     # A standardized floor alone does not help here: the early spread is tiny too.
     assert cohen[2] > 0.2
     assert automatic_vip(res, rule="effect", min_fraction=None, min_effect=0.2) == 2

@@ -211,6 +211,9 @@ def test_the_report_embeds_everything_and_shows_every_number(audited):
     text = " ".join(page.text)
     for value in _numbers(summary["studies"]):
         assert show(value) in text, value
+    # the coe section names the VIP rule it used (the default) and marks it in its rule table
+    assert "rule 'changepoint'" in text and "Eq. 9, the paper's rule," in text
+    assert "The VIP under each automatic rule (used here: 'changepoint'" in text
     assert "http://" not in html and "https://" not in html  # nothing fetched from a network
     assert summary["fingerprints"]["model"] and summary["versions"]["vlm-interp"]
     assert summary["command"].startswith("interp audit --model demo --data demo")

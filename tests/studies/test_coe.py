@@ -189,6 +189,9 @@ def test_diagnosis_takes_the_vip_rule_by_name(eager_llava):
     diag = diagnose(coe, split=labels, vip=2, rule="jump")
     assert diag.vip_rule == "jump" and diag.detector.rule == "jump"
     assert "VIP rule: none (a manual VIP; the automatic rule would be 'jump')" in diag.summary()
+    default = diagnose(coe, split=labels, vip=2)  # the default rule: changepoint
+    assert default.vip_rule == default.detector.rule == "changepoint"
+    assert "the automatic rule would be 'changepoint'" in default.summary()
     table = vip_rules_table(diag)
     assert list(table["rule"]) == ["eq9", "effect", "jump", "changepoint"]
     with pytest.raises(UnknownVIPRuleError, match="unknown VIP rule 'nope': use one of 'eq9'"):

@@ -2,8 +2,9 @@
 
 From the chain-of-embedding paper (see ``docs/papers.md``): :func:`chain_of_embedding` reads the last
 prompt token's residual stream at every layer with and without the image; :func:`diagnose` splits
-the samples by whether the image changes the answer, finds the Visual Integration Point (Eq. 9 or
-another rule of :data:`probes.vip.RULES`; :func:`vip_rules_table` compares them),
+the samples by whether the image changes the answer, finds the Visual Integration Point (by default
+the ``changepoint`` rule; Eq. 9, the paper's, or another rule of :data:`probes.vip.RULES` by name;
+:func:`vip_rules_table` compares them),
 computes Total Visual Integration (Eq. 4) and correlates it with correctness (Tables 1, 3, 4, 6, 9);
 :mod:`.figures` draws Figs. 2, 4 and 9. Any two conditions compare, the second the reference:
 ``("full", "no_audio")`` asks where an audio family integrates the audio, ``("full", "no_video")``

@@ -21,9 +21,10 @@ from interp.studies.audit.kinds import is_conflict_item, is_yes_no
 from interp.studies.audit.registry import AuditOptions, Selection, Study
 from interp.studies.audit.report import Labels, Section, headline, show
 from probes.split import is_correct
+from probes.vip import RULES
 
 from .chain import chain_of_embedding
-from .diagnosis import diagnose
+from .diagnosis import Diagnosis, diagnose, vip_rules_table
 from .figures import plot_distance_curves, plot_tvi_distributions
 
 if TYPE_CHECKING:
@@ -40,8 +41,37 @@ LABELS = Labels(
         "rho_tvi_correct": "Spearman ρ, post-VIP TVI vs correct",
         "p_tvi_correct": "p-value of that ρ",
         "rho_pre_vip_tvi_correct": "Spearman ρ, pre-VIP TVI vs correct",
+        "rule": "VIP rule",
+        "used": "used here",
+        "cause": "why none",
+        "gap": "gap D_VT − D_T at the VIP",
+        "gap_share": "share of the largest gap",
+        "statistic": "two-sample statistic",
+        "cohens_d": "Cohen's d",
+        "rho": "Spearman ρ, post-VIP TVI vs correct",
+        "p_value": "p-value of that ρ",
     }
 )
+
+
+def _rules(diag: Diagnosis) -> tuple[pd.DataFrame, str, str]:
+    """The VIP under every rule of :data:`probes.vip.RULES` (the one used marked); the rule used
+    in words; and, when it is not Eq. 9, where Eq. 9 (the paper's rule) puts the VIP."""
+    table = vip_rules_table(diag)
+    table.insert(1, "used", ["yes" if r == diag.vip_rule else "" for r in table["rule"]])
+    table["vip"] = table["vip"].astype(object).where(table["vip"].notna(), "none")
+    rule = f"rule {diag.vip_rule!r}, {RULES[diag.vip_rule]}"
+    if diag.vip_method == "automatic":
+        used = f"the Visual Integration Point by {rule}"
+    else:
+        used = f"a stand-in: the automatic {rule}, finds no Visual Integration Point"
+    eq9 = ""
+    if diag.vip_rule != "eq9":
+        layer = table.set_index("rule").loc["eq9", "vip"]
+        eq9 = "; Eq. 9, the paper's rule, " + (
+            "finds none" if layer == "none" else f"gives layer {layer}"
+        )
+    return table, used, eq9
 
 
 def select(samples: Sequence[Sample]) -> Selection:
@@ -84,6 +114,7 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
         diag = diagnose(coe, fallback_vip=vlm.n_layers)
         sec.reason = f"no automatic VIP ({err}); TVI uses the last layer"
     res = diag.detector.result_
+    rules, used, eq9 = _rules(diag)
     full, blind = coe.answers["full"], coe.answers["blind"]
     answers = [str(s.answer) if s.answer is not None else None for s in samples]
     has_ref = all(a is not None for a in answers)
@@ -124,8 +155,8 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
             sec.add_table("Accuracy with and without the image, per wording", per)
     n_l = diag.n_layers
     words = (
-        f"The image is integrated from layer {show(sec.numbers['vip'])} of {n_l} on (the Visual "
-        f"Integration Point by rule {diag.vip_rule!r}; t = {show(sec.numbers['vip_statistic'])}). "
+        f"The image is integrated from layer {show(sec.numbers['vip'])} of {n_l} on ({used}; "
+        f"t = {show(sec.numbers['vip_statistic'])}{eq9}). "
         "Removing the image changes "
         f"{show(sec.numbers['share_answers_changed_without_image'])} of the answers."
     )
@@ -144,6 +175,11 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     groups = {"D_VT": diag.tvi[diag.in_vt], "D_T": diag.tvi[~diag.in_vt]}
     sec.add_figure("TVI per group", plot_tvi_distributions(groups))
     sec.add_table("Per layer: group means and the two-sample statistic", diag.layer_frame())
+    sec.add_table(
+        f"The VIP under each automatic rule (used here: {diag.vip_rule!r}; docs/vip_rules.md)",
+        rules,
+        index=False,
+    )
     return sec
 
 

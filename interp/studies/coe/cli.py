@@ -13,14 +13,16 @@ prior-bearing objects drawn in a counterfactual colour), ``demo:general`` (all q
 ``{"image": "relative/or/absolute.png", "question": "...", "answer": "...", "id": "..."}`` (``image``
 may be null; other keys become labels usable with ``--group-by`` and ``--split``).
 
-The automatic VIP is found by the rule ``--vip-rule`` (default ``eq9``; docs/vip_rules.md compares
-them): ``eq9`` is Eq. 9 of the paper plus a significance floor — the candidate layer's own one-sided
-two-sample test must pass at ``--alpha`` (Bonferroni-corrected over the candidate layers), which
-keeps noise in the early layers from triggering Eq. 9; ``--alpha 0`` is Eq. 9 alone. ``effect``
-adds an effect-size floor (the gap at least ``--min-fraction`` of the largest gap, and Cohen's d at
-least ``--min-effect`` when given); ``jump`` takes the layer where the gap grows most;
-``changepoint`` the start of the second segment of a two-segment fit of the gap. ``--vip`` sets the
-layer by hand. The summary names the rule used.
+The automatic VIP is found by the rule ``--vip-rule`` (default ``changepoint``; docs/vip_rules.md
+compares them and says why): ``changepoint`` takes the start of the second segment of a two-segment
+fit of the D_VT - D_T gap, the rule that agrees with the causal integration layer of ``interp flow``
+on the demo models. ``eq9`` is Eq. 9 of the paper. Every rule's layer must also pass a significance
+floor — its own one-sided two-sample test at ``--alpha``, Bonferroni-corrected over the candidate
+layers, which keeps noise in the early layers from triggering Eq. 9; ``--vip-rule eq9 --alpha 0``
+is Eq. 9 alone. ``effect`` is ``eq9`` plus an effect-size floor (the gap at least
+``--min-fraction`` of the largest gap, and Cohen's d at least ``--min-effect`` when given); ``jump``
+takes the layer where the gap grows most. ``--vip`` sets the layer by hand. The summary names the
+rule used.
 
 ``interp diagnose`` is an alias of this command (its earlier name).
 """
@@ -62,7 +64,7 @@ def check_options(inv: Invocation) -> dict[str, Any]:
     if conds[0] == conds[1]:
         raise UsageError(f"--conditions: the two conditions are the same ({conds[0]!r})")
     if args.alpha is not None and not 0.0 <= args.alpha < 1.0:
-        raise UsageError(f"--alpha must be in [0, 1) (0 = Eq. 9 alone), got {args.alpha}")
+        raise UsageError(f"--alpha must be in [0, 1) (0 = no significance floor), got {args.alpha}")
     if not args.beta > 0:
         raise UsageError(f"--beta must be > 0, got {args.beta}")
     from probes.vip import RULES
@@ -138,10 +140,11 @@ def register(sub: Any) -> None:
     )
     d.add_argument(
         "--vip-rule",
-        default="eq9",
-        help="automatic VIP rule: eq9 (the paper's Eq. 9 plus the significance floor; default), "
-        "effect (eq9 plus an effect-size floor), jump (largest growth of the D_VT - D_T gap) or "
-        "changepoint (two-segment fit of the gap); see docs/vip_rules.md",
+        default="changepoint",
+        help="automatic VIP rule: changepoint (two-segment fit of the D_VT - D_T gap; default, "
+        "it agrees with the causal integration layer of interp flow), eq9 (the paper's Eq. 9 "
+        "plus the significance floor), effect (eq9 plus an effect-size floor) or jump (largest "
+        "growth of the gap); see docs/vip_rules.md",
     )
     d.add_argument(
         "--min-fraction",
@@ -161,14 +164,14 @@ def register(sub: Any) -> None:
         default=None,
         help="VIP to use if the automatic rule finds none (default: fail)",
     )
-    d.add_argument("--beta", type=float, default=2.0, help="β of the automatic VIP rule (Eq. 9)")
+    d.add_argument("--beta", type=float, default=2.0, help="β of Eq. 9 (rules eq9 and effect)")
     d.add_argument(
         "--alpha",
         type=float,
         default=0.05,
         help="significance floor of the automatic rule: the VIP layer's one-sided two-sample test "
-        "must pass at this level, Bonferroni-corrected over the candidate layers (0 = Eq. 9 "
-        "alone, as in the paper)",
+        "must pass at this level, Bonferroni-corrected over the candidate layers (0 = no floor; "
+        "with --vip-rule eq9, Eq. 9 alone, as in the paper)",
     )
     d.add_argument(
         "--match", default="exact", choices=["exact", "inclusion"], help="answer matching"

@@ -2,7 +2,7 @@
 
 :func:`diagnose` turns a :class:`~interp.studies.coe.chain.ChainOfEmbedding` into a :class:`Diagnosis`: the
 per-layer distances d(z_vis^l, z_blind^l), the D_VT / D_T split, the VIP (automatic under a rule of
-:data:`probes.vip.RULES` — Eq. 9 by default — or manual), per-sample TVI (Eq. 4), its pre-VIP and std-reweighted (Eq. 11) variants, the Eq. 10
+:data:`probes.vip.RULES` — ``changepoint`` by default, ``eq9`` the paper's — or manual), per-sample TVI (Eq. 4), its pre-VIP and std-reweighted (Eq. 11) variants, the Eq. 10
 baselines, correctness, and the Spearman correlations of Tables 1, 3, 4, 6 and 9 as DataFrames.
 """
 
@@ -85,7 +85,7 @@ class Diagnosis:
     weighted_tvi: Float[np.ndarray, " n"]
     output_divergence: Float[np.ndarray, " n"]
     correct: Float[np.ndarray, " n"] | None
-    vip_rule: str = "eq9"
+    vip_rule: str = "changepoint"
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -237,7 +237,7 @@ def _no_vip_error(detector: VIPDetector, beta: float, alpha: float | None) -> No
             cause=cause,
             rule=rule,
         )
-    eq9 = automatic_vip(stats, beta, None) if alpha is not None else None
+    eq9 = automatic_vip(stats, beta, None, rule="eq9") if alpha is not None else None
     if eq9 is not None:
         n_layers = len(stats) - 1
         floor = significance_floor(n_layers, alpha)
@@ -281,7 +281,7 @@ def diagnose(
     alpha: float | None = 0.05,
     fallback_vip: int | None = None,
     match: MatchMode = "exact",
-    rule: str = "eq9",
+    rule: str = "changepoint",
     min_fraction: float | None = 0.25,
     min_effect: float | None = None,
 ) -> Diagnosis:
@@ -291,15 +291,16 @@ def diagnose(
         metric: distance (``cosine``, ``l2``, ``kl``, ``js``).
         split: ``"agreement"`` (§3.2: answers with vs without the image differ), the name of a boolean
             ``meta`` label (e.g. ``"needs_image"``), or explicit labels (True = D_VT).
-        vip: a manual VIP; None = automatic: Eq. 9 with ``beta``, plus the significance floor
-            ``alpha`` of :func:`probes.vip.automatic_vip` (the candidate layer's own one-sided test,
-            Bonferroni-corrected; without it noise in the early layers triggers Eq. 9). ``alpha=None``
-            is Eq. 9 exactly.
-        rule: the automatic rule, a name of :data:`probes.vip.RULES`: ``"eq9"`` (the paper's,
-            above), ``"effect"`` (eq9 plus an effect-size floor: a gap of at least
-            ``min_fraction`` of the largest, Cohen's d of at least ``min_effect``), ``"jump"``
-            (the largest growth of the gap) or ``"changepoint"`` (a two-segment fit of the gap).
-            ``docs/vip_rules.md`` compares them on the demo models.
+        vip: a manual VIP; None = automatic, by ``rule``. Every rule's layer must pass the
+            significance floor ``alpha`` of :func:`probes.vip.automatic_vip` (the layer's own
+            one-sided test, Bonferroni-corrected over the candidate layers); ``alpha=None`` drops
+            it (with ``rule="eq9"``, Eq. 9 exactly). ``beta`` is Eq. 9's weight.
+        rule: the automatic rule, a name of :data:`probes.vip.RULES`: ``"changepoint"`` (the
+            default: a two-segment fit of the gap; the rule that agrees with the causal
+            integration layer of the flow study), ``"eq9"`` (the paper's Eq. 9 plus the floor),
+            ``"effect"`` (eq9 plus an effect-size floor: a gap of at least ``min_fraction`` of
+            the largest, Cohen's d of at least ``min_effect``) or ``"jump"`` (the largest growth
+            of the gap). ``docs/vip_rules.md`` compares them on the demo models.
         fallback_vip: the layer to use for TVI when the automatic rule finds no VIP (recorded in
             ``vip_method`` and the notes); None = raise instead.
         match: how answers are scored against references (``exact`` or two-way ``inclusion``).
