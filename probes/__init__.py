@@ -2,6 +2,7 @@
 
 - :mod:`probes.distances`: row-wise distances between stacks of states (cosine, L2, KL, JS).
 - :mod:`probes.stats`: Spearman, bootstrap CIs, Cohen's d, Cliff's delta, AUROC, AUPRC.
+- :mod:`probes.proportions`: Wilson intervals and Newcombe's interval of a difference of proportions.
 - :mod:`probes.vip`: the per-layer two-sample test and the Visual Integration Point (rules by name).
 - :mod:`probes.tvi`: Total Visual Integration and its variants.
 - :mod:`probes.split`: the agreement split D_VT / D_T and answer correctness.
@@ -60,7 +61,9 @@ _LAZY: dict[str, str] = {
     "mean_ci": "stats",
     "paired_difference": "stats",
     "pearson": "stats",
-    "wilson": "stats",
+    "wilson": "proportions",
+    "newcombe": "proportions",
+    "Difference": "proportions",
     "corpus_bleu": "text",
     "coverage_risk": "selective",
     "default_probe": "layerwise",
@@ -84,6 +87,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .layerwise import LayerwiseProbe, default_probe
+    from .proportions import Difference, newcombe, wilson
     from .selective import (
         EnsembleConfidence,
         LogisticCalibrator,
@@ -112,7 +116,6 @@ if TYPE_CHECKING:
         paired_difference,
         pearson,
         spearman,
-        wilson,
     )
     from .text import (
         bleu,
@@ -147,6 +150,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "DISTANCES",
     "ConstantInputWarning",
+    "Difference",
     "CorrelationResult",
     "EnsembleConfidence",
     "Estimate",
@@ -187,6 +191,7 @@ __all__ = [
     "layer_std",
     "mean_ci",
     "mean_difference",
+    "newcombe",
     "normalize_answer",
     "normalize_text",
     "paired_difference",

@@ -26,6 +26,7 @@ from scipy import stats as _sps
 
 from .distances import ArrayLike, as_float64, to_numpy
 from .errors import EmptyGroupError, InterpError, TooFewSamplesError
+from .proportions import wilson
 
 
 class ConstantInputWarning(RuntimeWarning):
@@ -546,18 +547,6 @@ def paired_difference(
     if len(xa) != len(xb):
         raise ValueError(f"paired_difference: {len(xa)} vs {len(xb)} values; pair them first")
     return mean_ci(xa - xb, ci=ci, n_boot=n_boot, seed=seed)
-
-
-def wilson(k: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of the proportion ``k / n`` (scipy's ``binomtest``); NaN bounds for
-    ``n = 0``. It stays inside [0, 1] and is sensible at k = 0 or k = n, unlike the normal
-    approximation."""
-    if n == 0:
-        return float("nan"), float("nan")
-    if not 0 <= k <= n:
-        raise ValueError(f"wilson: k must lie in 0..n, got k={k}, n={n}")
-    interval = _sps.binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
-    return float(interval.low), float(interval.high)
 
 
 def pearson(

@@ -62,6 +62,7 @@ _LAZY = {
     "ConflictResponses": "analysis",
     "rates": "analysis",
     "wilson": "analysis",
+    "evidence_forms": "analysis",
     "conflict_responses": "measure",
     "favouring": "measure",
     "BiasProbe": "probe",
@@ -87,7 +88,7 @@ _LAZY = {
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 if TYPE_CHECKING:
-    from .analysis import ConflictResponses, RateTable, rates, wilson
+    from .analysis import ConflictResponses, RateTable, evidence_forms, rates, wilson
     from .cli import register
     from .figures import plot_bias, plot_positions, plot_rates
     from .items import (
@@ -137,6 +138,7 @@ __all__ = [
     "check_items",
     "conflict_responses",
     "dropped_source",
+    "evidence_forms",
     "favouring",
     "infer_sources",
     "item_order",

@@ -1,16 +1,21 @@
-"""Rates of the response labels with Wilson 95 % CIs (:func:`probes.stats.wilson`): per group,
-per source position, and accuracy where the sources agree."""
+"""Rates of the response labels with Wilson 95 % CIs (:func:`probes.proportions.wilson`): per
+group, per source position, and accuracy where the sources agree; and the study's three findings as
+differences with intervals (:meth:`ConflictResponses.effects`): which source dominates, the
+perceptual / propositional asymmetry per modality, and the order effect."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from interp.errors import EmptyInputError
-from probes.stats import wilson
+from probes.proportions import Difference, newcombe, wilson
+from probes.stats import bootstrap_ci
 
 from .items import DEMO_SOURCES, NO_BIAS, Source, all_labels
 
@@ -40,6 +45,45 @@ def rates(frame: pd.DataFrame, by: Sequence[str], labels: Sequence[str]) -> pd.D
                 }
             )
     return pd.DataFrame(rows)
+
+
+FORM_LETTERS: dict[str, str] = {"I": "image", "A": "audio", "V": "video"}
+"""The modality each letter of an evidence name stands for (``PercI-PropA``: image, audio)."""
+
+
+def evidence_forms(evidence: str) -> dict[str, str]:
+    """The form of each modality an evidence name states: ``"PercI-PropA"`` →
+    ``{"image": "perceptual", "audio": "propositional"}``; ``{}`` for a name of another shape
+    (the demo set's configurations)."""
+    forms = {}
+    for part in str(evidence).split("-"):
+        m = re.fullmatch(r"(Perc|Prop)([IAV])", part)
+        if m is None:
+            return {}
+        forms[FORM_LETTERS[m[2]]] = "perceptual" if m[1] == "Perc" else "propositional"
+    return forms
+
+
+@dataclass(frozen=True)
+class _Interval:
+    value: float
+    low: float
+    high: float
+
+
+def _effect_row(
+    effect: str, source: str, contrast: str, d: Difference | _Interval, **extra: object
+) -> dict:
+    low, high, value = d.low, d.high, d.value
+    return {
+        "effect": effect,
+        "source": source,
+        "contrast": contrast,
+        "difference": value,
+        "low": low,
+        "high": high,
+        "reported": bool(low > 0 or high < 0),
+    } | extra
 
 
 @dataclass
@@ -208,6 +252,110 @@ class ConflictResponses:
             )
         return rates(part, by, self.labels)
 
+    def effects(
+        self,
+        decoding: str = "greedy",
+        agreement: str = "all_differ",
+        configuration: str | None = None,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """The study's findings as differences with 95 % intervals, on the items where every
+        source differs, one decoding and one configuration (default: the first in the frame, the
+        full input); a finding is ``reported`` when its interval excludes 0.
+
+        - ``bias`` (which source dominates): for the source followed most often, its bias rate
+          minus each other source's, on the same responses; interval: percentile bootstrap over
+          items (an item's orders stay together), ``seed`` fixed.
+        - ``form`` (the asymmetry, Fig. 3 read per modality): for each source whose modality the
+          items' ``evidence`` names (``PercI-PropA``: image perceptual, audio propositional) and
+          that shows in both forms, its bias rate under perceptual minus under propositional
+          evidence; Newcombe's interval
+          (:func:`probes.proportions.newcombe`). Positive: perceptual evidence is followed more.
+        - ``order`` (Table 1 read by position): each source's bias rate when shown last (just
+          before the question) minus when shown first; Newcombe's interval. Positive: recency.
+
+        Columns: ``effect``, ``source``, ``contrast``, ``difference``, ``low``, ``high``,
+        ``reported``, ``direction``, and the two rates with their counts (``a``, ``n_a``, ``b``,
+        ``n_b``). The order and form intervals treat the two groups as independent, although an
+        item appears in several orders; the bias interval resamples whole items.
+        """
+        if configuration is None and len(self.frame):
+            configuration = str(self.frame["configuration"].iloc[0])
+        part = self.frame[self.frame["decoding"] == decoding]
+        part = part[(part["agreement"] == agreement) & (part["configuration"] == configuration)]
+        if part.empty:
+            raise EmptyInputError(
+                f"no responses under decoding {decoding!r} with agreement {agreement!r} in "
+                f"configuration {configuration!r}"
+            )
+        return pd.DataFrame(
+            self._bias_effects(part, seed) + self._form_effects(part) + self._order_effects(part)
+        )
+
+    def _bias_effects(self, part: pd.DataFrame, seed: int) -> list[dict]:
+        rates_ = {s.name: float((part["label"] == s.bias).mean()) for s in self.sources}
+        top = max(self.sources, key=lambda s: rates_[s.name])
+        rows = []
+        for other in self.sources:
+            if other is top:
+                continue
+            diff = (part["label"] == top.bias).astype(float) - (part["label"] == other.bias)
+            per_item = diff.groupby(part["sample_id"].to_numpy()).mean().to_numpy()
+            if len(per_item) >= 2:
+                low, high = bootstrap_ci(np.mean, per_item, seed=seed)
+            else:
+                low = high = float("nan")
+            d = _Interval(rates_[top.name] - rates_[other.name], low, high)
+            rows.append(
+                _effect_row("bias", top.name, f"{top.name} − {other.name}", d, direction=top.name)
+                | {"a": rates_[top.name], "n_a": len(part), "b": rates_[other.name]}
+                | {"n_b": len(part)}
+            )
+        return rows
+
+    def _form_effects(self, part: pd.DataFrame) -> list[dict]:
+        forms = part["evidence"].map(evidence_forms)
+        rows = []
+        for src in self.sources:
+            shown = part["order"].str.split(",").map(lambda o, n=src.order_name: n in o)
+            form = forms.map(lambda f, kind=src.kind: f.get(kind)).where(shown)
+            counts = []
+            for name in ("perceptual", "propositional"):
+                grp = part[form == name]
+                counts += [int((grp["label"] == src.bias).sum()), len(grp)]
+            if not (counts[1] and counts[3]):  # the source never shows in one of its forms
+                continue
+            d = newcombe(*counts)
+            direction = "perceptual" if d.low > 0 else "propositional" if d.high < 0 else "none"
+            rows.append(
+                _effect_row("form", src.name, "perceptual − propositional", d, direction=direction)
+                | _counts(counts)
+            )
+        return rows
+
+    def _order_effects(self, part: pd.DataFrame) -> list[dict]:
+        rows = []
+        shown = part["order"].str.split(",")
+        for src in self.sources:
+            at = shown.map(
+                lambda o, n=src.order_name: (
+                    "last" if o[-1] == n else "first" if o[0] == n and len(o) > 1 else None
+                )
+            )
+            counts = []
+            for name in ("last", "first"):
+                grp = part[at == name]
+                counts += [int((grp["label"] == src.bias).sum()), len(grp)]
+            if not (counts[1] and counts[3]):
+                continue
+            d = newcombe(*counts)
+            direction = "recency" if d.low > 0 else "primacy" if d.high < 0 else "none"
+            rows.append(
+                _effect_row("order", src.name, "last − first", d, direction=direction)
+                | _counts(counts)
+            )
+        return rows
+
     def competence(self) -> pd.DataFrame:
         """Accuracy on items whose sources all agree (answering their label: ``NO_BIAS``), per
         configuration and decoding, with CIs."""
@@ -227,3 +375,9 @@ class ConflictResponses:
                 }
             )
         return pd.DataFrame(rows)
+
+
+def _counts(counts: list[int]) -> dict[str, float]:
+    k1, n1, k2, n2 = counts
+    nan = float("nan")
+    return {"a": k1 / n1 if n1 else nan, "n_a": n1, "b": k2 / n2 if n2 else nan, "n_b": n2}

@@ -1,7 +1,8 @@
 """What ``interp conflict`` computes and writes once its checks have passed and the model is
 loaded (:mod:`.cli` declares the command): the responses per configuration, evidence type and
-order, the contrastive-decoding diagnostic, the bias-label probe with its test against chance,
-their tables, figures and summary."""
+order, the findings as differences with intervals (which source dominates, the perceptual /
+propositional asymmetry, the order effect), the contrastive-decoding diagnostic, the bias-label
+probe with its test against chance, their tables, figures and summary."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def report(inv: Invocation) -> str:
     out.csv(evidence.to_frame(), "bias_by_evidence.csv")
     out.csv(resp.order_rates().to_frame(), "bias_by_order.csv")
     positions = out.csv(resp.position_effect(), "position_effect.csv")
+    findings = out.csv(resp.effects(), "effects.csv")
     base = ConflictResponses(both.frame[both.frame["configuration"] == full[0]], sources)
     decoding = out.csv(base.table("decoding"), "decoding.csv", index=True)
     competence = out.csv(both.competence(), "competence.csv")
@@ -52,6 +54,8 @@ def report(inv: Invocation) -> str:
     lines += ["sources: " + ", ".join(f"{s.name} ({s.kind})" for s in sources), ""]
     lines += ["bias rates per evidence type, all sources differ:"]
     lines += [evidence.wide().round(3).to_string(), ""]
+    lines += ["findings (difference [95 % interval]; reported when the interval excludes 0):"]
+    lines += [_findings(findings), ""]
     lines += ["contrastive decoding (α = 0.5, β = 0.1):", decoding.round(3).to_string(), ""]
     lines += [effect.round(3).to_string(index=False), ""]
     lines += ["accuracy where all sources agree:", competence.round(3).to_string(index=False)]
@@ -85,3 +89,14 @@ def report(inv: Invocation) -> str:
     except (EmptyInputError, ProbeError) as err:  # too few items of some label for the folds
         lines += ["", f"probe skipped: {err}"]
     return "\n".join(lines)
+
+
+def _findings(effects: pd.DataFrame) -> str:
+    """One line per finding: ``form  audio  perceptual − propositional  -0.167 [-0.209,
+    -0.130]  propositional``."""
+    rows = [
+        f"  {r.effect:<5}  {r.source:<10}  {r.contrast:<27}  {r.difference:+.3f} "
+        f"[{r.low:+.3f}, {r.high:+.3f}]  {r.direction if r.reported else 'not reported'}"
+        for r in effects.itertuples()
+    ]
+    return "\n".join(rows)
