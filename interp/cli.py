@@ -177,7 +177,7 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
 
 
 MODEL_HELP = (
-    "'demo', 'demo-omni' (once trained), 'demo-smol' (the [smol] extra), a local model folder or "
+    "'demo', 'demo-omni' (image + audio + video), 'demo-omni-control', 'demo-smol' (the [smol] extra), a local model folder or "
     "a hub id"
 )
 

@@ -370,15 +370,16 @@ def _resolve_source(model: str | Path) -> str:
         from .demo import CHECKPOINT_DIR
 
         return str(CHECKPOINT_DIR)
-    if str(model) == "demo-omni":
-        from .demo.omni import CHECKPOINT_DIR as OMNI_DIR
+    if str(model) in ("demo-omni", "demo-omni-control"):
+        from .demo.omni import CHECKPOINT_DIR, CONTROL_DIR
 
-        if not (OMNI_DIR / "config.json").is_file():
+        folder = CHECKPOINT_DIR if str(model) == "demo-omni" else CONTROL_DIR
+        if not (folder / "config.json").is_file():
             raise ModelNotFoundError(
-                "demo-omni has no trained checkpoint in this install yet; train it with "
-                "`make train-demo-omni` (python -m interp.demo.omni.train)"
+                f"{model} has no trained checkpoint in this install (expected in {folder}); "
+                "train it with `make train-demo-omni` (python -m interp.demo.omni.train)"
             )
-        return str(OMNI_DIR)
+        return str(folder)
     if str(model) == "demo-smol":
         # assembled once from SmolLM2's installed weights and the shipped trained parts
         from .demo.smol.assemble import assemble
@@ -506,8 +507,9 @@ def load(
 
     Args:
         model: ``"demo"`` (the embedded demo model), ``"demo-omni"`` (a Qwen2.5-Omni thinker
-            trained on the demo world v3, once ``make train-demo-omni`` has made its checkpoint;
-            see :mod:`interp.demo.omni`), ``"demo-smol"`` (the demo world in front of
+            trained on the demo world v3, image + audio + video; ``"demo-omni-control"`` its
+            control model without the audio asymmetry; see :mod:`interp.demo.omni`),
+            ``"demo-smol"`` (the demo world in front of
             the real SmolLM2-135M-Instruct; needs ``pip install "vlm-interp[smol]"``, see
             :mod:`interp.demo.smol`), a hub id or local folder (loaded with
             ``AutoModelForImageTextToText`` / ``AutoProcessor``), or an already-built HF model.

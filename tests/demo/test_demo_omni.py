@@ -19,7 +19,6 @@ from transformers import Qwen2_5OmniThinkerForConditionalGeneration
 import interp
 from interp.datasets.world import demo_world
 from interp.datasets.world.generate import V3_QTYPES
-from interp.demo.omni import CHECKPOINT_DIR
 from interp.demo.omni import model as omni
 from interp.demo.omni.train import SMOKE, control_answer, encode, joint_batch, train
 from interp.encoding import encode as library_encode
@@ -135,11 +134,14 @@ def test_joint_batches_mix_v3_v2_and_text_and_follow_the_rule():
             assert control_answer(s) == s.answer  # speech keeps its trust under both rules
 
 
-def test_demo_omni_without_a_checkpoint_says_how_to_train():
-    if (CHECKPOINT_DIR / "config.json").is_file():
-        pytest.skip("a demo-omni checkpoint is installed")
-    with pytest.raises(ModelNotFoundError, match="make train-demo-omni"):
-        interp.load("demo-omni")
+def test_demo_omni_without_a_checkpoint_says_how_to_train(monkeypatch, tmp_path):
+    import interp.demo.omni as package
+
+    monkeypatch.setattr(package, "CHECKPOINT_DIR", tmp_path / "checkpoint")
+    monkeypatch.setattr(package, "CONTROL_DIR", tmp_path / "control")
+    for name in ("demo-omni", "demo-omni-control"):
+        with pytest.raises(ModelNotFoundError, match="make train-demo-omni"):
+            interp.load(name)
 
 
 def test_evaluation_tables(checkpoint):
