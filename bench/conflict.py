@@ -33,6 +33,7 @@ from interp.encoding import batch_indices, encode  # noqa: E402
 from interp.studies.conflict import conflict_responses, infer_sources  # noqa: E402
 from interp.studies.conflict.items import default_configurations  # noqa: E402
 from probes import LayerwiseProbe  # noqa: E402
+from probes.errors import ProbeError  # noqa: E402
 
 
 def main() -> None:
@@ -67,7 +68,19 @@ def main() -> None:
         return interp.residual_stream(vlm, items, batch_size=b, progress_bar=False)
 
     t_bare_states, t_states = timed(bare_states), timed(states)
+    print(
+        f"modality conflict on {args.model!r}: {len(items)} {data} items, batch {b}, "
+        f"{args.threads} threads"
+    )
+    print(
+        f"  responses, {len(configurations)} configuration(s): {t_ours:.2f} s vs bare HF "
+        f"generate {t_bare:.2f} s ({t_ours / t_bare:.2f}x)"
+    )
     x = states().numpy()
+    print(
+        f"  probe states (last token, {x.shape[1]} layers): {t_states:.2f} s vs bare HF "
+        f"output_hidden_states {t_bare_states:.2f} s ({t_states / t_bare_states:.2f}x)"
+    )
     first = next(iter(configurations))
     y = ours().frame.query(f"configuration == {first!r}")["label"].to_numpy()
     groups = np.array([str(s.meta["group"]) for s in items])
@@ -75,20 +88,12 @@ def main() -> None:
     keep = np.isin(y, labels[counts >= 20])  # rare labels cannot fill five grouped folds
     x, y, groups = x[keep], y[keep], groups[keep]
     start = time.perf_counter()
-    LayerwiseProbe(cv=5).fit(x, y, groups=groups)
+    try:
+        LayerwiseProbe(cv=5).fit(x, y, groups=groups)
+    except ProbeError as err:  # too few items of a second label, or too few groups
+        print(f"  LayerwiseProbe fit skipped: {err}")
+        return
     t_probe = time.perf_counter() - start
-    print(
-        f"modality conflict on {args.model!r}: {len(items)} {data} items, batch {b}, "
-        f"{args.threads} threads"
-    )
-    print(
-        f"  responses, {len(configurations)} configuration(s): {t_ours:.2f} s vs bare HF generate {t_bare:.2f} s "
-        f"({t_ours / t_bare:.2f}x)"
-    )
-    print(
-        f"  probe states (last token, {x.shape[1]} layers): {t_states:.2f} s vs bare HF "
-        f"output_hidden_states {t_bare_states:.2f} s ({t_states / t_bare_states:.2f}x)"
-    )
     print(
         f"  LayerwiseProbe fit, N = {len(y)}, {x.shape[1]} layers x 5 folds, d = {x.shape[2]}: "
         f"{t_probe:.2f} s"
