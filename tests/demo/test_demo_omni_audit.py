@@ -11,12 +11,11 @@ import pytest
 import torch
 
 import interp
+from interp.cli import build_parser, model_modalities
 from interp.demo.omni.train import encode
 from interp.studies.audit import audit
 from interp.studies.audit.data import demo_data
 from interp.studies.audit.registry import AuditOptions, plan
-
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +29,21 @@ def _follows(words: list[str], labels: dict[str, str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
+@pytest.mark.parametrize("sources", ["auto", "demo"])
+def test_conflict_data_demo_on_a_model_that_takes_audio_is_the_trimodal_set(sources, tmp_path):
+    assert "audio" in model_modalities("demo-omni") and "audio" not in model_modalities("demo")
+    argv = ["conflict", "--model", "demo-omni", "--data", "demo", "--n", "6"]
+    args = build_parser(argv).parse_args(
+        [*argv, "--sources", sources, "--out", str(tmp_path / "out")]
+    )
+    samples = args.func.check(args).samples
+    if sources == "demo":  # asked for explicitly: the two-image set
+        assert not any(s.has_audio for s in samples)
+    else:
+        assert samples and all(s.meta["qtype"] == "trimodal" and s.has_audio for s in samples)
+
+
+@pytest.mark.slow
 def test_the_audit_conflict_section_on_demo_omni_reports_the_audio(vlm, tmp_path):
     samples = demo_data(28, seed=0, audio=True)  # one draw: 4 evidence types x 6 orders + 4
     chosen = {st.key: picked for st, picked, _ in plan(samples, ["conflict"])}["conflict"]
