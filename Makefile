@@ -54,6 +54,7 @@ bench: install-smol
 	$(PY) bench/generation.py
 	$(PY) bench/decoding.py
 	$(PY) bench/conflict.py
+	$(PY) bench/conflict.py --model demo-omni --n 168
 	$(PY) bench/drives.py
 	$(PY) bench/ablation.py
 	$(PY) bench/recall.py

@@ -375,6 +375,15 @@ def check_model(model: str) -> int:
     return _decoder_layers(config, model)
 
 
+def model_modalities(model: str) -> tuple[str, ...]:
+    """The input kinds ``--model`` takes (``"image"``, ``"audio"``, ``"video"``), read from its
+    configuration alone, so a command can pick its demo items before the weights load."""
+    from .adapters import adapter_for
+    from .model import model_config
+
+    return tuple(adapter_for(model_config(model)).modalities)
+
+
 def check_common_arguments(
     args: argparse.Namespace, *, one_process: str | None = None
 ) -> tuple[int, int] | None:

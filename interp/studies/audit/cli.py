@@ -28,7 +28,8 @@ DATA_HELP = (
 N_HELP = (
     "samples per question kind (the 'qtype' label; a file's rows without one are one kind): the "
     f"first N of each (default: every sample of a file; demo {DEMO_N}, i.e. {DEMO_N} colour, "
-    f"recall, existence and conflict questions and {DEMO_N // 3} descriptions, 520 in all)"
+    f"recall, existence and conflict questions (tri-modal ones for a model that takes audio) and "
+    f"{DEMO_N // 3} descriptions, 520 in all)"
 )
 NOUN = None  # the run prints its own plan
 RUN = "interp.studies.audit.cli:run_command"
@@ -50,8 +51,11 @@ def check_options(inv: Invocation) -> dict[str, Any]:
 
 def load_samples(inv: Invocation) -> list[Sample]:
     """The samples, of which at least one study can run."""
+    from interp.cli import model_modalities
+
     args, only = inv.args, inv.plan["only"]
-    samples = read_data(args.data, args.n, args.seed, args.images, args.columns)
+    audio = args.data == "demo" and "audio" in model_modalities(args.model)
+    samples = read_data(args.data, args.n, args.seed, args.images, args.columns, audio)
     if not any(chosen for _, chosen, _ in plan(samples, only)):
         reasons = "; ".join(f"{st.key}: {why}" for st, _, why in plan(samples, only))
         raise UsageError(f"no study can run on --data {args.data!r} ({reasons})")

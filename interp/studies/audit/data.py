@@ -11,11 +11,14 @@ from interp.cli import UsageError, load_data
 from interp.samples import Sample, ensure_samples
 
 
-def demo_data(n: int, seed: int = 0) -> list[Sample]:
+def demo_data(n: int, seed: int = 0, audio: bool = False) -> list[Sample]:
     """The demo world's audit mix, ``n`` per question kind: colour questions (the language-prior
     benchmark), visual-reference recall items (whole items of three questions: ``n`` rounded
     down to a multiple of 3, at least 12), POPE-style existence questions and conflict items;
-    descriptions, which cost the most, a third as many (at least 8)."""
+    descriptions, which cost the most, a third as many (at least 8).
+
+    The conflict items are the two-image set (drawn object, written label, caption), or, for a
+    model that takes ``audio``, the tri-modal set (image, audio and caption, world v3)."""
     from interp.datasets import demo_world
 
     recall = max(3 * (n // 3), 12)
@@ -24,7 +27,7 @@ def demo_data(n: int, seed: int = 0) -> list[Sample]:
         *demo_world("test", n=max(n // 3, 8), seed=seed + 3, qtypes=["describe"]),
         *demo_world("test", n=recall, seed=seed + 4, qtypes=["recall", "digit_arith", "letters"]),
         *demo_world("test", n=n, seed=seed + 1, qtypes=["exist"]),
-        *demo_world("test", n=n, seed=seed + 2, qtypes=["conflict"]),
+        *demo_world("test", n=n, seed=seed + 2, qtypes=["trimodal" if audio else "conflict"]),
     ]
 
 
@@ -52,19 +55,21 @@ def read_data(
     seed: int,
     images: str | None = None,
     columns: str | None = None,
+    audio: bool = False,
 ) -> list[Sample]:
     """``demo``, a JSONL file, a VLMEvalKit ``.tsv``, a POPE question file (``.json`` /
     ``.jsonl`` whose rows hold ``text`` and ``label``), or parquet / Hugging Face datasets data
     read through ``columns``; every image is opened up front. ``n`` is the number of samples
     per question kind (:func:`demo_data`, :func:`per_kind`; default: 120 for the demo, every
-    sample of a file)."""
+    sample of a file); ``audio``: the model takes audio (the demo mix's conflict items are then
+    the tri-modal ones)."""
     from interp.datasets.formats import read_pope, read_vlmevalkit_tsv
 
     path = Path(spec)
     if columns is not None and (spec == "demo" or path.suffix.lower() in (".tsv", ".json")):
         raise UsageError("--columns applies to parquet and Hugging Face datasets data")
     if spec == "demo":
-        return ensure_samples(demo_data(n or DEMO_N, seed))
+        return ensure_samples(demo_data(n or DEMO_N, seed, audio))
     if path.suffix.lower() == ".tsv":
         samples = read_vlmevalkit_tsv(path)
     elif (

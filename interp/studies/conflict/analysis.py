@@ -362,7 +362,9 @@ class ConflictResponses:
                     "n": n,
                 }
             )
-        return pd.DataFrame(rows)
+        # without agreeing items: an empty table that still has its columns
+        columns = ["configuration", "decoding", "accuracy", "low", "high", "n"]
+        return pd.DataFrame(rows, columns=columns)
 
 
 def _two_groups(

@@ -15,8 +15,9 @@ from interp.studies import conflict as _package
 HELP = "modality conflict: bias labels per evidence form and order, probes, contrastive decoding"
 DESCRIPTION = _package.__doc__
 DATA_HELP = (
-    "'demo' (the demo world's two-image conflict items, all six orders), 'demo:trimodal' (its "
-    "image + audio + caption items) or a JSONL file of conflict items: "
+    "'demo' (the demo world's two-image conflict items, all six orders; for a model that takes "
+    "audio, its image + audio + caption items unless --sources demo), 'demo:trimodal' (those "
+    "tri-modal items) or a JSONL file of conflict items: "
     "each source's label (image_label, audio_label, text_label; the demo set's "
     "propositional_label), order and caption; tri-modal items also their evidence type"
 )
@@ -42,11 +43,18 @@ def check_options(inv: Invocation) -> dict[str, Any]:
 
 def load_samples(inv: Invocation) -> list[Any]:
     """The conflict items, each with its per-source labels (the source set named by
-    ``--sources``, or the one the items' orders belong to)."""
+    ``--sources``, or the one the items' orders belong to). ``--data demo`` for a model that takes
+    audio is the tri-modal set (``demo:trimodal``) unless ``--sources demo`` asks for the
+    two-image one."""
+    from interp.cli import model_modalities
+
     from .items import check_items, infer_sources, source_set
 
-    samples = inv.load_data(("conflict",))
     name = inv.args.sources
+    spec = None
+    if inv.args.data == "demo" and name != "demo" and "audio" in model_modalities(inv.args.model):
+        spec = "demo:trimodal"
+    samples = inv.load_data(("conflict",), spec=spec)
     sources = infer_sources(samples)[1] if name == "auto" else source_set(name)
     check_items(samples, sources)
     names = [s.name for s in sources]
