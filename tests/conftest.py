@@ -24,6 +24,27 @@ from interp.testing import ARCHITECTURES, make_samples, shared_tiny_vlm
 
 # Tiny models run fastest single-threaded (thread start-up dominates a millisecond forward).
 torch.set_num_threads(1)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # under pytest-xdist (`make test` runs `-n 2`) each worker holds one core: the processes a test
+    # starts (notebook kernels, README blocks, CLI runs) take one thread too
+    os.environ["OMP_NUM_THREADS"] = "1"
+
+
+def _module_scoped(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``pytest -n N --dist loadgroup``, keep the tests of a module that has a module-scoped
+    fixture on one worker, so that fixture (a trained checkpoint, an audit run) is built once, not
+    once per worker; every other test is scheduled on its own. Without xdist the mark is inert."""
+    for item in items:
+        if _module_scoped(item):
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 @pytest.fixture(params=ARCHITECTURES)

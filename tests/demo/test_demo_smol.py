@@ -176,16 +176,21 @@ def test_faint_prior_table_by_hand():
 # with the extra
 
 
+# a 135 M-parameter decoder: two threads pay off, except under pytest-xdist (`make test` runs
+# `-n 2`), where each worker holds one core
+THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+
+
 @pytest.fixture(scope="module")
-def two_threads():
+def threads():
     before = torch.get_num_threads()
-    torch.set_num_threads(2)  # a 135 M-parameter decoder: two threads pay off
+    torch.set_num_threads(THREADS)
     yield
     torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
-def smol(two_threads):
+def smol(threads):
     return interp.load("demo-smol")
 
 
@@ -339,7 +344,9 @@ def test_smoke_training_gives_a_checkpoint_that_assembles(smol, tmp_path, monkey
 
     monkeypatch.chdir(tmp_path)
     for out in ("ck", "again"):
-        smol_train.main(["--smoke", "--lora-from-layer", "28", "--out", out])
+        smol_train.main(
+            ["--smoke", "--lora-from-layer", "28", "--threads", str(THREADS), "--out", out]
+        )
     state = load_file(str(tmp_path / "ck" / TRAINED_FILE))
     again = load_file(str(tmp_path / "again" / TRAINED_FILE))
     assert state.keys() == again.keys()
