@@ -40,11 +40,12 @@ demo: install
 	$(VENV)/bin/interp coe --model demo --data demo --out $(OUT) --group-by counterfactual
 	$(VENV)/bin/interp audit --model demo --data demo --out $(AUDIT) --no-progress
 
-# two pytest-xdist workers of one thread each (tests/conftest.py keeps the tests that share a
-# module-scoped fixture on one worker); TEST_WORKERS=0 runs in this process alone
+# two pytest-xdist workers of one thread each; --dist loadfile keeps a file's tests on one worker, so
+# a module-scoped fixture (a trained checkpoint, an audit run) is built once; TEST_WORKERS=0 runs in
+# this process alone
 TEST_WORKERS ?= 2
 test: install-smol real-tokenizers
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 lint: install
 	$(VENV)/bin/ruff check interp interventions probes tests bench

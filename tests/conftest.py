@@ -30,23 +30,6 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["OMP_NUM_THREADS"] = "1"
 
 
-def _module_scoped(item: pytest.Item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    return any(d.scope == "module" for defs in info.name2fixturedefs.values() for d in defs)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``pytest -n N --dist loadgroup``, keep the tests of a module that has a module-scoped
-    fixture on one worker, so that fixture (a trained checkpoint, an audit run) is built once, not
-    once per worker; every other test is scheduled on its own. Without xdist the mark is inert."""
-    for item in items:
-        if _module_scoped(item):
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
-
-
 @pytest.fixture(params=ARCHITECTURES)
 def arch(request: pytest.FixtureRequest) -> str:
     return request.param
