@@ -15,7 +15,7 @@ import pandas as pd
 
 from interp.errors import EmptyInputError
 from probes.proportions import Difference, newcombe, wilson
-from probes.stats import bootstrap_ci
+from probes.stats import Estimate, bootstrap_ci
 
 from .items import DEMO_SOURCES, NO_BIAS, Source, all_labels
 
@@ -64,15 +64,8 @@ def evidence_forms(evidence: str) -> dict[str, str]:
     return forms
 
 
-@dataclass(frozen=True)
-class _Interval:
-    value: float
-    low: float
-    high: float
-
-
 def _effect_row(
-    effect: str, source: str, contrast: str, d: Difference | _Interval, **extra: object
+    effect: str, source: str, contrast: str, d: Difference | Estimate, **extra: object
 ) -> dict:
     low, high, value = d.low, d.high, d.value
     return {
@@ -305,7 +298,7 @@ class ConflictResponses:
                 low, high = bootstrap_ci(np.mean, per_item, seed=seed)
             else:
                 low = high = float("nan")
-            d = _Interval(rates_[top.name] - rates_[other.name], low, high)
+            d = Estimate(rates_[top.name] - rates_[other.name], low, high)
             rows.append(
                 _effect_row("bias", top.name, f"{top.name} − {other.name}", d, direction=top.name)
                 | {"a": rates_[top.name], "n_a": len(part), "b": rates_[other.name]}
