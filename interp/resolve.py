@@ -22,7 +22,7 @@ from .conditions import (
     PixelFn,
     _media,
 )
-from .media import AUDIO_SLOT, VIDEO_SLOT, Audio, audio_rate
+from .media import AUDIO_SLOT, VIDEO_SLOT, Audio, fit_audio
 from .samples import IMAGE_SLOT, Sample
 
 # -- resolving a condition -----------------------------------------------------------------------
@@ -100,12 +100,11 @@ def _media_inputs(
     sample: Sample, cond: Condition, ctx: ConditionContext
 ) -> tuple[list[Audio], list[np.ndarray]]:
     """The audio (at the processor's rate) and videos of ``sample`` under ``cond``."""
-    if cond.audio is None:
-        audios = sample.load_audios()
+    if cond.audio is None:  # read lazily: fit_audio reads a file only up to the window
+        audios = sample.audios
     else:
         audios = _media("audio")[cond.audio.name].apply(sample, cond.audio.arg, ctx)
-    rate = audio_rate(ctx.processor)
-    return [a.resampled(rate) if rate else a for a in audios], _videos(sample, cond, ctx)
+    return fit_audio(audios, ctx.processor, sample.id), _videos(sample, cond, ctx)
 
 
 def _videos(sample: Sample, cond: Condition, ctx: ConditionContext) -> list[np.ndarray]:
