@@ -30,6 +30,10 @@ class ModelNotFoundError(InterpError, FileNotFoundError):
     """The model folder does not exist (or a hub id cannot be reached offline)."""
 
 
+class ModelConfigError(InterpError, ValueError):
+    """The model folder exists, but its ``config.json`` cannot be read (not valid JSON)."""
+
+
 class ProcessorMissingError(InterpError, ValueError):
     """A model loaded without a processor (its configuration alone) was asked to encode inputs."""
 
@@ -205,6 +209,7 @@ __all__ = [
     "LayoutNotMappedError",
     "MissingExtraError",
     "MissingImageError",
+    "ModelConfigError",
     "ModelNotFoundError",
     "NoSpatialLayoutError",
     "NoVIPError",

@@ -18,6 +18,7 @@ Invariants (tested for every supported architecture): ``len(vlm.layers) == vlm.n
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterator
@@ -38,7 +39,8 @@ from transformers import (
 )
 
 from .adapters import Adapter, adapter_for, get_path, module_path
-from .errors import ModelNotFoundError, ProcessorMissingError
+from .errors import ModelConfigError, ModelNotFoundError, ProcessorMissingError
+from .threads import ensure_threads
 
 if TYPE_CHECKING:
     from .encoding import Encoding
@@ -456,6 +458,27 @@ def _offline_kwargs(source: str) -> dict[str, Any]:
     return {"local_files_only": True}
 
 
+def _check_config_json(path: Path, source: str) -> None:
+    """A local folder's ``config.json`` must be a JSON object (transformers would report a broken
+    file as a hub failure).
+
+    Raises:
+        ModelConfigError: it is not valid JSON, or not an object.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ModelConfigError(
+            f"{source!r}: its config.json is not valid JSON ({err}); repair or replace the file "
+            f"{str(path)!r}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelConfigError(
+            f"{source!r}: its config.json holds a {type(data).__name__}, not a JSON object; "
+            f"repair or replace the file {str(path)!r}"
+        )
+
+
 def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
     """The model's configuration (no weights are read), with a clear error when it cannot be
     found.
@@ -479,7 +502,9 @@ def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
         raise ModelNotFoundError(
             f"{source!r} is a folder without config.json: not a saved Hugging Face model"
         )
-    if not path.is_dir():
+    if path.is_dir():
+        _check_config_json(path / "config.json", source)
+    else:
         kwargs = {**_offline_kwargs(source), **kwargs}
     try:
         return AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
@@ -537,8 +562,10 @@ def load(
     Raises:
         ModelNotFoundError: the folder does not exist, or a hub id cannot be fetched; or a folder
             holding a configuration only is asked for its weights (``dispatch=True``).
+        ModelConfigError: the folder's ``config.json`` is not valid JSON.
         UnsupportedArchitectureError: no adapter serves the model's architecture.
     """
+    ensure_threads()  # the command line's thread policy, in Python too (interp.threads)
     if isinstance(model, PreTrainedModel):
         if processor is None:
             raise TypeError("interp.load(model, processor): a built model needs its processor")

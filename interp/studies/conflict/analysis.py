@@ -65,18 +65,21 @@ def evidence_forms(evidence: str) -> dict[str, str]:
 
 
 def _effect_row(
-    effect: str, source: str, contrast: str, d: Difference | Estimate, **extra: object
+    effect: str, source: str, contrast: str, d: Difference | Estimate, direction: str
 ) -> dict:
+    """One finding; the columns a reader needs first (what, which way, how much) lead, so a
+    terminal that cuts a wide frame keeps them."""
     low, high, value = d.low, d.high, d.value
     return {
         "effect": effect,
         "source": source,
-        "contrast": contrast,
+        "direction": direction,
         "difference": value,
         "low": low,
         "high": high,
         "reported": bool(low > 0 or high < 0),
-    } | extra
+        "contrast": contrast,
+    }
 
 
 @dataclass
@@ -267,8 +270,9 @@ class ConflictResponses:
         - ``order`` (Table 1 read by position): each source's bias rate when shown last (just
           before the question) minus when shown first; Newcombe's interval. Positive: recency.
 
-        Columns: ``effect``, ``source``, ``contrast``, ``difference``, ``low``, ``high``,
-        ``reported``, ``direction``, and the two rates with their counts (``a``, ``n_a``, ``b``,
+        Columns: ``effect``, ``source``, ``direction`` (the winning source, ``recency`` /
+        ``primacy``, ``perceptual`` / ``propositional``; ``none`` when the interval contains 0),
+        ``difference``, ``low``, ``high``, ``reported``, ``contrast``, and the two rates with their counts (``a``, ``n_a``, ``b``,
         ``n_b``). The order and form intervals treat the two groups as independent, although an
         item appears in several orders; the bias interval resamples whole items.
         """
@@ -299,8 +303,10 @@ class ConflictResponses:
             else:
                 low = high = float("nan")
             d = Estimate(rates_[top.name] - rates_[other.name], low, high)
+            # top leads by construction; it dominates only where the interval excludes 0
+            direction = top.name if low > 0 else "none"
             rows.append(
-                _effect_row("bias", top.name, f"{top.name} − {other.name}", d, direction=top.name)
+                _effect_row("bias", top.name, f"{top.name} − {other.name}", d, direction)
                 | {"a": rates_[top.name], "n_a": len(part), "b": rates_[other.name]}
                 | {"n_b": len(part)}
             )
@@ -379,7 +385,7 @@ def _two_groups(
         return None
     d = newcombe(k1, n1, k2, n2)
     direction = directions[0] if d.low > 0 else directions[1] if d.high < 0 else "none"
-    return _effect_row(effect, src.name, f"{first} − {second}", d, direction=direction) | {
+    return _effect_row(effect, src.name, f"{first} − {second}", d, direction) | {
         "a": k1 / n1,
         "n_a": n1,
         "b": k2 / n2,
