@@ -96,6 +96,7 @@ _LAZY: dict[str, str] = {
     "residual_stream": "residual",
     "score": "scoring",
     "score_contexts": "scoring",
+    "set_threads": "threads",
     "supported_architectures": "adapters",
     "write_jsonl": "samples",
 }
@@ -160,6 +161,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .residual import GeneratedStates, generate_states, residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
     from .scoring import TokenScores, score, score_contexts
+    from .threads import set_threads
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
@@ -242,6 +244,7 @@ __all__ = [
     "residual_stream",
     "score",
     "score_contexts",
+    "set_threads",
     "supported_architectures",
     "token_regions",
     "write_jsonl",

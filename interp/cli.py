@@ -115,12 +115,12 @@ def silence_progress() -> None:
     """Turn off every progress bar: the library's, transformers' (e.g. "Loading weights") and
     tqdm's defaults."""
     os.environ["TQDM_DISABLE"] = "1"
-    try:
+    # transformers reads this when it is imported (later, if the command gets that far)
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover
-        pass
 
 
 def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
@@ -143,6 +143,7 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
         raise UsageError("--out is empty; give an output folder")
     if create and _RUN is not None and _RUN.serves(out):
         check_output_dir(out, create=False)
+        _RUN.created = not path.exists()
         path.mkdir(parents=True, exist_ok=True)
         try:
             return _RUN.stage(path)
@@ -251,16 +252,76 @@ def load_data(
         or is_hub_id(source.split(":", 1)[0])
     ):
         raise DataFormatError(
-            f"--data {spec!r}: no such file or folder; give a JSONL file, a parquet file, folder "
-            "or glob, a Hugging Face datasets folder, a hub dataset id (org/name), or one of "
-            "'demo', 'demo:general', 'demo:<qtype,...>'"
+            f"--data {_shown(spec)}: no such file or folder; give a JSONL file, a parquet file, "
+            "folder or glob, a Hugging Face datasets folder, a hub dataset id (org/name), or one "
+            "of 'demo', 'demo:general', 'demo:<qtype,...>'"
         )
     samples = read_dataset(spec, columns=columns, n=n)
     if keep is not None:
         samples = keep(samples)
+    from .media import check_media_files
+
     for s in samples:
         s.load_images()  # every image opens, before the model is loaded
+        check_media_files(s)  # and every audio file's header reads
     return ensure_samples(samples)
+
+
+def check_data_files(spec: str, n: int | None, seed: int, columns: str | None = None) -> None:
+    """The cheap checks of ``--data`` that run first, before any heavy import (torch,
+    transformers) and before the options a study checks: a demo spec names known question
+    types; any other spec names something that exists; a JSONL file's first ``n`` rows parse,
+    and every image, audio and video file they name exists and (images, audio) has a readable
+    header. :func:`load_data` opens everything fully later, still before the model loads.
+
+    Raises:
+        UsageError, DataFormatError, MissingImageError, ImageError, AudioError, VideoError.
+    """
+    import glob
+
+    from .media import check_media_files
+
+    if n is not None and n < 1:
+        raise UsageError(f"--n must be >= 1, got {n}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
+    if spec == "demo" or spec.startswith("demo:"):
+        if columns is not None:
+            raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
+        if spec not in ("demo", "demo:prior", "demo:general", "demo:v3"):
+            from .datasets import ALL_QTYPES
+
+            qtypes = [q for q in spec.split(":", 1)[1].split(",") if q]
+            bad = [q for q in qtypes if q not in ALL_QTYPES]
+            if bad or not qtypes:
+                what = f"unknown demo question types {bad}" if bad else "no question type given"
+                raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(ALL_QTYPES)}")
+        return
+    from .datasets.tabular import is_hub_id, split_spec
+
+    source = split_spec(spec)[0]
+    try:
+        exists = os.path.exists(os.path.expanduser(source))
+    except ValueError:  # a NUL byte
+        exists = False
+    if not (exists or glob.has_magic(source) or is_hub_id(source.split(":", 1)[0])):
+        raise DataFormatError(
+            f"--data {_shown(spec)}: no such file or folder; give a JSONL file, a parquet file, "
+            "folder or glob, a Hugging Face datasets folder, a hub dataset id (org/name), or one "
+            "of 'demo', 'demo:general', 'demo:<qtype,...>'"
+        )
+    if exists and os.path.isfile(source) and source.lower().endswith(".jsonl"):
+        from .samples import read_jsonl
+
+        samples = read_jsonl(source)
+        for s in samples[:n] if n is not None else samples:
+            check_media_files(s)
+
+
+def _shown(text: str) -> str:
+    from .media import shown
+
+    return shown(text)
 
 
 def check_label(samples: Sequence[Any], name: str | None, option: str) -> None:
@@ -397,7 +458,7 @@ def check_common_arguments(
     Raises:
         UsageError: one of these does not hold.
     """
-    from .runner import resolve_shard
+    from .shards import resolve_shard
 
     if args.n is not None and args.n < 1:
         raise UsageError(f"--n must be >= 1, got {args.n}")
@@ -512,6 +573,8 @@ def main(argv: list[str] | None = None) -> int:
         _log_to_stderr()
         if "interp.runner" in sys.modules:  # an earlier command in this process
             sys.modules["interp.runner"].forget_started_stores()
+        if "interp.media" in sys.modules:  # an earlier command's truncations are not this one's
+            sys.modules["interp.media"].truncated_audio(clear=True)
         status = int(args.func(args))
         if _RUN is not None:
             if status == 0:
