@@ -40,6 +40,24 @@ class UsageError(InterpError, ValueError):
     """A command-line argument is invalid."""
 
 
+class DefaultsFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help text as written (the description's paragraphs kept), with every option's default
+    appended where it has one and its help does not already state it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and default not in (None, False, argparse.SUPPRESS)
+            and not isinstance(action, (argparse._HelpAction, argparse._VersionAction))
+            and "default" not in text
+            and "%(default)" not in text
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one ``error: ...`` line and exit status 2, and whose
     ``--help`` opens with the first paragraph of its description as plain text (a study passes
@@ -49,8 +67,15 @@ class Parser(argparse.ArgumentParser):
         description = kwargs.get("description")
         if description:
             kwargs["description"] = short_description(description)
-            kwargs["formatter_class"] = argparse.HelpFormatter
+            kwargs["formatter_class"] = DefaultsFormatter
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """As argparse's; an option without help text still shows its default."""
+        default = kwargs.get("default")
+        if kwargs.get("help") is None and default not in (None, False, argparse.SUPPRESS):
+            kwargs["help"] = "(default: %(default)s)"
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
@@ -86,7 +111,7 @@ def add_common_arguments(
     )
     parser.add_argument("--n", type=int, default=None, help=n_help)
     parser.add_argument("--seed", type=int, default=0, help="demo world seed")
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=16, help="samples per forward")
     parser.add_argument(
         "--overwrite",
         action="store_true",

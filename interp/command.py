@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cli import (
     DEMO_HELP,
+    DefaultsFormatter,
     UsageError,
     add_common_arguments,
     check_common_arguments,
@@ -256,7 +257,7 @@ def add_command(sub: Any, name: str, module: str) -> argparse.ArgumentParser:
         aliases=list(aliases),
         help=mod.HELP,
         description=mod.DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=DefaultsFormatter,
     )
     n_help = getattr(mod, "N_HELP", None)
     common = {"n_help": n_help} if n_help else {}

@@ -296,6 +296,19 @@ def read_jsonl(path: str | Path) -> list[Sample]:
             raise DataFormatError(
                 f"{path}:{lineno}: each line must be an object with at least a 'question' key"
             )
+        if not isinstance(obj["question"], str):
+            raise DataFormatError(
+                f"{path}:{lineno}: 'question' must be a string, got "
+                f"{type(obj['question']).__name__}"
+            )
+        answer = obj.get("answer")
+        if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+            obj["answer"] = str(answer)  # a numeric answer ("answer": 3) is its text
+        elif answer is not None and not isinstance(answer, str):
+            raise DataFormatError(
+                f"{path}:{lineno}: 'answer' must be a string (or a number), got "
+                f"{type(answer).__name__}"
+            )
         image = obj.pop("image", None)
         if isinstance(image, list):
             image = [_relative_to(path, p) for p in image]

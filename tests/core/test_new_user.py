@@ -186,3 +186,24 @@ def test_set_threads_sets_torchs_count_and_refuses_nonsense():
     finally:
         torch.set_num_threads(before)
         os.environ.pop("MKL_NUM_THREADS", None)
+
+
+def test_every_option_with_a_default_shows_it_in_help():
+    import argparse
+
+    from interp.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, command in sub.choices.items():
+        text = " ".join(command.format_help().split())  # unwrapped
+        for action in command._actions:
+            if not action.option_strings or action.default in (None, False, argparse.SUPPRESS):
+                continue
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                continue
+            shown = f"default: {action.default}" in text or "default" in (action.help or "")
+            if not shown:
+                missing.append(f"{name} {action.option_strings[0]}")
+    assert not missing, missing
