@@ -207,3 +207,21 @@ def test_every_option_with_a_default_shows_it_in_help():
             if not shown:
                 missing.append(f"{name} {action.option_strings[0]}")
     assert not missing, missing
+
+
+def test_the_audit_prints_why_a_number_is_missing_beside_it():
+    from interp.studies.audit.cli import terminal_lines
+
+    parts = {
+        "conflict": {
+            "ran": True,
+            "status": "ran",
+            "numbers": {"winner": "none", "accuracy": None},
+            "reason": "no item where every source differs",
+        },
+        "flow": {"ran": False, "status": "skipped", "reason": "needs two samples"},
+    }
+    lines = terminal_lines(parts)
+    at = lines.index("conflict: winner none, accuracy n/a")
+    assert lines[at + 1] == "  note: no item where every source differs"
+    assert "  flow (skipped): needs two samples" in lines
