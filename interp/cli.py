@@ -244,6 +244,18 @@ def load_data(
                 what = f"unknown demo question types {bad}" if bad else "no question type given"
                 raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(ALL_QTYPES)}")
         return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
+    from .datasets.benchmarks import parse_benchmark_spec, read_benchmark
+
+    bench = parse_benchmark_spec(spec)
+    if bench is not None:  # a paper's benchmark: name[:variant][@local copy]
+        if columns is not None:
+            raise UsageError(f"--columns does not apply to the benchmark {bench[0]!r}")
+        name, variant, copy = bench
+        samples = read_benchmark(f"{name}:{variant}" if variant else name, copy, n=n, seed=seed)
+        samples = keep(samples) if keep is not None else samples
+        for s in samples:
+            s.load_images()
+        return ensure_samples(samples)
     source = split_spec(spec)[0]
     if not (
         os.path.exists(os.path.expanduser(source))
