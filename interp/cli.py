@@ -458,8 +458,22 @@ def partial_outputs_folder(out: Path) -> Path:
 # -- the program ------------------------------------------------------------------------------------
 
 
+BUILTIN_COMMANDS = {"reproduce": "interp.studies.reproduce.cli:register"}
+"""Commands of the project itself that also run from an install whose package metadata predates
+them (an editable install made before they were added to ``pyproject.toml``)."""
+
+
 def _studies() -> list[Any]:
-    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    from importlib.metadata import EntryPoint
+
+    found = list(entry_points(group=ENTRY_POINT_GROUP))
+    names = {ep.name for ep in found}
+    found += [
+        EntryPoint(name, value, ENTRY_POINT_GROUP)
+        for name, value in BUILTIN_COMMANDS.items()
+        if name not in names
+    ]
+    return sorted(found, key=lambda ep: ep.name)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
