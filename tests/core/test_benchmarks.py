@@ -22,6 +22,7 @@ from interp.datasets.benchmarks import (
     BenchmarkNotPublicError,
     BenchmarkSourceError,
     coe_sets,
+    judge_answer,
     list_benchmarks,
     parse_benchmark_spec,
     read_benchmark,
@@ -422,6 +423,24 @@ def test_a_copy_of_the_wrong_layout_names_the_missing_columns(tmp_path):
     write_table(tmp_path / "bad.parquet", "mme", bad)
     with pytest.raises(DataFormatError, match="not Yes / No"):
         read_benchmark("mme", tmp_path / "bad.parquet")
+
+
+def test_judge_by_answer_format_and_the_hook():
+    yn = interp.Sample("Is it red?", answer="Yes", meta={"question_type": "yes/no"})
+    assert judge_answer("Yes, it is.", yn) and not judge_answer("No.", yn)
+    assert not judge_answer("I cannot tell", yn)
+    mc = interp.Sample(
+        "q",
+        answer="B",
+        meta={"question_type": "multiple-choice", "options": {"A": "a cat", "B": "a dog"}},
+    )
+    assert judge_answer("B", mc) and judge_answer("It is a dog.", mc)
+    assert not judge_answer("A", mc)
+    word = interp.Sample("q", answer="blue", meta={"question_type": "one-word"})
+    assert judge_answer("Blue.", word) and not judge_answer("yellow", word)
+    calls = []
+    assert judge_answer("x", word, judge=lambda a, r, s: calls.append((a, r)) or True)
+    assert calls == [("x", "blue")]
 
 
 def test_data_spec_and_root_env(tmp_path, monkeypatch):

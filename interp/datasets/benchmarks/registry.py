@@ -18,6 +18,7 @@ Rows reach the converters as plain dicts, exactly as the published table stores 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,6 +284,37 @@ def require_columns(rows: list[Mapping[str, Any]], columns: tuple[str, ...], wha
             f"{what}: the published layout has the columns {', '.join(columns)}; this copy lacks "
             f"{', '.join(missing)} (it has {', '.join(rows[0])})"
         )
+
+
+_YES_NO = re.compile(r"\b(yes|no)\b", re.I)
+
+
+def judge_answer(answer: str, sample: Sample, judge: Judge | None = None) -> bool:
+    """Whether a model's answer is right, by the benchmark's answer format
+    (``meta["question_type"]``): ``yes/no`` — the first "yes" / "no" word; ``multiple-choice`` —
+    the option the answer chooses (its letter or its text,
+    :func:`~interp.datasets.formats.extract_choice`); otherwise the normalised answer equals the
+    reference (:func:`probes.split.normalize_answer`). ``judge`` replaces the rule — the hook for
+    a language-model judge, as the ablation and Tri-PvP papers use.
+
+    Raises:
+        ValueError: the sample has no reference answer.
+    """
+    if sample.answer is None:
+        raise ValueError(f"sample {sample.id!r} has no reference answer to judge against")
+    if judge is not None:
+        return bool(judge(answer, sample.answer, sample))
+    kind = sample.meta.get("question_type")
+    if kind == "yes/no":
+        m = _YES_NO.search(answer)
+        return m is not None and m.group(1).lower() == sample.answer.strip().lower()
+    if kind == "multiple-choice" and sample.meta.get("options"):
+        from ..formats import extract_choice
+
+        return extract_choice(answer, sample.meta["options"]) == sample.answer
+    from probes.split import normalize_answer
+
+    return normalize_answer(answer) == normalize_answer(sample.answer)
 
 
 def take(rows: Iterator[Sample] | list[Sample], n: int | None) -> list[Sample]:
