@@ -287,14 +287,24 @@ def vlind_question(statement: str, convert: Any = None) -> str:
     return question
 
 
+VLIND_HUB = "klee972/VLind-Bench"
+
+
 def _vlind_files(root: Path | None) -> tuple[Path, Path]:
     if root is None:
-        raise BenchmarkSourceError(
-            "vlind: VLind-Bench's original release (klee972/VLind-Bench) is a data.json and an "
-            "image folder, read from a local copy: --data vlind@DIR (DIR/data.json or "
-            "DIR/data/data.json, images under DIR/images/counterfactual or "
-            "DIR/data/images/counterfactual)"
-        )
+        from ..tabular import hub_offline
+
+        reason = hub_offline()
+        if reason is not None:
+            raise BenchmarkSourceError(
+                f"vlind: VLind-Bench's release ({VLIND_HUB}: a data.json and an image folder) "
+                f"needs a network ({reason}); give a local copy: --data vlind@DIR (DIR/data.json "
+                "or DIR/data/data.json, images under DIR/images/counterfactual or "
+                "DIR/data/images/counterfactual)"
+            )
+        from huggingface_hub import snapshot_download  # only online
+
+        root = Path(snapshot_download(VLIND_HUB, repo_type="dataset"))
     for base in (root, root / "data"):
         if (base / "data.json").is_file():
             for images in (base / "images" / "counterfactual", base / "counterfactual"):
@@ -478,7 +488,7 @@ for _b in (
         "vlind",
         "coe",
         "VLind-Bench",
-        None,
+        (VLIND_HUB, None, None),
         "VLind-Bench",
         "VLind-Bench's release: data.json + images/counterfactual/<concept>/<id>_<context>/",
         read_vlind,
