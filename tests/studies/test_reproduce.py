@@ -119,3 +119,41 @@ def test_coe_recipe_end_to_end_on_the_demo(tmp_path):
     md = (tmp_path / "table.md").read_text()
     assert "0.7155" in md and "the paper has no row for this model" in md
     assert result.model_key is None
+
+
+def test_collectors_read_the_studies_tables(tmp_path):
+    from interp.studies.reproduce.recipes import Run, conflict_collect, frame_rows, recall_collect
+
+    run = Run("X", None, "demo")
+    (tmp_path / "bias_by_evidence.csv").write_text(
+        "evidence,label,rate,low,high,k,n\nPercI-PropA,BIAS_IMAGE,0.497,0.4,0.6,5,10\n"
+    )
+    assert conflict_collect(tmp_path, run) == [
+        {
+            "table": "Fig. 3",
+            "dataset": "X",
+            "condition": "PercI-PropA",
+            "metric": "BIAS_IMAGE (%)",
+            "value": 49.7,
+            "n": 10,
+        }
+    ]
+    (tmp_path / "gap.csv").write_text(
+        "family,metric,text_only,visual,full_info,gap,gap_low,gap_high,relative_decline,n\n"
+        "all,inclusion,0.9866,0.3128,1.0,0.67,0.5,0.8,0.683,11\nall,exact,0.5,0.1,1,0,0,0,0,11\n"
+    )
+    got = {r["metric"]: r["value"] for r in recall_collect(tmp_path, run)}
+    assert got == {
+        "Text Only accuracy (%)": 98.66,
+        "Visual accuracy (%)": 31.28,
+        "Visual: relative decline (%)": 68.3,
+    }
+    (tmp_path / "main.csv").write_text(
+        'variant,n,with image,blind\nplain,12,"1.00 [1.00, 1.00]","0.58 [0.33, 0.83]"\n'
+    )
+    rows = frame_rows("main.csv", "main table")(tmp_path, run)
+    assert [(r["metric"], r["value"]) for r in rows] == [
+        ("n", 12.0),
+        ("with image", 1.0),
+        ("blind", 0.58),
+    ]

@@ -189,6 +189,23 @@ def recall_collect(out: Path, run: Run) -> list[dict]:
     ]
 
 
+def conflict_collect(out: Path, run: Run) -> list[dict]:
+    """Fig. 3's response-label rates per evidence condition (``bias_by_evidence.csv``), in per
+    cent, with the paper's condition names (``PercI-PropA``, ...)."""
+    frame = pd.read_csv(out / "bias_by_evidence.csv")
+    return [
+        {
+            "table": "Fig. 3",
+            "dataset": run.label,
+            "condition": str(r["evidence"]),
+            "metric": f"{r['label']} (%)",
+            "value": round(100 * float(r["rate"]), 1),
+            "n": int(r["n"]),
+        }
+        for _, r in frame.iterrows()
+    ]
+
+
 RECIPES: dict[str, Recipe] = {
     "coe": Recipe(
         "coe",
@@ -218,9 +235,14 @@ RECIPES: dict[str, Recipe] = {
         "drives",
         "source removal (Table 3)",
         (Run("MAVIS", "mavis", "demo"),),
-        lambda model: [],
+        lambda model: ["--k", "20", "--m", "0"],
         frame_rows("source_removal.csv", "Table 3"),
-        notes=("MAVIS is read from a local copy (--data-root DIR with DIR/MAVIS)",),
+        notes=(
+            "MAVIS is read from a local copy (--data-root DIR with DIR/MAVIS); on the demo "
+            "models the demo world's descriptions stand in",
+            "K = 20 support pairs (the paper's); the randomized-intervention recovery (M = "
+            "100 held-out contexts) is another table and is skipped (--m 0)",
+        ),
     ),
     "ablation": Recipe(
         "ablation",
@@ -237,7 +259,7 @@ RECIPES: dict[str, Recipe] = {
         "response labels per evidence condition (Fig. 3)",
         (Run("Tri-PvP", None, "demo", demo_omni="demo:trimodal"),),
         lambda model: [],
-        frame_rows("bias_by_configuration.csv", "Fig. 3"),
+        conflict_collect,
         notes=(
             "Tri-PvP's 8,000 samples are not in a layout we know: give --data file.jsonl",
             "demo stand-ins: the demo world's image / caption conflicts (demo); on demo-omni "
