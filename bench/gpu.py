@@ -212,11 +212,14 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def measure(fn: Callable[[], object], device: str, repeats: int) -> tuple[float, float | None]:
+def measure(
+    fn: Callable[[], object], device: str, repeats: int, warmup: bool = True
+) -> tuple[float, float | None]:
     """Median seconds over ``repeats`` runs after a warm-up, and the peak device memory (GiB) of
     one run (None on the CPU)."""
-    fn()
-    _sync(device)
+    if warmup:
+        fn()
+        _sync(device)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -346,8 +349,8 @@ def run_arch(arch: str, args: argparse.Namespace) -> dict:
     }
     results = []
     for name, (lib, hf, tokens) in rows.items():
-        t_lib, mem_lib = measure(lib, args.device, r)
-        t_hf, mem_hf = measure(hf, args.device, r)
+        t_lib, mem_lib = measure(lib, args.device, r, warmup=not args.cpu_smoke)
+        t_hf, mem_hf = measure(hf, args.device, r, warmup=not args.cpu_smoke)
         results.append(
             {
                 "measure": name,
@@ -405,7 +408,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument(
         "--cpu-smoke",
         action="store_true",
-        help="shrunk configs (4 layers, d = 64), CPU, fp32, 2 items, 1 repeat",
+        help="shrunk configs (4 layers, d = 64), CPU, fp32, 2 items, 1 run, no warm-up",
     )
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)

@@ -184,7 +184,9 @@ MODEL_HELP = (
 DATA_FORMATS_HELP = (
     "also a parquet file, folder or glob, a Hugging Face datasets folder (save_to_disk; "
     "'folder:split' picks a DatasetDict split) or a hub dataset id 'org/name[:split]' (needs a "
-    "network) — see --columns"
+    "network) — see --columns; or a paper's benchmark by name, 'NAME[:variant][@local copy]' "
+    "(mme, mmbench, mmstar, mmmu, vlind, vilp, csqa-coco, pope:adversarial, mavis; see "
+    "interp.read_benchmark)"
 )
 
 DEMO_HELP = (
@@ -264,8 +266,9 @@ def load_data(
     ):
         raise DataFormatError(
             f"--data {spec!r}: no such file or folder; give a JSONL file, a parquet file, folder "
-            "or glob, a Hugging Face datasets folder, a hub dataset id (org/name), or one of "
-            "'demo', 'demo:general', 'demo:<qtype,...>'"
+            "or glob, a Hugging Face datasets folder, a hub dataset id (org/name), a benchmark "
+            "name (mme, vilp, pope:adversarial, ...), or one of 'demo', 'demo:general', "
+            "'demo:<qtype,...>'"
         )
     samples = read_dataset(spec, columns=columns, n=n)
     if keep is not None:
