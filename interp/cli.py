@@ -337,16 +337,18 @@ def check_data_files(spec: str, n: int | None, seed: int, columns: str | None = 
                 what = f"unknown demo question types {bad}" if bad else "no question type given"
                 raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(ALL_QTYPES)}")
         return
-    from .datasets.benchmarks import parse_benchmark_spec
     from .datasets.tabular import is_hub_id, split_spec
 
-    if parse_benchmark_spec(spec) is not None:  # a paper's benchmark: read_benchmark checks it
-        return
     source = split_spec(spec)[0]
     try:
         exists = os.path.exists(os.path.expanduser(source))
     except ValueError:  # a NUL byte
         exists = False
+    if not exists:
+        from .datasets.benchmarks import parse_benchmark_spec
+
+        if parse_benchmark_spec(spec) is not None:  # a paper's benchmark: read_benchmark checks it
+            return
     if not (exists or glob.has_magic(source) or is_hub_id(source.split(":", 1)[0])):
         raise DataFormatError(
             f"--data {_shown(spec)}: no such file or folder; give a JSONL file, a parquet file, "
