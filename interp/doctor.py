@@ -158,12 +158,20 @@ def _token_texts(vlm: VLM, enc: Encoding, row: int) -> list[str]:
     if text is None or enc.offsets is None:
         return [vlm.tokenizer.decode([t], skip_special_tokens=False) for t in ids]
     out, cursor = [], 0
+    run: list[int] = []  # consecutive tokens without offsets, decoded together
     for t, (a, b) in zip(ids, enc.offsets[row].tolist()):
         if b > a and b <= len(text):
             out.append(text[min(cursor, a) : b] if cursor <= a else text[a:b])
             cursor = max(cursor, b)
+            run = []
         else:
-            out.append(vlm.tokenizer.decode([t], skip_special_tokens=False))
+            # a token's text is what it adds to the run's decoding: a tokenizer that marks word
+            # starts (SentencePiece "▁", byte-level "Ġ") drops the space when a token is decoded
+            # alone ("a", "red" -> "ared")
+            before = vlm.tokenizer.decode(run, skip_special_tokens=False) if run else ""
+            run.append(t)
+            after = vlm.tokenizer.decode(run, skip_special_tokens=False)
+            out.append(after[len(before) :] if after.startswith(before) else after)
     return out
 
 

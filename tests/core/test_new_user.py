@@ -225,3 +225,17 @@ def test_the_audit_prints_why_a_number_is_missing_beside_it():
     at = lines.index("conflict: winner none, accuracy n/a")
     assert lines[at + 1] == "  note: no item where every source differs"
     assert "  flow (skipped): needs two samples" in lines
+
+
+def test_doctor_shows_its_answer_with_its_spaces():
+    import interp
+    from interp.doctor import doctor
+
+    vlm = interp.load("demo")
+    report = doctor(vlm)  # the default answer, "A red square."
+    full = report.prompts["full"]
+    shown = full.split("⟦answer", 1)[1].split("⟧", 1)[0]
+    # the reference: the tokenizer decoding the answer's tokens together
+    ids = vlm.tokenizer(" A red square.", add_special_tokens=False).input_ids
+    want = vlm.tokenizer.decode(ids)
+    assert " ".join(shown.split()) == " ".join(want.split()), (shown, want)
