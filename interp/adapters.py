@@ -389,6 +389,10 @@ def adapter_for(model: PreTrainedModel | PretrainedConfig) -> Adapter:
         UnsupportedArchitectureError: no entry serves this model type.
     """
     config = model if isinstance(model, PretrainedConfig) else getattr(model, "config", None)
+    if isinstance(config, PretrainedConfig):
+        from .thinker import inner_config
+
+        config = inner_config(config)  # a full omni checkpoint: its thinker's entry
     model_type = getattr(config, "model_type", None)
     if model_type in ADAPTERS:
         return ADAPTERS[model_type]

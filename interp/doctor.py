@@ -327,6 +327,28 @@ def _memory(vlm: VLM, seq: int, batch_size: int, new_tokens: int) -> str:
     )
 
 
+def _skipped_parts(vlm: VLM) -> str:
+    """For a full omni checkpoint: which parts :func:`interp.load` left unbuilt, and their size
+    counted on the meta device; "" otherwise."""
+    from .model import model_config
+    from .thinker import skipped_parameters, wrapper_of
+
+    if vlm.source is None:
+        return ""
+    try:
+        whole = model_config(vlm.source, whole=True)
+    except InterpError:
+        return ""
+    if wrapper_of(whole) is None:
+        return ""
+    bytes_per = torch.finfo(vlm.dtype).bits // 8
+    parts = [
+        f"{name} ({'unknown size' if n is None else f'{n / 1e6:.1f} M params, {n * bytes_per / 1024**3:.2f} GiB'})"
+        for name, n in skipped_parameters(whole).items()
+    ]
+    return f"{whole.model_type}: its thinker is loaded; not built: {', '.join(parts)}"
+
+
 def doctor(
     vlm: VLM,
     sample: Sample | None = None,
@@ -371,6 +393,9 @@ def doctor(
             report.facts[f"{kind} token"] = f"{tok.convert_ids_to_tokens(token)!r} = {token}"
     if vlm.adapter.notes:
         report.facts["adapter notes"] = vlm.adapter.notes
+    skipped = _skipped_parts(vlm)
+    if skipped:
+        report.facts["checkpoint"] = skipped
     full_length = _position_checks(vlm, sample, answer, report, conditions)
     attention = report.facts["attention"]
     report.checks.append(
