@@ -38,6 +38,7 @@ from transformers import (
 )
 
 from .adapters import Adapter, adapter_for, get_path, module_path
+from .adapters.infer import complete, verify
 from .errors import ModelNotFoundError, ProcessorMissingError
 from .thinker import inner_config, wrapper_of
 
@@ -192,7 +193,10 @@ class VLM:
         source: str | None = None,
     ) -> None:
         self.processor = processor
-        self.adapter = adapter if adapter is not None else adapter_for(hf)
+        # an inferred entry gets its module paths from the tree; every entry's invariants are
+        # checked here (meta shapes suffice), a failure naming the field to set
+        self.adapter = complete(adapter if adapter is not None else adapter_for(hf), hf)
+        verify(self.adapter, hf)
         self.source = source
         if nn is None:
             with _quiet_pipeline_check():
