@@ -350,16 +350,15 @@ def _adapter_checks(vlm: VLM, report: DoctorReport) -> None:
 
 def _vectors(output: Any, d: int) -> int | None:
     """How many d-wide vectors a feature module returned (a tensor, or an output object's
-    ``pooler_output`` / ``last_hidden_state``)."""
+    ``pooler_output`` / ``last_hidden_state``; a tuple of per-image tensors is summed)."""
     for value in (
-        output,
         getattr(output, "pooler_output", None),
+        output,
         getattr(output, "last_hidden_state", None),
     ):
-        if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
-            value = value[0]
-        if isinstance(value, torch.Tensor) and value.shape[-1] == d:
-            return int(value.numel() // d)
+        parts = value if isinstance(value, (tuple, list)) else (value,)
+        if parts and all(isinstance(p, torch.Tensor) and p.shape[-1] == d for p in parts):
+            return int(sum(p.numel() for p in parts) // d)
     return None
 
 

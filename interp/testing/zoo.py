@@ -52,6 +52,10 @@ TESTED = (
     "qwen2_audio",
 )
 
+# inferred entries whose reads, feature count and greedy generation tests/families/test_zoo.py
+# compares with plain HF on tiny models around stock processors
+INFERRED_TESTED = ("qwen3_vl_moe", "vipllava")
+
 
 @dataclass(frozen=True)
 class Row:
@@ -184,6 +188,8 @@ def classify(model_type: str) -> Row:
         layout = "refused (not verified)"
     registered = config.model_type in ADAPTERS
     parity = "tested" if registered and config.model_type in TESTED else "not tested"
+    if adapter.inferred and model_type in INFERRED_TESTED:
+        parity = "reads, generate tested"
     name = adapter.name
     if wrapper_of(whole) is not None:
         name += " (thinker of the full checkpoint)"
@@ -228,7 +234,10 @@ def render(rows: list[Row]) -> str:
         "edits, decoding methods and",
         "  batch invariance with plain Hugging Face on this family; `not tested` — the "
         "structure is verified, the",
-        "  forward parity is not yet (run `interp doctor --model <folder>` on a checkpoint).",
+        "  forward parity is not yet (run `interp doctor --model <folder>` on a checkpoint); "
+        "`reads, generate tested` —",
+        "  residual reads, the feature count and greedy `generate` equal plain Hugging Face on "
+        "a tiny model.",
         '- *reason*: why a type is refused; "the default config does not build" is '
         "transformers' own default (a",
         "  checkpoint's config may build: pass `adapter=` or register an entry after checking "
@@ -252,4 +261,14 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["DOC", "TESTED", "Row", "classify", "mapping_types", "render", "shrink", "sweep"]
+__all__ = [
+    "DOC",
+    "INFERRED_TESTED",
+    "TESTED",
+    "Row",
+    "classify",
+    "mapping_types",
+    "render",
+    "shrink",
+    "sweep",
+]

@@ -20,6 +20,7 @@ from interp.adapters.infer import invariants, pattern_of
 from interp.testing import build_tiny, shared_tiny_vlm
 from interp.testing.samples import make_samples
 from interp.testing.zoo import DOC, TESTED, Row, classify, mapping_types, render
+from interp.testing.zoo import INFERRED_TESTED as INFERRED
 
 TYPES = mapping_types()
 ROWS: dict[str, Row] = {}
@@ -54,7 +55,8 @@ def test_every_type_is_supported_or_refused_with_its_reason(model_type):
     if "inferred" in row.adapter:  # its pattern is the config's; layout features are refused
         pattern, _ = pattern_of(config)
         assert row.adapter == f"{model_type} (inferred: {pattern})"
-        assert row.layout in ("refused (not verified)", "no image") and row.parity == "not tested"
+        assert row.layout in ("refused (not verified)", "no image")
+        assert row.parity == ("reads, generate tested" if model_type in INFERRED else "not tested")
         kinds = [
             k
             for k in ("image", "audio", "video")
@@ -141,3 +143,81 @@ def test_load_time_invariants_name_the_field_to_set():
             vlm.processor,
             adapter=ADAPTERS["llava"].replace(decoder_path="model.vision_tower"),
         )
+
+
+# -- inferred entries at HF parity, on tiny models around stock processors --------------------
+
+
+def _qwen3_vl_moe() -> tuple[torch.nn.Module, object]:
+    """A tiny Qwen3-VL-MoE: the qwen3_vl builder's config and processor, experts in the MLPs."""
+    from transformers import Qwen3VLMoeConfig, Qwen3VLMoeForConditionalGeneration
+
+    dense, processor = build_tiny("qwen3_vl")
+    c = dense.config
+    text = {
+        **c.text_config.to_dict(),
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 64,
+        "decoder_sparse_step": 1,
+    }
+    ids = {k: getattr(c, k) for k in ("image_token_id", "video_token_id", "vision_start_token_id")}
+    config = Qwen3VLMoeConfig(text_config=text, vision_config=c.vision_config.to_dict(), **ids)
+    torch.manual_seed(0)
+    model = Qwen3VLMoeForConditionalGeneration(config).float().eval()
+    model.generation_config = dense.generation_config
+    return model, processor
+
+
+def _vipllava() -> tuple[torch.nn.Module, object]:
+    """A tiny VipLLaVA: the llava (CLIP) builder's towers and processor, features from 2 layers."""
+    from transformers import VipLlavaConfig, VipLlavaForConditionalGeneration
+
+    llava, processor = build_tiny("llava")
+    c = llava.config
+    config = VipLlavaConfig(
+        text_config=c.text_config.to_dict(),
+        vision_config=c.vision_config.to_dict(),
+        image_token_index=c.image_token_id,
+        vision_feature_layers=[-2, -1],
+    )
+    torch.manual_seed(0)
+    model = VipLlavaForConditionalGeneration(config).float().eval()
+    model.generation_config = llava.generation_config
+    return model, processor
+
+
+@pytest.mark.parametrize("build", [_qwen3_vl_moe, _vipllava], ids=["qwen3_vl_moe", "vipllava"])
+def test_an_inferred_entry_reads_and_generates_at_hf_parity(build):
+    from interp.encoding import encode
+
+    model, processor = build()
+    vlm = interp.load(model, processor)
+    assert vlm.adapter.inferred and not vlm.adapter.layout_verified
+    samples = make_samples(3)
+    states = interp.residual_stream(vlm, samples, progress_bar=False)
+    enc = encode(vlm, samples, "full")
+    with torch.no_grad():
+        hidden = model(**enc.inputs, output_hidden_states=True).hidden_states
+    L = vlm.n_layers
+    ref = torch.stack([h[:, -1] for h in hidden[:L]], 1)
+    torch.testing.assert_close(states[:, :L], ref, rtol=0, atol=1e-5)
+    # the feature site returns one vector per image placeholder
+    seen: list = []
+    hook = vlm.adapter.image_features_module(model).register_forward_hook(
+        lambda _m, _a, out: seen.append(out)
+    )
+    with torch.no_grad():
+        model(**enc.inputs)
+    hook.remove()
+    out = getattr(seen[0], "pooler_output", None)
+    out = seen[0] if out is None else out
+    parts = out if isinstance(out, tuple) else (out,)  # Qwen3-VL-MoE: one tensor per image
+    assert sum(p.numel() for p in parts) // vlm.d_model == int(enc.image_mask.sum())
+    gen = interp.generate(vlm, samples, max_new_tokens=3, progress_bar=False)
+    with torch.no_grad():
+        ids = model.generate(**enc.inputs, max_new_tokens=3, do_sample=False)
+    n = enc.inputs["input_ids"].shape[1]
+    assert gen.texts == processor.batch_decode(ids[:, n:], skip_special_tokens=True)
+    with pytest.raises(interp.LayoutNotMappedError, match=vlm.adapter.name.split(" ")[0]):
+        interp.residual_stream(vlm, samples, "distort:500", progress_bar=False)
