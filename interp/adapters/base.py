@@ -136,6 +136,16 @@ FLAT: dict[str, str] = {f.name: part for part, cls in PARTS.items() for f in fie
 class Adapter:
     """What the library needs to know about one architecture family.
 
+    The facts live in five typed parts — ``prompt`` (:class:`Prompt`), ``features``
+    (:class:`Features`), ``layout`` (:class:`Layout`), ``media`` (:class:`Modalities`) and
+    ``modules`` (:class:`Modules`) — and each part's field is also read, and given to the
+    constructor or ``dataclasses.replace``, by its own name (``adapter.pixel_layout`` is
+    ``adapter.layout.pixel_layout``), so ``Adapter(name=..., model_types=..., image_features=...)``
+    reads as before. ``inferred`` names the pattern of an entry inferred from the config
+    (:mod:`interp.adapters.infer`); "" for a written entry. ``layout_verified`` (in ``layout``):
+    a test checks the entry's pixel and token layouts against the stock processor; without it
+    layout-dependent features raise :class:`~interp.errors.LayoutNotMappedError`.
+
     Attributes:
         name: short name shown in errors and reprs.
         model_types: ``config.model_type`` values this entry serves.
