@@ -5,9 +5,12 @@ by numpy."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
+import interp
 from interp.studies import drives as dr
 from interp.studies.drives.recovery import Recovery
 from interp.testing import make_samples, shared_tiny_vlm
@@ -147,3 +150,31 @@ def test_stability_over_k_equals_drives_recomputed_on_each_support():
                 assert got.loc[(d, k), f"r_{name}"] == pytest.approx(np.mean(rs), abs=1e-9)
     assert got.loc[(0, 3), "r_question_drive"] == pytest.approx(1.0)
     assert got.loc[(0, 3), "mean_abs_diff_prefix_drive"] == 0.0
+
+
+def test_the_marginal_pmi_q_equals_eq_24_with_the_question_marginalised_by_hand():
+    vlm = shared_tiny_vlm("llava")
+    samples = make_samples(3, seed=4)
+    support = make_samples(5, seed=9)[:2]
+    res = dr.causal_drives(
+        vlm, samples, support=support, targets=TARGETS[:3], pmi_marginal=True, progress_bar=False
+    )
+    assert res.forwards_per_sample == 2 * 2 + 2 + 2 + 2
+    for i, s in enumerate(samples):
+        target = TARGETS[i]
+        full = interp.score(vlm, [s], [target], progress_bar=False).logprobs[0]
+        per_q = [
+            interp.score(
+                vlm, [interp.Sample(c.question, s.image)], [target], progress_bar=False
+            ).logprobs[0]
+            for c in support
+        ]
+        for t in range(len(full)):
+            upto = sum(math.exp(sum(float(x) for x in q[: t + 1])) for q in per_q)
+            before = sum(math.exp(sum(float(x) for x in q[:t])) for q in per_q)
+            want = (float(full[t]) - math.log(upto / before)) / math.log(2)
+            assert res.pmi_q_marginal[i, t] == pytest.approx(want, abs=1e-4)
+    # the default PMI_Q (null question) is unchanged by the option
+    base = dr.causal_drives(vlm, samples, support=support, targets=TARGETS[:3], progress_bar=False)
+    np.testing.assert_allclose(base.pmi_q, res.pmi_q, atol=1e-9)
+    assert base.pmi_q_marginal is None

@@ -45,6 +45,7 @@ RECOVERED: tuple[tuple[str, str, str], ...] = (
     ("prefix", "prefix_drive", "pmi_p"),
 )
 SYMBOLS = {"question_drive": "QCD", "prefix_drive": "PCD"}
+BASELINES = {"pmi_q": "PMI_Q", "pmi_p": "PMI_P", "pmi_q_marginal": "PMI_Q (marginal)"}
 
 
 @dataclass
@@ -90,7 +91,10 @@ class Recovery:
         reductions, and the share of targets where the drive's error is lower."""
         per = self.per_target()
         rows = []
-        for source, drive, base in RECOVERED:
+        pairs = list(RECOVERED)
+        if "pmi_q_marginal" in self.errors:
+            pairs.insert(1, ("question", "question_drive", "pmi_q_marginal"))
+        for source, drive, base in pairs:
             d, p = per[f"err_{drive}"].to_numpy(), per[f"err_{base}"].to_numpy()
             with np.errstate(divide="ignore", invalid="ignore"):
                 each = 1.0 - d / p
@@ -99,7 +103,7 @@ class Recovery:
                     "intervention": source,
                     "drive": SYMBOLS[drive],
                     "err_drive": float(d.mean()),
-                    "baseline": "PMI_" + base[-1].upper(),
+                    "baseline": BASELINES[base],
                     "err_pmi": float(p.mean()),
                     "reduction_of_means": float(1.0 - d.mean() / p.mean()),
                     "mean_reduction": float(np.nanmean(each)),
@@ -248,6 +252,8 @@ def recovery_error(
         "prefix_drive": np.abs(drives.prefix_drive - gp),
         "pmi_p": np.abs(drives.pmi_p - gp),
     }
+    if drives.pmi_q_marginal is not None:  # Eq. 24 as the paper writes it
+        errors["pmi_q_marginal"] = np.abs(drives.pmi_q_marginal - gq)
     return Recovery(
         list(drives.sample_ids),
         gq,
