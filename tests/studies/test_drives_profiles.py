@@ -174,6 +174,8 @@ def test_the_marginal_pmi_q_equals_eq_24_with_the_question_marginalised_by_hand(
             before = sum(math.exp(sum(float(x) for x in q[:t])) for q in per_q)
             want = (float(full[t]) - math.log(upto / before)) / math.log(2)
             assert res.pmi_q_marginal[i, t] == pytest.approx(want, abs=1e-4)
+    frame = res.sample_frame()  # the per-sample table carries it
+    np.testing.assert_allclose(frame["mean_pmi_q_marginal"], res.sample_mean("pmi_q_marginal"))
     # the default PMI_Q (null question) is unchanged by the option
     base = dr.causal_drives(vlm, samples, support=support, targets=TARGETS[:3], progress_bar=False)
     np.testing.assert_allclose(base.pmi_q, res.pmi_q, atol=1e-9)

@@ -94,7 +94,8 @@ class CausalDrives:
 
     def drive(self, name: str) -> Float[np.ndarray, "n t"]:
         """One of ``p0``, ``question_drive``, ``visual_drive``, ``prefix_drive``, ``pmi_q``,
-        ``pmi_p`` (the paper's ``qcd``, ``vcd``, ``pcd``: deprecated names of the drives)."""
+        ``pmi_p``, ``pmi_q_marginal`` (the paper's ``qcd``, ``vcd``, ``pcd``: deprecated names of
+        the drives)."""
         if name in DRIVE_ALIASES:
             warnings.warn(
                 f"the drive {name!r} is now called {DRIVE_ALIASES[name]!r}",
@@ -102,12 +103,11 @@ class CausalDrives:
                 stacklevel=3,
             )
             name = DRIVE_ALIASES[name]
-        value = getattr(self, name, None) if name in ("p0", *DRIVES, "pmi_q", "pmi_p") else None
+        names = ("p0", *DRIVES, "pmi_q", "pmi_p", "pmi_q_marginal")
+        value = getattr(self, name, None) if name in names else None
         if value is None:
-            raise DriveError(
-                f"no drive {name!r} in this result; available: "
-                f"{', '.join(n for n in ('p0', *DRIVES, 'pmi_q', 'pmi_p') if getattr(self, n) is not None)}"
-            )
+            have = ", ".join(n for n in names if getattr(self, n) is not None)
+            raise DriveError(f"no drive {name!r} in this result; available: {have}")
         return value
 
     def sample_mean(self, name: str) -> Float[np.ndarray, " n"]:
