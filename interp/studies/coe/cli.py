@@ -24,6 +24,10 @@ is Eq. 9 alone. ``effect`` is ``eq9`` plus an effect-size floor (the gap at leas
 takes the layer where the gap grows most. ``--vip`` sets the layer by hand. The summary names the
 rule used.
 
+The states are read at the last generated token of each condition's own greedy answer (the
+paper's, Appendix C; ``--read-at generated``, the default) or at the last prompt token
+(``--read-at prompt``); the visual attention of ``--visual-attention`` from the same position.
+
 ``interp diagnose`` is an alias of this command (its earlier name).
 """
 
@@ -181,5 +185,13 @@ def register(sub: Any) -> None:
         "--visual-attention",
         action="store_true",
         help="also measure the Eq. 10 attention baseline (eager)",
+    )
+    d.add_argument(
+        "--read-at",
+        default="generated",
+        choices=["generated", "prompt"],
+        help="where the states are read: generated (default, the paper's: the last generated "
+        "token of each condition's own greedy answer, fed back teacher-forced) or prompt (the "
+        "last prompt token)",
     )
     d.add_argument("--max-new-tokens", type=int, default=8)
