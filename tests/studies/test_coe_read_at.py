@@ -1,5 +1,5 @@
-"""The chain of embedding at the last generated token (``read_at="generated"``, Appendix C of the
-paper) against a plain Hugging Face forward of prompt + answer with ``output_hidden_states``,
+"""The chain of embedding at the last generated token (``read_at="generated"``, the wording of the
+paper's Appendix C) against a plain Hugging Face forward of prompt + answer with ``output_hidden_states``,
 indexed by hand."""
 
 from __future__ import annotations
@@ -38,7 +38,13 @@ def test_generated_states_equal_a_plain_forward_of_prompt_and_answer(arch):
     vlm = shared_tiny_vlm(arch)
     samples = make_samples(5)
     coe = chain_of_embedding(
-        vlm, samples, max_new_tokens=3, batch_size=3, visual_attention=True, progress_bar=False
+        vlm,
+        samples,
+        read_at="generated",
+        max_new_tokens=3,
+        batch_size=3,
+        visual_attention=True,
+        progress_bar=False,
     )
     assert coe.read_at == "generated"
     gen = {
@@ -85,7 +91,9 @@ def test_one_token_answers_and_an_answer_that_is_only_the_end_token():
     vlm = tiny_vlm("llava", seed=3)  # its own copy: the test changes its end token
     samples = make_samples(4)
     first = interp.generate(vlm, samples, "full", max_new_tokens=1, progress_bar=False)
-    one = chain_of_embedding(vlm, samples, max_new_tokens=1, batch_size=4, progress_bar=False)
+    one = chain_of_embedding(
+        vlm, samples, read_at="generated", max_new_tokens=1, batch_size=4, progress_bar=False
+    )
     for i, sample in enumerate(samples):
         assert len(one.answer_ids["full"][i]) == 1
         out, _ = _hf_forward(vlm, sample, "full", first.token_ids[i])
@@ -95,7 +103,9 @@ def test_one_token_answers_and_an_answer_that_is_only_the_end_token():
     eos = first.token_ids[0][0]
     vlm.hf.generation_config.eos_token_id = eos
     assert eos in stop_ids(vlm)
-    coe = chain_of_embedding(vlm, samples, max_new_tokens=3, batch_size=4, progress_bar=False)
+    coe = chain_of_embedding(
+        vlm, samples, read_at="generated", max_new_tokens=3, batch_size=4, progress_bar=False
+    )
     prompt = interp.residual_stream(vlm, samples, "full", progress_bar=False)
     assert coe.answer_ids["full"][0] == []  # the end token came first: nothing was generated
     for i, sample in enumerate(samples):
@@ -110,21 +120,22 @@ def test_one_token_answers_and_an_answer_that_is_only_the_end_token():
             )
 
 
-def test_prompt_reads_are_the_option_and_bad_read_at_is_refused():
+def test_prompt_reads_are_the_default_and_bad_read_at_is_refused():
     vlm = shared_tiny_vlm("llava")
     samples = make_samples(3)
-    coe = chain_of_embedding(vlm, samples, read_at="prompt", max_new_tokens=2, progress_bar=False)
+    coe = chain_of_embedding(vlm, samples, max_new_tokens=2, progress_bar=False)
     ref = interp.residual_stream(vlm, samples, "blind", progress_bar=False)
     torch.testing.assert_close(coe.states["blind"], ref, atol=1e-5, rtol=0)
     assert coe.read_at == "prompt"
-    with pytest.raises(ValueError, match="read_at must be 'generated'"):
+    with pytest.raises(ValueError, match="read_at must be 'prompt'"):
         chain_of_embedding(vlm, samples, read_at="answer", progress_bar=False)
 
 
 def test_batch_size_does_not_change_generated_reads():
     vlm = shared_tiny_vlm("llava")
     samples = make_samples(8)
-    a = chain_of_embedding(vlm, samples, max_new_tokens=3, batch_size=1, progress_bar=False)
-    b = chain_of_embedding(vlm, samples, max_new_tokens=3, batch_size=8, progress_bar=False)
+    kw = {"read_at": "generated", "max_new_tokens": 3, "progress_bar": False}
+    a = chain_of_embedding(vlm, samples, batch_size=1, **kw)
+    b = chain_of_embedding(vlm, samples, batch_size=8, **kw)
     for c in a.conditions:
         torch.testing.assert_close(a.states[c], b.states[c], atol=1e-4, rtol=0)

@@ -11,14 +11,19 @@ For every sample and each of two conditions (default: ``full`` = (x_v, x_t) and 
 together with the greedy answer of each condition (for the agreement split of §3.2) and, optionally,
 the visual-attention baseline of Eq. 10, read at the same position. The position (``read_at``):
 
-- ``"generated"`` (the default, the paper's: Appendix C, "representation distances are computed
+- ``"prompt"`` (the default): the last prompt token, the state that produces the first answer
+  token, read in the generate trace's prompt forward. The input token there is the same under
+  both conditions, so a distance measures what the image changed.
+- ``"generated"`` (the wording of the paper's Appendix C: "representation distances are computed
   using the hidden states corresponding to the last generated token"): each condition's own greedy
   answer y_1..y_T (without the end-of-sequence token) is fed back after its prompt in one
   teacher-forced forward, and z^l is the state at y_T — the state whose output predicts the
   end-of-sequence token. A one-token answer is read at that token; an empty answer (the
   end-of-sequence token first) at the last prompt token; the end-of-sequence token itself never.
-- ``"prompt"``: the last prompt token (the state that predicts the first answer token), read in
-  the generate trace's prompt forward — a departure from the paper's text, kept as an option.
+  Where the two conditions' answers differ (D_VT, by definition) the two states sit on different
+  tokens, so the distance holds the token's identity from layer 0 on: on the demo models (one-token
+  answers) the groups then differ most at the embeddings and no rule finds a VIP
+  (``docs/papers.md``), which is why this reading is an option and not the default.
 
 Only one position's states are kept: memory is linear in N · (L+1) · d.
 """
@@ -62,8 +67,8 @@ class ChainOfEmbedding:
         answer_ids: condition name → generated token ids per sample.
         visual_attention: ``[N]`` mean over layers and heads of the read position's attention
             mass on image tokens under the first condition (Eq. 10), or None if not measured.
-        read_at: ``"generated"`` (the last generated token of each condition's own answer) or
-            ``"prompt"`` (the last prompt token).
+        read_at: ``"prompt"`` (the last prompt token) or ``"generated"`` (the last generated
+            token of each condition's own answer).
         final_states: condition name → float32 ``[N, d]``: the final norm applied to the last
             layer's state, Z^L of Eq. 10 (Hugging Face's ``hidden_states[-1]``), or None when
             layer L was not read.
@@ -80,7 +85,7 @@ class ChainOfEmbedding:
     layers: list[int]
     samples: list[Sample]
     visual_attention: Float[np.ndarray, " n"] | None = None
-    read_at: ReadAt = "generated"
+    read_at: ReadAt = "prompt"
     final_states: dict[str, Float[Tensor, "n d"]] | None = None
     vlm: VLM | None = field(default=None, repr=False)
 
@@ -190,7 +195,7 @@ def chain_of_embedding(
     conditions: tuple[str, str] = ("full", "blind"),
     *,
     layers: Iterable[int] | None = None,
-    read_at: str = "generated",
+    read_at: str = "prompt",
     max_new_tokens: int = 8,
     visual_attention: bool = False,
     edits: Sequence[Intervention] | None = None,
@@ -210,9 +215,9 @@ def chain_of_embedding(
             ``("full", "no_audio")`` (where is the audio integrated?) or ``("full", "no_video")``.
             The diagnosis takes the second as the reference (TVI, VIP, agreement split).
         layers: layer indices 0..L (default all; 0 = embeddings).
-        read_at: ``"generated"`` (default, Appendix C of the paper): the last generated token of
-            each condition's own greedy answer, fed back teacher-forced (one extra forward per
-            batch and condition); ``"prompt"``: the last prompt token (module docstring).
+        read_at: ``"prompt"`` (default): the last prompt token; ``"generated"`` (Appendix C's
+            wording): the last generated token of each condition's own greedy answer, fed back
+            teacher-forced (one extra forward per batch and condition); see the module docstring.
         max_new_tokens: greedy answer budget (answers compared for the agreement split).
         visual_attention: also measure Eq. 10's visual attention under the first condition, from
             the read position (needs ``attn_implementation="eager"``).
@@ -226,8 +231,8 @@ def chain_of_embedding(
     """
     if read_at not in READ_AT:
         raise ValueError(
-            f"read_at must be 'generated' (the last generated token, the paper's) or 'prompt' "
-            f"(the last prompt token), got {read_at!r}"
+            f"read_at must be 'prompt' (the last prompt token) or 'generated' (the last "
+            f"generated token of each condition's answer), got {read_at!r}"
         )
     samples = ensure_samples(samples)
     names = tuple(str(Condition.parse(c)) for c in conditions)

@@ -24,9 +24,11 @@ is Eq. 9 alone. ``effect`` is ``eq9`` plus an effect-size floor (the gap at leas
 takes the layer where the gap grows most. ``--vip`` sets the layer by hand. The summary names the
 rule used.
 
-The states are read at the last generated token of each condition's own greedy answer (the
-paper's, Appendix C; ``--read-at generated``, the default) or at the last prompt token
-(``--read-at prompt``); the visual attention of ``--visual-attention`` from the same position.
+The states are read at the last prompt token (``--read-at prompt``, the default: the state that
+produces the first answer token) or at the last generated token of each condition's own greedy
+answer, fed back teacher-forced (``--read-at generated``, the wording of the paper's Appendix C;
+``docs/papers.md`` says why it is not the default); the visual attention of
+``--visual-attention`` from the same position.
 
 ``interp diagnose`` is an alias of this command (its earlier name).
 """
@@ -188,10 +190,11 @@ def register(sub: Any) -> None:
     )
     d.add_argument(
         "--read-at",
-        default="generated",
-        choices=["generated", "prompt"],
-        help="where the states are read: generated (default, the paper's: the last generated "
-        "token of each condition's own greedy answer, fed back teacher-forced) or prompt (the "
-        "last prompt token)",
+        default="prompt",
+        choices=["prompt", "generated"],
+        help="where the states are read: prompt (default: the last prompt token, the state that "
+        "produces the first answer token) or generated (Appendix C's wording: the last generated "
+        "token of each condition's own greedy answer, fed back teacher-forced); docs/papers.md "
+        "says why the default departs from the paper's text",
     )
     d.add_argument("--max-new-tokens", type=int, default=8)
