@@ -74,6 +74,7 @@ def test_generated_states_equal_a_plain_forward_of_prompt_and_answer(arch):
                 assert coe.visual_attention[i] == pytest.approx(float(mass), abs=1e-6)
     # the output divergence is the cosine distance of the final (normed) states
     diag = diagnose(coe, split=np.arange(5) % 2 == 0, vip=2)
+    assert "states at the last generated token" in diag.summary()
     expected = [
         scipy_cosine(
             coe.final_states["full"][i].double().numpy(),
@@ -139,3 +140,17 @@ def test_batch_size_does_not_change_generated_reads():
     b = chain_of_embedding(vlm, samples, batch_size=8, **kw)
     for c in a.conditions:
         torch.testing.assert_close(a.states[c], b.states[c], atol=1e-4, rtol=0)
+
+
+def test_cli_read_at(tmp_path, capsys):
+    from interp.cli import main
+
+    base = ["coe", "--model", "demo", "--data", "demo", "--n", "24", "--no-progress", "--vip", "8"]
+    assert main([*base, "--read-at", "generated", "--out", str(tmp_path / "g")]) == 0
+    assert "states at the last generated token" in (tmp_path / "g" / "summary.txt").read_text()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main([*base, "--read-at", "answer", "--out", str(tmp_path / "x")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--read-at" in err and "generated" in err and "Traceback" not in err

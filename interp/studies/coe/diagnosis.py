@@ -174,7 +174,12 @@ class Diagnosis:
         res = self.detector.result_
         lines = [
             f"samples: {len(self.tvi)}  (D_VT: {int(self.in_vt.sum())}, D_T: {int((~self.in_vt).sum())})",
-            f"distance: {self.metric}; layers 0..{self.n_layers} (0 = embeddings)",
+            f"distance: {self.metric}; layers 0..{self.n_layers} (0 = embeddings)"
+            + (
+                "; states at the last generated token of each condition's answer"
+                if self.coe.read_at == "generated"
+                else ""
+            ),
             f"VIP: layer {self.vip} ({self.vip_method}); two-sample statistic there t = "
             f"{res.statistic[self.vip]:.2f} (p = {res.p_value[self.vip]:.2g}); max t = "
             f"{np.nanmax(res.statistic):.2f} at layer {int(np.nanargmax(res.statistic))}",
