@@ -6,7 +6,8 @@ Data: ``interp coe --data demo`` (the colour questions of the demo benchmark, 60
 ``full`` vs ``blind``, greedy answers of 8 tokens, cosine distances, the agreement split — the
 settings of ``make demo``. For each model and read position:
 
-    python bench/coe_read_at.py [--models demo demo-smol] [--n 600] [--out bench/results/coe_read_at.json]
+    python bench/coe_read_at.py [--models demo demo-smol] [--n 600] [--read-at generated prompt]
+                                [--out bench/results/coe_read_at.json]
 
 The JSON it writes is the stored source of the numbers ``docs/papers.md`` and the README quote
 (``tests/test_quoted_numbers.py`` checks them).
@@ -91,19 +92,22 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("bench/results/coe_read_at.json"))
+    parser.add_argument(
+        "--read-at", nargs="+", default=["generated", "prompt"], choices=["generated", "prompt"]
+    )
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
-    results = json.loads(args.out.read_text()) if args.out.exists() else {}
     for model in args.models:
-        results[model] = {
-            read_at: measure(model, args.n, read_at, args.batch_size)
-            for read_at in ("generated", "prompt")
-        }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1) + "\n")
-        print(model, json.dumps(results[model], indent=1), flush=True)
+        for read_at in args.read_at:
+            row = measure(model, args.n, read_at, args.batch_size)
+            # read just before writing: runs of other models or read positions may share the file
+            results = json.loads(args.out.read_text()) if args.out.exists() else {}
+            results.setdefault(model, {})[read_at] = row
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1) + "\n")
+            print(model, read_at, json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

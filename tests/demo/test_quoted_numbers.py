@@ -73,8 +73,9 @@ def rendered(entry: dict[str, Any], value: Any) -> str:
 def check(entry: dict[str, Any], root: Path = ROOT) -> None:
     text = rendered(entry, stored_value(entry, root))
     doc = (root / entry["doc"]).read_text()
-    flat = " ".join(doc.split())  # a quote may wrap across lines
-    if " ".join(text.split()) not in flat:
+    # a quote may wrap across lines; a typeset minus (U+2212) reads as "-"
+    flat = " ".join(doc.replace("\u2212", "-").split())
+    if " ".join(text.replace("\u2212", "-").split()) not in flat:
         raise AssertionError(
             f"{entry['doc']} should quote {text!r} (from {entry['source']}); it does not"
         )
