@@ -10,7 +10,7 @@ settings of ``make demo``. For each model and read position:
                                 [--out bench/results/coe_read_at.json]
 
 The JSON it writes is the stored source of the numbers ``docs/papers.md`` and the README quote
-(``tests/test_quoted_numbers.py`` checks them).
+(``tests/demo/test_quoted_numbers.py`` checks them).
 """
 
 from __future__ import annotations
