@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from .conditions import nominal_size, null_image
-from .errors import ImageTokenMismatchError, ModalityError
+from .errors import ImageTokenMismatchError, ModalityError, PromptError
 from .media import audio_rate
 
 if TYPE_CHECKING:
@@ -118,6 +118,32 @@ def _run_processor(
     return _Processed(raw, texts, offsets, spans)
 
 
+def special_tokens_kwargs(tokenizer: Any, prompts: Sequence[str]) -> dict[str, bool]:
+    """Whether the tokenizer adds its special tokens to rendered prompts, decided as
+    ``ProcessorMixin.apply_chat_template(..., tokenize=True)`` decides it: a prompt the chat
+    template already began with the tokenizer's BOS is tokenized with ``add_special_tokens=False``
+    (else the tokenizer would add a second BOS, as Llama 3.2 Vision's and Idefics3's would);
+    otherwise the tokenizer's own default applies (``{}``). The one place this is decided, for
+    every family.
+
+    Raises:
+        PromptError: some prompts of one batch begin with BOS and others do not (one template
+            renders them all alike; a custom prompt builder must too).
+    """
+    bos = getattr(tokenizer, "bos_token", None)
+    if not bos or not prompts:
+        return {}
+    starts = [p.startswith(bos) for p in prompts]
+    if all(starts):
+        return {"add_special_tokens": False}
+    if any(starts):
+        raise PromptError(
+            f"{sum(starts)} of {len(prompts)} prompts of one batch begin with the BOS token "
+            f"{bos!r} and the others do not; a prompt builder must render every row alike"
+        )
+    return {}
+
+
 def _processor_kwargs(
     vlm: VLM,
     prompts: list[str],
@@ -127,6 +153,7 @@ def _processor_kwargs(
 ) -> dict[str, Any]:
     """The processor call's keywords for rows of prompts with their images, audio and videos."""
     kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
+    kwargs.update(special_tokens_kwargs(vlm.tokenizer, prompts))
     flat_audio = [a.waveform for row in audios for a in row]
     if flat_audio:
         kwargs[vlm.adapter.audio_kwarg] = flat_audio
