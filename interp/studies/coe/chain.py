@@ -21,8 +21,8 @@ the visual-attention baseline of Eq. 10, read at the same position. The position
   end-of-sequence token. A one-token answer is read at that token; an empty answer (the
   end-of-sequence token first) at the last prompt token; the end-of-sequence token itself never.
   Where the two conditions' answers differ (D_VT, by definition) the two states sit on different
-  tokens, so the distance holds the token's identity from layer 0 on: on the demo models (one-token
-  answers) the groups then differ most at the embeddings and no rule finds a VIP
+  tokens, so the distance holds the token's identity from layer 0 on: on the demo models (answers
+  of one or two tokens) the groups then differ most at the embeddings and the VIP rules find none
   (``docs/papers.md``), which is why this reading is an option and not the default.
 
 Only one position's states are kept: memory is linear in N · (L+1) · d.
