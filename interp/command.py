@@ -52,6 +52,7 @@ from .cli import (
     finish_outputs,
     load_data,
     partial_outputs_folder,
+    use_adapter,
 )
 
 if TYPE_CHECKING:
@@ -195,6 +196,7 @@ class StudyCommand:
         check_data_files(args.data, args.n, args.seed, args.columns)  # no heavy import yet
         self._hook(self.options, inv)
         check_output_dir(args.out, create=False)
+        use_adapter(getattr(args, "adapter", None))
         inv.n_layers = check_model(args.model)
         self._hook(self.layers, inv)
         if self.data is None:

@@ -238,6 +238,76 @@ class ConflictResponses:
                 )
         return pd.DataFrame(rows)
 
+    def decoding_effects(
+        self,
+        decodings: Sequence[str] | None = None,
+        baseline: str = "greedy",
+        agreement: str = "all_differ",
+        configuration: str | None = None,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """Each source's bias rate under each decoding beside ``baseline``, on the same items:
+        the contrastive-decoding diagnostic with intervals for both the rates and the change.
+
+        One row per (decoding, measure), the measures being each source's ``BIAS_<SOURCE>`` on
+        items where the sources ``agreement`` (default: all differ) and ``accuracy where all
+        agree`` (``NO_BIAS`` on agreeing items: competence). Columns: ``decoding``, ``measure``,
+        ``rate`` with its Wilson 95 % interval ``low``, ``high`` and ``k``, ``n``; ``baseline``
+        (the baseline's rate on the same items); ``change`` = rate − baseline with a 95 %
+        percentile-bootstrap interval ``change_low``, ``change_high`` that resamples whole
+        groups (``group``: an item's orders and evidence conditions) with both decodings'
+        responses paired (``seed`` fixed), and ``changed`` when that interval excludes 0.
+
+        Args:
+            decodings: which decodings (default: every one in the frame but ``baseline``).
+            configuration: which run (default: the first in the frame, the full input).
+
+        Raises:
+            EmptyInputError: no responses under ``baseline`` or a decoding named.
+        """
+        if configuration is None and len(self.frame):
+            configuration = str(self.frame["configuration"].iloc[0])
+        frame = self.frame[self.frame["configuration"] == configuration]
+        names = list(dict.fromkeys(frame["decoding"]))
+        decodings = [d for d in names if d != baseline] if decodings is None else list(decodings)
+        for name in (baseline, *decodings):
+            if name not in names:
+                raise EmptyInputError(
+                    f"no responses under decoding {name!r} in configuration {configuration!r}; "
+                    f"decodings run: {', '.join(names)}"
+                )
+        base = frame[frame["decoding"] == baseline].set_index("sample_id")
+        measures = [(s.bias, agreement, s.bias) for s in self.sources]
+        measures.append(("accuracy where all agree", "all_agree", NO_BIAS))
+        rows = []
+        for name in decodings:
+            part = frame[frame["decoding"] == name].set_index("sample_id")
+            for measure, agree, label in measures:
+                ids = part.index[part["agreement"] == agree]
+                n = len(ids)
+                hit = (part.loc[ids, "label"] == label).to_numpy(float)
+                ref = (base.loc[ids, "label"] == label).to_numpy(float)
+                k = int(hit.sum())
+                low, high = wilson(k, n) if n else (float("nan"), float("nan"))
+                change_low = change_high = float("nan")
+                if n:
+                    groups = part.loc[ids, "group"].astype(str).to_numpy()
+                    diff = pd.Series(hit - ref).groupby(groups)
+                    sums, counts = diff.sum().to_numpy(), diff.count().to_numpy()
+                    if len(sums) >= 2:
+                        change_low, change_high = bootstrap_ci(
+                            lambda a, b: float(a.sum() / b.sum()), sums, counts, seed=seed
+                        )
+                rate = k / n if n else float("nan")
+                change = rate - ref.mean() if n else float("nan")
+                rows.append(
+                    {"decoding": name, "measure": measure, "rate": rate, "low": low}
+                    | {"high": high, "k": k, "n": n, "baseline": ref.mean() if n else np.nan}
+                    | {"change": change, "change_low": change_low, "change_high": change_high}
+                    | {"changed": bool(change_low > 0 or change_high < 0)}
+                )
+        return pd.DataFrame(rows)
+
     def _part(self, decoding: str, agreement: str | None, by: Sequence[str]) -> pd.DataFrame:
         part = self.frame[self.frame["decoding"] == decoding]
         if agreement is not None:

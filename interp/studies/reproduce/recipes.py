@@ -12,10 +12,10 @@ Settings per paper:
   correctness) and Table 7 (|D|, |D_VT|, |D_T|) on VLind-Bench and ViLP; conditions ``full`` vs
   ``blind``, cosine distance, exact answer match, at most 8 new tokens; the VIP is the paper's for
   the model (Appendix C, :data:`~.published.COE_VIPS`), else Eq. 9 with beta = 2 and no
-  significance floor (Appendix B.2). **Read position**: :data:`COE_READ_AT`. The paper reads the
-  last *generated* token (Appendix C); this library's ``coe`` reads the last prompt token until
-  its ``read_at`` option exists. The setting is one name here: set it to ``"generated"`` once
-  ``interp coe --read-at`` exists, and the recipe passes it on.
+  significance floor (Appendix B.2). **Read position**: :data:`COE_READ_AT`. The paper's text
+  reads the last *generated* token (Appendix C); ``interp coe`` reads the last prompt token by
+  default and the last generated token with ``--read-at generated`` (``docs/papers.md`` says why
+  the default departs from the text). The setting is one name here: ``"generated"`` passes it on.
 - ``recall`` — the Text Only vs Visual accuracy of Sec. 4 (two-way inclusion).
 - ``drives`` — the source-removal check of Table 3 (MAVIS: the first 500 samples, reference
   ``verifiable_facts[0]``).
@@ -38,7 +38,7 @@ from .published import coe_vip
 
 COE_READ_AT: str | None = None
 """None: the ``coe`` command's own read position (the last prompt token). ``"generated"``:
-pass ``--read-at generated`` (the paper's: the last generated token), once the command has it."""
+pass ``--read-at generated`` (the wording of the paper's Appendix C: the last generated token)."""
 
 DEMO_MODELS = ("demo", "demo-smol", "demo-omni")
 
