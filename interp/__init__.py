@@ -75,6 +75,7 @@ _LAZY: dict[str, str] = {
     "UnknownFamilyError": "errors",
     "UnknownTokenWarning": "errors",
     "UnsupportedArchitectureError": "errors",
+    "AdapterCheckError": "errors",
     "VIDEO_SLOT": "media",
     "VLM": "model",
     "VideoError": "errors",
@@ -116,6 +117,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .edits import Batch, Decoding, EditContext, Intervention
     from .encoding import Encoding, encode
     from .errors import (
+        AdapterCheckError,
         AudioError,
         ConditionError,
         ContextError,
@@ -175,6 +177,7 @@ __all__ = [
     "VIDEO_SLOT",
     "VLM",
     "Adapter",
+    "AdapterCheckError",
     "AttentionWeights",
     "Audio",
     "AudioError",

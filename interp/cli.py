@@ -69,6 +69,7 @@ def add_common_arguments(
     """Options every study command takes: model, data, output folder, sample count, batching,
     store handling, sharding, CPU threads and progress bars."""
     parser.add_argument("--model", required=True, help=MODEL_HELP)
+    parser.add_argument("--adapter", default=None, help=ADAPTER_HELP)
     parser.add_argument("--data", required=True, help=f"{data_help}; {DATA_FORMATS_HELP}")
     parser.add_argument(
         "--columns",
@@ -336,6 +337,19 @@ def model_layers(model: str) -> int:
     from .model import model_config
 
     return _decoder_layers(model_config(model), model)
+
+
+ADAPTER_HELP = (
+    "module:name of an interp.Adapter for a model type without a built-in entry (e.g. "
+    "my_pkg.adapters:MY_VLM); it is registered for its model_types before --model is checked"
+)
+
+
+def use_adapter(spec: str | None) -> Any:
+    """Register the adapter named by ``--adapter module:name`` (None: nothing); return it."""
+    from .adapters.registry import adapter_from_spec
+
+    return None if spec is None else adapter_from_spec(spec, "--adapter")
 
 
 def _decoder_layers(config: Any, model: str) -> int:

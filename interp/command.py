@@ -46,6 +46,7 @@ from .cli import (
     finish_outputs,
     load_data,
     partial_outputs_folder,
+    use_adapter,
 )
 
 if TYPE_CHECKING:
@@ -187,6 +188,7 @@ class StudyCommand:
         at_least(getattr(args, "max_new_tokens", 1), "--max-new-tokens", 1)
         self._hook(self.options, inv)
         check_output_dir(args.out, create=False)
+        use_adapter(getattr(args, "adapter", None))
         inv.n_layers = check_model(args.model)
         self._hook(self.layers, inv)
         if self.data is None:

@@ -26,6 +26,11 @@ class UnsupportedArchitectureError(InterpError, TypeError):
     """The model's class has no adapter entry."""
 
 
+class AdapterCheckError(UnsupportedArchitectureError):
+    """An adapter's invariant fails on the loaded model (the layer path, the final norm, a
+    feature site); the message names the field to set."""
+
+
 class ModelNotFoundError(InterpError, FileNotFoundError):
     """The model folder does not exist (or a hub id cannot be reached offline)."""
 
@@ -187,6 +192,7 @@ class UnknownTokenWarning(UserWarning):
 
 
 __all__ = [
+    "AdapterCheckError",
     "AudioError",
     "MissingAudioError",
     "MissingVideoError",

@@ -38,7 +38,9 @@ from transformers import (
 )
 
 from .adapters import Adapter, adapter_for, get_path, module_path
+from .adapters.infer import complete, verify
 from .errors import ModelNotFoundError, ProcessorMissingError
+from .thinker import inner_config, wrapper_of
 
 if TYPE_CHECKING:
     from .encoding import Encoding
@@ -191,7 +193,10 @@ class VLM:
         source: str | None = None,
     ) -> None:
         self.processor = processor
-        self.adapter = adapter if adapter is not None else adapter_for(hf)
+        # an inferred entry gets its module paths from the tree; every entry's invariants are
+        # checked here (meta shapes suffice), a failure naming the field to set
+        self.adapter = complete(adapter if adapter is not None else adapter_for(hf), hf)
+        verify(self.adapter, hf)
         self.source = source
         if nn is None:
             with _quiet_pipeline_check():
@@ -456,9 +461,10 @@ def _offline_kwargs(source: str) -> dict[str, Any]:
     return {"local_files_only": True}
 
 
-def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
+def model_config(model: str | Path, *, whole: bool = False, **kwargs: Any) -> PretrainedConfig:
     """The model's configuration (no weights are read), with a clear error when it cannot be
-    found.
+    found. For a full omni checkpoint this is its thinker's configuration, the model the library
+    runs (``whole=True``: the checkpoint's own).
 
     Raises:
         ModelNotFoundError: no such local folder, or a hub id that cannot be fetched (offline).
@@ -482,13 +488,14 @@ def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
     if not path.is_dir():
         kwargs = {**_offline_kwargs(source), **kwargs}
     try:
-        return AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
+        config = AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
     except OSError as err:
         raise ModelNotFoundError(
             f"cannot load {source!r}: it is not a local folder, and the Hugging Face hub did not "
             f"provide it ({str(err).splitlines()[0]}). Without network access, give a local "
             "model folder or 'demo'."
         ) from None
+    return config if whole else inner_config(config)
 
 
 def load(
@@ -538,10 +545,15 @@ def load(
         ModelNotFoundError: the folder does not exist, or a hub id cannot be fetched; or a folder
             holding a configuration only is asked for its weights (``dispatch=True``).
         UnsupportedArchitectureError: no adapter serves the model's architecture.
+
+    A full omni checkpoint (``qwen2_5_omni``, ``qwen3_omni_moe``) loads its thinker alone: the
+    talker and the speech decoder are never built (:mod:`interp.thinker`).
     """
     if isinstance(model, PreTrainedModel):
         if processor is None:
             raise TypeError("interp.load(model, processor): a built model needs its processor")
+        if wrapper_of(model.config) is not None:
+            model = model.thinker  # a built full omni model: the library reads its thinker
         if attn_implementation is not None:
             model.set_attn_implementation(attn_implementation)
         return VLM(model.eval(), processor, adapter=adapter)
@@ -552,10 +564,13 @@ def load(
         for k, v in hf_kwargs.items()
         if k in ("revision", "trust_remote_code", "local_files_only")
     }
-    config = model_config(source, **config_kwargs)
+    whole = model_config(source, whole=True, **config_kwargs)
+    config = inner_config(whole)  # an omni checkpoint: its thinker alone is built
     if adapter is None:  # fail before loading weights, with the supported list
         adapter_for(config)
     kwargs: dict[str, Any] = dict(hf_kwargs)
+    if config is not whole:
+        kwargs["config"] = config
     if dtype is not None:
         kwargs["dtype"] = dtype
     if device_map is not None:
