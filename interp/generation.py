@@ -40,7 +40,7 @@ from .edits import (
 )
 from .encoding import batch_indices, encode
 from .errors import ConditionError, DecodingError
-from .resolve import carries, video_frames
+from .conditions.apply import carries, video_frames
 from .runner import Job, Shard, run
 from .samples import Sample, ensure_samples
 from .store import stack_rows
