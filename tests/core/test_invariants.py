@@ -28,13 +28,7 @@ ALLOWED_CYCLES: list[frozenset[str]] = [
         }
     ),
     frozenset({"interp.media", "interp.samples"}),
-    frozenset({"interp.studies.ablation", "interp.studies.ablation.cli"}),
-    frozenset({"interp.studies.conflict", "interp.studies.conflict.cli"}),
-    frozenset({"interp.studies.drives", "interp.studies.drives.cli"}),
-    frozenset({"interp.studies.drives.contexts", "interp.studies.drives.result"}),
     frozenset({"interp.studies.flow.analysis", "interp.studies.flow.figures"}),
-    frozenset({"interp.studies.recall", "interp.studies.recall.cli"}),
-    frozenset({"interventions.features", "interventions.image"}),
 ]
 
 # interp/encoding/: one module per stage, in pipeline order, after the codec (what the stages know
