@@ -6,6 +6,10 @@ Both sides encode the same samples into the same batches with the library's enco
 Prints the median time of each and the ratio (target ≤ 1.10×), on the demo model and on a tiny
 random model of each given architecture. Peak memory is measured in fresh subprocesses.
 
+Edits must not cost the LM head: on Gemma 4's tiny model with its real 262k-token vocabulary
+(``interp.testing.real_models``, after ``make real-tokenizers``) the read is timed without and with
+a ``Steer`` edit, each against the bare HF forward (which computes the head).
+
     python bench/residual_stream.py [--n 256] [--batch-size 16] [--arch llava qwen2_vl]
 """
 
@@ -17,6 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import torch  # noqa: E402
 from _common import (  # noqa: E402
     bench_parser,
     hf_last_states,
@@ -37,6 +42,39 @@ def measure(vlm: interp.VLM, samples, batch_size: int) -> dict[str, float]:
     )
     bare = timed(lambda: hf_last_states(vlm, samples, batch_size))
     return {"interp_s": ours, "hf_s": bare, "ratio": ours / bare}
+
+
+def measure_steered(vlm: interp.VLM, samples, batch_size: int) -> dict[str, float]:
+    """``residual_stream`` with a ``Steer`` edit at layer 1 against the bare HF forward."""
+    from interventions import Steer
+
+    edit = Steer(1, torch.ones(vlm.d_model), "last", 0.5)
+    ours = timed(
+        lambda: interp.residual_stream(
+            vlm, samples, batch_size=batch_size, edits=[edit], progress_bar=False
+        )
+    )
+    bare = timed(lambda: hf_last_states(vlm, samples, batch_size))
+    return {"interp_s": ours, "hf_s": bare, "ratio": ours / bare}
+
+
+def large_vocab_rows(samples, batch_size: int) -> list[tuple[str, dict[str, float]]]:
+    """Gemma 4 with its real vocabulary: reads without and with an edit (none if the real
+    tokenizers are not fetched)."""
+    from interp.testing.real import RealTokenizerMissing
+    from interp.testing.real_models import real_vlm
+
+    try:
+        vlm = real_vlm("gemma4")
+    except RealTokenizerMissing as err:
+        print(f"note: the large-vocabulary rows are skipped ({err})")
+        return []
+    small = [interp.Sample(s.question, s.image, s.answer, s.id) for s in samples[:16]]
+    vocab = vlm.hf.config.get_text_config().vocab_size
+    return [
+        (f"gemma4 real vocab {vocab // 1000}k", measure(vlm, small, 8)),
+        ("gemma4 real vocab, Steer edit", measure_steered(vlm, small, 8)),
+    ]
 
 
 def _memory_child(kind: str, n: int, batch_size: int, model: str) -> None:
@@ -64,6 +102,7 @@ def main() -> None:
         tiny = interp.testing.tiny_vlm(arch)
         small = [interp.Sample(s.question, s.image, s.answer, s.id) for s in samples[:64]]
         rows.append((f"tiny {arch}", measure(tiny, small, args.batch_size)))
+    rows += large_vocab_rows(samples, args.batch_size)
     print(f"residual_stream vs bare HF forward(output_hidden_states=True), batch {args.batch_size}")
     print(f"{'model':32s} {'interp s':>9s} {'HF s':>9s} {'ratio':>7s}")
     for name, r in rows:

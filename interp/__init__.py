@@ -28,6 +28,7 @@ _LAZY: dict[str, str] = {
     "Condition": "conditions",
     "ConditionError": "errors",
     "ContextError": "errors",
+    "PromptError": "errors",
     "DataFormatError": "errors",
     "DataSourceError": "errors",
     "Decoding": "edits",
@@ -86,6 +87,7 @@ _LAZY: dict[str, str] = {
     "image_gradients": "gradients",
     "load": "model",
     "null_image": "conditions",
+    "read_benchmark": "datasets.benchmarks",
     "read_dataset": "datasets.tabular",
     "read_jsonl": "samples",
     "register_adapter": "adapters",
@@ -111,6 +113,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         register_question_condition,
         register_video_condition,
     )
+    from .datasets.benchmarks import read_benchmark
     from .datasets.tabular import read_dataset
     from .edits import Batch, Decoding, EditContext, Intervention
     from .encoding import Encoding, encode
@@ -142,6 +145,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         NoVIPError,
         PositionError,
         ProcessorMissingError,
+        PromptError,
         RecallError,
         RegionError,
         StoreError,
@@ -205,6 +209,7 @@ __all__ = [
     "MissingVideoError",
     "LayoutNotMappedError",
     "ModalityError",
+    "PromptError",
     "ModelNotFoundError",
     "NoSpatialLayoutError",
     "NoVIPError",
@@ -233,6 +238,7 @@ __all__ = [
     "image_gradients",
     "load",
     "null_image",
+    "read_benchmark",
     "read_dataset",
     "read_jsonl",
     "register_adapter",

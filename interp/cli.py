@@ -184,7 +184,9 @@ MODEL_HELP = (
 DATA_FORMATS_HELP = (
     "also a parquet file, folder or glob, a Hugging Face datasets folder (save_to_disk; "
     "'folder:split' picks a DatasetDict split) or a hub dataset id 'org/name[:split]' (needs a "
-    "network) — see --columns"
+    "network) — see --columns; or a paper's benchmark by name, 'NAME[:variant][@local copy]' "
+    "(mme, mmbench, mmstar, mmmu, vlind, vilp, csqa-coco, pope:adversarial, mavis; see "
+    "interp.read_benchmark)"
 )
 
 DEMO_HELP = (
@@ -244,6 +246,18 @@ def load_data(
                 what = f"unknown demo question types {bad}" if bad else "no question type given"
                 raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(ALL_QTYPES)}")
         return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
+    from .datasets.benchmarks import parse_benchmark_spec, read_benchmark
+
+    bench = parse_benchmark_spec(spec)
+    if bench is not None:  # a paper's benchmark: name[:variant][@local copy]
+        if columns is not None:
+            raise UsageError(f"--columns does not apply to the benchmark {bench[0]!r}")
+        name, variant, copy = bench
+        samples = read_benchmark(f"{name}:{variant}" if variant else name, copy, n=n, seed=seed)
+        samples = keep(samples) if keep is not None else samples
+        for s in samples:
+            s.load_images()
+        return ensure_samples(samples)
     source = split_spec(spec)[0]
     if not (
         os.path.exists(os.path.expanduser(source))
@@ -252,8 +266,9 @@ def load_data(
     ):
         raise DataFormatError(
             f"--data {spec!r}: no such file or folder; give a JSONL file, a parquet file, folder "
-            "or glob, a Hugging Face datasets folder, a hub dataset id (org/name), or one of "
-            "'demo', 'demo:general', 'demo:<qtype,...>'"
+            "or glob, a Hugging Face datasets folder, a hub dataset id (org/name), a benchmark "
+            "name (mme, vilp, pope:adversarial, ...), or one of 'demo', 'demo:general', "
+            "'demo:<qtype,...>'"
         )
     samples = read_dataset(spec, columns=columns, n=n)
     if keep is not None:
@@ -446,8 +461,22 @@ def partial_outputs_folder(out: Path) -> Path:
 # -- the program ------------------------------------------------------------------------------------
 
 
+BUILTIN_COMMANDS = {"reproduce": "interp.studies.reproduce.cli:register"}
+"""Commands of the project itself that also run from an install whose package metadata predates
+them (an editable install made before they were added to ``pyproject.toml``)."""
+
+
 def _studies() -> list[Any]:
-    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    from importlib.metadata import EntryPoint
+
+    found = list(entry_points(group=ENTRY_POINT_GROUP))
+    names = {ep.name for ep in found}
+    found += [
+        EntryPoint(name, value, ENTRY_POINT_GROUP)
+        for name, value in BUILTIN_COMMANDS.items()
+        if name not in names
+    ]
+    return sorted(found, key=lambda ep: ep.name)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

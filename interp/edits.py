@@ -184,9 +184,16 @@ class Intervention:
 
     Class attribute ``steps``: ``"prompt"`` (apply at the prompt forward only — right for edits of
     image positions, which only that forward holds) or ``"all"`` (also at every generated step).
+
+    Class attribute ``needs_logits``: whether ``apply`` touches a module after the decoder layers
+    (the final norm or ``lm_head``). A residual-stream read stops right after its last layer, with
+    or without edits, since nothing later can change what it read; an edit that declares
+    ``needs_logits = True`` keeps the run going to the head. One that touches the head without
+    declaring it still works: the read is run again to the end (the cost of the head, twice).
     """
 
     steps: ClassVar[Steps] = "prompt"
+    needs_logits: ClassVar[bool] = False
 
     def check(self, vlm: VLM) -> None:
         """Validate the edit against the model before any compute (layer ranges, widths...).

@@ -69,6 +69,11 @@ class ModalityError(InterpError, ValueError):
     tokens that do not match the inputs after encoding."""
 
 
+class PromptError(InterpError, ValueError):
+    """Rendered prompts that cannot be tokenized as Hugging Face would: e.g. some rows of a batch
+    begin with the BOS token and others do not."""
+
+
 class EmptyTargetError(EmptyInputError):
     """A teacher-forcing target tokenises to no tokens."""
 
@@ -186,6 +191,7 @@ __all__ = [
     "MissingAudioError",
     "MissingVideoError",
     "ModalityError",
+    "PromptError",
     "VideoError",
     "ConditionError",
     "ContextError",

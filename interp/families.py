@@ -61,6 +61,9 @@ for _adapter in (
     Adapter(
         name="llava_onevision",
         stacked_videos=True,
+        # nested per row, as apply_chat_template passes them: a row of several images then gets
+        # the base view of each (the image processor's multi-image rule), not any-res tiles
+        images_per_row=True,
         token_layout=rl.anyres_layout,
         model_types=("llava_onevision",),
         image_features="model.multi_modal_projector",

@@ -28,7 +28,9 @@ def chat_content(
 
     A question with one :data:`IMAGE_SLOT` (``"{image}"``) per image interleaves text and images
     in that order (each text piece stripped, empty pieces dropped); otherwise the images come
-    first, then the question, as the model cards of the supported families do. Without images the
+    first, then the question, as the model cards of the supported families do. An empty question
+    beside images, audio or video adds no text item (the image-only conversation, as Hugging Face
+    renders it); with nothing else it is one empty text item. Without images the
     text pieces are joined by one space into one text item — the blind prompt is the image prompt
     with its image items removed (Z_blind of Eq. 2 of the chain-of-embedding paper). Audio
     (``{"type": "audio"}``, ``"{audio}"`` slots) and video (``{"type": "video"}``, ``"{video}"``
@@ -55,7 +57,9 @@ def chat_content(
                 content.append({"type": "text", "text": " ".join(text)})
                 text = []
             content.append({"type": kind})
-    if text or not any(placed.values()):
+    if text or not content:
+        # no empty text item beside images, audio or video: templates write characters for it
+        # (LLaVA's ``text + ' '``), which the image-only conversation does not have
         content.append({"type": "text", "text": " ".join(text)})
     return content
 

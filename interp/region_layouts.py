@@ -227,12 +227,15 @@ def gemma4_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageL
 # -- tiled families -------------------------------------------------------------------------------
 
 
-def anyres_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+def anyres_layout(
+    processor: Any, config: Any, image: tuple[int, int], *, images_in_row: int = 1
+) -> ImageLayout:
     """LLaVA-NeXT / -NeXT-Video / -OneVision: the base view (the whole image resized), then the
     any-res tiles (the image resized into the best pinpoint resolution, padded, cut in tiles)
     unpadded as the model unpads them, one newline token after each row. OneVision's
     ``anyres_max_N`` downsampling of large grids is followed (each token then covers its share
-    of the unpadded area)."""
+    of the unpadded area). OneVision gives each image of a row of several (``images_in_row`` > 1)
+    its base view alone, then one newline token (its processor's multi-image rule)."""
     from transformers.image_processing_utils import get_patch_output_size, select_best_resolution
 
     vision = _vision(config)
@@ -252,6 +255,8 @@ def anyres_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageL
     view = View(view.sx * inner.sx, view.sy * inner.sy, inner.tx, inner.ty)
     cell = (inner_canvas[0] / side, inner_canvas[1] / side)
     base = view.grid(image, side, side, cell, label="base")
+    if images_in_row > 1 and getattr(config, "model_type", "") == "llava_onevision":
+        return ImageLayout.concat([base, non_spatial("newline")])
     bh, bw = select_best_resolution((h, w), config.image_grid_pinpoints)
     nh, nw = get_patch_output_size(
         np.zeros((3, h, w)), (bh, bw), input_data_format="channels_first"

@@ -15,6 +15,7 @@ padding — have NaN boxes and say what they are in ``views``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -177,8 +178,10 @@ class TokenRegions:
         )
 
 
-def image_layout(vlm: VLM, size: tuple[int, int]) -> ImageLayout:
-    """The family's layout of one image of ``size`` (width, height), before any prompt.
+def image_layout(vlm: VLM, size: tuple[int, int], images_in_row: int = 1) -> ImageLayout:
+    """The family's layout of one image of ``size`` (width, height), before any prompt, in a row
+    of ``images_in_row`` images (passed to a layout that takes it: some processors lay out an
+    image of a multi-image row differently).
 
     Raises:
         NoSpatialLayoutError: the family's image tokens have no place in the image.
@@ -197,7 +200,10 @@ def image_layout(vlm: VLM, size: tuple[int, int]) -> ImageLayout:
             f"{', '.join(mapped)} (a new one sets Adapter.token_layout)"
         )
     vlm.require_processor()
-    return adapter.token_layout(vlm.processor, vlm.hf.config, size)
+    extra: dict[str, int] = {}
+    if images_in_row != 1 and "images_in_row" in inspect.signature(adapter.token_layout).parameters:
+        extra["images_in_row"] = images_in_row
+    return adapter.token_layout(vlm.processor, vlm.hf.config, size, **extra)
 
 
 def _adapters() -> dict[str, Any]:
@@ -214,7 +220,7 @@ def _row_regions(
     sample_id: str,
 ) -> TokenRegions:
     where = np.flatnonzero(mask)
-    layouts = [image_layout(vlm, size) for size in sizes]
+    layouts = [image_layout(vlm, size, len(sizes)) for size in sizes]
     expected = sum(len(lay) for lay in layouts)
     if expected != len(where):
         raise ImageTokenMismatchError(

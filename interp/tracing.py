@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import nnsight
 import torch
 from jaxtyping import Float, Int
+from nnsight.intervention.interleaver import OutOfOrderError
 from torch import Tensor
 from tqdm.auto import tqdm
 
@@ -128,8 +129,30 @@ def trace_states(
     """One forward of ``batch``: residual-stream states at ``layers`` and ``position`` (float32,
     CPU), with ``edits`` applied.
 
-    Without edits the run stops right after the last layer read: nothing after it is computed.
+    The run stops right after the last layer read: nothing after it can change the reads, so the
+    final norm and the LM head are never computed (with edits too, unless one declares
+    ``needs_logits``; an edit that reaches past the reads without declaring it makes the read run
+    again to the end).
     """
+    stop = not any(getattr(edit, "needs_logits", False) for edit in edits)
+    try:
+        return _trace_states(vlm, batch, layers, position, edits, stop, trace_kwargs)
+    except OutOfOrderError:
+        if not stop or not edits:
+            raise
+        # an edit asked for a module past the last read (the head) after the run stopped
+        return _trace_states(vlm, batch, layers, position, edits, False, trace_kwargs)
+
+
+def _trace_states(
+    vlm: VLM,
+    batch: Batch,
+    layers: Sequence[int],
+    position: Position,
+    edits: Sequence[Intervention],
+    stop: bool,
+    trace_kwargs: dict[str, Any],
+) -> Float[Tensor, "batch layer d"]:
     enc = batch.encoding
     index = resolve_positions(enc, position)
     rows = torch.arange(len(enc), device=index.device)
@@ -141,7 +164,7 @@ def trace_states(
         apply_edits(tracer, vlm, batch, edits, states)
         with tracer.invoke(**inputs):
             read = nnsight.save(read_states(vlm, layers, rows, index, skipped=skipped)[0])
-            if not edits:
+            if stop:
                 tracer.stop()
     return read.detach().to("cpu", torch.float32)
 

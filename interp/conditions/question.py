@@ -45,7 +45,7 @@ register_question_condition(
 )
 register_question_condition(
     "instruct",
-    lambda text, arg, sample: f"{str(arg).strip()} {text}".strip(),
+    lambda text, arg, sample: f"{str(arg).strip()} {text.lstrip()}".strip(),
     check=str,
     usage="instruct:<text>",
 )

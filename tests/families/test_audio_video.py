@@ -19,6 +19,7 @@ from interp.conditions import Condition
 from interp.edits import Batch, EditContext
 from interp.encoding import encode
 from interp.testing import tiny_vlm
+from interp.testing.chat_reference import assert_same_inputs
 
 RATE = 16000
 AUDIO_FAMILIES = ["qwen2_audio", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "gemma4"]
@@ -643,3 +644,67 @@ def test_null_parts_give_a_row_without_the_modality_one_null_input(arch):
         null = interp.residual_stream(vlm, [text], condition, progress_bar=False)
         real = interp.residual_stream(vlm, [given], progress_bar=False)
         torch.testing.assert_close(null, real, atol=0, rtol=0)
+
+
+CHAT_VIDEO = [
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen2_5_omni_thinker",
+    "llava_onevision",
+    "gemma4",
+]
+
+
+def _chat_wave(seconds: float, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0, 0.1, int(seconds * RATE)).astype(np.float32)
+
+
+def _chat_clip(frames: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (frames, 32, 32, 3), dtype=np.uint8)
+
+
+@pytest.mark.parametrize(
+    ("kind", "arch"), [("audio", a) for a in AUDIO_FAMILIES] + [("video", v) for v in CHAT_VIDEO]
+)
+def test_audio_and_video_rows_equal_the_processors_chat_pipeline(kind, arch):
+    """Audio and video rows (the tiny families' own templates), with and without a question."""
+    vlm = vlm_for(arch)
+    media = (
+        [_chat_wave(1.0 + 0.5 * k, k) for k in range(2)]
+        if kind == "audio"
+        else [_chat_clip(4, k) for k in range(2)]
+    )
+    questions = (
+        ["What do you hear?", "Describe it in one word."]
+        if kind == "audio"
+        else ["What happens?", "Describe the motion."]
+    )
+    for condition in ("full", "no_question"):
+        samples = [
+            interp.Sample(
+                question=q, id=f"s{k}", **({kind: (m, RATE)} if kind == "audio" else {kind: m})
+            )
+            for k, (q, m) in enumerate(zip(questions, media))
+        ]
+        enc = encode(vlm, samples, condition)
+        convs = []
+        for s, m in zip(samples, media):
+            item = {"type": kind, kind: m}
+            text = "" if condition == "no_question" else s.question
+            content = [item] + ([{"type": "text", "text": text}] if text else [])
+            convs.append([{"role": "user", "content": content}])
+        extra = {"sampling_rate": RATE} if kind == "audio" else {}
+        want = dict(
+            vlm.processor.apply_chat_template(
+                convs,
+                add_generation_prompt=True,
+                tokenize=True,
+                return_dict=True,
+                padding=True,
+                return_tensors="pt",
+                **extra,
+            )
+        )
+        want.pop("offset_mapping", None)
+        assert_same_inputs(vlm, dict(enc.inputs), want, f"{arch} {kind} under {condition!r}")

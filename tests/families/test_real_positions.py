@@ -14,9 +14,19 @@ import pytest
 import torch
 
 from interp.conditions import Condition
+from interp.encoding import encode
+from interp.samples import Sample
+from interp.testing.chat_reference import (
+    CHAT_CONDITIONS,
+    assert_same_inputs,
+    hf_inputs,
+    no_doubled_bos,
+    paligemma_inputs,
+)
 from interp.testing.conformance import (
     CONDITIONS,
     FAMILIES,
+    MULTI_IMAGE,
     decoded_runs,
     edit_positions,
     expected_question,
@@ -119,3 +129,91 @@ def test_a_template_that_cannot_interleave_gets_the_pieces_joined_by_a_space():
         tokenize=False,
     )
     assert prompt == want == "[INST] <image>\nWhat is the object in made of? [/INST]"
+
+
+# -- the ids: equal to Hugging Face's own chat pipeline -------------------------------------
+
+
+def _samples(arch: str) -> list[Sample]:
+    every = samples_for(arch)
+    picked = every[:6] + [every[17], every[29], every[30], every[31]]  # spaces, slots
+    if arch in MULTI_IMAGE:
+        picked += every[-2:]  # two images
+    return picked
+
+
+@pytest.mark.parametrize("condition", CHAT_CONDITIONS)
+@pytest.mark.parametrize("arch", FAMILIES)
+def test_batches_equal_the_processors_chat_pipeline(arch, condition):
+    vlm = get_real(arch)
+    samples = _samples(arch)
+    if vlm.adapter.fusion == "cross_attention" and condition == "blind":
+        samples = samples[:6]  # one-image rows only: the text-only batch is HF's too
+    enc = encode(vlm, samples, condition)
+    where = f"{arch} under {condition!r}"
+    no_doubled_bos(vlm, enc.inputs["input_ids"].cpu(), enc.inputs["attention_mask"].cpu(), where)
+    if arch == "paligemma":
+        want = paligemma_inputs(vlm, samples, condition)
+        got = {k: enc.inputs[k] for k in want}
+    else:
+        want = hf_inputs(vlm, arch, samples, condition)
+        got = dict(enc.inputs)
+    assert_same_inputs(vlm, got, want, where)
+    # one row alone is the same prompt as in the batch
+    alone = encode(vlm, samples[:1], condition)
+    if arch != "paligemma":
+        assert_same_inputs(
+            vlm, dict(alone.inputs), hf_inputs(vlm, arch, samples[:1], condition), where
+        )
+
+
+def test_a_prompt_the_template_begins_with_bos_gets_no_second_one():
+    """Llama 3.2 Vision's template writes ``bos_token`` and its tokenizer adds one by default:
+    the first prompt token is the one BOS, as in HF's pipeline and the model card's
+    ``add_special_tokens=False``."""
+    vlm = get_real("mllama")
+    tok = vlm.tokenizer
+    assert tok("x")["input_ids"][0] == tok.bos_token_id  # the tokenizer does add one
+    enc = encode(vlm, samples_for("mllama", ["Describe the image."]), "full")
+    ids = enc.inputs["input_ids"][0].tolist()
+    assert ids[0] == tok.bos_token_id and ids.count(tok.bos_token_id) == 1
+
+
+def test_the_image_alone_has_no_text_item():
+    """LLaVA's template writes each text item followed by a space: the image-only prompt is
+    ``USER: <image>\\nASSISTANT:``, with no space token before ASSISTANT."""
+    vlm = get_real("llava_next")
+    enc = encode(vlm, samples_for("llava_next", ["Describe the image."]), "no_question")
+    text = vlm.tokenizer.decode(enc.inputs["input_ids"][0], skip_special_tokens=False)
+    assert text.endswith("<image>\nASSISTANT:"), text[-40:]
+
+
+def test_mixed_bos_prompts_are_refused():
+    from interp.errors import PromptError
+    from interp.processing import special_tokens_kwargs
+
+    tok = get_real("mllama").tokenizer
+    assert special_tokens_kwargs(tok, ["x", "y"]) == {}
+    bos = tok.bos_token
+    assert special_tokens_kwargs(tok, [bos + "x", bos + "y"]) == {"add_special_tokens": False}
+    with pytest.raises(PromptError, match="BOS"):
+        special_tokens_kwargs(tok, [bos + "x", "y"])
+
+
+def test_gemma4_whose_tokenizer_adds_bos_gets_one():
+    """The published Gemma 4 vocabulary says ``add_bos_token = true`` (the GGUF-built tokenizer
+    here does not add it): with a tokenizer that adds it and a template that writes it, the prompt
+    still begins with one BOS, as in HF's chat pipeline."""
+    import interp
+    from interp.testing.real_models import build_real
+
+    get_real("gemma4")  # skips without the real tokenizers
+    model, processor = build_real("gemma4")
+    processor.tokenizer.add_bos_token = True
+    tok = processor.tokenizer
+    assert tok("x")["input_ids"][0] == tok.bos_token_id
+    vlm = interp.load(model, processor)
+    samples = samples_for("gemma4", ["Describe the image.", "Which color is the flag?"])
+    enc = encode(vlm, samples, "full")
+    no_doubled_bos(vlm, enc.inputs["input_ids"], enc.inputs["attention_mask"], "gemma4")
+    assert_same_inputs(vlm, dict(enc.inputs), hf_inputs(vlm, "gemma4", samples, "full"), "gemma4")

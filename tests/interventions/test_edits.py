@@ -422,3 +422,47 @@ def test_residual_assignment_replaces_the_layer_output(samples):
     n = vlm.n_layers
     ref = torch.stack([h[torch.arange(3), enc.last_index] for h in hs[:n]], 1)
     torch.testing.assert_close(got[:, :n], ref.float(), atol=1e-5, rtol=0)
+
+
+class _HeadToZero(interp.Intervention):
+    """An edit past the decoder layers that does not declare it (it cannot change a read)."""
+
+    def apply(self, ctx: interp.EditContext) -> None:
+        ctx.vlm.lm_head.output[:] = 0
+
+
+class _DeclaredHead(_HeadToZero):
+    needs_logits = True
+
+
+def test_reads_with_edits_stop_before_the_head(samples):
+    """A read stops after its last layer with or without edits (the head is never run), and its
+    values equal a plain HF forward with the same steering hook; an edit of the head still runs
+    (declared: one pass to the end; undeclared: run again to the end) and leaves reads as they
+    were."""
+    vlm = shared_tiny_vlm("llava")
+    calls: list[int] = []
+    handle = vlm.hf.lm_head.register_forward_hook(lambda m, i, o: calls.append(1))
+    vector = torch.linspace(-1, 1, vlm.d_model)
+    try:
+        steered = interp.residual_stream(
+            vlm, samples[:3], edits=[Steer(1, vector, "last", 2.0)], progress_bar=False
+        )
+        assert calls == [], "the LM head ran during a read with an edit"
+        plain = interp.residual_stream(vlm, samples[:3], progress_bar=False)
+        assert calls == []
+        for edit, runs in ((_DeclaredHead(), 1), (_HeadToZero(), 1)):
+            calls.clear()
+            got = interp.residual_stream(vlm, samples[:3], edits=[edit], progress_bar=False)
+            assert len(calls) == runs
+            torch.testing.assert_close(got, plain, rtol=0, atol=0)
+    finally:
+        handle.remove()
+    # the steered read equals HF hidden states with the vector added by a hook at residual index 1
+    enc = encode(vlm, samples[:3], "full")
+    last = torch.zeros_like(enc.image_mask)
+    last[torch.arange(3), enc.last_index] = True
+    with add_to_layer(vlm, 1, 2.0 * vector, last):
+        hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
+    ref = torch.stack([h[torch.arange(3), enc.last_index] for h in hs[:-1]], 1)
+    torch.testing.assert_close(steered[:, :-1], ref, rtol=1e-5, atol=1e-5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TypeVar
 
+import numpy as np
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
 
 TEXT_HIDDEN = 64
@@ -129,3 +130,15 @@ __all__ = [
     "text_kwargs",
     "vision_kwargs",
 ]
+
+
+def flat_videos(videos: Any) -> Any:
+    """Videos nested per row (``[[clip], [clip, clip]]``, as ``apply_chat_template`` passes them,
+    which the stock video processors accept) as one flat list of clips."""
+    if isinstance(videos, (list, tuple)) and all(
+        isinstance(row, (list, tuple))
+        and all(isinstance(c, np.ndarray) and c.ndim == 4 for c in row)
+        for row in videos
+    ):
+        return [clip for row in videos for clip in row]
+    return videos

@@ -32,6 +32,8 @@ from transformers.processing_utils import VideosKwargs
 from transformers.video_processing_utils import BaseVideoProcessor
 from transformers.video_utils import make_batched_metadata
 
+from .common import flat_videos
+
 
 class ResizeCropVideoProcessor:
     """The LLaVA-style video preprocessing of transformers' ``BaseVideoProcessor`` without
@@ -84,6 +86,7 @@ class ResizeCropVideoProcessor:
     def __call__(self, videos: Any, return_tensors: Any = "pt", **kwargs: Any) -> BatchFeature:
         if isinstance(videos, np.ndarray) and videos.ndim == 4:
             videos = [videos]
+        videos = flat_videos(videos)
         frames = [self._frames(v) for v in videos]
         if len({f.shape for f in frames}) > 1:
             shapes = ", ".join(str(tuple(f.shape)) for f in frames)

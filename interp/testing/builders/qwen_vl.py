@@ -51,6 +51,7 @@ from .common import (
     TEXT_HIDDEN,
     VISION_HIDDEN,
     finish,
+    flat_videos,
     processor_without_video,
     text_kwargs,
 )
@@ -115,6 +116,7 @@ class FramesVideoProcessor:
     def __call__(self, videos: Any, return_tensors: Any = "pt", **kwargs: Any) -> BatchFeature:
         if isinstance(videos, np.ndarray) and videos.ndim == 4:
             videos = [videos]
+        videos = flat_videos(videos)
         pixels, grids = [], []
         tp = self.temporal_patch_size
         for video in videos:

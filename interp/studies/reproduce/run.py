@@ -1,0 +1,167 @@
+"""``reproduce(paper, model)``: run a paper's recipe and put its table beside the paper's rows.
+
+Writes into ``out``: one sub-folder per study run (the study's own outputs and store, so a rerun
+resumes), ``table.csv`` (this run: one row per table cell), ``published.csv`` (the paper's rows,
+:mod:`.published`), and ``table.md`` (both side by side, the paper's rows for this model first
+when it has some).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from interp.errors import InterpError
+
+from .published import PUBLISHED, model_key
+from .recipes import RECIPES, Recipe, Run, is_demo
+
+
+class ReproduceError(InterpError, ValueError):
+    """A recipe cannot run: an unknown paper, data missing for a run, or a study run failed."""
+
+
+@dataclass
+class Reproduction:
+    """What :func:`reproduce` produced: ``table`` (this run), ``published`` (the paper's rows,
+    those of this model first), the model's key in the paper (None: the paper has no row for it)
+    and the output folder."""
+
+    paper: str
+    model: str
+    table: pd.DataFrame
+    published: pd.DataFrame
+    model_key: str | None
+    out: Path
+
+    def markdown(self) -> str:
+        lines = [f"# {self.paper}: {RECIPES[self.paper].title}", f"model: {self.model}", ""]
+        lines += ["## this run", "", _md(self.table), "", "## the paper"]
+        if (
+            self.model_key is None
+            or self.published.empty
+            or not (self.published["model"] == self.model_key).any()
+        ):
+            lines.append("(the paper has no row for this model; its rows for its own models:)")
+        lines += ["", _md(self.published)]
+        lines += ["", "## notes", ""] + [f"- {n}" for n in RECIPES[self.paper].notes]
+        return "\n".join(lines) + "\n"
+
+
+def _cell(value: object) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    if isinstance(value, float):
+        value = int(value) if value.is_integer() else f"{value:.4g}"
+    return str(value).replace("|", "\\|")
+
+
+def _md(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "(none)"
+    cols = list(frame.columns)
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in frame.iterrows():
+        out.append("| " + " | ".join(_cell(r[c]) for c in cols) + " |")
+    return "\n".join(out)
+
+
+def run_data(
+    recipe: Recipe,
+    run: Run,
+    model: str,
+    data_root: str | Path | None,
+    data: Mapping[str, str] | None,
+) -> str:
+    """The ``--data`` of one run: the user's (by run label, or the only run's), the demo
+    stand-in on a demo model, else the registered benchmark (from ``data_root`` when given)."""
+    given = dict(data or {})
+    if run.label in given:
+        return given[run.label]
+    if "*" in given and len(recipe.runs) == 1:
+        return given["*"]
+    if is_demo(model):
+        return run.demo_omni if (model == "demo-omni" and run.demo_omni) else run.demo
+    if run.benchmark is None:
+        raise ReproduceError(
+            f"{recipe.paper}: the data of {run.label!r} is not published; give it with --data "
+            f"{run.label!r}=FILE (a JSONL file or table with the study's labels)"
+        )
+    if data_root is None:
+        return run.benchmark  # the hub, or $INTERP_DATA_ROOT
+    from interp.datasets.benchmarks import get_benchmark
+
+    folder = Path(os.path.expanduser(str(data_root))) / get_benchmark(run.benchmark).folder
+    return f"{run.benchmark}@{folder}"
+
+
+def reproduce(
+    paper: str,
+    model: str,
+    *,
+    out: str | Path,
+    data_root: str | Path | None = None,
+    data: Mapping[str, str] | None = None,
+    n: int | None = None,
+    batch_size: int | None = None,
+    overwrite: bool = False,
+    progress: bool = False,
+    extra: list[str] | None = None,
+) -> Reproduction:
+    """Run ``paper``'s recipe (:data:`~.recipes.RECIPES`) on ``model`` and write its table beside
+    the paper's published rows (see the module docstring).
+
+    Args:
+        model: a checkpoint id or folder, or a demo model (``demo``: the demo world's stand-ins).
+        data_root: a folder of local benchmark copies (one sub-folder per benchmark, e.g.
+            ``DIR/MME``); None: the hub by dataset id, or ``$INTERP_DATA_ROOT``.
+        data: ``{run label: --data spec}`` overriding a run's data (``"*"``: the only run's).
+        n: samples per run (default: all). extra: more options for every study command.
+
+    Raises:
+        ReproduceError: an unknown paper, unpublished data not given, or a failed study run.
+    """
+    from interp import cli
+
+    recipe = RECIPES.get(paper)
+    if recipe is None:
+        raise ReproduceError(f"no recipe for {paper!r}; the papers are {', '.join(RECIPES)}")
+    out = Path(out)
+    specs = [run_data(recipe, run, model, data_root, data) for run in recipe.runs]  # before compute
+    rows = []
+    for run, spec in zip(recipe.runs, specs):
+        folder = out / run.label.replace(" ", "_").replace("/", "_")
+        argv = [recipe.study, "--model", model, "--data", spec, "--out", str(folder)]
+        argv += recipe.args(model) + (extra or [])
+        if n is not None:
+            argv += ["--n", str(n)]
+        if batch_size is not None:
+            argv += ["--batch-size", str(batch_size)]
+        if overwrite:
+            argv.append("--overwrite")
+        if not progress:
+            argv.append("--no-progress")
+        status = cli.main(argv)
+        if status != 0:
+            raise ReproduceError(
+                f"{recipe.paper}: the run on {run.label!r} failed (interp {' '.join(argv)} "
+                f"returned {status}; its error is printed above)"
+            )
+        rows += [{"dataset": run.label, **r} for r in recipe.collect(folder, run)]
+    table = pd.DataFrame(rows)
+    key = model_key(model)
+    published = pd.DataFrame(PUBLISHED.get(paper, []))
+    if key is not None and not published.empty:
+        published = pd.concat(
+            [published[published["model"] == key], published[published["model"] != key]]
+        )
+    result = Reproduction(paper, model, table, published.reset_index(drop=True), key, out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "table.csv", index=False)
+    result.published.to_csv(out / "published.csv", index=False)
+    (out / "table.md").write_text(result.markdown())
+    return result
