@@ -5,7 +5,8 @@ The model answers a pool of demo colour questions greedily (``--faint``: objects
 opacities of ``interp.demo.smol.evaluate.FAINT``, where a prior can win over the image); each
 answer is grouped by ``answer_group`` (grounded: the drawn colour; prior: the object's prior colour
 on a counterfactual drawing). Up to ``--per-group`` samples of each of the two groups are then
-attributed on a 4 × 4 grid by black-image-swap occlusion, gradient × (h − h_null) at layer 0 and
+attributed on a 4 × 4 grid by black-image-swap occlusion, zero-ablation occlusion (the default of
+``occlusion`` and ``interp attribute``), gradient × (h − h_null) at layer 0 and
 the attention baseline, and their box-mass table (``mass_table``, bootstrap 95 % CIs) and rank
 agreement with occlusion (``rank_agreement``, median Spearman) are printed as markdown. The tables
 of docs/attribute.md come from this script; it measures quality, not speed, so its times are only
@@ -86,6 +87,18 @@ def main() -> None:
             "occlusion, black-image swap",
             lambda: occlusion(
                 vlm, samples, hide="swap", answers=texts, store=args.out / "store", **kw
+            ),
+        ),
+        (
+            "occlusion, zero ablation (the default)",
+            lambda: occlusion(
+                vlm,
+                samples,
+                hide="ablate",
+                mode="zero",
+                answers=texts,
+                store=args.out / "store-zero",
+                **kw,
             ),
         ),
         ("gradient, layer 0", lambda: gradient(vlm, samples, layer=0, answers=texts, **kw)),

@@ -11,7 +11,15 @@ Settings: ``cores`` (every usable CPU: what torch picks by itself, the earlier b
 ``1``, and ``policy`` (no option: the command's default, half the usable CPUs, see
 ``interp.threads.default_threads``). Prints the times and the ratios to ``alone`` (never asserts).
 
+``--api``: the Python API against the command on the same job, each a fresh process timed wall to
+wall (import, model load, data, the chain of embedding over ``--n`` demo samples, batch 16): the
+command (``interp coe``, which also finds the VIP and writes its files), a script calling
+``interp.chain_of_embedding`` as the quick start does (the thread policy applies at
+``interp.load``), and the same script keeping torch's own thread count (what the Python API did
+before the policy applied to it). Run it with ``nice``: the machine is shared.
+
     python bench/threads.py [--n 256] [--busy 2] [--settings cores,1,policy]
+    python bench/threads.py --api [--n 64] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -65,12 +73,65 @@ def runs(outs: list[Path], n: int, threads: str) -> list[float]:
     return times
 
 
+SCRIPT = """
+import sys, torch
+torch_default = torch.get_num_threads()
+import interp
+from interp.datasets import demo_world
+from interp.studies.coe import chain_of_embedding
+if sys.argv[2] == "torch":
+    interp.set_threads(torch_default)  # keep torch's own count, as before the policy
+vlm = interp.load("demo")
+samples = demo_world("test", n=int(sys.argv[1]), qtypes=["color"])
+chain_of_embedding(vlm, samples, batch_size=16, progress_bar=False)
+print(torch.get_num_threads())
+"""
+
+
+def api(n: int, repeat: int) -> None:
+    """The Python API and the command on the same job, fresh processes, medians of ``repeat``."""
+    import statistics
+
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "job.py"
+        script.write_text(SCRIPT)
+        jobs = {
+            "interp coe (command)": command(Path(tmp) / "out", n, "policy")
+            + ["--batch-size", "16"],
+            "python, policy (now)": [sys.executable, str(script), str(n), "policy"],
+            "python, torch's own (before)": [sys.executable, str(script), str(n), "torch"],
+        }
+        times: dict[str, list[float]] = {name: [] for name in jobs}
+        threads: dict[str, str] = {}
+        for _ in range(repeat):  # interleaved, so that a change of load hits every job alike
+            for name, argv in jobs.items():
+                start = time.perf_counter()
+                proc = subprocess.run(argv, env=environment(), capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise SystemExit(f"{name} failed:\n{proc.stderr[-2000:]}")
+                times[name].append(time.perf_counter() - start)
+                threads[name] = proc.stdout.strip().splitlines()[-1] if "python" in name else ""
+        for name, values in times.items():
+            shown = f"{threads[name]} threads" if threads[name] else "policy"
+            print(
+                f"{name:30s} {statistics.median(values):6.1f} s  (runs {', '.join(f'{v:.1f}' for v in values)}; {shown})",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=256)
     parser.add_argument("--busy", type=int, default=2, help="spinning processes beside a run")
     parser.add_argument("--settings", default="cores,1,policy")
+    parser.add_argument("--api", action="store_true", help="the Python API against the command")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.api:
+        print(f"{len(os.sched_getaffinity(0))} usable CPUs; load {os.getloadavg()}")
+        api(args.n, args.repeat)
+        print(f"load after {os.getloadavg()}")
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the spinners are stopped
     cores = len(os.sched_getaffinity(0))
     sys.path.insert(0, str(ROOT))

@@ -75,6 +75,7 @@ _LAZY: dict[str, str] = {
     "UnknownFamilyError": "errors",
     "UnknownTokenWarning": "errors",
     "UnsupportedArchitectureError": "errors",
+    "AdapterCheckError": "errors",
     "VIDEO_SLOT": "media",
     "VLM": "model",
     "VideoError": "errors",
@@ -98,6 +99,7 @@ _LAZY: dict[str, str] = {
     "residual_stream": "residual",
     "score": "scoring",
     "score_contexts": "scoring",
+    "set_threads": "threads",
     "supported_architectures": "adapters",
     "write_jsonl": "samples",
 }
@@ -118,6 +120,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .edits import Batch, Decoding, EditContext, Intervention
     from .encoding import Encoding, encode
     from .errors import (
+        AdapterCheckError,
         AudioError,
         ConditionError,
         ContextError,
@@ -165,6 +168,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .residual import GeneratedStates, generate_states, residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
     from .scoring import TokenScores, score, score_contexts
+    from .threads import set_threads
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
@@ -176,6 +180,7 @@ __all__ = [
     "VIDEO_SLOT",
     "VLM",
     "Adapter",
+    "AdapterCheckError",
     "AttentionWeights",
     "Audio",
     "AudioError",
@@ -249,6 +254,7 @@ __all__ = [
     "residual_stream",
     "score",
     "score_contexts",
+    "set_threads",
     "supported_architectures",
     "token_regions",
     "write_jsonl",

@@ -40,6 +40,24 @@ class UsageError(InterpError, ValueError):
     """A command-line argument is invalid."""
 
 
+class DefaultsFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help text as written (the description's paragraphs kept), with every option's default
+    appended where it has one and its help does not already state it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            action.option_strings
+            and default not in (None, False, argparse.SUPPRESS)
+            and not isinstance(action, (argparse._HelpAction, argparse._VersionAction))
+            and "default" not in text
+            and "%(default)" not in text
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one ``error: ...`` line and exit status 2, and whose
     ``--help`` opens with the first paragraph of its description as plain text (a study passes
@@ -49,8 +67,15 @@ class Parser(argparse.ArgumentParser):
         description = kwargs.get("description")
         if description:
             kwargs["description"] = short_description(description)
-            kwargs["formatter_class"] = argparse.HelpFormatter
+            kwargs["formatter_class"] = DefaultsFormatter
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """As argparse's; an option without help text still shows its default."""
+        default = kwargs.get("default")
+        if kwargs.get("help") is None and default not in (None, False, argparse.SUPPRESS):
+            kwargs["help"] = "(default: %(default)s)"
+        return super().add_argument(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
@@ -69,6 +94,7 @@ def add_common_arguments(
     """Options every study command takes: model, data, output folder, sample count, batching,
     store handling, sharding, CPU threads and progress bars."""
     parser.add_argument("--model", required=True, help=MODEL_HELP)
+    parser.add_argument("--adapter", default=None, help=ADAPTER_HELP)
     parser.add_argument("--data", required=True, help=f"{data_help}; {DATA_FORMATS_HELP}")
     parser.add_argument(
         "--columns",
@@ -86,7 +112,7 @@ def add_common_arguments(
     )
     parser.add_argument("--n", type=int, default=None, help=n_help)
     parser.add_argument("--seed", type=int, default=0, help="demo world seed")
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--batch-size", type=int, default=16, help="samples per forward")
     parser.add_argument(
         "--overwrite",
         action="store_true",
@@ -115,12 +141,12 @@ def silence_progress() -> None:
     """Turn off every progress bar: the library's, transformers' (e.g. "Loading weights") and
     tqdm's defaults."""
     os.environ["TQDM_DISABLE"] = "1"
-    try:
+    # transformers reads this when it is imported (later, if the command gets that far)
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover
-        pass
 
 
 def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
@@ -143,6 +169,7 @@ def check_output_dir(out: str | Path, *, create: bool = True) -> Path:
         raise UsageError("--out is empty; give an output folder")
     if create and _RUN is not None and _RUN.serves(out):
         check_output_dir(out, create=False)
+        _RUN.created = not path.exists()
         path.mkdir(parents=True, exist_ok=True)
         try:
             return _RUN.stage(path)
@@ -265,17 +292,83 @@ def load_data(
         or is_hub_id(source.split(":", 1)[0])
     ):
         raise DataFormatError(
-            f"--data {spec!r}: no such file or folder; give a JSONL file, a parquet file, folder "
-            "or glob, a Hugging Face datasets folder, a hub dataset id (org/name), a benchmark "
-            "name (mme, vilp, pope:adversarial, ...), or one of 'demo', 'demo:general', "
-            "'demo:<qtype,...>'"
+            f"--data {_shown(spec)}: no such file or folder; give a JSONL file, a parquet file, "
+            "folder or glob, a Hugging Face datasets folder, a hub dataset id (org/name), a "
+            "benchmark name (mme, vilp, pope:adversarial, ...), or one of 'demo', "
+            "'demo:general', 'demo:<qtype,...>'"
         )
     samples = read_dataset(spec, columns=columns, n=n)
     if keep is not None:
         samples = keep(samples)
+    from .media import check_media_files
+
     for s in samples:
         s.load_images()  # every image opens, before the model is loaded
+        check_media_files(s)  # and every audio file's header reads
     return ensure_samples(samples)
+
+
+def check_data_files(spec: str, n: int | None, seed: int, columns: str | None = None) -> None:
+    """The cheap checks of ``--data`` that run first, before any heavy import (torch,
+    transformers) and before the options a study checks: a demo spec names known question
+    types; any other spec names something that exists; a JSONL file's first ``n`` rows parse,
+    and every image, audio and video file they name exists and (images, audio) has a readable
+    header. :func:`load_data` opens everything fully later, still before the model loads.
+
+    Raises:
+        UsageError, DataFormatError, MissingImageError, ImageError, AudioError, VideoError.
+    """
+    import glob
+
+    from .media import check_media_files
+
+    if n is not None and n < 1:
+        raise UsageError(f"--n must be >= 1, got {n}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
+    if spec == "demo" or spec.startswith("demo:"):
+        if columns is not None:
+            raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
+        if spec not in ("demo", "demo:prior", "demo:general", "demo:v3"):
+            from .datasets import ALL_QTYPES
+
+            qtypes = [q for q in spec.split(":", 1)[1].split(",") if q]
+            bad = [q for q in qtypes if q not in ALL_QTYPES]
+            if bad or not qtypes:
+                what = f"unknown demo question types {bad}" if bad else "no question type given"
+                raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(ALL_QTYPES)}")
+        return
+    from .datasets.tabular import is_hub_id, split_spec
+
+    source = split_spec(spec)[0]
+    try:
+        exists = os.path.exists(os.path.expanduser(source))
+    except ValueError:  # a NUL byte
+        exists = False
+    if not exists:
+        from .datasets.benchmarks import parse_benchmark_spec
+
+        if parse_benchmark_spec(spec) is not None:  # a paper's benchmark: read_benchmark checks it
+            return
+    if not (exists or glob.has_magic(source) or is_hub_id(source.split(":", 1)[0])):
+        raise DataFormatError(
+            f"--data {_shown(spec)}: no such file or folder; give a JSONL file, a parquet file, "
+            "folder or glob, a Hugging Face datasets folder, a hub dataset id (org/name), a "
+            "benchmark name (mme, vilp, pope:adversarial, ...), or one of 'demo', "
+            "'demo:general', 'demo:<qtype,...>'"
+        )
+    if exists and os.path.isfile(source) and source.lower().endswith(".jsonl"):
+        from .samples import read_jsonl
+
+        samples = read_jsonl(source)
+        for s in samples[:n] if n is not None else samples:
+            check_media_files(s)
+
+
+def _shown(text: str) -> str:
+    from .media import shown
+
+    return shown(text)
 
 
 def check_label(samples: Sequence[Any], name: str | None, option: str) -> None:
@@ -336,6 +429,19 @@ def model_layers(model: str) -> int:
     from .model import model_config
 
     return _decoder_layers(model_config(model), model)
+
+
+ADAPTER_HELP = (
+    "module:name of an interp.Adapter for a model type without a built-in entry (e.g. "
+    "my_pkg.adapters:MY_VLM); it is registered for its model_types before --model is checked"
+)
+
+
+def use_adapter(spec: str | None) -> Any:
+    """Register the adapter named by ``--adapter module:name`` (None: nothing); return it."""
+    from .adapters.registry import adapter_from_spec
+
+    return None if spec is None else adapter_from_spec(spec, "--adapter")
 
 
 def _decoder_layers(config: Any, model: str) -> int:
@@ -412,7 +518,7 @@ def check_common_arguments(
     Raises:
         UsageError: one of these does not hold.
     """
-    from .runner import resolve_shard
+    from .shards import resolve_shard
 
     if args.n is not None and args.n < 1:
         raise UsageError(f"--n must be >= 1, got {args.n}")
@@ -541,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
         _log_to_stderr()
         if "interp.runner" in sys.modules:  # an earlier command in this process
             sys.modules["interp.runner"].forget_started_stores()
+        if "interp.media" in sys.modules:  # an earlier command's truncations are not this one's
+            sys.modules["interp.media"].truncated_audio(clear=True)
         status = int(args.func(args))
         if _RUN is not None:
             if status == 0:

@@ -7,8 +7,12 @@ optional ``ALIASES``, ``DATA_HELP``, ...: see :func:`add_command`), adds its own
 cheapest first, so that a refused command loads no model and leaves no folder:
 
 1. the common options (:func:`interp.cli.check_common_arguments`) and ``--max-new-tokens`` >= 1;
+   ``--out`` is (or can become) a writable folder — nothing is created yet; the data's files
+   (:func:`interp.cli.check_data_files`: the source exists, a JSONL's rows parse, every media
+   file it names opens) — all without importing torch or transformers, so these errors print
+   in well under 2 s;
 2. ``check_options(inv)``: the study's own options (e.g. a list of conditions);
-3. ``--out`` is (or can become) a writable folder — nothing is created yet;
+3. ``--out`` again (an option hook may have created nothing; the check is cheap);
 4. the model's configuration alone (architecture supported, decoder depth L); ``check_layers(inv)``
    checks layer options against ``inv.n_layers``;
 5. ``load_samples(inv)``: the samples (or the study's items), every image opened
@@ -36,9 +40,11 @@ from typing import TYPE_CHECKING, Any
 
 from .cli import (
     DEMO_HELP,
+    DefaultsFormatter,
     UsageError,
     add_common_arguments,
     check_common_arguments,
+    check_data_files,
     check_label,
     check_model,
     check_output_dir,
@@ -46,6 +52,7 @@ from .cli import (
     finish_outputs,
     load_data,
     partial_outputs_folder,
+    use_adapter,
 )
 
 if TYPE_CHECKING:
@@ -185,8 +192,11 @@ class StudyCommand:
             args, one_process=f"interp {self.name}" if self.one_process else None
         )
         at_least(getattr(args, "max_new_tokens", 1), "--max-new-tokens", 1)
+        check_output_dir(args.out, create=False)
+        check_data_files(args.data, args.n, args.seed, args.columns)  # no heavy import yet
         self._hook(self.options, inv)
         check_output_dir(args.out, create=False)
+        use_adapter(getattr(args, "adapter", None))
         inv.n_layers = check_model(args.model)
         self._hook(self.layers, inv)
         if self.data is None:
@@ -197,12 +207,12 @@ class StudyCommand:
         return inv
 
     def __call__(self, args: argparse.Namespace) -> int:
+        inv = self.check(args)  # before the heavy imports: a refused command prints at once
         import matplotlib
 
         matplotlib.use("Agg")  # a command only writes files
         from . import model
 
-        inv = self.check(args)
         run = _resolve(self.run)
         inv.vlm = model.load(args.model, attn_implementation=inv.attn_implementation)
         if self.noun is not None and (inv.shard is None or inv.shard[0] == 0):
@@ -249,7 +259,7 @@ def add_command(sub: Any, name: str, module: str) -> argparse.ArgumentParser:
         aliases=list(aliases),
         help=mod.HELP,
         description=mod.DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=DefaultsFormatter,
     )
     n_help = getattr(mod, "N_HELP", None)
     common = {"n_help": n_help} if n_help else {}

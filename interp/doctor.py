@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from .cli import MODEL_HELP
+from .cli import ADAPTER_HELP, MODEL_HELP, use_adapter
 from .conditions import Condition
 from .encoding import Encoding, append_targets, encode, question_mask, target_ids
 from .encoding.locate import comparable
@@ -159,12 +159,20 @@ def _token_texts(vlm: VLM, enc: Encoding, row: int) -> list[str]:
     if text is None or enc.offsets is None:
         return [vlm.tokenizer.decode([t], skip_special_tokens=False) for t in ids]
     out, cursor = [], 0
+    run: list[int] = []  # consecutive tokens without offsets, decoded together
     for t, (a, b) in zip(ids, enc.offsets[row].tolist()):
         if b > a and b <= len(text):
             out.append(text[min(cursor, a) : b] if cursor <= a else text[a:b])
             cursor = max(cursor, b)
+            run = []
         else:
-            out.append(vlm.tokenizer.decode([t], skip_special_tokens=False))
+            # a token's text is what it adds to the run's decoding: a tokenizer that marks word
+            # starts (SentencePiece "▁", byte-level "Ġ") drops the space when a token is decoded
+            # alone ("a", "red" -> "ared")
+            before = vlm.tokenizer.decode(run, skip_special_tokens=False) if run else ""
+            run.append(t)
+            after = vlm.tokenizer.decode(run, skip_special_tokens=False)
+            out.append(after[len(before) :] if after.startswith(before) else after)
     return out
 
 
@@ -328,6 +336,92 @@ def _memory(vlm: VLM, seq: int, batch_size: int, new_tokens: int) -> str:
     )
 
 
+def _adapter_checks(vlm: VLM, report: DoctorReport) -> None:
+    """The adapter's load-time invariants (:func:`interp.adapters.infer.invariants`)."""
+    from .adapters.infer import invariants
+
+    for c in invariants(vlm.adapter, vlm.hf):
+        fix = "" if c.ok else f"set {c.field} (interp.load(..., adapter=...) or --adapter)"
+        report.checks.append(
+            Check(f"adapter: {c.name}", "ok" if c.ok else "problem", c.detail, fix)
+        )
+    if not vlm.adapter.layout_verified and "image" in vlm.adapter.modalities:
+        report.checks.append(
+            Check(
+                "adapter: layout",
+                "note",
+                "the pixel/token layout is not verified for this type: distort and other "
+                "pixel-space conditions, token regions, attribution maps and region edits raise "
+                "LayoutNotMappedError",
+            )
+        )
+
+
+def _vectors(output: Any, d: int) -> int | None:
+    """How many d-wide vectors a feature module returned (a tensor, or an output object's
+    ``pooler_output`` / ``last_hidden_state``; a tuple of per-image tensors is summed)."""
+    for value in (
+        getattr(output, "pooler_output", None),
+        output,
+        getattr(output, "last_hidden_state", None),
+    ):
+        parts = value if isinstance(value, (tuple, list)) else (value,)
+        if parts and all(isinstance(p, torch.Tensor) and p.shape[-1] == d for p in parts):
+            return int(sum(p.numel() for p in parts) // d)
+    return None
+
+
+def _feature_count_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
+    """The image-feature site returns as many vectors as the prompt has image placeholders."""
+    if "image" not in vlm.adapter.modalities or vlm.adapter.fusion != "tokens":
+        return
+    image_only = dataclasses.replace(sample, audio=None, video=None)
+    enc = encode(vlm, [image_only], "full")
+    seen: list[Any] = []
+    module = vlm.adapter.image_features_module(vlm.hf)
+    hook = module.register_forward_hook(lambda _m, _a, out: seen.append(out))
+    try:
+        with torch.no_grad():
+            vlm.hf(**enc.inputs)
+    finally:
+        hook.remove()
+    count = _vectors(seen[0], vlm.d_model) if seen else None
+    placeholders = int(enc.image_mask.sum())
+    ok = count == placeholders
+    status = "ok" if ok else ("problem" if vlm.adapter.inferred else "note")
+    report.checks.append(
+        Check(
+            "adapter: image features",
+            status,
+            f"{vlm.adapter.image_features} gives {count} vectors for {placeholders} image "
+            "placeholders" + ("" if ok or vlm.adapter.inferred else " (see the adapter notes)"),
+            "" if ok or not vlm.adapter.inferred else "set image_features",
+        )
+    )
+
+
+def _skipped_parts(vlm: VLM) -> str:
+    """For a full omni checkpoint: which parts :func:`interp.load` left unbuilt, and their size
+    counted on the meta device; "" otherwise."""
+    from .model import model_config
+    from .thinker import skipped_parameters, wrapper_of
+
+    if vlm.source is None:
+        return ""
+    try:
+        whole = model_config(vlm.source, whole=True)
+    except InterpError:
+        return ""
+    if wrapper_of(whole) is None:
+        return ""
+    bytes_per = torch.finfo(vlm.dtype).bits // 8
+    parts = [
+        f"{name} ({'unknown size' if n is None else f'{n / 1e6:.1f} M params, {n * bytes_per / 1024**3:.2f} GiB'})"
+        for name, n in skipped_parameters(whole).items()
+    ]
+    return f"{whole.model_type}: its thinker is loaded; not built: {', '.join(parts)}"
+
+
 def doctor(
     vlm: VLM,
     sample: Sample | None = None,
@@ -372,6 +466,10 @@ def doctor(
             report.facts[f"{kind} token"] = f"{tok.convert_ids_to_tokens(token)!r} = {token}"
     if vlm.adapter.notes:
         report.facts["adapter notes"] = vlm.adapter.notes
+    skipped = _skipped_parts(vlm)
+    if skipped:
+        report.facts["checkpoint"] = skipped
+    _adapter_checks(vlm, report)
     full_length = _position_checks(vlm, sample, answer, report, conditions)
     attention = report.facts["attention"]
     report.checks.append(
@@ -396,6 +494,7 @@ def doctor(
             )
         )
     if forward_checks:
+        _feature_count_check(vlm, sample, report)
         _parity_check(vlm, sample, report)
         _batch_check(vlm, sample, report)
         seq = full_length or int(encode(vlm, [sample], "full").input_ids.shape[1])
@@ -420,6 +519,7 @@ def register(subparsers: Any) -> None:
         "invariance and memory. Exits 2 when a check finds a problem.",
     )
     parser.add_argument("--model", required=True, help=MODEL_HELP)
+    parser.add_argument("--adapter", default=None, help=ADAPTER_HELP)
     parser.add_argument("--image", default=None, help="an image file (default: a test picture)")
     parser.add_argument("--question", default="What is in the image?")
     parser.add_argument("--answer", default="A red square.", help="a teacher-forced answer")
@@ -435,12 +535,15 @@ def register(subparsers: Any) -> None:
 def run_command(args: argparse.Namespace) -> int:
     from .model import load
 
+    adapter = use_adapter(args.adapter)
     image: Any = None
     if args.image is not None:
         sample = Sample(image=args.image, question=args.question, id="doctor")
         sample.load_images()  # a missing or unreadable file is reported before loading
         image = sample.image
-    vlm = load(args.model, dtype=getattr(torch, args.dtype), dispatch=not args.lazy)
+    vlm = load(
+        args.model, dtype=getattr(torch, args.dtype), dispatch=not args.lazy, adapter=adapter
+    )
     sample = default_sample(vlm, args.question)
     if image is not None:
         sample = dataclasses.replace(sample, image=image)

@@ -26,8 +26,17 @@ class UnsupportedArchitectureError(InterpError, TypeError):
     """The model's class has no adapter entry."""
 
 
+class AdapterCheckError(UnsupportedArchitectureError):
+    """An adapter's invariant fails on the loaded model (the layer path, the final norm, a
+    feature site); the message names the field to set."""
+
+
 class ModelNotFoundError(InterpError, FileNotFoundError):
     """The model folder does not exist (or a hub id cannot be reached offline)."""
+
+
+class ModelConfigError(InterpError, ValueError):
+    """The model folder exists, but its ``config.json`` cannot be read (not valid JSON)."""
 
 
 class ProcessorMissingError(InterpError, ValueError):
@@ -187,6 +196,7 @@ class UnknownTokenWarning(UserWarning):
 
 
 __all__ = [
+    "AdapterCheckError",
     "AudioError",
     "MissingAudioError",
     "MissingVideoError",
@@ -211,6 +221,7 @@ __all__ = [
     "LayoutNotMappedError",
     "MissingExtraError",
     "MissingImageError",
+    "ModelConfigError",
     "ModelNotFoundError",
     "NoSpatialLayoutError",
     "NoVIPError",

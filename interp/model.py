@@ -18,6 +18,7 @@ Invariants (tested for every supported architecture): ``len(vlm.layers) == vlm.n
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterator
@@ -38,7 +39,10 @@ from transformers import (
 )
 
 from .adapters import Adapter, adapter_for, get_path, module_path
-from .errors import ModelNotFoundError, ProcessorMissingError
+from .adapters.infer import complete, verify
+from .errors import ModelConfigError, ModelNotFoundError, ProcessorMissingError
+from .thinker import inner_config, wrapper_of
+from .threads import ensure_threads
 
 if TYPE_CHECKING:
     from .encoding import Encoding
@@ -191,7 +195,10 @@ class VLM:
         source: str | None = None,
     ) -> None:
         self.processor = processor
-        self.adapter = adapter if adapter is not None else adapter_for(hf)
+        # an inferred entry gets its module paths from the tree; every entry's invariants are
+        # checked here (meta shapes suffice), a failure naming the field to set
+        self.adapter = complete(adapter if adapter is not None else adapter_for(hf), hf)
+        verify(self.adapter, hf)
         self.source = source
         if nn is None:
             with _quiet_pipeline_check():
@@ -456,9 +463,31 @@ def _offline_kwargs(source: str) -> dict[str, Any]:
     return {"local_files_only": True}
 
 
-def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
+def _check_config_json(path: Path, source: str) -> None:
+    """A local folder's ``config.json`` must be a JSON object (transformers would report a broken
+    file as a hub failure).
+
+    Raises:
+        ModelConfigError: it is not valid JSON, or not an object.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ModelConfigError(
+            f"{source!r}: its config.json is not valid JSON ({err}); repair or replace the file "
+            f"{str(path)!r}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelConfigError(
+            f"{source!r}: its config.json holds a {type(data).__name__}, not a JSON object; "
+            f"repair or replace the file {str(path)!r}"
+        )
+
+
+def model_config(model: str | Path, *, whole: bool = False, **kwargs: Any) -> PretrainedConfig:
     """The model's configuration (no weights are read), with a clear error when it cannot be
-    found.
+    found. For a full omni checkpoint this is its thinker's configuration, the model the library
+    runs (``whole=True``: the checkpoint's own).
 
     Raises:
         ModelNotFoundError: no such local folder, or a hub id that cannot be fetched (offline).
@@ -479,16 +508,19 @@ def model_config(model: str | Path, **kwargs: Any) -> PretrainedConfig:
         raise ModelNotFoundError(
             f"{source!r} is a folder without config.json: not a saved Hugging Face model"
         )
-    if not path.is_dir():
+    if path.is_dir():
+        _check_config_json(path / "config.json", source)
+    else:
         kwargs = {**_offline_kwargs(source), **kwargs}
     try:
-        return AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
+        config = AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
     except OSError as err:
         raise ModelNotFoundError(
             f"cannot load {source!r}: it is not a local folder, and the Hugging Face hub did not "
             f"provide it ({str(err).splitlines()[0]}). Without network access, give a local "
             "model folder or 'demo'."
         ) from None
+    return config if whole else inner_config(config)
 
 
 def load(
@@ -537,11 +569,18 @@ def load(
     Raises:
         ModelNotFoundError: the folder does not exist, or a hub id cannot be fetched; or a folder
             holding a configuration only is asked for its weights (``dispatch=True``).
+        ModelConfigError: the folder's ``config.json`` is not valid JSON.
         UnsupportedArchitectureError: no adapter serves the model's architecture.
+
+    A full omni checkpoint (``qwen2_5_omni``, ``qwen3_omni_moe``) loads its thinker alone: the
+    talker and the speech decoder are never built (:mod:`interp.thinker`).
     """
+    ensure_threads()  # the command line's thread policy, in Python too (interp.threads)
     if isinstance(model, PreTrainedModel):
         if processor is None:
             raise TypeError("interp.load(model, processor): a built model needs its processor")
+        if wrapper_of(model.config) is not None:
+            model = model.thinker  # a built full omni model: the library reads its thinker
         if attn_implementation is not None:
             model.set_attn_implementation(attn_implementation)
         return VLM(model.eval(), processor, adapter=adapter)
@@ -552,10 +591,13 @@ def load(
         for k, v in hf_kwargs.items()
         if k in ("revision", "trust_remote_code", "local_files_only")
     }
-    config = model_config(source, **config_kwargs)
+    whole = model_config(source, whole=True, **config_kwargs)
+    config = inner_config(whole)  # an omni checkpoint: its thinker alone is built
     if adapter is None:  # fail before loading weights, with the supported list
         adapter_for(config)
     kwargs: dict[str, Any] = dict(hf_kwargs)
+    if config is not whole:
+        kwargs["config"] = config
     if dtype is not None:
         kwargs["dtype"] = dtype
     if device_map is not None:

@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import socket
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,7 @@ class OutputRun:
     done: bool = False
     files: list[str] = field(default_factory=list)
     aliases: tuple[str, ...] = ()
+    created: bool = False  # this run created ``out`` (a failed run that wrote nothing removes it)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> OutputRun:
@@ -211,15 +213,17 @@ class OutputRun:
                     _remove(stale)
             if complete:
                 _remove(self.out / FAILED)
-            _write_json(
-                self.out / MANIFEST,
-                {
-                    "command": self.command,
-                    "configuration": self.config,
-                    "files": names,
-                    "complete": complete,
-                },
-            )
+            record = {
+                "command": self.command,
+                "configuration": self.config,
+                "files": names,
+                "complete": complete,
+            }
+            media = sys.modules.get("interp.media")  # loaded only by a run that read media
+            truncated = media.truncated_audio() if media is not None else []
+            if truncated:  # clips cut to the feature extractor's window (interp.media)
+                record["audio_truncated"] = truncated
+            _write_json(self.out / MANIFEST, record)
             self.files = names
         self.discard()
         return self.files
@@ -233,6 +237,7 @@ class OutputRun:
         staged = self._staged()
         if not staged:
             self.discard()
+            self._prune()
             return None
         manifest = read_manifest(self.out)
         previous = bool(manifest and manifest.get("complete")) or any(
@@ -248,6 +253,27 @@ class OutputRun:
             os.replace(path, failed / path.name)
         self.discard()
         return failed
+
+    def _prune(self) -> None:
+        """After a failed run that wrote no output: remove the store folders it left holding no
+        result (only a lock and a manifest), then ``out`` itself if this run created it and it
+        is empty — a refused run leaves nothing behind. A folder another process holds is kept."""
+        assert self.out is not None
+        store = self.out / "store"
+        if store.is_dir():
+            from .store import lock_is_free  # a store exists: this process imported it already
+
+            for folder in sorted((p for p in store.rglob("*") if p.is_dir()), reverse=True):
+                names = {p.name for p in folder.iterdir()}
+                if names <= {".lock", "manifest.json"} and lock_is_free(folder / ".lock"):
+                    manifest = folder / "manifest.json"
+                    if manifest.exists() and json.loads(manifest.read_text()).get("shards"):
+                        continue
+                    shutil.rmtree(folder, ignore_errors=True)
+            if not any(store.iterdir()):
+                store.rmdir()
+        if self.created and self.out.is_dir() and not any(self.out.iterdir()):
+            self.out.rmdir()
 
     def where_partial(self) -> Path | None:
         """Where :meth:`fail` would put partial files now (for a command's message)."""

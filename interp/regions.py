@@ -188,6 +188,7 @@ def image_layout(vlm: VLM, size: tuple[int, int], images_in_row: int = 1) -> Ima
         LayoutNotMappedError: the family is not mapped yet.
     """
     adapter = vlm.adapter
+    adapter.require_layout("token regions, attribution maps and region edits")
     if adapter.no_layout:
         raise NoSpatialLayoutError(
             f"{adapter.name} has no token-to-region map: {adapter.no_layout}. Region-based "
@@ -207,7 +208,7 @@ def image_layout(vlm: VLM, size: tuple[int, int], images_in_row: int = 1) -> Ima
 
 
 def _adapters() -> dict[str, Any]:
-    from .adapters import ADAPTERS
+    from .adapters.registry import ADAPTERS
 
     return ADAPTERS
 
@@ -299,7 +300,7 @@ def token_regions(
 
 def image_layout_check(vlm: VLM) -> None:
     """Raise the typed error of a family without a (mapped) layout before any encoding."""
-    if vlm.adapter.no_layout or vlm.adapter.token_layout is None:
+    if vlm.adapter.no_layout or vlm.adapter.token_layout is None or not vlm.adapter.layout_verified:
         image_layout(vlm, (1, 1))
 
 

@@ -7,16 +7,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+import nnsight
 import torch
 from jaxtyping import Float
 from torch import Tensor
 
 from . import generation
 from .conditions import Condition
-from .edits import Batch, Intervention, check_edits
-from .encoding import batches
+from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
+from .encoding import append_targets, batches
 from .errors import ConditionError, InterpError
 from .runner import Job, RunOptions, Shard, run
 from .samples import Sample, ensure_samples
@@ -24,6 +25,9 @@ from .tracing import Position, read_states, resolve_layers, trace_states
 
 if TYPE_CHECKING:
     from .model import VLM
+
+ReadAt = Literal["prompt", "generated"]
+READ_AT = ("prompt", "generated")
 
 
 def residual_stream(
@@ -89,15 +93,15 @@ def residual_stream(
 
 @dataclass
 class GeneratedStates:
-    """Greedy answers of N samples under each condition, with the last prompt token's residual
-    states read in the same generate trace (:func:`generate_states`).
+    """Greedy answers of N samples under each condition, with residual states read at the last
+    prompt token or at the last generated token (:func:`generate_states`).
 
     Attributes:
         conditions: the condition names, in the order given.
         layers: layer indices of ``states`` (0 = embeddings, l = output of decoder layer l).
         sample_ids: ``Sample.id`` of each row.
-        states: condition → float32 CPU ``[N, len(layers), d_model]``: ``h^l`` of the last prompt
-            token at the prompt forward (before any token is generated).
+        states: condition → float32 CPU ``[N, len(layers), d_model]``: ``h^l`` at the read
+            position (``read_at``): the last prompt token, or the last generated token.
         token_ids: condition → generated ids per sample, cut at the first end-of-sequence token.
         texts: condition → decoded answers (special tokens removed, stripped).
         logprobs: with ``token_logprobs=True``, condition → per sample the natural-log
@@ -106,8 +110,9 @@ class GeneratedStates:
         first_token: with ``token_logprobs=True``, condition → per sample the token chosen at the
             first step (the end-of-sequence token for an empty answer), else None.
         visual_attention: with ``visual_attention=True``, float32 ``[N]``: under the first
-            condition, the last prompt token's attention mass on image tokens, averaged over heads
+            condition, the read position's attention mass on image tokens, averaged over heads
             and layers; else None.
+        read_at: ``"prompt"`` or ``"generated"`` (see :func:`generate_states`).
     """
 
     conditions: list[str]
@@ -119,6 +124,7 @@ class GeneratedStates:
     logprobs: dict[str, list[list[float]]] | None = None
     first_token: dict[str, list[int]] | None = None
     visual_attention: Float[Tensor, " n"] | None = None
+    read_at: ReadAt = "prompt"
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -147,6 +153,7 @@ def generate_states(
     *,
     layers: Iterable[int] | None = None,
     max_new_tokens: int = 16,
+    read_at: str = "prompt",
     token_logprobs: bool = False,
     visual_attention: bool = False,
     edits: Sequence[Intervention] | None = None,
@@ -159,23 +166,39 @@ def generate_states(
     labels: Mapping[str, Any] | None = None,
     **trace_kwargs: Any,
 ) -> GeneratedStates:
-    """Generate a greedy answer under each condition and read the last prompt token's residual
-    stream at every chosen layer in the same trace: one nnsight generate trace per batch and
-    condition, the states read during its first (prompt) forward.
+    """Generate a greedy answer under each condition and read the residual stream at every chosen
+    layer, at the last prompt token or at the last generated token.
 
-    For sample x under condition c the states are ``h^l(c(x))[last prompt token]`` for l in
-    ``layers`` (the values :func:`residual_stream` returns for ``position="last"``), and the answer
-    is ``y_t = argmax_v p(v | c(x), y_<t)`` until the end-of-sequence token or ``max_new_tokens``
-    (the tokens :func:`interp.generate` returns).
+    The answer is ``y_t = argmax_v p(v | c(x), y_<t)`` for sample x under condition c, until the
+    end-of-sequence token or ``max_new_tokens`` (the tokens :func:`interp.generate` returns); the
+    answer ``y_1..y_T`` is those tokens without the end-of-sequence token (T = 0 when it comes
+    first). The states are ``h^l`` for l in ``layers`` at the read position:
+
+    - ``read_at="prompt"``: the last prompt token, read during the prompt forward of the same
+      generate trace (one trace per batch and condition; the values :func:`residual_stream`
+      returns for ``position="last"``);
+    - ``read_at="generated"``: the last generated token ``y_T`` of the condition's own answer: the
+      answer is fed back after the prompt in one teacher-forced forward per batch and condition,
+      ``h^l(c(x), y_1..y_T)`` at the position of ``y_T`` — the state whose output predicts the
+      token after the answer (the end-of-sequence token, when the answer ended by itself). This is
+      the state Hugging Face's ``generate(output_hidden_states=True)`` computes at its last step
+      for an answer that ends with the end-of-sequence token; for an answer cut at
+      ``max_new_tokens`` it is the state generation would compute at the next step. A one-token
+      answer ``y_1`` is read at ``y_1`` (the prompt plus one token); the end-of-sequence token is
+      never read: an empty answer (T = 0) is read at the last prompt token, as with ``"prompt"``.
+      Edits act in the teacher-forced forward as in :func:`interp.score` (``ctx.positions("answer")``
+      are ``y_1..y_T``).
 
     Args:
         conditions: one condition or several (each gets its own states and answers; a batch of
             samples runs under every condition before the next batch).
         layers: indices in 0..L, increasing (None = all).
+        read_at: where the states (and the visual attention) are read: ``"prompt"`` or
+            ``"generated"`` (above).
         token_logprobs: also keep the log-probability of each chosen token and the first chosen
             token (:attr:`GeneratedStates.logprobs`, :attr:`GeneratedStates.first_token`).
-        visual_attention: also measure, under the first condition, the attention mass of the last
-            prompt token on image tokens (mean over heads and layers; needs
+        visual_attention: also measure, under the first condition, the attention mass of the read
+            position on image tokens (mean over heads and layers; needs
             ``attn_implementation="eager"`` and a model whose image tokens sit in the sequence).
         edits: interventions applied at the prompt forward and, for ``steps = "all"`` edits, at
             every generated step.
@@ -188,7 +211,13 @@ def generate_states(
     Raises:
         ConditionError: a ``no_prefix`` condition, or the same condition twice.
         InterpError: ``visual_attention`` on a model that cannot give attention weights.
+        ValueError: ``read_at`` is neither ``"prompt"`` nor ``"generated"``.
     """
+    if read_at not in READ_AT:
+        raise ValueError(
+            f"read_at must be 'prompt' (the last prompt token) or 'generated' (the last "
+            f"generated token), got {read_at!r}"
+        )
     samples = ensure_samples(samples)
     given = [conditions] if isinstance(conditions, (str, Condition)) else list(conditions)
     conds = [Condition.parse(c) for c in given]
@@ -210,6 +239,8 @@ def generate_states(
     }
     if token_logprobs:
         settings["token_logprobs"] = True
+    if read_at != "prompt":  # stores of prompt reads keep their configuration
+        settings["read_at"] = read_at
     job = Job(
         measurement,
         {**settings, **(labels or {})},
@@ -226,7 +257,8 @@ def generate_states(
             states = torch.empty(len(chunk), len(wanted), vlm.d_model)
             attn = torch.full((len(chunk),), float("nan"))
             for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
-                batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "generate", samples)
+                rows = [chunk[i] for i in idx]
+                batch = Batch(vlm, enc, rows, cond, "generate", samples)
                 read = partial(
                     read_states,
                     vlm,
@@ -236,15 +268,22 @@ def generate_states(
                     skipped=batch.skipped_layers,
                     image_mask=enc.image_mask.to(torch.float32) if attend else None,
                 )
-                ids, (st, mass), scores = generation.generate_batch(
+                ids, prompt_read, scores = generation.generate_batch(
                     vlm,
                     batch,
                     max_new_tokens,
                     edits=edits,
-                    on_prompt=read,
+                    on_prompt=read if read_at == "prompt" else None,
                     output_scores=token_logprobs,
                     **trace_kwargs,
                 )
+                if read_at == "prompt":
+                    st, mass = prompt_read
+                else:
+                    fed = Batch(vlm, enc, rows, cond, "score", samples)
+                    st, mass = read_after_answer(
+                        vlm, fed, ids, wanted, edits, attend=attend, **trace_kwargs
+                    )
                 states[idx] = st.detach().to("cpu", torch.float32)
                 if mass is not None:
                     attn[idx] = mass.detach().cpu().float()
@@ -284,7 +323,57 @@ def generate_states(
         if token_logprobs
         else None,
         visual_attention=tensors.get("visual_attention"),
+        read_at=read_at,
     )
 
 
-__all__ = ["GeneratedStates", "check_visual_attention", "generate_states", "residual_stream"]
+def read_after_answer(
+    vlm: VLM,
+    batch: Batch,
+    answers: Sequence[Sequence[int]],
+    layers: Sequence[int],
+    edits: Sequence[Intervention] = (),
+    *,
+    attend: bool = False,
+    **trace_kwargs: Any,
+) -> tuple[Float[Tensor, "batch layer d"], Float[Tensor, " batch"] | None]:
+    """One teacher-forced forward of each row's prompt followed by its answer tokens: the residual
+    states at ``layers`` (and with ``attend`` the attention mass on image tokens, mean over heads
+    and layers) at each row's last token — the answer's last token, or the last prompt token for
+    an empty answer. ``batch`` is a ``"score"`` batch of the prompts; edits act as in
+    :func:`interp.score`."""
+    traced, positions, valid = append_targets(vlm, batch.encoding, answers)
+    answer = torch.zeros_like(traced.image_mask)
+    rows = torch.arange(len(traced), device=positions.device)
+    answer[rows[:, None].expand_as(positions)[valid], positions[valid]] = True
+    batch.traced, batch.answer_mask = traced, answer
+    # left padding: every row ends at the last position
+    index = torch.full_like(traced.last_index, traced.input_ids.shape[1] - 1)
+    states = prepare_edits(vlm, batch, edits)
+    trace, inputs = vlm.open_trace(traced, **trace_kwargs)
+    with torch.no_grad(), trace as tracer:
+        apply_edits(tracer, vlm, batch, edits, states)  # first: the read sees edited states
+        with tracer.invoke(**inputs):
+            read = nnsight.save(
+                read_states(
+                    vlm,
+                    layers,
+                    rows.to(index.device),
+                    index,
+                    skipped=batch.skipped_layers,
+                    image_mask=traced.image_mask.to(torch.float32) if attend else None,
+                )
+            )
+            if not edits and not attend:
+                tracer.stop()
+    return read
+
+
+__all__ = [
+    "READ_AT",
+    "GeneratedStates",
+    "check_visual_attention",
+    "generate_states",
+    "read_after_answer",
+    "residual_stream",
+]

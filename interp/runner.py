@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from .edits import Intervention, edits_fingerprint
 from .encoding import warn_unknown_tokens
 from .errors import StoreError
 from .samples import Sample, ensure_samples
+from .shards import Shard, resolve_shard
 from .store import ResultStore, content_key, lock_is_free, stack_rows
 from .tracing import progress
 
@@ -39,7 +39,6 @@ logger = logging.getLogger(__name__)
 _OPENED: set[Path] = set()  # stores this process started (their results are its own)
 
 Compute = Callable[[list[Sample]], tuple[dict[str, Tensor], list[dict[str, Any]]]]
-Shard = tuple[int, int] | str | None
 
 
 @dataclass
@@ -72,28 +71,6 @@ def weights_fingerprint(vlm: VLM) -> str:
     picked = params[:: max(1, len(params) // 16)]
     sums = [round(float(p.detach().double().sum()), 6) for p in picked]
     return hashlib.sha256(json.dumps([len(params), sums]).encode()).hexdigest()[:16]
-
-
-def resolve_shard(shard: Shard) -> tuple[int, int] | None:
-    """``(i, n)`` from a tuple, an ``"i/n"`` string, or ``"auto"`` (``RANK`` / ``WORLD_SIZE`` of
-    ``accelerate launch`` and ``torchrun``; None when they are absent or the world is one
-    process)."""
-    if shard is None:
-        return None
-    if shard == "auto":
-        world = int(os.environ.get("WORLD_SIZE", "1"))
-        rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
-        return (rank, world) if world > 1 else None
-    if isinstance(shard, str):
-        try:
-            i, n = (int(x) for x in shard.split("/"))
-        except ValueError:
-            raise ValueError(f"a shard is 'i/n' (e.g. '0/2'), got {shard!r}") from None
-    else:
-        i, n = shard
-    if not (n >= 1 and 0 <= i < n):
-        raise ValueError(f"shard {i}/{n}: need n >= 1 and 0 <= i < n")
-    return (i, n) if n > 1 else None
 
 
 def sample_keys(job: Job, samples: Sequence[Sample], vlm: VLM) -> list[str]:

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from einops import rearrange
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from .errors import (
     DataFormatError,
@@ -32,110 +31,27 @@ from .media import (
     VIDEO_SLOT,
     Audio,
     AudioLike,
+    ImageLike,
     VideoLike,
     audio_digest,
     check_audio_like,
+    check_image_like,
     check_video_like,
+    image_digest,
+    is_file,
+    load_image,
+    shown,
     to_audio,
     to_video,
     video_digest,
 )
 
-# A PIL image, a path to an image file, an ``H×W×3`` uint8 array, or a torch tensor (``3×H×W`` or
-# ``H×W×3``; floats in [0, 1], integers in 0..255).
-ImageLike = Any
-
 IMAGE_SLOT = "{image}"
 """Marker placing an image inside the question text of a multi-image sample (see :class:`Sample`)."""
 
-
-def _is_tensor(obj: Any) -> bool:
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
-
-
-def _check_image_like(image: Any, sid: Any) -> None:
-    if isinstance(image, (Image.Image, str, Path)):
-        return
-    if isinstance(image, np.ndarray) or _is_tensor(image):
-        _array_to_pil(image, sid)  # validates shape and dtype up front
-        return
-    raise ImageError(
-        f"Sample {sid!r}: an image must be a PIL.Image, a path, an H×W×3 uint8 numpy array or a "
-        f"torch tensor (3×H×W or H×W×3), got {type(image).__name__}"
-    )
-
-
-def _array_to_pil(array: Any, sid: Any) -> Image.Image:
-    """An RGB PIL image from an ``H×W×3`` / ``H×W`` array or a ``3×H×W`` / ``H×W×3`` tensor."""
-    if _is_tensor(array):
-        array = array.detach().cpu()
-        if array.dim() == 3 and array.shape[0] in (1, 3) and array.shape[-1] not in (1, 3):
-            array = rearrange(array, "c h w -> h w c")
-        array = array.numpy()
-    arr = np.asarray(array)
-    if arr.ndim == 3 and arr.shape[-1] == 1:
-        arr = arr[..., 0]
-    if not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[-1] == 3)) or 0 in arr.shape:
-        raise ImageError(
-            f"Sample {sid!r}: an image array must be H×W×3 (or H×W, or a 3×H×W tensor), got shape "
-            f"{tuple(arr.shape)}"
-        )
-    if np.issubdtype(arr.dtype, np.floating):
-        if arr.size and (np.nanmin(arr) < 0.0 or np.nanmax(arr) > 1.0):
-            raise ImageError(
-                f"Sample {sid!r}: a float image must hold values in [0, 1], got "
-                f"[{np.nanmin(arr):.3g}, {np.nanmax(arr):.3g}]; pass uint8 pixels for 0..255"
-            )
-        arr = np.round(arr * 255.0).astype(np.uint8)
-    elif arr.dtype != np.uint8:
-        if arr.size and (arr.min() < 0 or arr.max() > 255):
-            raise ImageError(f"Sample {sid!r}: integer image values must lie in 0..255")
-        arr = arr.astype(np.uint8)
-    return Image.fromarray(np.ascontiguousarray(arr)).convert("RGB")
-
-
-def _load_one(image: ImageLike, sid: Any) -> Image.Image:
-    if isinstance(image, Image.Image):
-        return image.convert("RGB")
-    if isinstance(image, np.ndarray) or _is_tensor(image):
-        return _array_to_pil(image, sid)
-    path = Path(image)
-    if not path.is_file():
-        raise MissingImageError(
-            f"Sample {sid!r}: image file not found: {str(path)!r}. "
-            "Check the path (relative paths are resolved from the working directory "
-            "or, for JSONL data, from the JSONL file's folder)."
-        )
-    try:
-        with Image.open(path) as im:
-            return im.convert("RGB")
-    except (UnidentifiedImageError, OSError) as err:
-        raise ImageError(
-            f"Sample {sid!r}: cannot read image {str(path)!r} ({err}); "
-            "give a PNG/JPEG file or a PIL image"
-        ) from err
-
-
-def image_digest(image: ImageLike, sid: Any = None) -> str:
-    """A content hash of one image: the file's bytes for a path, the decoded pixels otherwise.
-
-    Raises:
-        MissingImageError: a path that does not exist.
-    """
-    h = hashlib.sha256()
-    if isinstance(image, (str, Path)):
-        path = Path(image)
-        if not path.is_file():
-            raise MissingImageError(f"Sample {sid!r}: image file not found: {str(path)!r}")
-        h.update(b"file:")
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()
-    pil = _load_one(image, sid)
-    h.update(f"pixels:{pil.mode}:{pil.size}:".encode())
-    h.update(pil.tobytes())
-    return h.hexdigest()
+# the loaders live in interp.media (every kind of input in one place); these names stay importable
+_load_one = load_image
+_check_image_like = check_image_like
 
 
 @dataclass
@@ -184,7 +100,7 @@ class Sample:
         if isinstance(self.image, list) and not self.image:
             self.image = None
         for image in self.images:
-            _check_image_like(image, self.id)
+            check_image_like(image, self.id)
         slots = self.question.count(IMAGE_SLOT)
         if slots and slots != len(self.images):
             raise ImageTokenMismatchError(
@@ -246,15 +162,18 @@ class Sample:
     def has_video(self) -> bool:
         return self.video is not None
 
-    def load_audios(self, sampling_rate: int | None = None) -> list[Audio]:
+    def load_audios(
+        self, sampling_rate: int | None = None, *, max_seconds: float | None = None
+    ) -> list[Audio]:
         """Every audio input as an :class:`~interp.media.Audio`, resampled to ``sampling_rate``
-        when given (``scipy.signal.resample_poly``).
+        when given (``scipy.signal.resample_poly``); files are read only up to ``max_seconds``
+        when given.
 
         Raises:
             MissingAudioError: a path does not exist.
             AudioError: a file cannot be decoded.
         """
-        out = [to_audio(a, self.id) for a in self.audios]
+        out = [to_audio(a, self.id, max_seconds=max_seconds) for a in self.audios]
         return [a.resampled(sampling_rate) for a in out] if sampling_rate else out
 
     def load_videos(self) -> list[np.ndarray]:
@@ -289,7 +208,7 @@ class Sample:
             MissingImageError: a path does not exist.
             ImageError: a file cannot be decoded.
         """
-        return [_load_one(image, self.id) for image in self.images]
+        return [load_image(image, self.id) for image in self.images]
 
     def load_image(self) -> Image.Image:
         """The sample's (first) image as an RGB PIL image.
@@ -300,7 +219,7 @@ class Sample:
         """
         if self.image is None:
             raise ImageError(f"Sample {self.id!r} has no image; use the 'blind' condition for it")
-        return _load_one(self.images[0], self.id)
+        return load_image(self.images[0], self.id)
 
     def text_parts(self) -> list[str]:
         """The question split at its image slots (stripped): ``n_images + 1`` pieces when the
@@ -363,8 +282,8 @@ def read_jsonl(path: str | Path) -> list[Sample]:
         DataFormatError: a line is not a JSON object or lacks ``question``.
     """
     path = Path(path)
-    if not path.is_file():
-        raise MissingImageError(f"data file not found: {str(path)!r}")
+    if not is_file(path, "data", MissingImageError, None):
+        raise MissingImageError(f"data file not found: {shown(path)}")
     samples: list[Sample] = []
     for lineno, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
@@ -376,6 +295,19 @@ def read_jsonl(path: str | Path) -> list[Sample]:
         if not isinstance(obj, dict) or "question" not in obj:
             raise DataFormatError(
                 f"{path}:{lineno}: each line must be an object with at least a 'question' key"
+            )
+        if not isinstance(obj["question"], str):
+            raise DataFormatError(
+                f"{path}:{lineno}: 'question' must be a string, got "
+                f"{type(obj['question']).__name__}"
+            )
+        answer = obj.get("answer")
+        if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+            obj["answer"] = str(answer)  # a numeric answer ("answer": 3) is its text
+        elif answer is not None and not isinstance(answer, str):
+            raise DataFormatError(
+                f"{path}:{lineno}: 'answer' must be a string (or a number), got "
+                f"{type(answer).__name__}"
             )
         image = obj.pop("image", None)
         if isinstance(image, list):
@@ -404,7 +336,7 @@ def read_jsonl(path: str | Path) -> list[Sample]:
 
 def _relative_to(jsonl: Path, image: Any) -> Path:
     if not isinstance(image, str):
-        raise DataFormatError(f"{jsonl}: an image entry must be a path string, got {image!r}")
+        raise DataFormatError(f"{jsonl}: an image entry must be a path string, got {shown(image)}")
     p = Path(image)
     return p if p.is_absolute() else jsonl.parent / p
 
@@ -427,7 +359,7 @@ def write_jsonl(
                 continue
             image_dir.mkdir(parents=True, exist_ok=True)
             target = image_dir / (f"{sid}.png" if s.n_images == 1 else f"{sid}-{k}.png")
-            _load_one(image, sid).save(target)
+            load_image(image, sid).save(target)
             names.append(
                 str(target.relative_to(path.parent))
                 if target.is_relative_to(path.parent)

@@ -26,9 +26,9 @@ method                    amateur and weights (the authors' code defaults)
 :func:`pai`               no image; log-probabilities; ``γ·(l_c − l_u) + l_u``, γ = 1.1 (i.e.
                           α = γ − 1) plus the image-attention boost ``a + 0.2·|a|``
                           (:class:`~interventions.AttentionBoost`)
-:func:`contrast`          any amateur; α = 0.5, β = 0.1 (the modality-conflict paper's
-                          diagnostic: the amateur is the input without the favoured source —
-                          ``no_audio``, ``null_audio:noise``, ``no_video``, ``blind`` ...)
+:func:`contrast`          any amateur (``blind``, ``no_audio``, ``null_audio:noise``, one
+                          conflict source alone or removed ...); α = 0.5, β = 0.1: this
+                          project's choice, the modality-conflict paper gives no setting
 ========================  ================================================================
 
 Usage::
@@ -291,8 +291,8 @@ def contrast(
     alpha: float = 0.5,
     beta: float = 0.1,
 ) -> ContrastiveDecoding:
-    """Contrastive decoding against any amateur, with the modality-conflict paper's α = 0.5 and
-    β = 0.1 (its amateur is the input without the favoured evidence source)."""
+    """Contrastive decoding against any amateur, α = 0.5 and β = 0.1 by default (this project's
+    choice for the modality-conflict diagnostic; that paper's text gives no setting)."""
     return ContrastiveDecoding(amateur, alpha, beta, name="contrast")
 
 

@@ -549,6 +549,54 @@ def paired_difference(
     return mean_ci(xa - xb, ci=ci, n_boot=n_boot, seed=seed)
 
 
+def block_bootstrap(
+    statistic: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    blocks: Sequence[Any] | np.ndarray | None = None,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile block-bootstrap interval of a vector statistic of ``n`` units.
+
+    ``statistic(rows)`` takes an index array into the ``n`` units (rows may repeat) and returns
+    an array (e.g. a curve over positions). Each resample draws as many blocks as there are,
+    uniformly with replacement (``numpy.random.default_rng(seed).integers``, one call per
+    resample), and takes every unit of each drawn block; with ``blocks=None`` each unit is its
+    own block (a unit's whole trajectory still moves as one). NaN entries of a resample's
+    statistic are ignored per entry.
+
+    Returns:
+        ``(low, high)`` arrays shaped like the statistic.
+
+    Raises:
+        TooFewSamplesError: fewer than 2 blocks.
+        ValueError: ``blocks`` of another length than ``n``, ``ci`` outside (0, 1), ``n_boot < 1``.
+    """
+    if not 0 < ci < 1:
+        raise ValueError(f"ci must be in (0, 1), got {ci}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    labels = np.arange(n) if blocks is None else np.asarray(blocks)
+    if len(labels) != n:
+        raise ValueError(f"blocks has {len(labels)} labels for {n} units")
+    members = [np.flatnonzero(labels == b) for b in dict.fromkeys(labels.tolist())]
+    if len(members) < 2:
+        raise TooFewSamplesError(f"a block bootstrap needs at least 2 blocks, got {len(members)}")
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n_boot):
+        pick = rng.integers(0, len(members), len(members))
+        draws.append(np.asarray(statistic(np.concatenate([members[j] for j in pick])), float))
+    stacked = np.stack(draws)
+    alpha = (1 - ci) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN entry stays NaN
+        low = np.nanquantile(stacked, alpha, axis=0)
+        high = np.nanquantile(stacked, 1 - alpha, axis=0)
+    return low, high
+
+
 def pearson(
     a: Float[ArrayLike, " n"] | Sequence[float], b: Float[ArrayLike, " n"] | Sequence[float]
 ) -> float:
@@ -564,6 +612,7 @@ def pearson(
 
 
 __all__ = [
+    "block_bootstrap",
     "ConstantInputWarning",
     "CorrelationResult",
     "Estimate",

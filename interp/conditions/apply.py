@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 from torch import Tensor
 
-from ..media import AUDIO_SLOT, VIDEO_SLOT, Audio, audio_rate
+from ..media import AUDIO_SLOT, VIDEO_SLOT, Audio, fit_audio
 from ..samples import IMAGE_SLOT, Sample
 from .condition import Condition
 from .registry import (
@@ -98,12 +98,11 @@ def _media_inputs(
     sample: Sample, cond: Condition, ctx: ConditionContext
 ) -> tuple[list[Audio], list[np.ndarray]]:
     """The audio (at the processor's rate) and videos of ``sample`` under ``cond``."""
-    if cond.audio is None:
-        audios = sample.load_audios()
+    if cond.audio is None:  # read lazily: fit_audio reads a file only up to the window
+        audios = sample.audios
     else:
         audios = media_registry("audio")[cond.audio.name].apply(sample, cond.audio.arg, ctx)
-    rate = audio_rate(ctx.processor)
-    return [a.resampled(rate) if rate else a for a in audios], _videos(sample, cond, ctx)
+    return fit_audio(audios, ctx.processor, sample.id), _videos(sample, cond, ctx)
 
 
 def _videos(sample: Sample, cond: Condition, ctx: ConditionContext) -> list[np.ndarray]:

@@ -63,11 +63,12 @@ def test_audio_forms_agree(tmp_path):
     np.testing.assert_array_equal(pair.waveform, wave)
     np.testing.assert_array_equal(from_wav.waveform, wave)
     np.testing.assert_allclose(from_flac.waveform, wave, atol=1 / 32767)
-    # stereo (samples x channels) is averaged; int16 PCM is scaled to [-1, 1]
+    # stereo (samples x channels) is averaged; int16 PCM is scaled by 32768, as soundfile reads
+    # a 16-bit file (tests/core/test_media.py holds the file-vs-array check)
     stereo = np.stack([wave, -wave * 0 + wave], axis=1)
     np.testing.assert_allclose(to_audio((stereo, RATE)).waveform, wave, atol=1e-7)
     pcm = (wave * 32767).astype(np.int16)
-    np.testing.assert_allclose(to_audio((pcm, RATE)).waveform, pcm / 32767, atol=1e-7)
+    np.testing.assert_allclose(to_audio((pcm, RATE)).waveform, pcm / 32768, atol=1e-7)
 
 
 def test_resampling_is_scipy_resample_poly():

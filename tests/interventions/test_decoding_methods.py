@@ -24,6 +24,7 @@ from interp.testing import (
     shared_tiny_vlm,
     tiny_vlm_with_attention,
 )
+from interp.testing.tolerance import assert_close, combination_scale
 from interventions import AttentionBoost, Steer, SwapImage
 from interventions.decoding import (
     DISTURBANCE,
@@ -75,9 +76,11 @@ def reference(
     seed: int = 0,
     ref_vlm: interp.VLM | None = None,
     on_forward: Any = None,
-) -> tuple[list[list[int]], list[torch.Tensor]]:
-    """Tokens and per-step scores of the brute-force loop; ``weight(t)`` gives α at token t;
-    ``on_forward(i)`` runs before the forward of input i (0: the expert, k: amateur k)."""
+) -> tuple[list[list[int]], list[torch.Tensor], list[float]]:
+    """Tokens, per-step scores and per-step tolerance scales of the brute-force loop;
+    ``weight(t)`` gives α at token t; ``on_forward(i)`` runs before the forward of input i (0: the
+    expert, k: amateur k). The scale of a step is that of its contrast's operands
+    (``(1 + α)·max|s(z)| + α·max|s(z′)|``, docs/conventions.md, Tolerances)."""
     ref_vlm = ref_vlm or vlm
     inputs = [dict(encode(vlm, samples, c).inputs) for c in [expert, *amateurs]]
     gens = None
@@ -85,7 +88,7 @@ def reference(
         gens = [
             torch.Generator().manual_seed(zlib.crc32(f"{seed}:{s.id}".encode())) for s in samples
         ]
-    tokens, scores = [], []
+    tokens, scores, scales = [], [], []
     for t in range(1, STEPS + 1):
         logits = []
         for i, x in enumerate(inputs):
@@ -94,6 +97,9 @@ def reference(
             with torch.no_grad():
                 logits.append(last_logits(ref_vlm, x))
         step = by_hand(logits[0], logits[1:], weight(t), beta, logprobs)
+        s = (lambda x: x - torch.logsumexp(x, -1, keepdim=True)) if logprobs else (lambda x: x)
+        mean = sum(s(a) for a in logits[1:]) / len(logits[1:])
+        scales.append(combination_scale([(1 + weight(t), s(logits[0])), (weight(t), mean)]))
         if gens is None:
             token = step.argmax(-1)
         else:
@@ -104,10 +110,12 @@ def reference(
         tokens.append(token)
         scores.append(step)
         inputs = [grow_inputs(vlm, x, token) for x in inputs]
-    return torch.stack(tokens, 1).tolist(), scores
+    return torch.stack(tokens, 1).tolist(), scores, scales
 
 
-def assert_equal_to_reference(gen: interp.Generation, vlm, ref_tokens, ref_scores) -> None:
+def assert_equal_to_reference(
+    gen: interp.Generation, vlm, ref_tokens, ref_scores, ref_scales
+) -> None:
     stops = interp.generation.stop_ids(vlm)
     for row, ids in enumerate(gen.token_ids):
         expected = ref_tokens[row]
@@ -117,7 +125,9 @@ def assert_equal_to_reference(gen: interp.Generation, vlm, ref_tokens, ref_score
         want = torch.stack([s[row] for s in ref_scores[: got.shape[0]]])
         finite = torch.isfinite(want)
         assert torch.equal(finite, torch.isfinite(got)), f"row {row}: the cut differs"
-        torch.testing.assert_close(got[finite], want[finite], atol=1e-5, rtol=0)
+        for step in range(got.shape[0]):  # each step at the scale of its own operands
+            fin = finite[step]
+            assert_close(got[step][fin], want[step][fin], scale=ref_scales[step], msg=f"row {row}")
 
 
 def expert_changed(gen: interp.Generation, plain: interp.Generation) -> bool:
@@ -147,8 +157,10 @@ def test_greedy_contrast_equals_the_brute_force_loop(arch, samples):
     gen = interp.generate(
         vlm, samples, decoding=dec, max_new_tokens=STEPS, output_scores=True, progress_bar=False
     )
-    tokens, scores = reference(vlm, samples, "full", [amateur_for(arch)], lambda t: 1.0, 0.1)
-    assert_equal_to_reference(gen, vlm, tokens, scores)
+    tokens, scores, scales = reference(
+        vlm, samples, "full", [amateur_for(arch)], lambda t: 1.0, 0.1
+    )
+    assert_equal_to_reference(gen, vlm, tokens, scores, scales)
     plain = interp.generate(
         vlm, samples, max_new_tokens=STEPS, output_scores=True, progress_bar=False
     )
@@ -169,10 +181,10 @@ def test_sampled_vcd_equals_the_brute_force_loop_with_the_same_seeds(arch, sampl
         output_scores=True,
         progress_bar=False,
     )
-    tokens, scores = reference(
+    tokens, scores, scales = reference(
         vlm, samples, "full", ["distort:500"], lambda t: 1.0, 0.1, temperature=0.7, seed=3
     )
-    assert_equal_to_reference(gen, vlm, tokens, scores)
+    assert_equal_to_reference(gen, vlm, tokens, scores, scales)
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_5_vl", "gemma3"])
@@ -187,16 +199,18 @@ def test_m3id_and_two_averaged_amateurs_equal_the_formula(arch, samples):
         output_scores=True,
         progress_bar=False,
     )
-    tokens, scores = reference(
+    tokens, scores, scales = reference(
         vlm, samples, "full", ["blind"], lambda t: math.exp(lam * t) - 1, 0.1, logprobs=True
     )
-    assert_equal_to_reference(gen, vlm, tokens, scores)
+    assert_equal_to_reference(gen, vlm, tokens, scores, scales)
     two = vdd(amateur=("blind", "null:white"), alpha=0.7, beta=0.2)
     gen = interp.generate(
         vlm, samples, decoding=two, max_new_tokens=STEPS, output_scores=True, progress_bar=False
     )
-    tokens, scores = reference(vlm, samples, "full", ["blind", "null:white"], lambda t: 0.7, 0.2)
-    assert_equal_to_reference(gen, vlm, tokens, scores)
+    tokens, scores, scales = reference(
+        vlm, samples, "full", ["blind", "null:white"], lambda t: 0.7, 0.2
+    )
+    assert_equal_to_reference(gen, vlm, tokens, scores, scales)
 
 
 def test_icd_disturbs_the_instruction_of_the_amateur_only(samples):
@@ -204,10 +218,10 @@ def test_icd_disturbs_the_instruction_of_the_amateur_only(samples):
     gen = interp.generate(
         vlm, samples, decoding=icd(), max_new_tokens=STEPS, output_scores=True, progress_bar=False
     )
-    tokens, scores = reference(
+    tokens, scores, scales = reference(
         vlm, samples, "full", [f"full+instruct:{DISTURBANCE}"], lambda t: 1.0, 0.1
     )
-    assert_equal_to_reference(gen, vlm, tokens, scores)
+    assert_equal_to_reference(gen, vlm, tokens, scores, scales)
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
@@ -240,7 +254,7 @@ def test_pai_boost_and_guidance_equal_a_hand_written_attention_loop(arch, sample
     def on_forward(i: int) -> None:  # the expert's image columns; the amateur has none
         image_cols["mask"] = expert_mask if i == 0 else None
 
-    tokens, scores = reference(
+    tokens, scores, scales = reference(
         vlm,
         samples,
         "full",
@@ -251,7 +265,7 @@ def test_pai_boost_and_guidance_equal_a_hand_written_attention_loop(arch, sample
         ref_vlm=ref_vlm,
         on_forward=on_forward,
     )
-    assert_equal_to_reference(gen, vlm, tokens, scores)
+    assert_equal_to_reference(gen, vlm, tokens, scores, scales)
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
@@ -264,9 +278,7 @@ def test_plain_scores_are_the_model_logits(arch, samples):
     )
     for row in range(len(samples)):
         inputs = dict(encode(vlm, samples[row : row + 1]).inputs)
-        torch.testing.assert_close(
-            gen.scores[row][0], last_logits(vlm, inputs)[0], atol=1e-5, rtol=0
-        )
+        assert_close(gen.scores[row][0], last_logits(vlm, inputs)[0])
         assert torch.isfinite(gen.scores[row]).all()
 
 
@@ -283,7 +295,7 @@ def test_batch_size_and_order_do_not_change_the_answers():
         assert [g.token_ids[0] for g in one] == all_.token_ids == rev.token_ids[::-1]
         for g, s in zip(one, all_.scores):
             fin = torch.isfinite(s)
-            torch.testing.assert_close(g.scores[0][fin], s[fin], atol=1e-5, rtol=0)
+            assert_close(g.scores[0][fin], s[fin])
 
 
 def test_edits_compose_with_the_contrast(samples):
@@ -309,10 +321,10 @@ def test_edits_compose_with_the_contrast(samples):
 
     handle = layer.register_forward_hook(hook, prepend=True)
     try:
-        tokens, scores = reference(vlm, samples, "full", ["blind"], lambda t: 1.0, 0.1)
+        tokens, scores, scales = reference(vlm, samples, "full", ["blind"], lambda t: 1.0, 0.1)
     finally:
         handle.remove()
-    assert_equal_to_reference(gen, vlm, tokens, scores)
+    assert_equal_to_reference(gen, vlm, tokens, scores, scales)
     # an image swap on the expert's rows leaves the image-free amateur rows alone
     swapped = interp.generate(
         vlm,
@@ -323,8 +335,8 @@ def test_edits_compose_with_the_contrast(samples):
         output_scores=True,
         progress_bar=False,
     )
-    tokens, scores = reference(vlm, samples, "null:black", ["blind"], lambda t: 1.0, 0.1)
-    assert_equal_to_reference(swapped, vlm, tokens, scores)
+    tokens, scores, scales = reference(vlm, samples, "null:black", ["blind"], lambda t: 1.0, 0.1)
+    assert_equal_to_reference(swapped, vlm, tokens, scores, scales)
 
 
 def test_store_keys_on_the_method(tmp_path, samples):

@@ -42,7 +42,9 @@ def batch():
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "mllama", "instructblip"])
 def test_states_and_answers_match_separate_reads(arch, batch):
     vlm = shared_tiny_vlm(arch)
-    coe = chain_of_embedding(vlm, batch, max_new_tokens=3, batch_size=4, progress_bar=False)
+    coe = chain_of_embedding(
+        vlm, batch, read_at="prompt", max_new_tokens=3, batch_size=4, progress_bar=False
+    )
     for condition in ("full", "blind"):
         ref = interp.residual_stream(vlm, batch, condition, batch_size=9, progress_bar=False)
         torch.testing.assert_close(coe.states[condition], ref, atol=1e-5, rtol=0)
@@ -79,7 +81,12 @@ def test_logit_lens_distances(eager_llava, batch):
 
 def test_visual_attention_against_hf_attentions(eager_llava, batch):
     coe = chain_of_embedding(
-        eager_llava, batch[:3], max_new_tokens=2, visual_attention=True, progress_bar=False
+        eager_llava,
+        batch[:3],
+        read_at="prompt",
+        max_new_tokens=2,
+        visual_attention=True,
+        progress_bar=False,
     )
     enc = interp.encode(eager_llava, batch[:3], "full")
     with torch.no_grad():
@@ -155,7 +162,12 @@ def test_diagnosis_against_manual_computation(eager_llava):
     d = coe.distance("cosine")
     np.testing.assert_allclose(diag.tvi, d[:, 2:].mean(1))
     np.testing.assert_allclose(diag.pre_tvi, d[:, 1:2].mean(1))
-    np.testing.assert_allclose(diag.output_divergence, d[:, -1])
+    # Eq. 10 on the final states: the HF final norm applied to layer L by hand
+    norm = eager_llava.adapter.final_norm(eager_llava.hf)
+    with torch.no_grad():
+        za, zb = (norm(coe.states[c][:, -1]).double().numpy() for c in ("full", "blind"))
+    expected = [scipy_cosine(za[i], zb[i]) for i in range(12)]
+    np.testing.assert_allclose(diag.output_divergence, expected, atol=1e-9)
     sigma = d.std(0, ddof=1)
     np.testing.assert_allclose(diag.weighted_tvi, (d[:, 2:] * sigma[2:]).mean(1))
     correct = np.array([i % 3 == 0 for i in range(12)], dtype=float)
@@ -233,6 +245,7 @@ def test_swap_next_rotates_over_the_whole_sample_list(eager_llava, batch):
         eager_llava,
         batch[:5],
         ("full", "swap:next"),
+        read_at="prompt",
         batch_size=2,
         max_new_tokens=2,
         progress_bar=False,

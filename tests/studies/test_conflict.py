@@ -242,6 +242,7 @@ def test_the_command_writes_its_tables(tmp_path):
     [
         (["--favour", "audio"], "--favour: unknown source 'audio'"),
         (["--cv", "1"], "--cv must be >= 2"),
+        (["--amateurs", "beside"], "--amateurs: unknown kind 'beside'; use alone, without"),
         (["--data", "demo:color"], "needs meta 'order'"),
     ],
 )

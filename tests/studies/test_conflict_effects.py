@@ -173,3 +173,27 @@ def test_the_demo_sets_configurations_give_no_form_finding_and_one_configuration
     )
     prop = resp.effects(configuration="PropI")
     assert "image" not in set(prop["source"][prop["effect"] == "order"])  # not shown there
+
+
+def test_a_bias_row_names_no_direction_when_its_interval_contains_zero():
+    def coin(labels, forms, order):  # no source is followed more than another
+        return labels[order[len(labels) % 3]]
+
+    eff = table(coin, noise=1.0).effects()
+    bias = eff[eff["effect"] == "bias"]
+    assert not bias["reported"].all()
+    for _, row in eff.iterrows():  # every effect: a direction only where the interval excludes 0
+        assert (row["direction"] == "none") == (not row["reported"]), row.to_dict()
+
+
+def test_the_effects_frame_leads_with_what_a_reader_needs():
+    eff = table(trimodal_answer).effects()
+    assert list(eff.columns[:7]) == [
+        "effect",
+        "source",
+        "direction",
+        "difference",
+        "low",
+        "high",
+        "reported",
+    ]

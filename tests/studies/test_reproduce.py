@@ -51,6 +51,8 @@ def test_coe_settings_use_the_papers_vip_else_eq9():
     demo = coe_args("demo")
     assert "--vip" not in demo
     assert demo[demo.index("--vip-rule") + 1] == "eq9" and demo[demo.index("--alpha") + 1] == "0"
+    # the paper's read position (Appendix C: the last generated token) on a real checkpoint only
+    assert args[args.index("--read-at") + 1] == "generated" and "--read-at" not in demo
 
 
 def test_run_data_demo_standins_benchmarks_and_unpublished(tmp_path):

@@ -51,7 +51,8 @@ order within each level is a convention, not a measured ranking. For other data,
 labels and order (``variants=[...]``, ``variant_key=``, ``variant_names=``).
 
 Entry points: :func:`no_image_ablation` (→ :class:`Ablation`), :func:`in_context` (→
-:class:`InContext`), :func:`text_only_baseline`, :func:`make_judge`; figures
+:class:`InContext`), :func:`grpo_lora` (the paper's GRPO-with-LoRA mitigation; the ``grpo``
+extra), :func:`text_only_baseline`, :func:`make_judge`; figures
 :func:`plot_main_table`, :func:`plot_ablation`, :func:`plot_categories`, :func:`plot_in_context`;
 the command ``interp ablation`` (alias ``ablate``; :func:`register`).
 """
@@ -81,6 +82,8 @@ _LAZY = {
     "default_judge": "judge",
     "exact_judge": "judge",
     "make_judge": "judge",
+    "GRPOResult": "grpo",
+    "grpo_lora": "grpo",
     "Items": "items",
     "check_without": "items",
     "resolve_variants": "items",
@@ -124,6 +127,7 @@ if TYPE_CHECKING:
         UnknownVariantError,
     )
     from .figures import plot_ablation, plot_categories, plot_in_context, plot_main_table
+    from .grpo import GRPOResult, grpo_lora
     from .items import Items, check_without, resolve_variants, select_items
     from .judge import Judge, default_judge, exact_judge, make_judge
     from .measure import ContextLengthWarning, in_context, no_image_ablation
@@ -139,6 +143,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "GRPOResult",
+    "grpo_lora",
     "ALL",
     "ContextLengthWarning",
     "DEFAULT_CONDITIONS",

@@ -76,6 +76,7 @@ def check_layers(inv: Invocation) -> None:
     from interp.model import model_config
 
     adapter = adapter_for(model_config(inv.args.model))
+    adapter.require_layout("attribution maps")
     if adapter.no_layout:
         raise NoSpatialLayoutError(
             f"{adapter.name} has no token-to-region map: {adapter.no_layout}; attribution maps "

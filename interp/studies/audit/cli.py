@@ -104,14 +104,7 @@ def run_command(inv: Invocation) -> None:
         n_per_kind=args.n if args.n is not None else (DEMO_N if args.data == "demo" else None),
     )
     parts = summary["studies"]
-    for key, part in parts.items():
-        if part["ran"]:
-            print(f"{key}: " + ", ".join(f"{k} {show(v)}" for k, v in part["numbers"].items()))
-    not_run = {k: v for k, v in parts.items() if not v["ran"]}
-    if not_run:
-        print("\nnot run:")
-        for key, part in not_run.items():
-            print(f"  {key} ({part['status']}): {part.get('reason', '')}")
+    print("\n".join(terminal_lines(parts)))
     real = out.finish()
     if not any(part["ran"] for part in parts.values()):
         raise NoStudyRanError(
@@ -138,4 +131,24 @@ def register(sub: Any) -> None:
     d.add_argument("--max-new-tokens", type=int, default=8)
 
 
-__all__ = ["NoStudyRanError", "register", "reproduce_command"]
+def terminal_lines(parts: dict[str, Any]) -> list[str]:
+    """What the command prints of ``summary.json``'s studies: each study's headline numbers, with
+    its note (why a number is ``n/a`` or a finding ``none``) on the next line, then the studies
+    that did not run and why."""
+    lines = []
+    for key, part in parts.items():
+        if part["ran"]:
+            lines.append(
+                f"{key}: " + ", ".join(f"{k} {show(v)}" for k, v in part["numbers"].items())
+            )
+            if part.get("reason"):
+                lines.append(f"  note: {part['reason']}")
+    not_run = {k: v for k, v in parts.items() if not v["ran"]}
+    if not_run:
+        lines.append("\nnot run:")
+        for key, part in not_run.items():
+            lines.append(f"  {key} ({part['status']}): {part.get('reason', '')}")
+    return lines
+
+
+__all__ = ["NoStudyRanError", "register", "reproduce_command", "terminal_lines"]

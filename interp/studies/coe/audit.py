@@ -157,7 +157,13 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     words = (
         f"The image is integrated from layer {show(sec.numbers['vip'])} of {n_l} on ({used}; "
         f"t = {show(sec.numbers['vip_statistic'])}{eq9}). "
-        "Removing the image changes "
+        "States are read at "
+        + (
+            "the last generated token of each condition's own answer (the paper's). "
+            if coe.read_at == "generated"
+            else "the last prompt token. "
+        )
+        + "Removing the image changes "
         f"{show(sec.numbers['share_answers_changed_without_image'])} of the answers."
     )
     if has_ref:

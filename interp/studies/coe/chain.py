@@ -4,14 +4,28 @@ From *Understanding Language Prior of LVLMs by Contrasting Chain-of-Embedding* (
 ``docs/papers.md``), §3.1.
 
 For every sample and each of two conditions (default: ``full`` = (x_v, x_t) and ``blind`` =
-(∅, x_t)), the last prompt token's residual stream at every layer,
+(∅, x_t)), the residual stream at every layer at one position,
 
     z_vis^l = f_l(x_v, x_t),   z_blind^l = f_l(∅, x_t),   l = 0..L,
 
 together with the greedy answer of each condition (for the agreement split of §3.2) and, optionally,
-the visual-attention baseline of Eq. 10. Each batch of each condition is **one** nnsight ``generate``
-trace: the states are read during its first (prompt) forward, the answer is what it decodes.
-Only last-token states are kept: memory is linear in N · (L+1) · d.
+the visual-attention baseline of Eq. 10, read at the same position. The position (``read_at``):
+
+- ``"prompt"`` (the default): the last prompt token, the state that produces the first answer
+  token, read in the generate trace's prompt forward. The input token there is the same under
+  both conditions, so a distance measures what the image changed.
+- ``"generated"`` (the wording of the paper's Appendix C: "representation distances are computed
+  using the hidden states corresponding to the last generated token"): each condition's own greedy
+  answer y_1..y_T (without the end-of-sequence token) is fed back after its prompt in one
+  teacher-forced forward, and z^l is the state at y_T — the state whose output predicts the
+  end-of-sequence token. A one-token answer is read at that token; an empty answer (the
+  end-of-sequence token first) at the last prompt token; the end-of-sequence token itself never.
+  Where the two conditions' answers differ (D_VT, by definition) the two states sit on different
+  tokens, so the distance holds the token's identity from layer 0 on: on the demo models (answers
+  of one or two tokens) the groups then differ most at the embeddings and the VIP rules find none
+  (``docs/papers.md``), which is why this reading is an option and not the default.
+
+Only one position's states are kept: memory is linear in N · (L+1) · d.
 """
 
 from __future__ import annotations
@@ -23,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
 from interp.conditions import Condition
 from interp.edits import Intervention
 from interp.errors import InterpError, ModalityError
-from interp.residual import generate_states
+from interp.residual import READ_AT, ReadAt, generate_states
 from interp.samples import Sample, ensure_samples
 from probes.distances import get_distance, to_numpy
 from probes.split import agreement_split
@@ -43,14 +58,20 @@ LOGIT_LENS_METRICS = ("kl", "js")
 
 @dataclass
 class ChainOfEmbedding:
-    """Last-token chains of embedding of N samples under two conditions.
+    """Chains of embedding of N samples under two conditions, at one position per sample.
 
     Attributes:
-        states: condition name → float32 ``[N, n_layers, d]`` (layer indices in ``layers``).
+        states: condition name → float32 ``[N, n_layers, d]`` (layer indices in ``layers``), at
+            the read position (``read_at``).
         answers: condition name → greedy answer text per sample.
         answer_ids: condition name → generated token ids per sample.
-        visual_attention: ``[N]`` mean over layers and heads of the last prompt token's attention
+        visual_attention: ``[N]`` mean over layers and heads of the read position's attention
             mass on image tokens under the first condition (Eq. 10), or None if not measured.
+        read_at: ``"prompt"`` (the last prompt token) or ``"generated"`` (the last generated
+            token of each condition's own answer).
+        final_states: condition name → float32 ``[N, d]``: the final norm applied to the last
+            layer's state, Z^L of Eq. 10 (Hugging Face's ``hidden_states[-1]``), or None when
+            layer L was not read.
         conditions: the two condition names, (condition, reference condition), e.g.
             ``("full", "blind")`` or ``("full", "no_audio")``.
         layers: layer indices (0 = embeddings, l = output of decoder layer l).
@@ -64,6 +85,8 @@ class ChainOfEmbedding:
     layers: list[int]
     samples: list[Sample]
     visual_attention: Float[np.ndarray, " n"] | None = None
+    read_at: ReadAt = "prompt"
+    final_states: dict[str, Float[Tensor, "n d"]] | None = None
     vlm: VLM | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -98,6 +121,21 @@ class ChainOfEmbedding:
             lb = to_numpy(model.unembed(b[sl]).float().log_softmax(-1))
             out[sl] = fn(la, lb)
         return out
+
+    def output_divergence(self, metric: str = "cosine") -> Float[np.ndarray, " n"]:
+        """Eq. 10's output divergence d(Z^L_a, Z^L_b) on the final states (after the final norm).
+
+        For ``"kl"`` / ``"js"`` this is the last layer's logit-lens distance (the logit lens
+        applies the final norm). Without ``final_states`` (layer L not read) it raises.
+        """
+        if self.final_states is None:
+            raise InterpError(
+                "the output divergence needs the last layer's states: read every layer (layers=None)"
+            )
+        if metric in LOGIT_LENS_METRICS:
+            return self.distance(metric)[:, -1]
+        a, b = (self.final_states[c] for c in self.conditions)
+        return get_distance(metric)(a, b)
 
     def agreement(self) -> Bool[np.ndarray, " n"]:
         """D_VT membership (§3.2): True where the greedy answers of the two conditions differ."""
@@ -157,6 +195,7 @@ def chain_of_embedding(
     conditions: tuple[str, str] = ("full", "blind"),
     *,
     layers: Iterable[int] | None = None,
+    read_at: str = "prompt",
     max_new_tokens: int = 8,
     visual_attention: bool = False,
     edits: Sequence[Intervention] | None = None,
@@ -167,7 +206,8 @@ def chain_of_embedding(
     progress_bar: bool = True,
     **trace_kwargs: Any,
 ) -> ChainOfEmbedding:
-    """Last-token states of both conditions at every layer, plus each condition's greedy answer.
+    """States of both conditions at every layer at the read position, plus each condition's
+    greedy answer.
 
     Args:
         conditions: (condition, reference condition), e.g. ``("full", "blind")``,
@@ -175,16 +215,25 @@ def chain_of_embedding(
             ``("full", "no_audio")`` (where is the audio integrated?) or ``("full", "no_video")``.
             The diagnosis takes the second as the reference (TVI, VIP, agreement split).
         layers: layer indices 0..L (default all; 0 = embeddings).
+        read_at: ``"prompt"`` (default): the last prompt token; ``"generated"`` (Appendix C's
+            wording): the last generated token of each condition's own greedy answer, fed back
+            teacher-forced (one extra forward per batch and condition); see the module docstring.
         max_new_tokens: greedy answer budget (answers compared for the agreement split).
-        visual_attention: also measure Eq. 10's visual attention under the first condition (needs
-            ``attn_implementation="eager"``).
+        visual_attention: also measure Eq. 10's visual attention under the first condition, from
+            the read position (needs ``attn_implementation="eager"``).
         edits: interventions applied in both conditions' traces (prompt forward and, for
-            ``steps = "all"`` edits, every generated step).
+            ``steps = "all"`` edits, every generated step; with ``read_at="generated"`` also the
+            teacher-forced forward, as in :func:`interp.score`).
         store: a folder to write results to batch by batch; a re-run with the same settings
             resumes where the last one stopped (``overwrite`` starts over, ``shard`` splits the
             samples across processes; see :mod:`interp.runner`).
         **trace_kwargs: passed to nnsight untouched.
     """
+    if read_at not in READ_AT:
+        raise ValueError(
+            f"read_at must be 'prompt' (the last prompt token) or 'generated' (the last "
+            f"generated token of each condition's answer), got {read_at!r}"
+        )
     samples = ensure_samples(samples)
     names = tuple(str(Condition.parse(c)) for c in conditions)
     if len(names) != 2 or names[0] == names[1]:
@@ -196,6 +245,7 @@ def chain_of_embedding(
         names,
         layers=layers,
         max_new_tokens=max_new_tokens,
+        read_at=read_at,
         visual_attention=visual_attention,
         edits=edits,
         batch_size=batch_size,
@@ -207,6 +257,9 @@ def chain_of_embedding(
         **trace_kwargs,
     )
     va = gen.visual_attention
+    final = None
+    if gen.layers[-1] == vlm.n_layers:
+        final = {name: final_norm(vlm, gen.states[name][:, -1]) for name in names}
     return ChainOfEmbedding(
         states=gen.states,
         answers=gen.texts,
@@ -215,8 +268,22 @@ def chain_of_embedding(
         layers=gen.layers,
         samples=samples,
         visual_attention=va.numpy().astype(np.float64) if va is not None else None,
+        read_at=read_at,
+        final_states=final,
         vlm=vlm,
     )
 
 
-__all__ = ["ChainOfEmbedding", "chain_of_embedding"]
+def final_norm(vlm: VLM, hidden: Tensor, batch_size: int = 64) -> Float[Tensor, "n d"]:
+    """The decoder's final norm applied to last-layer states ``[N, d]`` (plain torch, no trace):
+    Z^L of Eq. 10, float32 on the CPU."""
+    norm = vlm.adapter.final_norm(vlm.hf)
+    out = torch.empty(hidden.shape, dtype=torch.float32)
+    with torch.no_grad():
+        for start in range(0, len(hidden), batch_size):
+            h = hidden[start : start + batch_size].to(vlm.device, vlm.dtype)
+            out[start : start + batch_size] = norm(h).float().cpu()
+    return out
+
+
+__all__ = ["ChainOfEmbedding", "chain_of_embedding", "final_norm"]

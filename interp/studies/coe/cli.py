@@ -24,6 +24,12 @@ is Eq. 9 alone. ``effect`` is ``eq9`` plus an effect-size floor (the gap at leas
 takes the layer where the gap grows most. ``--vip`` sets the layer by hand. The summary names the
 rule used.
 
+The states are read at the last prompt token (``--read-at prompt``, the default: the state that
+produces the first answer token) or at the last generated token of each condition's own greedy
+answer, fed back teacher-forced (``--read-at generated``, the wording of the paper's Appendix C;
+``docs/papers.md`` says why it is not the default); the visual attention of
+``--visual-attention`` from the same position.
+
 ``interp diagnose`` is an alias of this command (its earlier name).
 """
 
@@ -181,5 +187,14 @@ def register(sub: Any) -> None:
         "--visual-attention",
         action="store_true",
         help="also measure the Eq. 10 attention baseline (eager)",
+    )
+    d.add_argument(
+        "--read-at",
+        default="prompt",
+        choices=["prompt", "generated"],
+        help="where the states are read: prompt (default: the last prompt token, the state that "
+        "produces the first answer token) or generated (Appendix C's wording: the last generated "
+        "token of each condition's own greedy answer, fed back teacher-forced); docs/papers.md "
+        "says why the default departs from the paper's text",
     )
     d.add_argument("--max-new-tokens", type=int, default=8)

@@ -67,7 +67,8 @@ class Diagnosis:
         vip_rule: the automatic rule asked for (a name of :data:`probes.vip.RULES`; with a manual
             VIP it was not applied).
         tvi, pre_tvi, weighted_tvi: per-sample TVI (Eq. 4), pre-VIP aggregate (Table 1), Eq. 11.
-        output_divergence: d(z_a^L, z_b^L) (Eq. 10).
+        output_divergence: d(Z_a^L, Z_b^L) on the final states, after the final norm (Eq. 10;
+            Hugging Face's ``hidden_states[-1]``).
         correct: 1.0 / 0.0 where the answer under the image condition matches / misses the
             reference, NaN for samples without a reference (None when no sample has one).
             Correlations use the samples with a reference.
@@ -173,7 +174,12 @@ class Diagnosis:
         res = self.detector.result_
         lines = [
             f"samples: {len(self.tvi)}  (D_VT: {int(self.in_vt.sum())}, D_T: {int((~self.in_vt).sum())})",
-            f"distance: {self.metric}; layers 0..{self.n_layers} (0 = embeddings)",
+            f"distance: {self.metric}; layers 0..{self.n_layers} (0 = embeddings)"
+            + (
+                "; states at the last generated token of each condition's answer"
+                if self.coe.read_at == "generated"
+                else ""
+            ),
             f"VIP: layer {self.vip} ({self.vip_method}); two-sample statistic there t = "
             f"{res.statistic[self.vip]:.2f} (p = {res.p_value[self.vip]:.2g}); max t = "
             f"{np.nanmax(res.statistic):.2f} at layer {int(np.nanargmax(res.statistic))}",
@@ -348,7 +354,9 @@ def diagnose(
         tvi=tvi(distances, layer),
         pre_tvi=pre_vip_tvi(distances, layer) if layer > 1 else np.full(len(distances), np.nan),
         weighted_tvi=weighted_tvi(distances, layer),
-        output_divergence=distances[:, -1],
+        output_divergence=coe.output_divergence(metric)
+        if coe.final_states is not None
+        else np.full(len(distances), np.nan),
         correct=correct,
         vip_rule=rule,
         notes=notes,

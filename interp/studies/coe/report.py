@@ -35,6 +35,7 @@ def report(inv: Invocation) -> str | None:
         inv.samples,
         inv.plan["conditions"],
         max_new_tokens=args.max_new_tokens,
+        read_at=args.read_at,
         visual_attention=args.visual_attention,
         shard=inv.shard,
         **inv.run_options(),

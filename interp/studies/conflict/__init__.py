@@ -11,8 +11,9 @@ caption, each image / audio perceptual or propositional as the item's ``evidence
 image, a propositional image and a caption; its evidence-form configurations remove one image).
 The study:
 
-- labels each response by the sources it matches (the paper's Sec. 4.2, its "judge" replaced by a
-  matching function the user can swap): one source → ``BIAS_<SOURCE>`` (``BIAS_IMAGE``,
+- labels each response by the sources it matches (the paper's Sec. 4.2; its LLM judge replaced by
+  a swappable judge: :func:`rule_judge` for free-form answers ships, :class:`LLMJudge` is the hook
+  for a language-model judge): one source → ``BIAS_<SOURCE>`` (``BIAS_IMAGE``,
   ``BIAS_AUDIO``, ``BIAS_TEXT``); two → ``BIAS_<A>_<B>`` (``BIAS_IMAGE_AUDIO``,
   ``BIAS_IMAGE_TEXT``, ``BIAS_AUDIO_TEXT``); every source, or a response that acknowledges the
   conflict → ``NO_BIAS``; none → ``HALLUCINATION`` — the paper's eight labels. On items whose
@@ -25,9 +26,12 @@ The study:
   label from the last prompt token's residual state, with a per-layer permutation test against
   chance: from which layer the winning source is linearly decodable, before any token is
   generated (the paper's Sec. 6.2);
-- runs contrastive decoding as the paper's diagnostic (α = 0.5, β = 0.1), the amateur being the
-  input *without* one source (condition ``without:<source>``, by default ``without:image``):
-  each source's bias rate before and after, and accuracy on agreeing items (competence kept).
+- runs contrastive decoding as a diagnostic (the paper's text gives neither its amateur nor α, β;
+  here α = 0.5, β = 0.1) with two kinds of amateur: one source *alone* (condition
+  ``only:<source>``; the contrast pushes away from that source, the effect the paper describes:
+  image bias down, a residual text bias) and the input *without* one source
+  (``without:<source>``; the contrast favours that source): each source's bias rate before and
+  after with intervals on the change, and accuracy on agreeing items (competence kept).
 
 Items are :class:`~interp.Sample` objects whose ``meta`` holds each source's label
 (``image_label``, ``audio_label``, ``text_label``; the demo set's ``propositional_label``), the
@@ -59,6 +63,15 @@ _LAZY = {
     "bias_label": "labels",
     "source_labels": "labels",
     "word_match": "labels",
+    "Judge": "labels",
+    "JUDGE_PROMPT": "labels",
+    "LLMJudge": "labels",
+    "allowed_labels": "labels",
+    "rule_judge": "labels",
+    "only_source": "items",
+    "AMATEURS": "measure",
+    "contrastive_decodings": "measure",
+    "NULLS": "probe",
     "ConflictResponses": "analysis",
     "rates": "analysis",
     "wilson": "analysis",
@@ -107,21 +120,35 @@ if TYPE_CHECKING:
         check_items,
         infer_sources,
         item_order,
+        only_source,
         register_source,
         register_source_set,
         source_set,
         without_source,
     )
-    from .labels import bias_label, dropped_source, source_labels, word_match
-    from .measure import conflict_responses, favouring
-    from .probe import BiasProbe, balanced_accuracy, bias_probe, permutation_test
+    from .labels import (
+        JUDGE_PROMPT,
+        Judge,
+        LLMJudge,
+        allowed_labels,
+        bias_label,
+        dropped_source,
+        rule_judge,
+        source_labels,
+        word_match,
+    )
+    from .measure import AMATEURS, conflict_responses, contrastive_decodings, favouring
+    from .probe import NULLS, BiasProbe, balanced_accuracy, bias_probe, permutation_test
 
 __all__ = [
+    "AMATEURS",
     "CONFIGURATIONS",
     "DEMO_SOURCES",
     "EVIDENCE_TYPES",
     "HALLUCINATION",
+    "JUDGE_PROMPT",
     "NO_BIAS",
+    "NULLS",
     "SOURCES",
     "SOURCE_SETS",
     "TRIMODAL_CONFIGURATIONS",
@@ -129,19 +156,24 @@ __all__ = [
     "VIDEO_SOURCE",
     "BiasProbe",
     "ConflictResponses",
+    "Judge",
+    "LLMJudge",
     "RateTable",
     "Source",
     "all_labels",
+    "allowed_labels",
     "balanced_accuracy",
     "bias_label",
     "bias_probe",
     "check_items",
     "conflict_responses",
+    "contrastive_decodings",
     "dropped_source",
     "evidence_forms",
     "favouring",
     "infer_sources",
     "item_order",
+    "only_source",
     "permutation_test",
     "plot_bias",
     "plot_positions",
@@ -150,6 +182,7 @@ __all__ = [
     "register",
     "register_source",
     "register_source_set",
+    "rule_judge",
     "source_labels",
     "source_set",
     "wilson",

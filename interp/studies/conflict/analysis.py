@@ -65,18 +65,21 @@ def evidence_forms(evidence: str) -> dict[str, str]:
 
 
 def _effect_row(
-    effect: str, source: str, contrast: str, d: Difference | Estimate, **extra: object
+    effect: str, source: str, contrast: str, d: Difference | Estimate, direction: str
 ) -> dict:
+    """One finding; the columns a reader needs first (what, which way, how much) lead, so a
+    terminal that cuts a wide frame keeps them."""
     low, high, value = d.low, d.high, d.value
     return {
         "effect": effect,
         "source": source,
-        "contrast": contrast,
+        "direction": direction,
         "difference": value,
         "low": low,
         "high": high,
         "reported": bool(low > 0 or high < 0),
-    } | extra
+        "contrast": contrast,
+    }
 
 
 @dataclass
@@ -235,6 +238,76 @@ class ConflictResponses:
                 )
         return pd.DataFrame(rows)
 
+    def decoding_effects(
+        self,
+        decodings: Sequence[str] | None = None,
+        baseline: str = "greedy",
+        agreement: str = "all_differ",
+        configuration: str | None = None,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """Each source's bias rate under each decoding beside ``baseline``, on the same items:
+        the contrastive-decoding diagnostic with intervals for both the rates and the change.
+
+        One row per (decoding, measure), the measures being each source's ``BIAS_<SOURCE>`` on
+        items where the sources ``agreement`` (default: all differ) and ``accuracy where all
+        agree`` (``NO_BIAS`` on agreeing items: competence). Columns: ``decoding``, ``measure``,
+        ``rate`` with its Wilson 95 % interval ``low``, ``high`` and ``k``, ``n``; ``baseline``
+        (the baseline's rate on the same items); ``change`` = rate − baseline with a 95 %
+        percentile-bootstrap interval ``change_low``, ``change_high`` that resamples whole
+        groups (``group``: an item's orders and evidence conditions) with both decodings'
+        responses paired (``seed`` fixed), and ``changed`` when that interval excludes 0.
+
+        Args:
+            decodings: which decodings (default: every one in the frame but ``baseline``).
+            configuration: which run (default: the first in the frame, the full input).
+
+        Raises:
+            EmptyInputError: no responses under ``baseline`` or a decoding named.
+        """
+        if configuration is None and len(self.frame):
+            configuration = str(self.frame["configuration"].iloc[0])
+        frame = self.frame[self.frame["configuration"] == configuration]
+        names = list(dict.fromkeys(frame["decoding"]))
+        decodings = [d for d in names if d != baseline] if decodings is None else list(decodings)
+        for name in (baseline, *decodings):
+            if name not in names:
+                raise EmptyInputError(
+                    f"no responses under decoding {name!r} in configuration {configuration!r}; "
+                    f"decodings run: {', '.join(names)}"
+                )
+        base = frame[frame["decoding"] == baseline].set_index("sample_id")
+        measures = [(s.bias, agreement, s.bias) for s in self.sources]
+        measures.append(("accuracy where all agree", "all_agree", NO_BIAS))
+        rows = []
+        for name in decodings:
+            part = frame[frame["decoding"] == name].set_index("sample_id")
+            for measure, agree, label in measures:
+                ids = part.index[part["agreement"] == agree]
+                n = len(ids)
+                hit = (part.loc[ids, "label"] == label).to_numpy(float)
+                ref = (base.loc[ids, "label"] == label).to_numpy(float)
+                k = int(hit.sum())
+                low, high = wilson(k, n) if n else (float("nan"), float("nan"))
+                change_low = change_high = float("nan")
+                if n:
+                    groups = part.loc[ids, "group"].astype(str).to_numpy()
+                    diff = pd.Series(hit - ref).groupby(groups)
+                    sums, counts = diff.sum().to_numpy(), diff.count().to_numpy()
+                    if len(sums) >= 2:
+                        change_low, change_high = bootstrap_ci(
+                            lambda a, b: float(a.sum() / b.sum()), sums, counts, seed=seed
+                        )
+                rate = k / n if n else float("nan")
+                change = rate - ref.mean() if n else float("nan")
+                rows.append(
+                    {"decoding": name, "measure": measure, "rate": rate, "low": low}
+                    | {"high": high, "k": k, "n": n, "baseline": ref.mean() if n else np.nan}
+                    | {"change": change, "change_low": change_low, "change_high": change_high}
+                    | {"changed": bool(change_low > 0 or change_high < 0)}
+                )
+        return pd.DataFrame(rows)
+
     def _part(self, decoding: str, agreement: str | None, by: Sequence[str]) -> pd.DataFrame:
         part = self.frame[self.frame["decoding"] == decoding]
         if agreement is not None:
@@ -267,8 +340,9 @@ class ConflictResponses:
         - ``order`` (Table 1 read by position): each source's bias rate when shown last (just
           before the question) minus when shown first; Newcombe's interval. Positive: recency.
 
-        Columns: ``effect``, ``source``, ``contrast``, ``difference``, ``low``, ``high``,
-        ``reported``, ``direction``, and the two rates with their counts (``a``, ``n_a``, ``b``,
+        Columns: ``effect``, ``source``, ``direction`` (the winning source, ``recency`` /
+        ``primacy``, ``perceptual`` / ``propositional``; ``none`` when the interval contains 0),
+        ``difference``, ``low``, ``high``, ``reported``, ``contrast``, and the two rates with their counts (``a``, ``n_a``, ``b``,
         ``n_b``). The order and form intervals treat the two groups as independent, although an
         item appears in several orders; the bias interval resamples whole items.
         """
@@ -299,8 +373,10 @@ class ConflictResponses:
             else:
                 low = high = float("nan")
             d = Estimate(rates_[top.name] - rates_[other.name], low, high)
+            # top leads by construction; it dominates only where the interval excludes 0
+            direction = top.name if low > 0 else "none"
             rows.append(
-                _effect_row("bias", top.name, f"{top.name} − {other.name}", d, direction=top.name)
+                _effect_row("bias", top.name, f"{top.name} − {other.name}", d, direction)
                 | {"a": rates_[top.name], "n_a": len(part), "b": rates_[other.name]}
                 | {"n_b": len(part)}
             )
@@ -379,7 +455,7 @@ def _two_groups(
         return None
     d = newcombe(k1, n1, k2, n2)
     direction = directions[0] if d.low > 0 else directions[1] if d.high < 0 else "none"
-    return _effect_row(effect, src.name, f"{first} − {second}", d, direction=direction) | {
+    return _effect_row(effect, src.name, f"{first} − {second}", d, direction) | {
         "a": k1 / n1,
         "n_a": n1,
         "b": k2 / n2,

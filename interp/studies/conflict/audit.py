@@ -85,8 +85,8 @@ def _noun(source: Source, demo: bool) -> str:
 
 def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     """The share of answers following each source where all differ, a contrastive-decoding
-    diagnostic (the demo set: favouring the caption; otherwise the paper's: amateur = the input
-    without the image), accuracy on agreeing items, and a layer-wise probe of the winner; tables
+    diagnostic (amateur = the input without one source: the caption for the demo set, otherwise
+    the image; α = 0.5, β = 0.1, our setting), accuracy on agreeing items, and a layer-wise probe of the winner; tables
     per configuration (evidence type), order and decoding."""
     set_name, sources = infer_sources(samples)
     demo = set_name == "demo"

@@ -35,11 +35,17 @@ def check_options(inv: Invocation) -> dict[str, Any]:
             f"--sources: unknown source set {inv.args.sources!r}; use auto, "
             + ", ".join(SOURCE_SETS)
         )
+    from .measure import AMATEURS
+
     favour = split_list(inv.args.favour)
     for name in favour:
         if name not in SOURCES:
             raise UsageError(f"--favour: unknown source {name!r}; sources: {', '.join(SOURCES)}")
-    return {"favour": favour}
+    amateurs = split_list(inv.args.amateurs)
+    for kind in amateurs:
+        if kind not in AMATEURS:
+            raise UsageError(f"--amateurs: unknown kind {kind!r}; use {', '.join(AMATEURS)}")
+    return {"favour": favour, "amateurs": amateurs or ["without"]}
 
 
 def load_samples(inv: Invocation) -> list[Any]:
@@ -76,8 +82,14 @@ def register(sub: Any) -> None:
     d.add_argument(
         "--favour",
         default="image,text",
-        help="sources whose removal gives the contrastive-decoding amateurs (comma-separated; "
-        "'image': the paper's diagnostic, amateur = the input without the image)",
+        help="the sources of the contrastive-decoding amateurs (comma-separated)",
+    )
+    d.add_argument(
+        "--amateurs",
+        default="without",
+        help="which amateurs per source (comma-separated): 'without' (the input without the "
+        "source: the contrast favours it) and/or 'alone' (the source alone: the contrast pushes "
+        "away from it, the effect the paper describes)",
     )
     d.add_argument(
         "--sources",

@@ -7,7 +7,7 @@ A source names its modality (``kind``): an ``image``, ``audio`` or ``video`` sou
 the ``caption`` text inside the question. Items are :class:`~interp.Sample` objects whose ``meta``
 holds each source's label, the ``order`` (the sources' order names joined by commas, in prompt
 order; the question comes last) and, with a text source, the ``caption`` exactly as it stands in
-the question. Two source sets ship (:data:`SOURCE_SETS`):
+the question. The ``only:<source>`` condition keeps one source and removes the others. Two source sets ship (:data:`SOURCE_SETS`):
 
 - ``demo`` (:data:`DEMO_SOURCES`): a perceptual image, a propositional image (the label written in
   an image) and a caption — the demo world's v2 conflict items (order names ``perceptual``,
@@ -292,6 +292,20 @@ def without_source(sample: Sample, name: str) -> Sample:
     )
 
 
+def only_source(sample: Sample, name: str) -> Sample:
+    """The item with source ``name`` alone: every other source removed as by
+    :func:`without_source` (an image / audio / video source's slot and input, a text source's
+    caption), the question kept. The amateur that carries one source's pull (condition
+    ``only:<source>``)."""
+    order = _item_sources(sample, name)
+    if not any(o.name == name for o in order):
+        raise DataFormatError(f"sample {sample.id!r} has no {name!r} source to keep")
+    for other in order:
+        if other.name != name:
+            sample = without_source(sample, other.name)
+    return sample
+
+
 def _check_source(arg: str | None) -> None:
     if arg not in SOURCES:
         raise ValueError(f"unknown source {arg!r}; sources: {', '.join(SOURCES)}")
@@ -303,5 +317,13 @@ register_image_condition(
     check=_check_source,
     usage="without:<source>",
     rewrite=lambda sample, arg: without_source(sample, str(arg)),
+    overwrite=True,
+)
+register_image_condition(
+    "only",
+    lambda sample, arg, ctx: list(sample.load_images()) or None,
+    check=_check_source,
+    usage="only:<source>",
+    rewrite=lambda sample, arg: only_source(sample, str(arg)),
     overwrite=True,
 )

@@ -25,7 +25,7 @@ from .items import (
     item_order,
     source_set,
 )
-from .labels import Matcher, _config_labels, bias_label, dropped_source
+from .labels import Judge, Matcher, _config_labels, bias_label, judged
 
 if TYPE_CHECKING:
     from interp.model import VLM
@@ -40,6 +40,7 @@ def conflict_responses(
     sources: Sequence[Source] | str | None = None,
     matcher: Matcher | None = None,
     synonyms: dict[str, Sequence[str]] | None = None,
+    judge: Judge | None = None,
     max_new_tokens: int = 4,
     batch_size: int = 16,
     store: str | Path | None = None,
@@ -58,7 +59,10 @@ def conflict_responses(
             set every item's order names belong to (:func:`infer_sources`).
         decodings: name → a decoding method of :mod:`interventions.decoding` or None (plain);
             default plain decoding only.
-        matcher, synonyms: see :func:`bias_label`.
+        matcher, synonyms: see :func:`bias_label` (used when ``judge`` is None).
+        judge: ``judge(response, labels, sample) -> label`` in place of :func:`bias_label`:
+            :func:`rule_judge` for free-form responses, :class:`LLMJudge` for a language-model
+            judge (give a larger ``max_new_tokens`` so free-form answers are not cut).
         store: a folder; each (configuration, decoding) run keeps its own store under it.
 
     Raises:
@@ -66,6 +70,8 @@ def conflict_responses(
             not in its question (before any compute).
     """
     samples = ensure_samples(samples)
+    if judge is not None and not callable(judge):
+        raise TypeError(f"judge must be a function (response, labels, sample) -> label: {judge!r}")
     sources = _sources(samples, sources)
     check_items(samples, sources)
     configurations = dict(configurations or default_configurations(sources))
@@ -98,7 +104,11 @@ def conflict_responses(
                         "order": _shown_order(s, condition, sources),
                         "agreement": _agreement(labels),
                         "response": text,
-                        "label": bias_label(text, labels, matcher=matcher, synonyms=synonyms),
+                        "label": (
+                            bias_label(text, labels, matcher=matcher, synonyms=synonyms)
+                            if judge is None
+                            else judged(judge, text, labels, s)
+                        ),
                     }
                 )
     return ConflictResponses(pd.DataFrame(rows), sources)
@@ -119,8 +129,8 @@ def _slug(text: str) -> str:
 
 
 def _shown_order(sample: Sample, condition: str, sources: Sequence[Source]) -> str:
-    gone = dropped_source(condition)
-    return ",".join(s.order_name for s in item_order(sample, sources) if s.name != gone)
+    shown = _config_labels(sample, condition, sources)
+    return ",".join(s.order_name for s in item_order(sample, sources) if s.name in shown)
 
 
 def _agreement(labels: dict[str, str]) -> str:
@@ -133,16 +143,57 @@ def _agreement(labels: dict[str, str]) -> str:
 # -- contrastive decoding ------------------------------------------------------------------------
 
 
+AMATEURS: dict[str, str] = {"alone": "only", "without": "without"}
+"""The two amateur kinds of the contrastive diagnostic: ``alone`` (the input with one source only,
+``only:<source>``: the amateur carries that source's pull, so the contrast pushes away from it)
+and ``without`` (the input without one source, ``without:<source>``: the contrast amplifies
+what that source adds, so it pushes towards it)."""
+
+
+def contrastive_decodings(
+    sources: Sequence[str] = ("image", "audio", "text"),
+    amateurs: Sequence[str] = ("alone", "without"),
+    alpha: float = 0.5,
+    beta: float = 0.1,
+) -> dict[str, Any]:
+    """The contrastive diagnostic with both kinds of amateur, one method per (source, kind):
+    ``"against <source> alone"`` (amateur ``only:<source>``) and ``"favour <source>"``
+    (amateur ``without:<source>``), plus ``"greedy"``.
+
+    The paper (its Sec. 1 and 6) says it adapts contrastive decoding as a diagnostic that
+    "reduces image bias without parameter updates but introduces a residual text bias"; its text
+    gives neither the amateur nor α, β. With the contrast ``(1+α)·z − α·z'`` an amateur that
+    carries the image's pull (the image alone) lowers the image's share, which is the effect the
+    paper describes; an amateur without the image amplifies what the image adds. α = 0.5,
+    β = 0.1 (VCD's plausibility cut) are this project's choice, not the paper's.
+
+    Raises:
+        ValueError: an unknown source or amateur kind.
+    """
+    out: dict[str, Any] = {"greedy": None}
+    for kind in amateurs:
+        if kind not in AMATEURS:
+            raise ValueError(f"unknown amateur kind {kind!r}; use {' or '.join(AMATEURS)}")
+    for kind in amateurs:
+        for name in sources:
+            _check_source(name)
+            title = f"against {name} alone" if kind == "alone" else f"favour {name}"
+            out[title] = contrast(f"{AMATEURS[kind]}:{name}", alpha=alpha, beta=beta)
+    return out
+
+
 def favouring(
     favour: Sequence[str] = ("image", "text"), alpha: float = 0.5, beta: float = 0.1
 ) -> dict[str, Any]:
-    """The paper's contrastive-decoding diagnostic, one method per source: the amateur is the
-    input without that source (``without:<source>``; the paper's is ``without:image``), α = 0.5,
-    β = 0.1, named ``"favour <source>"``. The contrast ``(1+α)·z − α·z'`` amplifies what the
-    removed source adds to the next-token logits; which way each source's bias then moves is
-    what :meth:`ConflictResponses.contrast_effect` measures (the paper reports image bias down
-    and a residual text bias). Amateurs that drop a modality run in one batch with the expert:
-    a family that cannot mix rows with and without it is refused before compute."""
+    """Contrastive decoding whose amateur is the input without one source
+    (``without:<source>``), one method per source, named ``"favour <source>"``, plus
+    ``"greedy"``; α = 0.5, β = 0.1 are this project's choice (the paper gives none). The
+    contrast ``(1+α)·z − α·z'`` amplifies what the removed source adds to the next-token
+    logits, so it favours that source; the amateur that matches the paper's description (image
+    bias down, a residual text bias) is the source alone (:func:`contrastive_decodings`). Which
+    way each source's bias moves is what :meth:`ConflictResponses.decoding_effects` measures.
+    Amateurs that drop a modality run in one batch with the expert: a family that cannot mix
+    rows with and without it is refused before compute."""
     out: dict[str, Any] = {"greedy": None}
     for name in favour:
         _check_source(name)

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from interp.model import VLM
 
 
+NULLS: tuple[str, ...] = ("groups", "cells", "rows")
+
+
 @dataclass
 class BiasProbe:
     """Layer-wise probes of the response label from the last prompt token.
@@ -32,7 +35,9 @@ class BiasProbe:
     Attributes:
         probe: the fitted :class:`probes.LayerwiseProbe` (``scores_`` per layer).
         labels: the label of each probed item; ``dropped``: labels left out because they had
-            fewer items than CV folds; ``groups``: each item's group (the permutation blocks).
+            fewer items than CV folds; ``groups``: each item's group (the permutation blocks);
+        cells: each item's design cell (``evidence|order``, the strata of the ``"cells"``
+            null).
         chance: the balanced accuracy of a constant guess, 1 / classes.
     """
 
@@ -40,6 +45,7 @@ class BiasProbe:
     labels: list[str]
     dropped: dict[str, int] = field(default_factory=dict)
     groups: list[str] = field(default_factory=list)
+    cells: list[str] = field(default_factory=list)
 
     @property
     def chance(self) -> float:
@@ -48,10 +54,21 @@ class BiasProbe:
     def to_frame(self) -> pd.DataFrame:
         return self.probe.to_frame()
 
-    def above_chance(self, n_permutations: int = 2000, seed: int = 0) -> pd.DataFrame:
+    def above_chance(
+        self, n_permutations: int = 2000, seed: int = 0, null: str = "groups"
+    ) -> pd.DataFrame:
         """Per layer: the balanced accuracy of the pooled out-of-fold predictions and the
         one-sided p-value of a permutation test against chance, Bonferroni-corrected over the
         layers (``p_adjusted``); ``balanced_accuracy_folds`` is the mean over folds.
+
+        ``null`` says what the permutations keep:
+
+        - ``"groups"`` (default): whole groups' label blocks permuted among groups (below);
+        - ``"cells"``: labels permuted among the items of one design cell (evidence type ×
+          input order): what the states predict *beyond* the design, since every permutation
+          keeps each cell's label counts; the items of a cell come from different groups;
+        - ``"rows"``: labels permuted freely: the paper's reading (decodable at all, the
+          design-driven part included), which ignores that an item's orders hang together.
 
         The test (:func:`permutation_test`) holds each item's out-of-fold prediction fixed and
         permutes the labels — whole groups' label blocks (an item's orders, ``meta["group"]``)
@@ -63,14 +80,19 @@ class BiasProbe:
         refit, unlike permuting before training (it conditions on the fitted probes); a t-test
         over the few fold scores was avoided because folds share training items.
         """
+        if null not in NULLS:
+            raise ValueError(f"unknown null {null!r}; use one of {', '.join(NULLS)}")
+        if null == "cells" and len(self.cells) != len(self.labels):
+            raise ValueError("the 'cells' null needs each item's design cell (BiasProbe.cells)")
         y = np.asarray(self.labels)
         rows = []
         for layer in self.probe.layers_:
             scores = self.probe.cv_predictions_[layer]
             tested = ~np.isnan(scores).any(axis=1)
             pred = self.probe.classes_[np.argmax(np.nan_to_num(scores[tested]), axis=1)]
-            groups = np.asarray(self.groups)[tested] if self.groups else None
-            ba, p = permutation_test(y[tested], pred, n_permutations, seed, groups)
+            groups = np.asarray(self.groups)[tested] if null == "groups" and self.groups else None
+            strata = np.asarray(self.cells)[tested] if null == "cells" else None
+            ba, p = permutation_test(y[tested], pred, n_permutations, seed, groups, strata)
             folds = self.probe.fold_scores_
             mean = float(folds[folds["layer"] == layer]["balanced_accuracy"].mean())
             rows.append(
@@ -80,10 +102,10 @@ class BiasProbe:
         out["p_adjusted"] = np.minimum(1.0, out["p"] * len(out))
         return out
 
-    def decodable_from(self, level: float = 0.05) -> int | None:
+    def decodable_from(self, level: float = 0.05, null: str = "groups") -> int | None:
         """The first layer whose held-out predictions are above chance at ``level`` (one-sided
-        permutation test, Bonferroni over layers); None if no layer is."""
-        table = self.above_chance()
+        permutation test against ``null``, Bonferroni over layers); None if no layer is."""
+        table = self.above_chance(null=null)
         hits = table.index[table["p_adjusted"] < level]
         return int(hits.min()) if len(hits) else None
 
@@ -115,6 +137,7 @@ def permutation_test(
     n_permutations: int = 2000,
     seed: int = 0,
     groups: np.ndarray | None = None,
+    strata: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """Balanced accuracy of ``y_pred`` and its one-sided permutation p-value against chance:
     ``(1 + #{permuted >= observed}) / (1 + n_permutations)``, the labels permuted with the
@@ -122,12 +145,18 @@ def permutation_test(
 
     With ``groups``, whole groups' label blocks are permuted among groups of the same size (each
     block's rows keep their order), so labels that hang together within a group (an item's
-    orders) stay together under the null; without, single labels are permuted.
+    orders) stay together under the null; with ``strata`` (one cell per row), labels are
+    permuted among the rows of each stratum only; with neither, single labels are permuted.
     """
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     observed = float(balanced_accuracy(y_true, y_pred)[0])
     rng = np.random.default_rng(seed)
-    if groups is None:
+    if groups is not None and strata is not None:
+        raise ValueError("permute within groups or within strata, not both")
+    if strata is not None:
+        cells = [np.flatnonzero(np.asarray(strata) == c) for c in dict.fromkeys(strata)]
+        perms = np.stack([_shuffle_within(y_true, cells, rng) for _ in range(n_permutations)])
+    elif groups is None:
         perms = np.stack([rng.permutation(y_true) for _ in range(n_permutations)])
     else:
         blocks = _blocks(np.asarray(groups))
@@ -135,6 +164,14 @@ def permutation_test(
     null = balanced_accuracy(perms, y_pred)
     p = (1 + int((null >= observed - 1e-12).sum())) / (1 + n_permutations)
     return observed, p
+
+
+def _shuffle_within(y: np.ndarray, cells: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """``y`` with the labels of each cell's rows permuted among those rows."""
+    out = y.copy()
+    for idx in cells:
+        out[idx] = y[rng.permutation(idx)]
+    return out
 
 
 def _blocks(groups: np.ndarray) -> list[list[np.ndarray]]:
@@ -208,4 +245,5 @@ def bias_probe(
     probe = LayerwiseProbe(layers=layers, cv=cv)
     probe.fit(states.numpy(), part["label"].to_numpy(), groups=part["group"].astype(str).to_numpy())
     groups = part["group"].astype(str).tolist()
-    return BiasProbe(probe, part["label"].tolist(), dropped, groups)
+    cells = (part["evidence"].astype(str) + "|" + part["order"].astype(str)).tolist()
+    return BiasProbe(probe, part["label"].tolist(), dropped, groups, cells)

@@ -14,7 +14,7 @@ from interp.errors import EmptyInputError, ProbeError
 from .analysis import ConflictResponses
 from .figures import plot_bias, plot_positions
 from .items import default_configurations
-from .measure import conflict_responses, favouring
+from .measure import conflict_responses, contrastive_decodings
 from .probe import bias_probe
 
 
@@ -30,7 +30,11 @@ def report(inv: Invocation) -> str:
         vlm,
         samples,
         configurations=dict([full]),
-        decodings={k: v for k, v in favouring(inv.plan["favour"]).items() if v is not None},
+        decodings={
+            k: v
+            for k, v in contrastive_decodings(inv.plan["favour"], inv.plan["amateurs"]).items()
+            if v is not None
+        },
         **kw,
     )
     both = ConflictResponses(pd.concat([resp.frame, cd.frame], ignore_index=True), sources)
@@ -44,9 +48,11 @@ def report(inv: Invocation) -> str:
     base = ConflictResponses(both.frame[both.frame["configuration"] == full[0]], sources)
     decoding = out.csv(base.table("decoding"), "decoding.csv", index=True)
     competence = out.csv(both.competence(), "competence.csv")
-    effects = [base.contrast_effect(f"favour {name}") for name in inv.plan["favour"]]
+    names = [d for d in dict.fromkeys(cd.frame["decoding"])]
+    effects = [base.contrast_effect(name) for name in names]
     effect = pd.concat(effects, ignore_index=True).drop_duplicates(["decoding", "measure"])
     out.csv(effect, "contrast_effect.csv")
+    out.csv(base.decoding_effects(names), "decoding_effects.csv")
     out.figure(plot_bias(by_config, "all sources differ"), "bias.png")
     out.figure(evidence.plot("all sources differ, per evidence type"), "bias_by_evidence.png")
     out.figure(plot_positions(positions), "positions.png")

@@ -46,7 +46,9 @@ null videos and held-out contexts are videos too.
 Entry points: :func:`causal_drives` (→ :class:`CausalDrives`), :func:`source_removal` (Table 3),
 :func:`recovery_error` (Eq. 15, Fig. 5), :func:`cluster_drives` (Fig. 3, Supplementary Sec. 11),
 :func:`prefix_visual_imbalance` (S_PV, Table 4, Supplementary Sec. 12), :func:`drive_sensitivity`
-(Supplementary Sec. 10), the figures ``plot_*``, and the command ``interp drives``.
+(Supplementary Sec. 10), :func:`drive_profiles` (Fig. 2's normalised profiles) and
+:func:`support_stability` (stability over K, Supplementary Sec. 9.1), the figures ``plot_*``, and
+the command ``interp drives``.
 """
 
 from __future__ import annotations
@@ -75,6 +77,11 @@ _LAZY = {
     "prefix_visual_imbalance": "analysis",
     "Sensitivity": "sensitivity",
     "drive_sensitivity": "sensitivity",
+    "DriveProfiles": "profiles",
+    "drive_profiles": "profiles",
+    "normalised_shares": "profiles",
+    "support_stability": "profiles",
+    "plot_profiles": "figures",
     "plot_clusters": "figures",
     "plot_imbalance": "figures",
     "plot_recovery": "figures",
@@ -100,11 +107,13 @@ if TYPE_CHECKING:
     from .figures import (
         plot_clusters,
         plot_imbalance,
+        plot_profiles,
         plot_recovery,
         plot_source_removal,
         plot_trajectories,
     )
     from .measure import causal_drives, score_contexts
+    from .profiles import DriveProfiles, drive_profiles, normalised_shares, support_stability
     from .recovery import Recovery, recovery_error
     from .removal import SourceRemoval, source_removal
     from .result import CausalDrives
@@ -115,6 +124,7 @@ __all__ = [
     "DRIVES",
     "DRIVE_ALIASES",
     "DriveClusters",
+    "DriveProfiles",
     "Imbalance",
     "NEUTRAL_PROMPT",
     "NULL_IMAGES",
@@ -125,9 +135,11 @@ __all__ = [
     "cluster_drives",
     "draw_support",
     "drive_contexts",
+    "drive_profiles",
     "drive_sensitivity",
     "plot_clusters",
     "plot_imbalance",
+    "plot_profiles",
     "plot_recovery",
     "plot_source_removal",
     "plot_trajectories",
@@ -136,4 +148,6 @@ __all__ = [
     "register",
     "score_contexts",
     "source_removal",
+    "support_stability",
+    "normalised_shares",
 ]

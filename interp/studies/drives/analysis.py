@@ -37,13 +37,14 @@ def _pad(rows: Sequence[np.ndarray], width: int) -> np.ndarray:
 
 
 def _drive_arrays(
-    lps: list[np.ndarray], k: int, pmi: bool
+    lps: list[np.ndarray], k: int, pmi: bool, marginal: bool = False
 ) -> dict[str, np.ndarray | list[np.ndarray]]:
     """The drives from each sample's ``[C, T]`` natural-log context probabilities, contexts in
     the order prefix drive PCD (K), question drive QCD (K), visual drive VCD, P0 [, full, full
-    without prefix]."""
+    without prefix [, the sample's image with each support question (K)]]."""
     logw = -math.log(k)
-    out: dict[str, list[np.ndarray]] = {n: [] for n in ("p0", *DRIVES, "pmi_q", "pmi_p")}
+    names = ("p0", *DRIVES, "pmi_q", "pmi_p", "pmi_q_marginal")
+    out: dict[str, list[np.ndarray]] = {n: [] for n in names}
     for lp in lps:
         p0 = np.cumsum(lp[2 * k + 1])
         out["p0"].append(p0 / LN2)
@@ -54,6 +55,11 @@ def _drive_arrays(
         if pmi:
             out["pmi_q"].append((lp[2 * k + 2] - lp[2 * k]) / LN2)
             out["pmi_p"].append((lp[2 * k + 2] - lp[2 * k + 3]) / LN2)
+        if marginal:
+            # log P(a_t | a_<t, v) = log Σ_k P(a_≤t | v, q_k) − log Σ_k P(a_<t | v, q_k)
+            upto = np.cumsum(lp[2 * k + 4 : 3 * k + 4], axis=1)
+            denom = _logsumexp(upto) - _logsumexp(upto - lp[2 * k + 4 : 3 * k + 4])
+            out["pmi_q_marginal"].append((lp[2 * k + 2] - denom) / LN2)
     return out  # type: ignore[return-value]
 
 

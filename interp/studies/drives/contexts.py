@@ -257,12 +257,14 @@ def drive_contexts(
     null_question: str = "",
     pmi: bool = True,
     visual: str = "image",
+    pmi_marginal: bool = False,
 ) -> ContextsFn:
     """The contexts whose teacher-forced forwards give a sample's drives, in order: the K support
     pairs (v_k, q_k) for the prefix drive (PCD), the K support images with the sample's question
     (v_k, q) for the question drive (QCD), the sample's image with the null question for the
     visual drive (VCD), the null input (P0), and with ``pmi`` the
-    full input and the full input without the prefix. With ``visual="video"`` V is the video
+    full input and the full input without the prefix, and with ``pmi_marginal`` the sample's
+    image with each support question (v, q_k) (the marginal PMI_Q's denominator). With ``visual="video"`` V is the video
     (v_k: the support samples' videos; V = ∅: see :func:`_null_context`). Returns ``contexts(i, sample)`` giving
     sample i's ``(input sample, condition)`` pairs (used by :func:`causal_drives`, and by the bench
     to feed bare HF forwards the same inputs)."""
@@ -296,6 +298,11 @@ def drive_contexts(
         if pmi:
             rows.append((_compose(s.question, s.image, f"{s.id}|full", vid(s)), FULL))
             rows.append((_compose(s.question, s.image, f"{s.id}|noprefix", vid(s)), noprefix))
+        if pmi and pmi_marginal:
+            rows += [
+                (_compose(c.question, s.image, f"{s.id}|pmiq{j}", vid(s)), FULL)
+                for j, c in enumerate(sup)
+            ]
         return rows
 
     return contexts

@@ -15,6 +15,7 @@ from interp.figures import plot_mean_ci
 
 from .analysis import IMBALANCE_SCORES, DriveClusters, Imbalance
 from .contexts import DRIVES
+from .profiles import DriveProfiles
 from .recovery import RECOVERED, Recovery
 from .removal import SourceRemoval
 from .result import CausalDrives
@@ -89,19 +90,52 @@ def plot_clusters(clusters: DriveClusters, *, title: str | None = None) -> Figur
     return fig
 
 
-def plot_recovery(recovery: Recovery, *, bins: int = 10) -> Figure:
+def plot_recovery(
+    recovery: Recovery, *, bins: int = 10, blocks: Any = None, n_boot: int = 1000
+) -> Figure:
     """Fig. 5: |D(t) − G(t)| over the relative decoding position for the drive and its PMI
     baseline, question (question drive QCD vs PMI_Q) and prefix (prefix drive PCD vs PMI_P)
-    interventions, with 95% bands."""
-    b = recovery.binned(bins)
+    interventions, with the paper's 95 % block-bootstrap bands (:meth:`Recovery.binned_ci`)."""
+    ci = recovery.binned_ci(bins, blocks, n_boot)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.3))
     for ax, (title, drive, base) in zip(axes, RECOVERED):
-        _mean_band(ax, b[drive], COLORS[drive], NAMES[drive])
-        _mean_band(ax, b[base], COLORS[base], NAMES[base], ls="--")
+        for name, ls in ((drive, "-"), (base, "--")):
+            c = ci[ci["error"] == name]
+            x = c["position"].to_numpy()
+            ax.plot(x, c["mean"], color=COLORS[name], lw=2, ls=ls, label=NAMES[name])
+            ax.fill_between(x, c["low"], c["high"], color=COLORS[name], alpha=0.2, lw=0)
         ax.set_title(f"{title} intervention (M={recovery.m})", fontsize=10)
         ax.set_xlabel("relative decoding position")
         ax.legend(fontsize=8)
     axes[0].set_ylabel("recovery error |D − G| (bits)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_profiles(profiles: DriveProfiles, *, title: str | None = None) -> Figure:
+    """Fig. 2's normalised drive profiles: each drive's share of the three mean drives per
+    relative-position bin as stacked areas, and each share with its 95 % block-bootstrap
+    interval as a line and band on top."""
+    w = profiles.frame
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    x = np.sort(w["position"].unique())
+    shares = [w[w["drive"] == d]["share"].to_numpy() for d in DRIVES]
+    ax.stackplot(
+        x,
+        np.nan_to_num(shares),
+        colors=[COLORS[d] for d in DRIVES],
+        alpha=0.25,
+        labels=[NAMES[d] for d in DRIVES],
+    )
+    for d in DRIVES:
+        c = w[w["drive"] == d]
+        ax.plot(x, c["share"], color=COLORS[d], lw=1.5)
+        ax.fill_between(x, c["low"], c["high"], color=COLORS[d], alpha=0.25, lw=0)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("relative decoding position")
+    ax.set_ylabel("share of the mean drives")
+    ax.set_title(title or f"normalised drive profiles (n={len(profiles.binned)})", fontsize=10)
+    ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
 

@@ -152,6 +152,7 @@ def causal_drives(
     shard: Shard = None,
     progress_bar: bool = True,
     visual: str = "image",
+    pmi_marginal: bool = False,
 ) -> CausalDrives:
     r"""Per-token question, visual and prefix drives (the paper's QCD, VCD, PCD) and the PMI
     baselines of each sample's answer, in bits.
@@ -162,7 +163,12 @@ def causal_drives(
     - PCD_t = log2 Σ_k w_k P(a_t | a_<t, v_k, q_k) − log2 P0(a≤t)                   (Eq. 6)
     - QCD_t = log2 Σ_k w_k Π_{i≤t} P(a_i | a_<i, v_k, q) − log2 P0(a≤t)         (Eqs. 9-11)
     - VCD_t = Σ_{i≤t} log2 P(a_i | a_<i, v, ∅) − log2 P0(a≤t)                      (Eq. 14)
-    - PMI_Q = log2 P(a_t | a_<t, v, q) − log2 P(a_t | a_<t, v, ∅)                  (Eq. 24)
+    - PMI_Q = log2 P(a_t | a_<t, v, q) − log2 P(a_t | a_<t, v, ∅)                  (Eq. 24,
+      the null question standing for "Q not given": a departure from the paper's P(a_t | a_<t, v))
+    - with ``pmi_marginal``: PMI_Q as the paper writes it, log2 P(a_t | a_<t, v, q) −
+      log2 P(a_t | a_<t, v), with P(a_t | a_<t, v) = Σ_k P(a_≤t | v, q_k) / Σ_k P(a_<t | v, q_k):
+      the question marginalised over the support's questions (uniform P(Q | V) on them),
+      conditioned on the prefix (``pmi_q_marginal``; K more forwards)
     - PMI_P = log2 P(a_t | a_<t, v, q) − log2 P(a_t | v, q)                         (Eq. 25)
 
     Exactly 2K + 2 teacher-forced forwards per sample (+ 2 with ``pmi``), batched across samples
@@ -178,6 +184,7 @@ def causal_drives(
             ``"mean"`` or ``"mismatched"``.
         null_question: Q = ∅ in P0, VCD and PMI_Q: ``""`` or a prompt text.
         pmi: also compute PMI_Q and PMI_P (2 more forwards per sample).
+        pmi_marginal: also compute the marginal PMI_Q (K more forwards; needs ``pmi``).
         visual: what V is: ``"image"`` (the sample's images) or ``"video"`` (its video; the
             support pairs are (video, question); V = ∅ is ``"blind"`` (``no_video``),
             ``"black"`` / ``"mean"`` (``null_video`` frames) or ``"mismatched"``).
@@ -219,8 +226,15 @@ def causal_drives(
             progress_bar=progress_bar,
         )
     K = len(sup)
+    marginal = bool(pmi and pmi_marginal)
     contexts = drive_contexts(
-        samples, sup, null_image=nimg, null_question=qpart.arg or "", pmi=pmi, visual=visual
+        samples,
+        sup,
+        null_image=nimg,
+        null_question=qpart.arg or "",
+        pmi=pmi,
+        visual=visual,
+        pmi_marginal=marginal,
     )
 
     settings = {
@@ -231,6 +245,8 @@ def causal_drives(
     }
     if visual == "video":  # image stores keep their settings (and resume)
         settings["visual"] = visual
+    if marginal:  # stores without it keep their settings
+        settings["pmi_marginal"] = True
     extras = None
     if partners is not None:
         extras = [samples[j].fingerprint() for j in partners]
@@ -249,7 +265,7 @@ def causal_drives(
         shard=shard,
         progress_bar=progress_bar,
     )
-    arrays = _drive_arrays(lps, K, pmi)
+    arrays = _drive_arrays(lps, K, pmi, marginal)
     width = max(len(t) for t in ids)
     mask = np.zeros((len(samples), width), dtype=bool)
     for i, t in enumerate(ids):
@@ -269,8 +285,9 @@ def causal_drives(
         support_ids=[str(c.id) for c in sup],
         null_image=nimg,
         null_question=qpart.arg or "",
-        forwards_per_sample=2 * K + 2 + (2 if pmi else 0),
+        forwards_per_sample=2 * K + 2 + (2 if pmi else 0) + (K if marginal else 0),
         visual=visual,
+        pmi_q_marginal=_pad(arrays["pmi_q_marginal"], width) if marginal else None,
     )
 
 

@@ -17,6 +17,7 @@ from interp.edits import check_edits
 from interp.errors import DriveError, SupportError
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
+from probes.stats import block_bootstrap
 from probes.trajectories import relative_bins
 
 from .analysis import _logsumexp, _pad
@@ -44,6 +45,7 @@ RECOVERED: tuple[tuple[str, str, str], ...] = (
     ("prefix", "prefix_drive", "pmi_p"),
 )
 SYMBOLS = {"question_drive": "QCD", "prefix_drive": "PCD"}
+BASELINES = {"pmi_q": "PMI_Q", "pmi_p": "PMI_P", "pmi_q_marginal": "PMI_Q (marginal)"}
 
 
 @dataclass
@@ -89,7 +91,10 @@ class Recovery:
         reductions, and the share of targets where the drive's error is lower."""
         per = self.per_target()
         rows = []
-        for source, drive, base in RECOVERED:
+        pairs = list(RECOVERED)
+        if "pmi_q_marginal" in self.errors:
+            pairs.insert(1, ("question", "question_drive", "pmi_q_marginal"))
+        for source, drive, base in pairs:
             d, p = per[f"err_{drive}"].to_numpy(), per[f"err_{base}"].to_numpy()
             with np.errstate(divide="ignore", invalid="ignore"):
                 each = 1.0 - d / p
@@ -98,7 +103,7 @@ class Recovery:
                     "intervention": source,
                     "drive": SYMBOLS[drive],
                     "err_drive": float(d.mean()),
-                    "baseline": "PMI_" + base[-1].upper(),
+                    "baseline": BASELINES[base],
                     "err_pmi": float(p.mean()),
                     "reduction_of_means": float(1.0 - d.mean() / p.mean()),
                     "mean_reduction": float(np.nanmean(each)),
@@ -113,6 +118,33 @@ class Recovery:
     def binned(self, bins: int = 10) -> dict[str, np.ndarray]:
         """Each error in relative-position bins ``[N, bins]``."""
         return {k: relative_bins(np.nan_to_num(v), self.mask, bins) for k, v in self.errors.items()}
+
+    def binned_ci(
+        self,
+        bins: int = 10,
+        blocks: Sequence[Any] | None = None,
+        n_boot: int = 1000,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """Fig. 5's curves with the paper's 95 % block-bootstrap intervals: per relative-position
+        bin and error (``question_drive``, ``pmi_q``, ``prefix_drive``, ``pmi_p``), the mean
+        |D − G| over targets and its percentile interval from resampling whole blocks
+        (:func:`probes.stats.block_bootstrap`): ``blocks`` gives each target's block (the paper's
+        are its ten K = 20 support blocks); by default each target is a block, its whole
+        trajectory resampled as one. Columns ``bin``, ``position``, ``error``, ``mean``,
+        ``low``, ``high``."""
+        rows = []
+        for name, b in self.binned(bins).items():
+            low, high = block_bootstrap(
+                lambda r, b=b: b[r].mean(axis=0), len(b), blocks, n_boot, seed=seed
+            )
+            mean = b.mean(axis=0)
+            rows += [
+                {"bin": j + 1, "position": (j + 0.5) / bins, "error": name}
+                | {"mean": float(mean[j]), "low": float(low[j]), "high": float(high[j])}
+                for j in range(bins)
+            ]
+        return pd.DataFrame(rows)
 
 
 def recovery_error(
@@ -220,6 +252,8 @@ def recovery_error(
         "prefix_drive": np.abs(drives.prefix_drive - gp),
         "pmi_p": np.abs(drives.pmi_p - gp),
     }
+    if drives.pmi_q_marginal is not None:  # Eq. 24 as the paper writes it
+        errors["pmi_q_marginal"] = np.abs(drives.pmi_q_marginal - gq)
     return Recovery(
         list(drives.sample_ids),
         gq,

@@ -31,7 +31,12 @@ class CausalDrives:
             the cumulative P0.
         question_drive: the Question Causal Drive QCD (Eqs. 9-11).
         visual_drive: the Visual Causal Drive VCD (Eq. 14; not visual contrastive decoding).
-        pmi_q, pmi_p: the PMI baselines of Eqs. 24 and 25 (None when not computed).
+        pmi_q, pmi_p: the PMI baselines of Eqs. 24 and 25 (None when not computed); ``pmi_q``'s
+            denominator is P(a_t | a_<t, v, Q = ∅), the null question standing for "not
+            conditioned on Q".
+        pmi_q_marginal: Eq. 24 with its denominator as the paper writes it, P(a_t | a_<t, v),
+            the question marginalised over the support's questions given the prefix
+            (``pmi_marginal=True``; None otherwise).
         sample_ids, token_ids, tokens, answers: the targets.
         support_ids: the ids of the K support samples.
         null_image, null_question: what V = ∅ and Q = ∅ were.
@@ -58,6 +63,7 @@ class CausalDrives:
     null_question: str = ""
     forwards_per_sample: int = 0
     visual: str = "image"
+    pmi_q_marginal: Float[np.ndarray, "n t"] | None = None
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -88,7 +94,8 @@ class CausalDrives:
 
     def drive(self, name: str) -> Float[np.ndarray, "n t"]:
         """One of ``p0``, ``question_drive``, ``visual_drive``, ``prefix_drive``, ``pmi_q``,
-        ``pmi_p`` (the paper's ``qcd``, ``vcd``, ``pcd``: deprecated names of the drives)."""
+        ``pmi_p``, ``pmi_q_marginal`` (the paper's ``qcd``, ``vcd``, ``pcd``: deprecated names of
+        the drives)."""
         if name in DRIVE_ALIASES:
             warnings.warn(
                 f"the drive {name!r} is now called {DRIVE_ALIASES[name]!r}",
@@ -96,12 +103,11 @@ class CausalDrives:
                 stacklevel=3,
             )
             name = DRIVE_ALIASES[name]
-        value = getattr(self, name, None) if name in ("p0", *DRIVES, "pmi_q", "pmi_p") else None
+        names = ("p0", *DRIVES, "pmi_q", "pmi_p", "pmi_q_marginal")
+        value = getattr(self, name, None) if name in names else None
         if value is None:
-            raise DriveError(
-                f"no drive {name!r} in this result; available: "
-                f"{', '.join(n for n in ('p0', *DRIVES, 'pmi_q', 'pmi_p') if getattr(self, n) is not None)}"
-            )
+            have = ", ".join(n for n in names if getattr(self, n) is not None)
+            raise DriveError(f"no drive {name!r} in this result; available: {have}")
         return value
 
     def sample_mean(self, name: str) -> Float[np.ndarray, " n"]:
@@ -158,13 +164,15 @@ class CausalDrives:
             null_question=self.null_question,
             forwards_per_sample=self.forwards_per_sample,
             visual=self.visual,
+            pmi_q_marginal=cut(self.pmi_q_marginal),
         )
 
     def to_frame(self) -> pd.DataFrame:
         """One row per answer token: ``sample_id``, ``t`` (1-based), ``n_tokens``, ``position``
         (relative, (t − 0.5)/T), ``token_id``, ``token``, ``p0``, ``question_drive``,
         ``visual_drive``, ``prefix_drive`` and, when computed, ``pmi_q``, ``pmi_p`` (bits)."""
-        names = ["p0", *DRIVES] + [n for n in ("pmi_q", "pmi_p") if getattr(self, n) is not None]
+        pmis = ("pmi_q", "pmi_p", "pmi_q_marginal")
+        names = ["p0", *DRIVES] + [n for n in pmis if getattr(self, n) is not None]
         rows = []
         for i, sid in enumerate(self.sample_ids):
             n = len(self.token_ids[i])
@@ -196,7 +204,7 @@ class CausalDrives:
                 "s_pv": self.s_pv,
             }
         )
-        for name in ("pmi_q", "pmi_p"):
+        for name in ("pmi_q", "pmi_p", "pmi_q_marginal"):
             if getattr(self, name) is not None:
                 frame[f"mean_{name}"] = self.sample_mean(name)
         return frame

@@ -71,9 +71,10 @@ class IntegrationLayer:
         window: that window's layers, or None.
         tests: one row per (edge, window): ``edge``, ``start``, ``end``, ``mean``, ``t``,
             ``p``, ``p_holm``, ``significant`` and ``counts`` (significant, a drop, and at least
-            the stated fraction of the largest drop).
+            ``min_fraction`` of the largest drop).
         alpha: the family-wise level.
         group: the samples' group the tests ran on (None: all samples).
+        min_fraction: the effect-size floor, a fraction of the largest drop.
     """
 
     layer: int | None
@@ -81,6 +82,7 @@ class IntegrationLayer:
     tests: pd.DataFrame
     alpha: float
     group: str | None = None
+    min_fraction: float = 0.1
 
     def __str__(self) -> str:
         who = f" ({self.group})" if self.group else ""
@@ -88,13 +90,13 @@ class IntegrationLayer:
             return (
                 f"causal integration layer{who}: none (no image → text knockout lowers the "
                 f"answer's probability at α = {self.alpha}, Holm over {len(self.tests)} tests, "
-                "by at least the stated fraction of the largest drop)"
+                f"by at least {self.min_fraction:g} of the largest drop)"
             )
         span = f"{self.window[0]}–{self.window[-1]}" if self.window else ""
         return (
             f"causal integration layer{who}: {self.layer} (last window that counts {span}: a "
             f"significant drop — two-sided one-sample t-tests, Holm over {len(self.tests)} tests, "
-            f"α = {self.alpha} — of at least the stated fraction of the largest drop)"
+            f"α = {self.alpha} — of at least {self.min_fraction:g} of the largest drop)"
         )
 
 
@@ -156,10 +158,10 @@ def integration_layer(
     )
     hits = tests[tests["counts"]]
     if hits.empty:
-        return IntegrationLayer(None, None, tests, alpha, group)
+        return IntegrationLayer(None, None, tests, alpha, group, min_fraction)
     last = int(hits["start"].max())
     window = next(tuple(int(v) for v in w) for w in windows if int(w[0]) == last)
-    return IntegrationLayer(last, window, tests, alpha, group)
+    return IntegrationLayer(last, window, tests, alpha, group, min_fraction)
 
 
 @dataclass

@@ -61,6 +61,8 @@ _LAZY = {
     "check_trivial": "items",
     "families_of": "items",
     "recall_items": "items",
+    "multiple_choice": "items",
+    "MC_LABELS": "items",
     "select_families": "items",
     "METHOD_SCORES": "analysis",
     "answer_perplexity_of": "analysis",
@@ -102,10 +104,12 @@ if TYPE_CHECKING:
     from .curves import LinkingCurves, linking_curves
     from .figures import plot_accuracy, plot_linking, plot_probe_curves, plot_risk_coverage
     from .items import (
+        MC_LABELS,
         RecallItem,
         check_families,
         check_trivial,
         families_of,
+        multiple_choice,
         recall_items,
         select_families,
     )
@@ -153,6 +157,8 @@ __all__ = [
     "plot_probe_curves",
     "plot_risk_coverage",
     "recall_items",
+    "multiple_choice",
+    "MC_LABELS",
     "register",
     "risk_curves",
     "run_recall",

@@ -5,10 +5,12 @@ checks."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from interp.conditions import Condition
+import numpy as np
+
+from interp.conditions import Condition, stable_seed
 from interp.errors import EmptyInputError, RecallError, UnknownFamilyError
 from interp.samples import Sample
 
@@ -223,3 +225,75 @@ def check_trivial(trivial: Sequence[str]) -> tuple[str, ...]:
     if len(set(out)) != len(out):
         raise RecallError(f"trivial conditions {out} name a condition twice")
     return tuple(out)
+
+
+MC_LABELS: tuple[str, ...] = ("A", "B", "C", "D")
+MC_TEMPLATE = "{question} {options}"
+"""The multiple-choice prompt: the question, then the options as ``(A) x (B) y (C) z (D) w``."""
+
+
+def multiple_choice(
+    items: Sequence[RecallItem],
+    *,
+    labels: Sequence[str] = MC_LABELS,
+    template: str = MC_TEMPLATE,
+    seed: int = 0,
+) -> list[RecallItem]:
+    """The paper's multiple-choice conversion (Sec. 5, Fig. 4): each question gets
+    ``len(labels)`` options (four by default, as the paper) and its answer becomes the label of
+    the correct option, so the first generated token — the label — decides correctness.
+
+    The paper has an LLM write three plausible wrong options per question; here they are other
+    answers of the same family (distinct from the gold answer and each other), drawn with a
+    generator seeded by ``seed`` and the item id, and the gold option's place is drawn the same
+    way. Both the textual and the visual question get the same options in the same order;
+    ``meta`` records ``options``, ``correct_option`` and ``format = "multiple_choice"``. Score
+    the converted runs with ``metric="exact"`` (a bare label).
+
+    Raises:
+        RecallError: fewer than ``len(labels)`` distinct answers in a family, fewer than two
+            labels, or a template without ``{question}`` and ``{options}``.
+    """
+    labels = [str(lab) for lab in labels]
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise RecallError(f"labels must be at least two distinct option labels, got {labels}")
+    if "{question}" not in template or "{options}" not in template:
+        raise RecallError("template must contain {question} and {options}")
+    pools: dict[str, list[str]] = {}
+    for item in items:
+        pool = pools.setdefault(item.family, [])
+        if item.answer not in pool:
+            pool.append(item.answer)
+    for family, pool in pools.items():
+        if len(pool) < len(labels):
+            raise RecallError(
+                f"family {family!r} has {len(pool)} distinct answers, too few for "
+                f"{len(labels)} options; pass fewer labels or more items"
+            )
+    out = []
+    for item in items:
+        rng = np.random.default_rng([seed, stable_seed(item.id)])
+        others = [a for a in pools[item.family] if a != item.answer]
+        picked = [others[i] for i in rng.choice(len(others), len(labels) - 1, replace=False)]
+        where = int(rng.integers(len(labels)))
+        options = picked[:where] + [item.answer] + picked[where:]
+        shown = " ".join(f"({lab}) {opt}" for lab, opt in zip(labels, options))
+
+        def ask(question: str, shown: str = shown) -> str:
+            return template.format(question=question, options=shown)
+
+        out.append(
+            replace(
+                item,
+                textual=ask(item.textual),
+                visual=ask(item.visual),
+                answer=labels[where],
+                meta={
+                    **item.meta,
+                    "options": options,
+                    "correct_option": item.answer,
+                    "format": "multiple_choice",
+                },
+            )
+        )
+    return out

@@ -12,10 +12,10 @@ Settings per paper:
   correctness) and Table 7 (|D|, |D_VT|, |D_T|) on VLind-Bench and ViLP; conditions ``full`` vs
   ``blind``, cosine distance, exact answer match, at most 8 new tokens; the VIP is the paper's for
   the model (Appendix C, :data:`~.published.COE_VIPS`), else Eq. 9 with beta = 2 and no
-  significance floor (Appendix B.2). **Read position**: :data:`COE_READ_AT`. The paper reads the
-  last *generated* token (Appendix C); this library's ``coe`` reads the last prompt token until
-  its ``read_at`` option exists. The setting is one name here: set it to ``"generated"`` once
-  ``interp coe --read-at`` exists, and the recipe passes it on.
+  significance floor (Appendix B.2). **Read position**: :data:`COE_READ_AT` — the paper's, the
+  last *generated* token (Appendix C), on a real checkpoint; on the demo models the last prompt
+  token, ``interp coe``'s default (their one-token answers put D_VT's two states on different
+  tokens, so the generated reading differs most at the embeddings; ``docs/papers.md``).
 - ``recall`` — the Text Only vs Visual accuracy of Sec. 4 (two-way inclusion).
 - ``drives`` — the source-removal check of Table 3 (MAVIS: the first 500 samples, reference
   ``verifiable_facts[0]``).
@@ -36,9 +36,9 @@ import pandas as pd
 
 from .published import coe_vip
 
-COE_READ_AT: str | None = None
-"""None: the ``coe`` command's own read position (the last prompt token). ``"generated"``:
-pass ``--read-at generated`` (the paper's: the last generated token), once the command has it."""
+COE_READ_AT = "generated"
+"""The read position of the coe recipe on a real checkpoint (``--read-at``; the paper's Appendix C:
+the last generated token). The demo models keep the command's default, the last prompt token."""
 
 DEMO_MODELS = ("demo", "demo-smol", "demo-omni")
 
@@ -78,7 +78,7 @@ def coe_args(model: str) -> list[str]:
     args += ["--max-new-tokens", "8", "--visual-attention"]
     vip = coe_vip(model)
     args += ["--vip", str(vip)] if vip is not None else ["--vip-rule", "eq9", "--alpha", "0"]
-    if COE_READ_AT is not None:
+    if not is_demo(model):
         args += ["--read-at", COE_READ_AT]
     return args
 
@@ -217,8 +217,8 @@ RECIPES: dict[str, Recipe] = {
         notes=(
             "demo stand-ins: VLind → demo:color (counterfactual colours), ViLP → demo:exist "
             "(co-occurrence prior)",
-            "read position: the last prompt token (the paper: the last generated token); "
-            "see COE_READ_AT",
+            "read position: the last generated token as the paper's Appendix C (the last prompt "
+            "token on the demo models; see COE_READ_AT)",
         ),
     ),
     "recall": Recipe(

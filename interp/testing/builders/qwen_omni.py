@@ -263,6 +263,68 @@ def build_qwen3_omni_moe_thinker(
     )
 
 
+# The full checkpoint's speech parts, as small as their classes build (they are saved, never loaded).
+_TALKER = {
+    "vocab_size": 64,
+    "embedding_size": TEXT_HIDDEN,
+    "hidden_size": TEXT_HIDDEN,
+    "intermediate_size": TEXT_HIDDEN,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": TEXT_HIDDEN // 2,
+    "rope_parameters": _rope(),
+}
+_TOKEN2WAV = {
+    "dit_config": {
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "ff_mult": 1,
+        "emb_dim": 16,
+        "head_dim": 16,
+        "enc_emb_dim": 16,
+        "enc_dim": 16,
+        "enc_channels": [16, 16, 16, 16, 32],
+        "enc_attention_channels": 8,
+        "enc_res2net_scale": 2,
+        "enc_se_channels": 8,
+        "mel_dim": 16,
+        "repeats": 1,
+        "num_embeds": 64,
+    },
+    "bigvgan_config": {
+        "mel_dim": 16,
+        "upsample_initial_channel": 16,
+        "resblock_kernel_sizes": [3],
+        "resblock_dilation_sizes": [[1, 3, 5]],
+        "upsample_rates": [2],
+        "upsample_kernel_sizes": [4],
+    },
+}
+
+
+def save_qwen2_5_omni_checkpoint(folder: Any, seed: int = 0) -> Any:
+    """Save a tiny *full* Qwen2.5-Omni checkpoint (``model_type='qwen2_5_omni'``: thinker, talker
+    and token2wav, as every ``Qwen/Qwen2.5-Omni-*`` folder holds them) with its processor to
+    ``folder``; its thinker is :func:`build_qwen2_5_omni_thinker`'s of the same ``seed``. Returns
+    the full model."""
+    from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration
+
+    from ...demo.omni.model import save_processor
+
+    thinker, processor = build_qwen2_5_omni_thinker(seed=seed)
+    config = Qwen2_5OmniConfig(
+        thinker_config=thinker.config.to_dict(), talker_config=_TALKER, token2wav_config=_TOKEN2WAV
+    )
+    config.architectures = [Qwen2_5OmniForConditionalGeneration.__name__]
+    full = Qwen2_5OmniForConditionalGeneration(config).eval()
+    full.thinker.load_state_dict(thinker.state_dict())
+    full.save_pretrained(str(folder))
+    save_processor(processor, folder)
+    return full
+
+
 __all__ = [
     "AUDIO_PLACEHOLDER",
     "IMAGE_PLACEHOLDER",
@@ -270,4 +332,5 @@ __all__ = [
     "build_qwen2_5_omni_thinker",
     "build_qwen3_omni_moe_thinker",
     "omni_tokenizer",
+    "save_qwen2_5_omni_checkpoint",
 ]

@@ -21,21 +21,19 @@ Registering a new architecture is a few lines::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 import torch
-from einops import reduce
-from transformers import PretrainedConfig, PreTrainedModel
+from transformers import PreTrainedModel
 
-from . import region_layouts as rl
-from .errors import ModalityError, UnsupportedArchitectureError
-from .prompts import PromptBuilder, chat_content, chat_prompt
-from .samples import IMAGE_SLOT
+from .. import region_layouts as rl
+from ..errors import ModalityError, UnsupportedArchitectureError
+from ..prompts import PromptBuilder, chat_prompt
+from .pixels import PIXEL_ROWS, PixelLayout
 
 Fusion = Literal["tokens", "cross_attention"]
 
-PixelLayout = Literal["images", "patches", "rows", "tiles", "cross_tiles"]
 Modality = Literal["image", "audio", "video"]
 MODALITIES: tuple[Modality, ...] = ("image", "audio", "video")
 
@@ -56,8 +54,97 @@ def module_path(root: torch.nn.Module, module: torch.nn.Module) -> str:
 
 
 @dataclass(frozen=True)
+class Prompt:
+    """How a family's prompts and encodings are written (see :class:`Adapter` for each field)."""
+
+    build_prompt: PromptBuilder = chat_prompt
+    target_fields: dict[str, int] = field(default_factory=dict)
+    blind_by_stripping: bool = False
+    images_per_row: bool = False
+
+
+@dataclass(frozen=True)
+class Features:
+    """Where each modality's features come from and which tokens hold them."""
+
+    image_features: str = ""
+    audio_features: str | None = None
+    video_features: str | None = None
+    fusion: Fusion = "tokens"
+    image_token_attrs: tuple[str, ...] = ("image_token_id", "image_token_index")
+    audio_token_attrs: tuple[str, ...] = ("audio_token_id", "audio_token_index")
+    video_token_attrs: tuple[str, ...] = ("video_token_id", "video_token_index")
+    audio_kwarg: str = "audio"
+    video_kwarg: str = "videos"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How pixels and image tokens are laid out. ``layout_verified``: a test checks the layout
+    against the stock processor; only then do layout-dependent features (pixel-space conditions
+    such as ``distort``, token regions, attribution maps, region edits) run (they raise
+    :class:`~interp.errors.LayoutNotMappedError` before any compute otherwise)."""
+
+    pixel_layout: PixelLayout = "images"
+    token_layout: rl.LayoutFn | None = None
+    no_layout: str = ""
+    layout_verified: bool = False
+
+
+@dataclass(frozen=True)
+class Modalities:
+    """The input kinds a family takes and how rows carrying them may be batched."""
+
+    modalities: tuple[Modality, ...] = ("image",)
+    mixed_batches: bool = True
+    mixed_audio: bool = True
+    mixed_video: bool = True
+    video_in_image_tokens: bool = False
+    stacked_videos: bool = False
+
+
+@dataclass(frozen=True)
+class Modules:
+    """Where the decoder's parts are, and the forward's quirks."""
+
+    decoder_path: str | None = None
+    norm_attr: str | None = None
+    attention_module: str = "self_attn"
+    attention_scores_site: tuple[str, ...] = ("attention_interface_1", "nn_functional_softmax_0")
+    embeddings_kwarg: str | None = None
+    cross_attention_layers_attr: str | None = None
+    text_only_module: str | None = None
+    forward_inputs: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+
+# the decoder attributes tried, in order, for the final norm when an entry names none
+NORMS = ("norm", "final_layer_norm", "final_layernorm", "ln_f", "norm_f", "final_norm")
+
+# part attribute -> its class; every part field is also readable (and settable in the
+# constructor) by its own name on the Adapter: ``adapter.pixel_layout is adapter.layout.pixel_layout``
+PARTS: dict[str, type] = {
+    "prompt": Prompt,
+    "features": Features,
+    "layout": Layout,
+    "media": Modalities,
+    "modules": Modules,
+}
+FLAT: dict[str, str] = {f.name: part for part, cls in PARTS.items() for f in fields(cls)}
+
+
+@dataclass(frozen=True, init=False)
 class Adapter:
     """What the library needs to know about one architecture family.
+
+    The facts live in five typed parts — ``prompt`` (:class:`Prompt`), ``features``
+    (:class:`Features`), ``layout`` (:class:`Layout`), ``media`` (:class:`Modalities`) and
+    ``modules`` (:class:`Modules`) — and each part's field is also read, and given to the
+    constructor or ``dataclasses.replace``, by its own name (``adapter.pixel_layout`` is
+    ``adapter.layout.pixel_layout``), so ``Adapter(name=..., model_types=..., image_features=...)``
+    reads as before. ``inferred`` names the pattern of an entry inferred from the config
+    (:mod:`interp.adapters.infer`); "" for a written entry. ``layout_verified`` (in ``layout``):
+    a test checks the entry's pixel and token layouts against the stock processor; without it
+    layout-dependent features raise :class:`~interp.errors.LayoutNotMappedError`.
 
     Attributes:
         name: short name shown in errors and reprs.
@@ -74,7 +161,8 @@ class Adapter:
             they give alone. When False, the library runs such rows in separate forwards.
         decoder_path: override for the decoder (the module holding ``.layers``); default
             ``model.get_decoder()``.
-        norm_attr: the decoder's final-norm attribute.
+        norm_attr: the decoder's final-norm attribute; None: the first of :data:`NORMS` the
+            decoder has (``norm``, OPT's ``final_layer_norm``, Persimmon's ``final_layernorm`` ...).
         build_prompt: prompt builder; default :func:`chat_prompt`.
         target_fields: for teacher forcing, per-token encoding fields whose appended-target positions
             take a fixed value instead of copying the last prompt position (PaliGemma marks the answer
@@ -143,41 +231,60 @@ class Adapter:
 
     name: str
     model_types: tuple[str, ...]
-    image_features: str
-    fusion: Fusion = "tokens"
-    image_token_attrs: tuple[str, ...] = ("image_token_id", "image_token_index")
-    images_per_row: bool = False
-    mixed_batches: bool = True
-    decoder_path: str | None = None
-    norm_attr: str = "norm"
-    build_prompt: PromptBuilder = chat_prompt
-    target_fields: dict[str, int] = field(default_factory=dict)
-    cross_attention_layers_attr: str | None = None
-    text_only_module: str | None = None
-    forward_inputs: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    blind_by_stripping: bool = False
-    pixel_layout: PixelLayout = "images"
-    attention_module: str = "self_attn"
-    attention_scores_site: tuple[str, ...] = ("attention_interface_1", "nn_functional_softmax_0")
-    embeddings_kwarg: str | None = None
-    token_layout: rl.LayoutFn | None = None
-    no_layout: str = ""
     notes: str = ""
-    modalities: tuple[Modality, ...] = ("image",)
-    audio_features: str | None = None
-    video_features: str | None = None
-    audio_token_attrs: tuple[str, ...] = ("audio_token_id", "audio_token_index")
-    video_token_attrs: tuple[str, ...] = ("video_token_id", "video_token_index")
-    audio_kwarg: str = "audio"
-    video_kwarg: str = "videos"
-    mixed_audio: bool = True
-    mixed_video: bool = True
-    video_in_image_tokens: bool = False
-    stacked_videos: bool = False
+    prompt: Prompt = field(default_factory=Prompt)
+    features: Features = field(default_factory=Features)
+    layout: Layout = field(default_factory=Layout)
+    media: Modalities = field(default_factory=Modalities)
+    modules: Modules = field(default_factory=Modules)
+    inferred: str = ""
 
-    def __post_init__(self) -> None:
-        if self.blind_by_stripping and self.mixed_batches:
-            object.__setattr__(self, "mixed_batches", False)
+    def __init__(
+        self,
+        name: str,
+        model_types: tuple[str, ...],
+        *,
+        notes: str = "",
+        prompt: Prompt | None = None,
+        features: Features | None = None,
+        layout: Layout | None = None,
+        media: Modalities | None = None,
+        modules: Modules | None = None,
+        inferred: str = "",
+        **flat: Any,
+    ) -> None:
+        unknown = sorted(set(flat) - set(FLAT))
+        if unknown:
+            raise TypeError(f"Adapter got unknown fields {unknown}; known: {sorted(FLAT)}")
+        given = {
+            "prompt": prompt,
+            "features": features,
+            "layout": layout,
+            "media": media,
+            "modules": modules,
+        }
+        set_ = object.__setattr__
+        set_(self, "name", name)
+        set_(self, "model_types", tuple(model_types))
+        set_(self, "notes", notes)
+        set_(self, "inferred", inferred)
+        for part, cls in PARTS.items():
+            mine = {k: v for k, v in flat.items() if FLAT[k] == part}
+            base = given[part]
+            value = cls(**mine) if base is None else replace(base, **mine)
+            set_(self, part, value)
+        if self.prompt.blind_by_stripping and self.media.mixed_batches:
+            set_(self, "media", replace(self.media, mixed_batches=False))
+
+    def __getattr__(self, name: str) -> Any:
+        part = FLAT.get(name)
+        if part is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(object.__getattribute__(self, part), name)
+
+    def replace(self, **changes: Any) -> Adapter:
+        """A copy with ``changes`` (part fields by their own names, or whole parts)."""
+        return replace(self, **changes)
 
     # -- module resolution ------------------------------------------------------------------------
 
@@ -192,7 +299,17 @@ class Adapter:
         return self.decoder(model).layers
 
     def final_norm(self, model: PreTrainedModel) -> torch.nn.Module:
-        return getattr(self.decoder(model), self.norm_attr)
+        decoder = self.decoder(model)
+        if self.norm_attr is not None:
+            return getattr(decoder, self.norm_attr)
+        for name in NORMS:
+            norm = getattr(decoder, name, None)
+            if isinstance(norm, torch.nn.Module):
+                return norm
+        raise AttributeError(
+            f"{self.name} — the decoder {type(decoder).__name__} has none of the final "
+            f"norms {NORMS}; set norm_attr"
+        )
 
     def lm_head(self, model: PreTrainedModel) -> torch.nn.Module:
         return model.get_output_embeddings()
@@ -286,43 +403,27 @@ class Adapter:
         video_mask: torch.Tensor | None = None,
     ) -> list[Any]:
         """Per row, an index into ``inputs["pixel_values"]`` selecting that row's real image
-        pixels (``None`` for a row without images); see ``pixel_layout``. ``video_mask`` marks
-        video positions of a family whose video frames share ``pixel_values`` with the images
+        pixels (``None`` for a row without images); see ``pixel_layout`` and
+        :data:`~interp.adapters.pixels.PIXEL_ROWS`. ``video_mask`` marks video positions of a
+        family whose video frames share ``pixel_values`` with the images
         (``video_in_image_tokens``): their frames are left out."""
-        pixels = inputs["pixel_values"]
-        if self.pixel_layout == "tiles" and video_mask is not None and bool(video_mask.any()):
-            return _image_tiles(
-                image_mask, video_mask, int(processor.image_seq_length), images_per_row
+        self.require_layout("pixel-space conditions")
+        rows = PIXEL_ROWS[self.pixel_layout]
+        return rows(inputs, images_per_row, image_mask, processor, video_mask)
+
+    def require_layout(self, feature: str) -> None:
+        """Raise :class:`~interp.errors.LayoutNotMappedError` (before any compute) unless this
+        family's pixel and token layouts were verified against its processor."""
+        if not self.layout_verified:
+            from ..errors import LayoutNotMappedError
+
+            raise LayoutNotMappedError(
+                f"{self.name} (model types {', '.join(self.model_types)}): {feature} need the "
+                "family's pixel/token layout, which is not verified against its processor for "
+                "this type; reads, scores, generation and token-level edits work. To enable it, "
+                "register an entry whose layout a test checks (Adapter.pixel_layout, "
+                "token_layout, layout_verified=True)"
             )
-        out: list[Any] = []
-        if self.pixel_layout in ("rows", "cross_tiles"):
-            for row, n in enumerate(images_per_row):
-                if not n:
-                    out.append(None)
-                elif self.pixel_layout == "cross_tiles":
-                    out.append((row, inputs["aspect_ratio_mask"][row].bool()))
-                else:
-                    # padding images are all zero
-                    real = reduce(pixels[row].ne(0), "image ... -> image", "max")
-                    out.append((row, real))
-            return out
-        if self.pixel_layout == "patches":
-            grid = inputs["image_grid_thw"]
-            sizes = grid.prod(-1).tolist()
-            counts, k = [], 0
-            for n in images_per_row:
-                counts.append(int(sum(sizes[k : k + n])))
-                k += n
-        elif self.pixel_layout == "tiles":
-            seq = int(processor.image_seq_length)
-            counts = [int(c) // seq for c in image_mask.sum(1).tolist()]
-        else:
-            counts = list(images_per_row)
-        start = 0
-        for n in counts:
-            out.append(slice(start, start + n) if n else None)
-            start += n
-        return out
 
     def deepstack_layers(self, model: PreTrainedModel) -> int:
         """How many DeepStack feature sets the vision model adds after early decoder layers (Qwen3-VL's
@@ -342,83 +443,20 @@ class Adapter:
         return int(per_tile)
 
 
-def _image_tiles(
-    image_mask: torch.Tensor, video_mask: torch.Tensor, seq: int, images_per_row: Sequence[int]
-) -> list[Any]:
-    """Per row, the indices of its image tiles in ``pixel_values`` where image tiles and video
-    frames lie there together in placement order, ``seq`` placeholder positions each."""
-    both = image_mask | video_mask
-    is_video = video_mask[both][::seq].cpu()  # one entry per tile or frame, row-major
-    row_of = both.nonzero()[:, 0][::seq].cpu()
-    out: list[Any] = []
-    for row, n in enumerate(images_per_row):
-        picked = ((row_of == row) & ~is_video).nonzero().flatten()
-        out.append(picked if n and len(picked) else None)
-    return out
-
-
-ADAPTERS: dict[str, Adapter] = {}
-
-
-def register_adapter(adapter: Adapter, *, overwrite: bool = False) -> Adapter:
-    """Make an architecture loadable by :func:`interp.load`.
-
-    Each of ``adapter.model_types`` is mapped to the entry. Pass ``overwrite=True`` to replace an
-    existing entry (e.g. to correct a module path for another transformers version).
-    """
-    for model_type in adapter.model_types:
-        if model_type in ADAPTERS and not overwrite and ADAPTERS[model_type] != adapter:
-            raise ValueError(
-                f"an adapter for model_type {model_type!r} is already registered "
-                f"({ADAPTERS[model_type].name!r}); pass overwrite=True to replace it"
-            )
-        ADAPTERS[model_type] = adapter
-    return adapter
-
-
-def supported_architectures() -> list[str]:
-    """Registered ``config.model_type`` values."""
-    return sorted(ADAPTERS)
-
-
-def adapter_for(model: PreTrainedModel | PretrainedConfig) -> Adapter:
-    """The registered adapter for a loaded HF model (or its config), resolved from
-    ``config.model_type``.
-
-    Raises:
-        UnsupportedArchitectureError: no entry serves this model type.
-    """
-    config = model if isinstance(model, PretrainedConfig) else getattr(model, "config", None)
-    model_type = getattr(config, "model_type", None)
-    if model_type in ADAPTERS:
-        return ADAPTERS[model_type]
-    name = (
-        type(model).__name__
-        if not isinstance(model, PretrainedConfig)
-        else (config.architectures or ["?"])[0]
-    )
-    raise UnsupportedArchitectureError(
-        f"{name} (config.model_type={model_type!r}) has no adapter. "
-        f"Supported model types: {', '.join(supported_architectures())}. "
-        "To add one, register an entry: "
-        "interp.register_adapter(interp.Adapter(name=..., model_types=(model_type,), "
-        "image_features='<path of the module producing image features>')) — see interp/adapters.py."
-    )
-
-
-# the supported families: one entry each, registered on import
-from . import families as _families  # noqa: E402, F401
-
 __all__ = [
-    "ADAPTERS",
+    "FLAT",
     "MODALITIES",
-    "Modality",
-    "IMAGE_SLOT",
+    "NORMS",
+    "PARTS",
     "Adapter",
-    "chat_content",
-    "adapter_for",
-    "chat_prompt",
+    "Features",
+    "Fusion",
+    "Layout",
+    "Modalities",
+    "Modality",
+    "Modules",
+    "PixelLayout",
+    "Prompt",
+    "get_path",
     "module_path",
-    "register_adapter",
-    "supported_architectures",
 ]

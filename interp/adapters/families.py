@@ -1,17 +1,20 @@
 """The built-in adapter entries: one :class:`~interp.adapters.Adapter` per supported family.
 
-Imported by :mod:`interp.adapters` (at its end), which registers them; a new architecture is a
-few lines here, or a :func:`~interp.register_adapter` call in user code.
+Each entry holds what the inference rules of :mod:`interp.adapters.infer` cannot see for its family
+(a pixel or token layout verified against the stock processor, a prompt quirk, a batching limit,
+a differently named feature site); :mod:`interp.adapters` registers them on import. A new
+architecture is a few lines here, or a :func:`~interp.register_adapter` call in user code.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import region_layouts as rl
-from .adapters import Adapter, register_adapter
-from .prompts import chat_prompt
-from .samples import IMAGE_SLOT
+from .. import region_layouts as rl
+from ..prompts import chat_prompt
+from ..samples import IMAGE_SLOT
+from .base import Adapter
+from .registry import register_adapter, register_variant
 
 
 def _prefix_prompt(processor: Any, question: str, n_images: int | bool) -> str:
@@ -46,12 +49,14 @@ _QWEN_OMNI_AUDIO = (
 
 for _adapter in (
     Adapter(
+        layout_verified=True,
         name="llava",
         model_types=("llava",),
         image_features="model.multi_modal_projector",
         token_layout=rl.llava_layout,
     ),
     Adapter(
+        layout_verified=True,
         name="llava_next",
         token_layout=rl.anyres_layout,
         model_types=("llava_next",),
@@ -59,6 +64,7 @@ for _adapter in (
         notes=_LLAVA_ANYRES,
     ),
     Adapter(
+        layout_verified=True,
         name="llava_onevision",
         stacked_videos=True,
         # nested per row, as apply_chat_template passes them: a row of several images then gets
@@ -73,6 +79,7 @@ for _adapter in (
         video_features="model.multi_modal_projector",
     ),
     Adapter(
+        layout_verified=True,
         name="qwen2_vl",
         token_layout=rl.qwen_layout,
         model_types=("qwen2_vl",),
@@ -83,6 +90,7 @@ for _adapter in (
         video_features="model.visual",
     ),
     Adapter(
+        layout_verified=True,
         name="qwen2_5_vl",
         token_layout=rl.qwen_layout,
         model_types=("qwen2_5_vl",),
@@ -93,6 +101,7 @@ for _adapter in (
         video_features="model.visual",
     ),
     Adapter(
+        layout_verified=True,
         name="qwen3_vl",
         token_layout=rl.qwen_layout,
         model_types=("qwen3_vl",),
@@ -105,6 +114,7 @@ for _adapter in (
         video_features="model.visual",
     ),
     Adapter(
+        layout_verified=True,
         name="qwen2_audio",
         model_types=("qwen2_audio",),
         image_features="",
@@ -115,6 +125,7 @@ for _adapter in (
         "<|AUDIO|> to one token per feature vector (25 per second of audio)",
     ),
     Adapter(
+        layout_verified=True,
         name="qwen2_5_omni_thinker",
         token_layout=rl.qwen_layout,
         model_types=("qwen2_5_omni_thinker",),
@@ -126,6 +137,7 @@ for _adapter in (
         video_features="model.visual",
     ),
     Adapter(
+        layout_verified=True,
         name="qwen3_omni_moe_thinker",
         token_layout=rl.qwen_layout,
         model_types=("qwen3_omni_moe_thinker",),
@@ -142,6 +154,7 @@ for _adapter in (
         video_features="model.visual",
     ),
     Adapter(
+        layout_verified=True,
         name="gemma4",
         token_layout=rl.gemma4_layout,
         model_types=("gemma4",),
@@ -160,6 +173,7 @@ for _adapter in (
         video_features="model.embed_vision",
     ),
     Adapter(
+        layout_verified=True,
         name="llava_next_video",
         stacked_videos=True,
         token_layout=rl.anyres_layout,
@@ -170,6 +184,7 @@ for _adapter in (
         video_features="model.multi_modal_projector",
     ),
     Adapter(
+        layout_verified=True,
         name="internvl",
         stacked_videos=True,
         token_layout=rl.internvl_layout,
@@ -186,6 +201,7 @@ for _adapter in (
         video_in_image_tokens=True,
     ),
     Adapter(
+        layout_verified=True,
         name="idefics3",
         token_layout=rl.idefics3_layout,
         model_types=("idefics3", "smolvlm"),
@@ -194,6 +210,7 @@ for _adapter in (
         pixel_layout="rows",
     ),
     Adapter(
+        layout_verified=True,
         name="gemma3",
         token_layout=rl.gemma3_layout,
         model_types=("gemma3",),
@@ -201,6 +218,7 @@ for _adapter in (
         images_per_row=True,
     ),
     Adapter(
+        layout_verified=True,
         name="paligemma",
         token_layout=rl.llava_layout,
         model_types=("paligemma",),
@@ -213,6 +231,7 @@ for _adapter in (
         "image, so a blind prompt is the image prompt with its image tokens removed",
     ),
     Adapter(
+        layout_verified=True,
         name="mllama",
         no_layout="the image reaches the text through cross-attention layers; the sequence "
         "holds one <|image|> marker, no image tokens",
@@ -228,6 +247,7 @@ for _adapter in (
         "(blind rows batched with image rows would run those layers and differ)",
     ),
     Adapter(
+        layout_verified=True,
         name="instructblip",
         no_layout="the image tokens are Q-Former query tokens, each attending to the whole image",
         model_types=("instructblip",),
@@ -238,5 +258,41 @@ for _adapter in (
         notes="Q-Former fusion: the processor prepends the query tokens before left padding, so single "
         "forwards get mask-derived position_ids; text-only batches run the language model alone",
     ),
+    # families needing one fix the inference rules cannot see; their layouts are not verified
+    Adapter(
+        name="lfm2_vl",
+        model_types=("lfm2_vl", "lfm3_vl"),
+        image_features="model.multi_modal_projector",
+        norm_attr="embedding_norm",
+        notes="LFM2's final norm is named embedding_norm (applied after the last layer)",
+    ),
+    Adapter(
+        name="llama4",
+        model_types=("llama4",),
+        image_features="multi_modal_projector",
+        decoder_path="language_model.model",
+        notes="the decoder sits inside a causal LM (language_model.model), which get_decoder "
+        "returns whole",
+    ),
 ):
     register_adapter(_adapter)
+
+
+def _llava_tower(config: Any, entry: Adapter) -> Adapter:
+    """A ``llava`` config with a Pixtral vision tower (Pixtral / Mistral-style checkpoints saved as
+    ``llava``): the processor is Pixtral's (variable image sizes, ``[IMG_BREAK]`` per row), not
+    the fixed grid ``llava_layout`` assumes, so the layouts are not the entry's."""
+    vision = getattr(getattr(config, "vision_config", None), "model_type", None)
+    if vision != "pixtral":
+        return entry
+    return entry.replace(
+        name="llava (pixtral tower)",
+        token_layout=None,
+        layout_verified=False,
+        notes="a llava config with a Pixtral vision tower: image tokens follow Pixtral's "
+        "variable grid with [IMG_BREAK] rows, not llava's fixed grid; layout-dependent "
+        "features are refused",
+    )
+
+
+register_variant("llava", _llava_tower)

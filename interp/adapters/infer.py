@@ -1,0 +1,286 @@
+"""Adapters inferred from the config and the module tree, and the checks every adapter passes at load.
+
+Only types of transformers' ``MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES`` are inferred (a type outside
+it, such as a renamed or remote-code model, needs an entry). Three patterns cover most decoder-only multimodal models transformers ships:
+
+- ``llava-like``: an image-token id in the config, a ``vision_config``, and a projector module
+  (the first of :data:`PROJECTORS` the model has) whose output is placed at the image tokens;
+- ``qwen-vl-like``: a vision config with ``spatial_merge_size`` and ``temporal_patch_size``
+  (M-RoPE, patches flattened over the batch): the features come from ``model.visual``;
+- ``audio-lm``: an audio-token id and no image-token id: the projector (else the audio tower).
+
+The rules, in order (:func:`infer_adapter` reads the config, :func:`complete` the module tree):
+
+1. token ids: ``image_token_id`` / ``image_token_index`` (``audio_…``, ``video_…``) on the config
+   or its text config; a modality is taken when its id is set (not None);
+2. refused up front: encoder–decoder configs, Q-Former configs (``qformer_config``), configs with
+   no placeholder-token id;
+3. the decoder is ``model.get_decoder()`` and must hold ``.layers``;
+4. the final norm is the decoder's first attribute among :data:`NORMS`;
+5. the head is ``model.get_output_embeddings()``;
+6. the feature site: ``model.visual`` (qwen-vl-like), else the first of :data:`PROJECTORS`.
+
+An inferred adapter's pixel and token layouts are not verified against the processor, so every
+layout-dependent feature (pixel-space conditions such as ``distort``, token regions, attribution
+maps, region edits) raises :class:`~interp.errors.LayoutNotMappedError` on it before compute.
+
+:func:`verify` runs on every adapter when a model loads (meta shapes suffice): the layer path holds
+the text config's number of decoder layers, the final norm's width equals the head's input width,
+each feature site resolves. A failure raises :class:`~interp.errors.AdapterCheckError` naming the
+field to set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..errors import AdapterCheckError
+from .base import NORMS, Adapter
+
+PROJECTORS = (
+    "model.multi_modal_projector",
+    "model.connector",
+    "model.mm_projector",
+    "model.multimodal_projector",
+    "model.vision_projection",
+    "model.projector",
+    "model.embed_vision",
+    "model.audio_projector",
+    "model.aligner",
+    "model.resampler_model",
+)
+AUDIO_SITES = (
+    "model.multi_modal_projector",
+    "model.audio_projector",
+    "model.projector",
+    "model.audio_tower",
+)
+PATTERNS = ("llava-like", "qwen-vl-like", "audio-lm")
+
+
+def _token(config: Any, kind: str) -> int | None:
+    for cfg in (config, _text(config)):
+        for attr in (f"{kind}_token_id", f"{kind}_token_index"):
+            value = getattr(cfg, attr, None)
+            if value is not None:
+                return int(value)
+    return None
+
+
+def _text(config: Any) -> Any:
+    try:
+        return config.get_text_config()
+    except Exception:  # noqa: BLE001 - configs without a text config
+        return config
+
+
+def pattern_of(config: Any) -> tuple[str | None, str]:
+    """The pattern ``config`` follows (one of :data:`PATTERNS`), or None and why not."""
+    if config is None:
+        return None, "no config"
+    if getattr(config, "is_encoder_decoder", False) or getattr(
+        _text(config), "is_encoder_decoder", False
+    ):
+        return None, "an encoder-decoder model (the library reads decoder-only models)"
+    if getattr(config, "qformer_config", None) is not None:
+        return None, (
+            "Q-Former fusion (the image tokens are learned queries): register an entry like "
+            "the instructblip one"
+        )
+    image, audio = _token(config, "image"), _token(config, "audio")
+    vision = getattr(config, "vision_config", None)
+    if image is not None and vision is not None:
+        if getattr(vision, "spatial_merge_size", None) and getattr(
+            vision, "temporal_patch_size", None
+        ):
+            return "qwen-vl-like", ""
+        return "llava-like", ""
+    if audio is not None and image is None:
+        return "audio-lm", ""
+    if image is not None:
+        return None, "an image-token id but no vision_config"
+    return None, "no image- or audio-token id in the config (image_token_id / audio_token_id)"
+
+
+def nearest_pattern(config: Any) -> str:
+    """For a refusal message: the supported pattern closest to ``config``."""
+    if config is None:
+        return "llava-like"
+    if getattr(config, "audio_config", None) is not None and _token(config, "image") is None:
+        return "audio-lm (an audio_token_id and a projector)"
+    vision = getattr(config, "vision_config", None)
+    if vision is not None and getattr(vision, "spatial_merge_size", None):
+        return "qwen-vl-like (image_token_id, model.visual)"
+    return "llava-like (image_token_id, vision_config, model.multi_modal_projector)"
+
+
+def infer_adapter(config: Any) -> tuple[Adapter | None, str]:
+    """An adapter for ``config`` by its pattern (module paths are resolved on the module tree by
+    :func:`complete`), or None and why not."""
+    from transformers.models.auto import modeling_auto
+
+    if (
+        getattr(config, "model_type", None)
+        not in modeling_auto.MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES
+    ):
+        return None, "not a type of transformers' multimodal mapping, so no pattern is assumed"
+    pattern, why = pattern_of(config)
+    if pattern is None:
+        return None, why
+    kinds = tuple(k for k in ("image", "audio", "video") if _token(config, k) is not None)
+    if pattern == "audio-lm":
+        kinds = ("audio",)
+    model_type = str(config.model_type)
+    return (
+        Adapter(
+            name=f"{model_type} (inferred: {pattern})",
+            model_types=(model_type,),
+            inferred=pattern,
+            modalities=kinds,  # type: ignore[arg-type]
+            pixel_layout="patches" if pattern == "qwen-vl-like" else "images",
+            notes=f"inferred from the config and the module tree ({pattern}); layout-dependent "
+            "features are refused (the pixel and token layouts are not verified)",
+        ),
+        "",
+    )
+
+
+def _exists(model: torch.nn.Module, path: str) -> bool:
+    """Whether ``path`` names a submodule of ``model`` (a None attribute does not count)."""
+    obj: Any = model
+    for part in path.split("."):
+        try:
+            obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
+        except (AttributeError, IndexError, KeyError, TypeError):
+            return False
+    return isinstance(obj, torch.nn.Module)
+
+
+def complete(adapter: Adapter, model: torch.nn.Module) -> Adapter:
+    """Resolve an inferred adapter's module paths on ``model``'s module tree (rules 3-6); other
+    adapters are returned as they are.
+
+    Raises:
+        AdapterCheckError: a rule finds nothing; the message names the field to set.
+    """
+    if not adapter.inferred:
+        return adapter
+    changes: dict[str, Any] = {}
+    decoder = model.get_decoder()  # type: ignore[operator]
+    if decoder is None or not isinstance(getattr(decoder, "layers", None), torch.nn.ModuleList):
+        raise AdapterCheckError(
+            f"{adapter.name} — get_decoder() gives no module holding .layers; set decoder_path"
+        )
+    try:
+        adapter.final_norm(model)  # type: ignore[arg-type]
+    except AttributeError as err:
+        raise AdapterCheckError(str(err)) from None
+    visual = "model.visual" if _exists(model, "model.visual") else None
+    projector = next((p for p in PROJECTORS if _exists(model, p)), None)
+    if "image" in adapter.modalities:
+        site = visual if adapter.inferred == "qwen-vl-like" and visual else projector
+        if site is None:
+            raise AdapterCheckError(
+                f"{adapter.name} — no image-feature module found (looked for model.visual and "
+                f"{', '.join(PROJECTORS)}); set image_features"
+            )
+        changes["image_features"] = site
+        if "video" in adapter.modalities:
+            changes["video_features"] = site
+    if "audio" in adapter.modalities:
+        site = next((p for p in AUDIO_SITES if _exists(model, p)), None)
+        if site is None:
+            raise AdapterCheckError(
+                f"{adapter.name} — no audio-feature module found (looked for "
+                f"{', '.join(AUDIO_SITES)}); set audio_features"
+            )
+        changes["audio_features"] = site
+    return adapter.replace(**changes)
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """One load-time check: its name, whether it holds, what was seen, the field to set."""
+
+    name: str
+    ok: bool
+    detail: str
+    field: str = ""
+
+
+def invariants(adapter: Adapter, model: torch.nn.Module) -> list[Invariant]:
+    """The structural invariants of ``adapter`` on ``model`` (meta shapes suffice)."""
+    out: list[Invariant] = []
+    config = getattr(model, "config", None)
+    text = _text(config)
+    expected = getattr(text, "num_hidden_layers", None)
+    try:
+        layers = adapter.layers(model)  # type: ignore[arg-type]
+        n = len(layers)
+        path_ok = isinstance(layers, torch.nn.ModuleList) and (expected is None or n == expected)
+        out.append(
+            Invariant(
+                "layers",
+                path_ok,
+                f"{n} decoder layers at the layer path (text config: {expected})",
+                "decoder_path",
+            )
+        )
+    except (AttributeError, TypeError) as err:
+        out.append(Invariant("layers", False, f"no layer list: {err}", "decoder_path"))
+    try:
+        norm = adapter.final_norm(model)  # type: ignore[arg-type]
+        head = adapter.lm_head(model)  # type: ignore[arg-type]
+        width = getattr(norm, "weight", None)
+        d = int(width.shape[-1]) if width is not None else None
+        d_head = int(head.weight.shape[-1])
+        out.append(
+            Invariant(
+                "final norm feeds the head",
+                d == d_head,
+                f"final norm width {d}, head input width {d_head}",
+                "norm_attr",
+            )
+        )
+    except (AttributeError, TypeError) as err:
+        out.append(Invariant("final norm feeds the head", False, str(err), "norm_attr"))
+    for kind in adapter.modalities:
+        path = adapter.features_path(kind)  # type: ignore[arg-type]
+        out.append(
+            Invariant(
+                f"{kind} feature site",
+                _exists(model, path),
+                f"{path!r} {'resolves' if _exists(model, path) else 'is not a module'}",
+                f"{kind}_features",
+            )
+        )
+    return out
+
+
+def verify(adapter: Adapter, model: torch.nn.Module) -> None:
+    """Raise :class:`~interp.errors.AdapterCheckError` naming the field to set if an invariant
+    of :func:`invariants` fails."""
+    for check in invariants(adapter, model):
+        if not check.ok:
+            raise AdapterCheckError(
+                f"adapter {adapter.name!r}: {check.name} fails ({check.detail}); set "
+                f"{check.field} (interp.Adapter(..., {check.field}=...))"
+            )
+
+
+__all__ = [
+    "AUDIO_SITES",
+    "NORMS",
+    "PATTERNS",
+    "PROJECTORS",
+    "Invariant",
+    "complete",
+    "infer_adapter",
+    "invariants",
+    "nearest_pattern",
+    "pattern_of",
+    "verify",
+]

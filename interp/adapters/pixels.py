@@ -1,0 +1,134 @@
+"""Where each row's image pixels lie in the processor's ``pixel_values``: one function per layout.
+
+A family names its layout by :attr:`~interp.adapters.Layout.pixel_layout`; a new layout is a
+function added with :func:`register_pixel_layout`. Each function takes ``(inputs, images_per_row,
+image_mask, processor, video_mask)`` and returns, per row, an index into ``pixel_values`` selecting
+that row's real image pixels (``None`` for a row without images); pixel-space conditions such as
+``distort`` edit those pixels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import torch
+from einops import reduce
+
+PixelLayout = Literal["images", "patches", "rows", "tiles", "cross_tiles"]
+PixelRows = Callable[
+    [dict[str, Any], Sequence[int], torch.Tensor, Any, "torch.Tensor | None"], list[Any]
+]
+
+
+def _slices(counts: Sequence[int]) -> list[Any]:
+    out: list[Any] = []
+    start = 0
+    for n in counts:
+        out.append(slice(start, start + n) if n else None)
+        start += n
+    return out
+
+
+def images(
+    inputs: dict[str, Any],
+    images_per_row: Sequence[int],
+    image_mask: torch.Tensor,
+    processor: Any,
+    video_mask: torch.Tensor | None = None,
+) -> list[Any]:
+    """Dim 0 enumerates images in row order."""
+    return _slices(list(images_per_row))
+
+
+def patches(
+    inputs: dict[str, Any],
+    images_per_row: Sequence[int],
+    image_mask: torch.Tensor,
+    processor: Any,
+    video_mask: torch.Tensor | None = None,
+) -> list[Any]:
+    """Dim 0 enumerates patches; ``image_grid_thw`` gives each image's count (Qwen-VL)."""
+    sizes = inputs["image_grid_thw"].prod(-1).tolist()
+    counts, k = [], 0
+    for n in images_per_row:
+        counts.append(int(sum(sizes[k : k + n])))
+        k += n
+    return _slices(counts)
+
+
+def rows(
+    inputs: dict[str, Any],
+    images_per_row: Sequence[int],
+    image_mask: torch.Tensor,
+    processor: Any,
+    video_mask: torch.Tensor | None = None,
+) -> list[Any]:
+    """Dim 0 is the batch row, dim 1 its images, padding images all zero (Idefics3/SmolVLM)."""
+    pixels = inputs["pixel_values"]
+    return [
+        (row, reduce(pixels[row].ne(0), "image ... -> image", "max")) if n else None
+        for row, n in enumerate(images_per_row)
+    ]
+
+
+def cross_tiles(
+    inputs: dict[str, Any],
+    images_per_row: Sequence[int],
+    image_mask: torch.Tensor,
+    processor: Any,
+    video_mask: torch.Tensor | None = None,
+) -> list[Any]:
+    """``[batch, images, tiles, ...]`` with ``aspect_ratio_mask`` marking real tiles (Mllama)."""
+    return [
+        (row, inputs["aspect_ratio_mask"][row].bool()) if n else None
+        for row, n in enumerate(images_per_row)
+    ]
+
+
+def tiles(
+    inputs: dict[str, Any],
+    images_per_row: Sequence[int],
+    image_mask: torch.Tensor,
+    processor: Any,
+    video_mask: torch.Tensor | None = None,
+) -> list[Any]:
+    """Dim 0 enumerates tiles; a row has ``image tokens / processor.image_seq_length`` of them
+    (InternVL). Where video frames share ``pixel_values`` (``video_mask``), the image tiles are
+    picked from the tiles and frames in placement order."""
+    seq = int(processor.image_seq_length)
+    if video_mask is not None and bool(video_mask.any()):
+        return _image_tiles(image_mask, video_mask, seq, images_per_row)
+    return _slices([int(c) // seq for c in image_mask.sum(1).tolist()])
+
+
+def _image_tiles(
+    image_mask: torch.Tensor, video_mask: torch.Tensor, seq: int, images_per_row: Sequence[int]
+) -> list[Any]:
+    """Per row, the indices of its image tiles in ``pixel_values`` where image tiles and video
+    frames lie there together in placement order, ``seq`` placeholder positions each."""
+    both = image_mask | video_mask
+    is_video = video_mask[both][::seq].cpu()  # one entry per tile or frame, row-major
+    row_of = both.nonzero()[:, 0][::seq].cpu()
+    out: list[Any] = []
+    for row, n in enumerate(images_per_row):
+        picked = ((row_of == row) & ~is_video).nonzero().flatten()
+        out.append(picked if n and len(picked) else None)
+    return out
+
+
+PIXEL_ROWS: dict[str, PixelRows] = {
+    "images": images,
+    "patches": patches,
+    "rows": rows,
+    "tiles": tiles,
+    "cross_tiles": cross_tiles,
+}
+
+
+def register_pixel_layout(name: str, rows_of: PixelRows) -> None:
+    """Add a pixel layout a family can name in ``pixel_layout``."""
+    PIXEL_ROWS[name] = rows_of
+
+
+__all__ = ["PIXEL_ROWS", "PixelLayout", "PixelRows", "register_pixel_layout"]

@@ -1,0 +1,274 @@
+"""The zoo sweep: every type of transformers' multimodal mapping, classified by what the library does
+with it, and ``docs/families.md`` generated from the result.
+
+For each ``model_type`` of ``MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES`` (read at call time, so a new
+transformers release shows up as new rows): the default config, with its text decoder shrunk to
+:data:`TEXT_LAYERS` layers (the rest as transformers builds it), is resolved to an adapter
+(:func:`interp.adapter_for`: a registered entry, the thinker of an omni checkpoint, or an entry
+inferred by :mod:`interp.adapters.infer`), the model is built on the meta device (no memory), an
+inferred entry's module paths are resolved on its tree, and every load-time invariant is checked.
+A type is *supported* when all of that holds; otherwise *refused* with the reason (the adapter's
+refusal, the build error, or the failing invariant and the field to set).
+
+Run ``python -m interp.testing.zoo`` to rewrite ``docs/families.md``; ``tests/families/
+test_zoo.py`` checks the file is in sync and asserts each row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+TEXT_LAYERS = 2
+DOC = Path(__file__).resolve().parents[2] / "docs" / "families.md"
+# registered families whose forward parity (reads, generate, score, edits, decoding, batch
+# invariance against plain HF) the tiny-model tests check (interp.testing.tiny's builders)
+TESTED = (
+    "llava",
+    "llava_next",
+    "llava_onevision",
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "idefics3",
+    "smolvlm",
+    "gemma3",
+    "paligemma",
+    "internvl",
+    "mllama",
+    "instructblip",
+    "qwen2_5_omni_thinker",
+    "qwen3_omni_moe_thinker",
+    "gemma4",
+    "llava_next_video",
+    "qwen2_audio",
+)
+
+# inferred entries whose reads, feature count and greedy generation tests/families/test_zoo.py
+# compares with plain HF on tiny models around stock processors
+INFERRED_TESTED = ("qwen3_vl_moe", "vipllava")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One type's outcome."""
+
+    model_type: str
+    supported: bool
+    adapter: str
+    modalities: str
+    layout: str
+    parity: str
+    reason: str
+
+    def cells(self) -> list[str]:
+        status = "supported" if self.supported else "refused"
+        return [
+            f"`{self.model_type}`",
+            status,
+            self.adapter,
+            self.modalities,
+            self.layout,
+            self.parity,
+            self.reason,
+        ]
+
+
+def mapping_types() -> list[str]:
+    """The types of transformers' multimodal-LM mapping, in its order."""
+    from transformers.models.auto import modeling_auto
+
+    return list(modeling_auto.MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES)
+
+
+def _short(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    if "timm" in text:
+        return "its vision tower needs timm (not installed here)"
+    text = text.replace("|", "/")
+    return f"{type(err).__name__}: {text[:110]}"
+
+
+def shrink(config: Any) -> Any:
+    """``config`` with its text decoder cut to :data:`TEXT_LAYERS` layers (per-layer lists cut
+    alike); other sub-configs are left as they are."""
+    text = config.get_text_config()
+    n = getattr(text, "num_hidden_layers", None)
+    if isinstance(n, int) and n > TEXT_LAYERS:
+        text.num_hidden_layers = TEXT_LAYERS
+        for attr in ("layer_types", "mlp_layer_types", "block_types"):
+            value = getattr(text, attr, None)
+            if isinstance(value, list) and len(value) == n:
+                setattr(text, attr, value[:TEXT_LAYERS])
+    return config
+
+
+@contextlib.contextmanager
+def _quiet() -> Any:
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def _tiny_config(model_type: str) -> Any:
+    """The config of the tiny builder of ``model_type`` (the one the parity tests run), or None
+    (some default configs leave a tower out: Gemma 4's has no vision config)."""
+    from .tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, build_tiny
+
+    if model_type not in ARCHITECTURES + MEDIA_ARCHITECTURES:
+        return None
+    return build_tiny(model_type)[0].config
+
+
+def _build(config: Any) -> torch.nn.Module:
+    from transformers import AutoModelForMultimodalLM
+
+    with torch.device("meta"):
+        return AutoModelForMultimodalLM.from_config(config)
+
+
+def classify(model_type: str) -> Row:
+    """Build ``model_type`` tiny on meta and decide whether the library supports it (see the
+    module docstring)."""
+    from transformers import AutoConfig
+
+    from ..adapters.infer import complete, invariants
+    from ..adapters.registry import ADAPTERS, adapter_for
+    from ..errors import UnsupportedArchitectureError
+    from ..thinker import inner_config, wrapper_of
+
+    def refused(reason: str, adapter: str = "", modalities: str = "") -> Row:
+        return Row(model_type, False, adapter, modalities, "", "", reason)
+
+    with _quiet():
+        try:
+            whole = _tiny_config(model_type) or AutoConfig.for_model(model_type)
+        except Exception as err:  # noqa: BLE001 - the reason is the row
+            return refused(f"the default config does not build ({_short(err)})")
+        config = inner_config(whole)
+        try:
+            adapter = adapter_for(config)
+        except UnsupportedArchitectureError as err:
+            reason = str(err).split(" has no adapter: ", 1)[-1].split(". Nearest", 1)[0]
+            return refused(reason)
+        kinds = ", ".join(adapter.modalities)
+        try:
+            model = _build(shrink(config))
+        except Exception as err:  # noqa: BLE001
+            return refused(
+                f"the default config does not build ({_short(err)})", adapter.name, kinds
+            )
+        try:
+            adapter = complete(adapter, model)
+        except UnsupportedArchitectureError as err:
+            return refused(str(err).split(" — ", 1)[-1], adapter.name, kinds)
+        failed = [c for c in invariants(adapter, model) if not c.ok]
+        if failed:
+            c = failed[0]
+            return refused(f"{c.name} fails ({c.detail}); set {c.field}", adapter.name, kinds)
+    if "image" not in adapter.modalities:
+        layout = "no image"
+    elif adapter.no_layout:
+        layout = "none (no spatial layout)"
+    elif adapter.layout_verified and adapter.token_layout is not None:
+        layout = "verified"
+    else:
+        layout = "refused (not verified)"
+    registered = config.model_type in ADAPTERS
+    parity = "tested" if registered and config.model_type in TESTED else "not tested"
+    if adapter.inferred and model_type in INFERRED_TESTED:
+        parity = "reads, generate tested"
+    name = adapter.name
+    if wrapper_of(whole) is not None:
+        name += " (thinker of the full checkpoint)"
+    return Row(model_type, True, name, kinds, layout, parity, "")
+
+
+def sweep() -> list[Row]:
+    """:func:`classify` over every type of the mapping."""
+    return [classify(t) for t in mapping_types()]
+
+
+def render(rows: list[Row]) -> str:
+    """``docs/families.md``."""
+    import transformers
+
+    supported = sum(r.supported for r in rows)
+    inferred = sum(r.supported and "inferred" in r.adapter for r in rows)
+    head = [
+        "# Families: every type of transformers' multimodal mapping",
+        "",
+        "Generated by `python -m interp.testing.zoo` from the sweep (`interp/testing/zoo.py`);",
+        "`tests/families/test_zoo.py` keeps it in sync. For each type of transformers "
+        f"{transformers.__version__}'s",
+        "`MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES`: its default config (a family with a tiny "
+        "builder: the builder's),",
+        f"text decoder cut to {TEXT_LAYERS} layers, is resolved to an adapter, built on the "
+        "meta device and checked by",
+        "the load-time invariants (the layer path holds the decoder layers, the final norm "
+        "feeds the head, each",
+        "feature site resolves).",
+        "",
+        f"**{supported} of {len(rows)} types supported** ({inferred} through an entry inferred "
+        "from the config and module tree).",
+        "",
+        "- *layout*: `verified` — pixel-space conditions (`distort` ...), token regions, "
+        "attribution maps and region",
+        "  edits run, the layout being tested against the stock processor; `refused` — those "
+        "features raise",
+        "  `LayoutNotMappedError` naming the type before any compute; reads, scores, "
+        "generation and token-level edits run.",
+        "- *parity*: `tested` — the tiny-model tests compare reads, `generate`, `score`, "
+        "edits, decoding methods and",
+        "  batch invariance with plain Hugging Face on this family; `not tested` — the "
+        "structure is verified, the",
+        "  forward parity is not yet (run `interp doctor --model <folder>` on a checkpoint); "
+        "`reads, generate tested` —",
+        "  residual reads, the feature count and greedy `generate` equal plain Hugging Face on "
+        "a tiny model.",
+        '- *reason*: why a type is refused; "the default config does not build" is '
+        "transformers' own default (a",
+        "  checkpoint's config may build: pass `adapter=` or register an entry after checking "
+        "it with `interp doctor`).",
+        "",
+        "| type | status | adapter | modalities | layout | parity | reason |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    body = ["| " + " | ".join(r.cells()) + " |" for r in rows]
+    return "\n".join(head + body) + "\n"
+
+
+def main() -> int:
+    text = render(sweep())
+    DOC.write_text(text)
+    print(f"wrote {DOC}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = [
+    "DOC",
+    "INFERRED_TESTED",
+    "TESTED",
+    "Row",
+    "classify",
+    "mapping_types",
+    "render",
+    "shrink",
+    "sweep",
+]

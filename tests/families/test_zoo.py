@@ -1,0 +1,223 @@
+"""The zoo sweep: every type of transformers' multimodal mapping (read at test time) is supported or
+refused with its reason, ``docs/families.md`` is the sweep's table, and layout-dependent features
+run only where the layout is verified.
+
+References: transformers' own mapping and configs, module trees built on the meta device, the
+config attributes by hand (token ids, sub-configs), and a plain HF forward for the inferred entry.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from transformers import AutoConfig, LlavaConfig, PixtralVisionConfig
+
+import interp
+from interp.adapters import ADAPTERS
+from interp.adapters.infer import invariants, pattern_of
+from interp.testing import build_tiny, shared_tiny_vlm
+from interp.testing.samples import make_samples
+from interp.testing.zoo import DOC, TESTED, Row, classify, mapping_types, render
+from interp.testing.zoo import INFERRED_TESTED as INFERRED
+
+TYPES = mapping_types()
+ROWS: dict[str, Row] = {}
+WALL: list[float] = []
+
+
+def row_of(model_type: str) -> Row:
+    if model_type not in ROWS:
+        start = time.perf_counter()
+        ROWS[model_type] = classify(model_type)
+        WALL.append(time.perf_counter() - start)
+    return ROWS[model_type]
+
+
+@pytest.mark.parametrize("model_type", TYPES)
+def test_every_type_is_supported_or_refused_with_its_reason(model_type):
+    row = row_of(model_type)
+    config = AutoConfig.for_model(model_type)
+    if not row.supported:
+        assert row.reason
+        if not row.adapter:  # refused by the adapter look-up: the same refusal from interp
+            with pytest.raises(interp.UnsupportedArchitectureError) as err:
+                interp.adapter_for(config)
+            assert row.reason in str(err.value) and "Nearest supported pattern" in str(err.value)
+            assert "--adapter module:name" in str(err.value)
+            assert "?" not in str(err.value).split(" (config.model_type")[0]
+        return
+    assert not row.reason
+    from interp.thinker import inner_config
+
+    inner = inner_config(config).model_type
+    if "inferred" in row.adapter:  # its pattern is the config's; layout features are refused
+        pattern, _ = pattern_of(config)
+        assert row.adapter == f"{model_type} (inferred: {pattern})"
+        assert row.layout in ("refused (not verified)", "no image")
+        assert row.parity == ("reads, generate tested" if model_type in INFERRED else "not tested")
+        kinds = [
+            k
+            for k in ("image", "audio", "video")
+            if getattr(config, f"{k}_token_id", None) is not None
+        ]
+        assert row.modalities == ", ".join(["audio"] if pattern == "audio-lm" else kinds)
+    elif inner in TESTED:  # a family the tiny-model tests run at HF parity
+        assert row.parity == "tested"
+        assert row.layout in ("verified", "none (no spatial layout)", "no image")
+    else:  # an entry with one fix: structure verified, layout refused
+        assert ADAPTERS[inner].name in row.adapter and not ADAPTERS[inner].layout_verified
+        assert row.layout == "refused (not verified)" and row.parity == "not tested"
+
+
+def test_the_sweep_covers_the_mapping_and_supports_most_of_it():
+    rows = [row_of(t) for t in TYPES]
+    from transformers.models.auto import modeling_auto
+
+    assert [r.model_type for r in rows] == list(modeling_auto.MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES)
+    supported = sum(r.supported for r in rows)
+    assert supported >= 60, supported
+    # every family whose parity the tiny-model tests check is supported, with a verified layout
+    by_type = {r.model_type: r for r in rows}
+    for t in TESTED:
+        if t in by_type:
+            assert by_type[t].supported and by_type[t].parity == "tested", t
+    # zero types where a layout-dependent feature runs without a verified layout
+    for r in rows:
+        if r.supported and r.layout == "verified":
+            assert r.parity == "tested", r.model_type
+    assert sum(WALL) < 240, f"the sweep took {sum(WALL):.0f} s"
+
+
+def test_docs_families_is_the_sweeps_table():
+    rows = [row_of(t) for t in TYPES]
+    assert DOC.read_text() == render(rows), "run: python -m interp.testing.zoo"
+
+
+def test_a_llava_config_with_a_pixtral_tower_is_detected_not_assumed():
+    plain = interp.adapter_for(LlavaConfig())
+    assert plain is ADAPTERS["llava"] and plain.layout_verified
+    pixtral = interp.adapter_for(LlavaConfig(vision_config=PixtralVisionConfig()))
+    assert pixtral.name == "llava (pixtral tower)" and not pixtral.layout_verified
+    assert pixtral.token_layout is None
+    with pytest.raises(interp.LayoutNotMappedError, match="pixtral"):
+        pixtral.require_layout("distort")
+
+
+def test_layout_features_are_refused_before_compute_where_the_layout_is_not_verified():
+    base = shared_tiny_vlm("llava")
+    model, processor = build_tiny("llava")  # the same weights (seed 0), its own module
+    unverified = ADAPTERS["llava"].replace(name="my_llava", layout_verified=False)
+    vlm = interp.load(model, processor, adapter=unverified)
+    samples = make_samples(2)
+    calls: list[int] = []
+    hook = vlm.hf.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        with pytest.raises(interp.LayoutNotMappedError, match="my_llava.*model types llava"):
+            interp.residual_stream(vlm, samples, "distort:500", progress_bar=False)
+        with pytest.raises(interp.LayoutNotMappedError, match="my_llava"):
+            interp.token_regions(vlm, samples[0])
+    finally:
+        hook.remove()
+    assert not calls  # nothing ran
+    # reads still run, and equal the verified entry's
+    states = interp.residual_stream(vlm, samples, progress_bar=False)
+    torch.testing.assert_close(states, interp.residual_stream(base, samples, progress_bar=False))
+
+
+def test_load_time_invariants_name_the_field_to_set():
+    vlm = shared_tiny_vlm("llava")
+    assert all(c.ok for c in invariants(vlm.adapter, vlm.hf))
+    wrong = ADAPTERS["llava"].replace(name="wrong", norm_attr="rotary_emb")
+    checks = {c.name: c for c in invariants(wrong, vlm.hf)}
+    assert not checks["final norm feeds the head"].ok
+    assert checks["final norm feeds the head"].field == "norm_attr"
+    with pytest.raises(interp.AdapterCheckError, match="set image_features"):
+        interp.load(
+            vlm.hf, vlm.processor, adapter=ADAPTERS["llava"].replace(image_features="model.nope")
+        )
+    with pytest.raises(interp.AdapterCheckError, match="set decoder_path"):
+        interp.load(
+            vlm.hf,
+            vlm.processor,
+            adapter=ADAPTERS["llava"].replace(decoder_path="model.vision_tower"),
+        )
+
+
+# -- inferred entries at HF parity, on tiny models around stock processors --------------------
+
+
+def _qwen3_vl_moe() -> tuple[torch.nn.Module, object]:
+    """A tiny Qwen3-VL-MoE: the qwen3_vl builder's config and processor, experts in the MLPs."""
+    from transformers import Qwen3VLMoeConfig, Qwen3VLMoeForConditionalGeneration
+
+    dense, processor = build_tiny("qwen3_vl")
+    c = dense.config
+    text = {
+        **c.text_config.to_dict(),
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 64,
+        "decoder_sparse_step": 1,
+    }
+    ids = {k: getattr(c, k) for k in ("image_token_id", "video_token_id", "vision_start_token_id")}
+    config = Qwen3VLMoeConfig(text_config=text, vision_config=c.vision_config.to_dict(), **ids)
+    torch.manual_seed(0)
+    model = Qwen3VLMoeForConditionalGeneration(config).float().eval()
+    model.generation_config = dense.generation_config
+    return model, processor
+
+
+def _vipllava() -> tuple[torch.nn.Module, object]:
+    """A tiny VipLLaVA: the llava (CLIP) builder's towers and processor, features from 2 layers."""
+    from transformers import VipLlavaConfig, VipLlavaForConditionalGeneration
+
+    llava, processor = build_tiny("llava")
+    c = llava.config
+    config = VipLlavaConfig(
+        text_config=c.text_config.to_dict(),
+        vision_config=c.vision_config.to_dict(),
+        image_token_index=c.image_token_id,
+        vision_feature_layers=[-2, -1],
+    )
+    torch.manual_seed(0)
+    model = VipLlavaForConditionalGeneration(config).float().eval()
+    model.generation_config = llava.generation_config
+    return model, processor
+
+
+@pytest.mark.parametrize("build", [_qwen3_vl_moe, _vipllava], ids=["qwen3_vl_moe", "vipllava"])
+def test_an_inferred_entry_reads_and_generates_at_hf_parity(build):
+    from interp.encoding import encode
+
+    model, processor = build()
+    vlm = interp.load(model, processor)
+    assert vlm.adapter.inferred and not vlm.adapter.layout_verified
+    samples = make_samples(3)
+    states = interp.residual_stream(vlm, samples, progress_bar=False)
+    enc = encode(vlm, samples, "full")
+    with torch.no_grad():
+        hidden = model(**enc.inputs, output_hidden_states=True).hidden_states
+    L = vlm.n_layers
+    ref = torch.stack([h[:, -1] for h in hidden[:L]], 1)
+    torch.testing.assert_close(states[:, :L], ref, rtol=0, atol=1e-5)
+    # the feature site returns one vector per image placeholder
+    seen: list = []
+    hook = vlm.adapter.image_features_module(model).register_forward_hook(
+        lambda _m, _a, out: seen.append(out)
+    )
+    with torch.no_grad():
+        model(**enc.inputs)
+    hook.remove()
+    out = getattr(seen[0], "pooler_output", None)
+    out = seen[0] if out is None else out
+    parts = out if isinstance(out, tuple) else (out,)  # Qwen3-VL-MoE: one tensor per image
+    assert sum(p.numel() for p in parts) // vlm.d_model == int(enc.image_mask.sum())
+    gen = interp.generate(vlm, samples, max_new_tokens=3, progress_bar=False)
+    with torch.no_grad():
+        ids = model.generate(**enc.inputs, max_new_tokens=3, do_sample=False)
+    n = enc.inputs["input_ids"].shape[1]
+    assert gen.texts == processor.batch_decode(ids[:, n:], skip_special_tokens=True)
+    with pytest.raises(interp.LayoutNotMappedError, match=vlm.adapter.name.split(" ")[0]):
+        interp.residual_stream(vlm, samples, "distort:500", progress_bar=False)
