@@ -92,10 +92,10 @@ _LAZY: dict[str, str] = {
     "read_dataset": "datasets.tabular",
     "read_jsonl": "samples",
     "register_adapter": "adapters",
-    "register_audio_condition": "media_conditions",
+    "register_audio_condition": "conditions",
     "register_image_condition": "conditions",
     "register_question_condition": "conditions",
-    "register_video_condition": "media_conditions",
+    "register_video_condition": "conditions",
     "residual_stream": "residual",
     "score": "scoring",
     "score_contexts": "scoring",
@@ -110,8 +110,10 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .conditions import (
         Condition,
         null_image,
+        register_audio_condition,
         register_image_condition,
         register_question_condition,
+        register_video_condition,
     )
     from .datasets.benchmarks import read_benchmark
     from .datasets.tabular import read_dataset
@@ -161,7 +163,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .generation import Generation, Sampling, generate
     from .gradients import ImageGradients, image_gradients
     from .media import AUDIO_SLOT, VIDEO_SLOT, Audio
-    from .media_conditions import register_audio_condition, register_video_condition
     from .model import VLM, load
     from .regions import TokenRegions, token_regions
     from .residual import GeneratedStates, generate_states, residual_stream

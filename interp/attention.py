@@ -24,7 +24,7 @@ from .conditions import Condition
 from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
 from .encoding import batches
 from .residual import check_visual_attention
-from .runner import Job, Shard, run
+from .runner import Job, RunOptions, Shard, run
 from .samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -118,15 +118,7 @@ def attention_weights(
         return {"weights": out}, [{"n": int(p.shape[-1])} for p in parts if p is not None]
 
     _, tensors, records = run(
-        vlm,
-        samples,
-        job,
-        compute,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
     )
     return AttentionWeights(
         weights=[tensors["weights"][i, :, :, : r["n"]] for i, r in enumerate(records)],

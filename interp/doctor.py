@@ -25,9 +25,10 @@ from PIL import Image
 from .cli import ADAPTER_HELP, MODEL_HELP, use_adapter
 from .conditions import Condition
 from .encoding import Encoding, append_targets, encode, question_mask, target_ids
+from .encoding.locate import comparable
+from .encoding.select import slot_mask
 from .errors import InterpError
 from .media import Audio, audio_rate
-from .positions import comparable, slot_mask
 from .samples import Sample
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def marked_prompt(vlm: VLM, enc: Encoding, row: int, answer_mask: torch.Tensor |
             if roles[i] == "text":
                 roles[i] = kind
     try:
-        for i in question_mask(vlm, enc)[row].nonzero().flatten().tolist():
+        for i in question_mask(enc)[row].nonzero().flatten().tolist():
             roles[i] = "question"
     except InterpError:
         pass
@@ -206,7 +207,7 @@ def _position_checks(
         if cond == "full":
             full_length = int(enc.input_ids.shape[1])
         try:
-            found = vlm.tokenizer.decode(enc.input_ids[0][question_mask(vlm, enc)[0]].tolist())
+            found = vlm.tokenizer.decode(enc.input_ids[0][question_mask(enc)[0]].tolist())
             if comparable(tok, found) != comparable(tok, _unslotted(enc.questions[0])):
                 problems.append(f"{cond}: question positions read {found!r}")
         except InterpError as err:

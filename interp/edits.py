@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import numbers
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -48,9 +47,16 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from .conditions import Condition
-from .encoding import Encoding, question_mask
+from .encoding.assemble import Encoding
+from .encoding.select import (
+    POSITION_NAMES,
+    SLOT_KINDS,
+    PositionSpec,
+    check_position,
+    prompt_mask,
+    select,
+)
 from .errors import InterventionError
-from .positions import slot_mask
 from .samples import Sample
 
 if TYPE_CHECKING:
@@ -58,10 +64,6 @@ if TYPE_CHECKING:
 
 Steps = Literal["prompt", "all"]
 Kind = Literal["forward", "generate", "score"]
-PositionSpec = str | int | Sequence[int] | Tensor
-
-POSITION_NAMES = ("all", "prompt", "last", "image", "audio", "video", "text", "question", "answer")
-SLOT_KINDS = ("image", "audio", "video")
 
 
 @dataclass
@@ -118,16 +120,14 @@ class Batch:
 
     def prompt_mask(self) -> Bool[Tensor, "batch seq"]:
         """True at attended prompt positions of ``traced``."""
-        enc = self.traced
-        assert enc is not None
-        seq = enc.input_ids.shape[1]
-        pos = torch.arange(seq, device=enc.input_ids.device)
-        return enc.attention_mask.bool() & (pos[None, :] <= enc.last_index[:, None])
+        assert self.traced is not None
+        return prompt_mask(self.traced)
 
     def question_mask(self) -> Bool[Tensor, "batch seq"]:
+        """``select(traced, "question")``, computed once per batch."""
         if self._question is None:
             assert self.traced is not None
-            self._question = question_mask(self.vlm, self.traced)
+            self._question = select(self.traced, "question")
         return self._question
 
 
@@ -159,117 +159,24 @@ class EditContext:
         return int(self.batch.traced.input_ids.shape[1]) if self.step == 0 else 1
 
     def positions(self, spec: PositionSpec) -> Bool[Tensor, "batch seq"]:
-        """A ``[batch, seq]`` boolean mask over this forward's positions.
-
-        Names: ``"all"`` (every attended token), ``"prompt"``, ``"last"`` (the last prompt token,
-        which predicts the first answer token), ``"image"`` (image-token positions), ``"image:k"``
-        (those of each row's k-th image), ``"audio"`` / ``"video"`` and ``"audio:k"`` /
-        ``"video:k"`` (the audio / video placeholder tokens the processor expanded, likewise),
-        ``"text"`` (prompt tokens that are not image, audio or video tokens),
-        ``"question"`` (the tokens over the question text's characters; see
-        :func:`~interp.encoding.question_mask`),
-        ``"answer"`` (teacher-forced target tokens; at generated steps, the token being read).
-        Integers select prompt positions counted from each row's first prompt token (0, 1 ...) or
-        from its end (-1 = the last prompt token). A boolean tensor ``[batch, seq]`` is used as it
-        is (prompt forward only). At generated steps (seq = 1) only ``"all"`` and ``"answer"``
-        select the position.
+        """A ``[batch, seq]`` boolean mask over this forward's positions: at the prompt forward,
+        :func:`interp.encoding.select.select` of the traced encoding (names ``"all"``,
+        ``"prompt"``, ``"last"``, ``"image"``, ``"image:k"``, ``"audio"``, ``"video"``,
+        ``"text"``, ``"question"``, ``"answer"`` — the teacher-forced target tokens —, prompt
+        offsets, or a bool mask). At generated steps (seq = 1) only ``"all"`` and ``"answer"``
+        select the position (the token being read).
         """
         batch = self.batch
         enc = batch.traced
         assert enc is not None and batch.answer_mask is not None
-        device = enc.input_ids.device
         if self.step > 0:
             on = isinstance(spec, str) and spec in ("all", "answer")
             if isinstance(spec, str):
                 check_position(spec)
-            return torch.full((len(batch), 1), on, dtype=torch.bool, device=device)
-        if isinstance(spec, Tensor):
-            if spec.dtype != torch.bool or tuple(spec.shape) != tuple(enc.input_ids.shape):
-                raise InterventionError(
-                    f"a position mask must be a bool tensor of shape {tuple(enc.input_ids.shape)}, "
-                    f"got {spec.dtype} {tuple(spec.shape)}"
-                )
-            return spec.to(device)
-        prompt = batch.prompt_mask()
-        if isinstance(spec, str):
-            if spec == "all":
-                return enc.attention_mask.bool()
-            if spec == "prompt":
-                return prompt
-            if spec == "last":
-                mask = torch.zeros_like(prompt)
-                mask[torch.arange(len(batch), device=device), enc.last_index] = True
-                return mask
-            if spec in SLOT_KINDS:
-                return enc.mask(spec) & prompt
-            if spec == "text":
-                return prompt & ~enc.media_mask
-            if spec == "question":
-                return batch.question_mask()
-            if spec == "answer":
-                return batch.answer_mask.to(device)
-            slot = _slot(spec)
-            if slot is not None:
-                return slot_mask(enc, *slot) & prompt
-            _bad_position(spec)
-        offsets = [spec] if isinstance(spec, int) else list(spec)
-        first = enc.attention_mask.to(torch.long).argmax(dim=1)
-        mask = torch.zeros_like(prompt)
-        for k in offsets:
-            idx = enc.last_index + k + 1 if k < 0 else first + k
-            if bool(((idx < first) | (idx > enc.last_index)).any()):
-                raise InterventionError(
-                    f"position {k} falls outside the prompt of some row (prompt lengths "
-                    f"{(enc.last_index - first + 1).tolist()})"
-                )
-            mask[torch.arange(len(batch), device=device), idx] = True
-        return mask
-
-
-def check_position(spec: Any) -> None:
-    """Validate a position spec before any compute: a known name, ``"image:<k>"``, prompt
-    offsets (ints) or a bool mask (whose shape is checked against each batch later).
-
-    Raises:
-        InterventionError: anything else.
-    """
-    if isinstance(spec, str):
-        if spec not in POSITION_NAMES and _slot(spec) is None:
-            _bad_position(spec)
-        return
-    if isinstance(spec, Tensor):
-        if spec.dtype != torch.bool or spec.dim() != 2:
-            raise InterventionError(
-                f"a position mask must be a 2-D bool tensor [batch, seq], got {spec.dtype} "
-                f"{tuple(spec.shape)}"
-            )
-        return
-    values = [spec] if isinstance(spec, int) else spec
-    try:
-        ok = all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values)
-    except TypeError:
-        ok = False
-    if not ok or not list(values):
-        _bad_position(spec)
-
-
-def _slot(spec: str) -> tuple[str, int] | None:
-    """``"image:k"`` (``"audio:k"``, ``"video:k"``) → (kind, k): the k-th input of that kind in
-    each row; else None."""
-    name, sep, arg = spec.partition(":")
-    if name not in SLOT_KINDS or not sep:
-        return None
-    if not arg.isdigit():
-        raise InterventionError(f"position {spec!r}: give the input's index, e.g. '{name}:0'")
-    return name, int(arg)
-
-
-def _bad_position(spec: Any) -> None:
-    raise InterventionError(
-        f"unknown position {spec!r}; use one of {', '.join(POSITION_NAMES)}, 'image:<k>' (the "
-        "k-th image of each row; 'audio:<k>', 'video:<k>' likewise), prompt offsets (ints), or a "
-        "bool mask"
-    )
+            return torch.full((len(batch), 1), on, dtype=torch.bool, device=enc.input_ids.device)
+        if isinstance(spec, str) and spec == "question":
+            return batch.question_mask()
+        return select(enc, spec, answer_mask=batch.answer_mask)
 
 
 class Intervention:
@@ -454,6 +361,8 @@ def quiet_unreached() -> Iterator[None]:
 
 __all__ = [
     "POSITION_NAMES",
+    "SLOT_KINDS",
+    "PositionSpec",
     "Batch",
     "Decoding",
     "EditContext",

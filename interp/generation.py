@@ -29,6 +29,7 @@ from torch import Tensor
 from transformers import GenerationConfig
 
 from .conditions import Condition, stable_seed
+from .conditions.apply import carries, video_frames
 from .edits import (
     Batch,
     Decoding,
@@ -40,8 +41,7 @@ from .edits import (
 )
 from .encoding import batch_indices, encode
 from .errors import ConditionError, DecodingError
-from .resolve import carries, video_frames
-from .runner import Job, Shard, run
+from .runner import Job, RunOptions, Shard, run
 from .samples import Sample, ensure_samples
 from .store import stack_rows
 
@@ -462,15 +462,7 @@ def generate(
         return tensors, records
 
     _, tensors, records = run(
-        vlm,
-        samples,
-        job,
-        compute,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
     )
     ids = [r["ids"] for r in records]
     texts = [vlm.tokenizer.decode(row, skip_special_tokens=True).strip() for row in ids]

@@ -25,7 +25,7 @@ from .conditions import Condition
 from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
 from .encoding import append_targets, batches, target_ids
 from .errors import ConditionError, EmptyInputError, InterpError
-from .runner import Job, run
+from .runner import Job, RunOptions, run
 from .samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def image_gradients(
         return {"states": states, "grads": grads}, records
 
     _, tensors, records = run(
-        vlm, samples, job, compute, batch_size=batch_size, progress_bar=progress_bar
+        vlm, samples, job, compute, RunOptions(batch_size, progress_bar=progress_bar)
     )
     n = [r["n"] for r in records]
     return ImageGradients(

@@ -25,6 +25,7 @@ import pandas as pd
 from jaxtyping import Bool, Float, Int
 
 from .conditions import Condition
+from .conditions.apply import prepare
 from .errors import (
     ImageTokenMismatchError,
     LayoutNotMappedError,
@@ -32,7 +33,6 @@ from .errors import (
     RegionError,
 )
 from .region_layouts import ImageLayout
-from .resolve import prepare
 from .samples import Sample
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from .conditions import Condition
 from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
 from .encoding import append_targets, batches
 from .errors import ConditionError, InterpError
-from .runner import Job, Shard, run
+from .runner import Job, RunOptions, Shard, run
 from .samples import Sample, ensure_samples
 from .tracing import Position, read_states, resolve_layers, trace_states
 
@@ -86,15 +86,7 @@ def residual_stream(
         return {"states": out}, [{} for _ in chunk]
 
     _, tensors, _ = run(
-        vlm,
-        samples,
-        job,
-        compute,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
     )
     return tensors["states"]
 
@@ -311,15 +303,7 @@ def generate_states(
         return tensors, records
 
     _, tensors, records = run(
-        vlm,
-        samples,
-        job,
-        compute,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
     )
     token_ids = {name: [r[f"ids:{name}"] for r in records] for name in names}
     return GeneratedStates(

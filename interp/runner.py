@@ -99,27 +99,44 @@ def store_config(vlm: VLM, job: Job) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How a measurement runs, the same for every measurement: rows per forward, the result store
+    (None: keep results in memory), whether to discard a stored run, this process's shard, the
+    progress bar, and how long a sharded run waits for its peers."""
+
+    batch_size: int = 8
+    store: str | Path | None = None
+    overwrite: bool = False
+    shard: Shard = None
+    progress_bar: bool = True
+    wait_timeout: float = 24 * 3600.0
+    idle_timeout: float = 60.0
+
+
 def run(
     vlm: VLM,
     samples: Sequence[Sample] | Sample,
     job: Job,
     compute: Compute,
-    *,
-    batch_size: int,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
-    wait_timeout: float = 24 * 3600.0,
-    idle_timeout: float = 60.0,
+    options: RunOptions | None = None,
+    **option_values: Any,
 ) -> tuple[list[Sample], dict[str, Tensor], list[dict[str, Any]]]:
-    """Run ``compute`` over ``samples`` in chunks of ``batch_size``; returns the samples and the
-    results in sample order.
+    """Run ``compute`` over ``samples`` in chunks of ``options.batch_size``; returns the samples
+    and the results in sample order. ``options`` may also be given as keywords
+    (``batch_size=...``, ``store=...``).
 
     Raises:
         DuplicateSampleError / EmptyInputError: bad sample list (before any compute).
         StoreError / StoreLockedError: see :class:`~interp.store.ResultStore`.
     """
+    opts = options if options is not None else RunOptions(**option_values)
+    batch_size, store, overwrite, shard = opts.batch_size, opts.store, opts.overwrite, opts.shard
+    progress_bar, wait_timeout, idle_timeout = (
+        opts.progress_bar,
+        opts.wait_timeout,
+        opts.idle_timeout,
+    )
     samples = ensure_samples(samples)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -225,4 +242,12 @@ def _wait_for_shards(
         time.sleep(0.5)
 
 
-__all__ = ["Job", "resolve_shard", "run", "sample_keys", "store_config", "weights_fingerprint"]
+__all__ = [
+    "Job",
+    "RunOptions",
+    "resolve_shard",
+    "run",
+    "sample_keys",
+    "store_config",
+    "weights_fingerprint",
+]

@@ -18,7 +18,7 @@ from .conditions import Condition
 from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
 from .encoding import append_targets, batches, target_ids
 from .errors import ContextError, EmptyInputError
-from .runner import Job, Shard, run
+from .runner import Job, RunOptions, Shard, run
 from .samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -162,15 +162,7 @@ def score(
         return {"logprobs": out}, [{"n": len(t)} for t in chunk_ids]
 
     _, tensors, records = run(
-        vlm,
-        samples,
-        job,
-        compute,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
     )
     width = max(len(t) for t in ids)
     logprobs = torch.zeros(len(samples), width)
@@ -306,15 +298,7 @@ def score_contexts(
         return {"logprobs": out}, [{"n": len(ids[index[str(s.id)]])} for s in chunk]
 
     _, tensors, records = run(
-        vlm,
-        samples,
-        job,
-        compute,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
     )
     return [tensors["logprobs"][i, :, : r["n"]] for i, r in enumerate(records)]
 

@@ -23,9 +23,11 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from .edits import Batch, Intervention, apply_edits, prepare_edits
+from .encoding.assemble import Encoding
+from .encoding.select import select
+from .errors import InterventionError
 
 if TYPE_CHECKING:
-    from .encoding import Encoding
     from .model import VLM
 
 T = TypeVar("T")
@@ -57,17 +59,17 @@ def resolve_layers(vlm: VLM, layers: Iterable[int] | None) -> list[int]:
 
 def resolve_positions(enc: Encoding, position: Position) -> Int[Tensor, " batch"]:
     """Token index per row: ``"last"`` = last prompt token; a negative int k = k-th token from the
-    end of the prompt (-1 = last)."""
-    if position == "last":
-        return enc.last_index
-    if isinstance(position, int) and position < 0:
-        idx = enc.last_index + position + 1
-        if bool((idx < 0).any()) or bool((enc.attention_mask.gather(1, idx[:, None]) == 0).any()):
-            raise ValueError(f"position {position} falls before the start of some prompt")
-        return idx
-    raise ValueError(
-        f"position must be 'last' or a negative int (offset from the end), got {position!r}"
-    )
+    end of the prompt (-1 = last). The one position each row reads, from
+    :func:`interp.encoding.select.select`."""
+    if position != "last" and not (isinstance(position, int) and position < 0):
+        raise ValueError(
+            f"position must be 'last' or a negative int (offset from the end), got {position!r}"
+        )
+    try:
+        mask = select(enc, position)
+    except InterventionError:
+        raise ValueError(f"position {position} falls before the start of some prompt") from None
+    return mask.to(torch.long).argmax(dim=1)
 
 
 def stand_in(layer: int, skipped: frozenset[int]) -> int:

@@ -400,13 +400,3 @@ __all__ = [
     "replace_image_embeddings",
     "swap_image",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    # SwapImage and AblateImage moved to interventions.features (the image case of
-    # SwapFeatures / AblateFeatures); importing them from here keeps working.
-    if name in ("SwapImage", "AblateImage"):
-        from . import features
-
-        return getattr(features, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..conditions import Condition
-from ..resolve import prepare
+from ..conditions.apply import prepare
 from ..samples import IMAGE_SLOT, Sample
 
 CHAT_CONDITIONS = [

@@ -188,11 +188,12 @@ def test_real_tokenizer_video_and_image_positions_decode_back():
 def test_without_character_offsets_the_split_is_refused(vlm, both):
     """Telling a video's image tokens from an image's needs the offsets: without them the library
     raises rather than guesses."""
-    from interp.encoding import _expanded_positions
+    from interp.encoding.codec import codec_of
+    from interp.encoding.mask import _expanded_positions
+    from interp.encoding.process import Processed
     from interp.errors import ModalityError
-    from interp.processing import _Processed
 
     enc = encode(vlm, [both])
-    processed = _Processed(dict(enc.inputs), enc.texts, None, None)
+    processed = Processed(dict(enc.inputs), enc.texts, None, None)
     with pytest.raises(ModalityError, match="fast tokenizer"):
-        _expanded_positions(vlm, processed, enc.spans, enc.image_mask.cpu(), "video")
+        _expanded_positions(codec_of(vlm), processed, enc.spans, enc.image_mask.cpu(), "video")

@@ -8,6 +8,7 @@ help text is the package's docstring.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from interp.command import (
@@ -19,7 +20,6 @@ from interp.command import (
     parse_conditions,
     split_list,
 )
-from interp.studies import ablation as _package
 
 from .variants import DEFAULT_CONDITIONS
 
@@ -29,7 +29,8 @@ DATA_HELP = (
     "question, answer, and the variant / category labels)"
 )
 HELP = "no-image ablation across question wordings: accuracy with vs without the image"
-DESCRIPTION = _package.__doc__
+# the package is loaded before its modules: its docstring, without importing it back
+DESCRIPTION = sys.modules[__package__].__doc__
 ALIASES = ("ablate",)
 NOUN = "items"
 WORDED = ("color", "identify", "count", "position", "digit", "describe")

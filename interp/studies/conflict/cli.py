@@ -7,13 +7,14 @@ the command runs. The command's help text is the package's docstring.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from interp.command import Invocation, UsageError, add_command, at_least, split_list
-from interp.studies import conflict as _package
 
 HELP = "modality conflict: bias labels per evidence form and order, probes, contrastive decoding"
-DESCRIPTION = _package.__doc__
+# the package is loaded before its modules: its docstring, without importing it back
+DESCRIPTION = sys.modules[__package__].__doc__
 DATA_HELP = (
     "'demo' (the demo world's two-image conflict items, all six orders; for a model that takes "
     "audio, its image + audio + caption items unless --sources demo), 'demo:trimodal' (those "

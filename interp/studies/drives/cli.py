@@ -9,12 +9,12 @@ writes ``tokens.csv``, ``samples.csv``, ``source_removal.csv``, ``recovery.csv``
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from interp.command import DEMO_HELP, Invocation, UsageError, add_command, at_least, check_label
 from interp.errors import SupportError
 
-from . import __doc__ as STUDY_DOC
 from .contexts import (
     DEFAULT_QTYPES,
     NEUTRAL_PROMPT,
@@ -27,7 +27,8 @@ from .contexts import (
 )
 
 HELP = "temporal causal drives (QCD, VCD, PCD) of each generated token"
-DESCRIPTION = STUDY_DOC
+# the package is loaded before its modules: its docstring, without importing it back
+DESCRIPTION = sys.modules[__package__].__doc__
 DATA_HELP = DEMO_HELP + " (default question type for demo: describe)"
 
 

@@ -7,7 +7,6 @@ purpose: the command's option checks import it before any model is loaded.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,26 +17,20 @@ from interp.errors import ConditionError, DriveError, ImageError, SupportError, 
 from interp.media import video_digest
 from interp.samples import IMAGE_SLOT, VIDEO_SLOT, Sample, ensure_samples, image_digest
 
+from .constants import (
+    DEFAULT_QTYPES,
+    DRIVE_ALIASES,
+    DRIVES,
+    LN2,
+    NEUTRAL_PROMPT,
+    NULL_IMAGES,
+    NULL_VIDEOS,
+    VISUALS,
+)
+
 if TYPE_CHECKING:
     from .result import CausalDrives
 
-LN2 = math.log(2.0)
-NULL_IMAGES: tuple[str, ...] = ("blind", "black", "white", "noise", "mean", "mismatched")
-# What V is: the sample's image(s) or its video(s).
-VISUALS: tuple[str, ...] = ("image", "video")
-# V = ∅ for a video: the null names that have a video counterpart (media_conditions' parts).
-NULL_VIDEOS: tuple[str, ...] = ("blind", "black", "mean", "mismatched")
-NEUTRAL_PROMPT = "Please provide a response."
-# The three drives, named so that none is mistaken for another method: the paper's QCD, VCD
-# (Visual Causal Drive, Eq. 14 — not visual contrastive decoding) and PCD.
-DRIVES: tuple[str, ...] = ("question_drive", "visual_drive", "prefix_drive")
-# The paper's symbols, still taken (deprecated) where a drive is named.
-DRIVE_ALIASES: dict[str, str] = {
-    "qcd": "question_drive",
-    "vcd": "visual_drive",
-    "pcd": "prefix_drive",
-}
-DEFAULT_QTYPES: tuple[str, ...] = ("describe",)
 FULL = Condition(Part("full"))
 
 

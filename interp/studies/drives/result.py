@@ -15,7 +15,7 @@ from jaxtyping import Bool, Float, Int
 from interp.errors import DriveError
 from probes.trajectories import relative_bins
 
-from .contexts import DRIVE_ALIASES, DRIVES
+from .constants import DRIVE_ALIASES, DRIVES
 
 
 @dataclass

@@ -91,6 +91,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 if TYPE_CHECKING:
     from .analysis import (
+        METHOD_SCORES,
         answer_perplexity_of,
         layerwise_cosine,
         majority_vote,
@@ -119,6 +120,7 @@ if TYPE_CHECKING:
         DEMO_IDENTIFY,
         GROUPINGS,
         METRICS,
+        REFERENCE_QTYPES,
         SETTING_NAMES,
         SETTINGS,
         SUBSETS,
@@ -128,7 +130,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEMO_IDENTIFY",
     "GROUPINGS",
+    "METHOD_SCORES",
     "METRICS",
+    "REFERENCE_QTYPES",
     "SETTINGS",
     "SETTING_NAMES",
     "SUBSETS",

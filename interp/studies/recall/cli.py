@@ -6,15 +6,16 @@ the study's modules load inside the run (:mod:`.report`)."""
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 from interp.command import Invocation, UsageError, add_command, at_least, split_list
 
-from . import __doc__ as STUDY_DOC
 from .settings import DEMO_IDENTIFY, GROUPINGS, REFERENCE_QTYPES, SUBSETS, TRIVIAL
 
 HELP = "visual-reference recall: Text-Only / Visual / Full Info, logit lens, failure probes"
-DESCRIPTION = STUDY_DOC
+# the package is loaded before its modules: its docstring, without importing it back
+DESCRIPTION = sys.modules[__package__].__doc__
 DATA_HELP = (
     "'demo' (the demo world's three reference families: facts, arithmetic, words), or a JSONL "
     "file whose rows carry the labels group, setting (text_only/full_info/visual), family and "

@@ -1,22 +1,23 @@
-"""Calling a Hugging Face processor for a batch of rows: the keywords for each modality, token and
-placeholder-replacement offsets read against the text the tokenizer saw, and a blind row encoded
-through a placeholder image where the stock processor needs one (the image then removed)."""
+"""Stage 4, process: one call of the model's processor on the rendered prompts with each row's
+images, audio and videos (as the resolve stage left them): the keywords for each modality, BOS
+decided once (:func:`special_tokens_kwargs`), token and placeholder-replacement offsets read
+against the text the tokenizer saw, and a blind row encoded through a placeholder image where the
+stock processor needs one (the image then removed)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from .conditions import nominal_size, null_image
-from .errors import ImageTokenMismatchError, ModalityError, PromptError
-from .media import audio_rate
-
-if TYPE_CHECKING:
-    from .model import VLM
+from ..conditions.image import nominal_size, null_image
+from ..errors import ImageTokenMismatchError, ModalityError, PromptError
+from ..media import audio_rate
+from .codec import Codec
+from .render import Rendered
 
 
 def _per_token(inputs: dict[str, Any]) -> dict[str, Tensor]:
@@ -72,7 +73,7 @@ class _TextRecorder:
 
 
 @dataclass
-class _Processed:
+class Processed:
     """The processor's model inputs, and what positions are read against."""
 
     inputs: dict[str, Any]
@@ -83,7 +84,7 @@ class _Processed:
 
 def _run_processor(
     processor: Any, n_rows: int, kwargs: dict[str, Any], *, replacements: bool = True
-) -> _Processed:
+) -> Processed:
     """Call the processor asking for token offsets and (with ``replacements``) placeholder-
     replacement offsets (read against the text its tokenizer saw); processors that do not take
     those options are called without them."""
@@ -115,7 +116,7 @@ def _run_processor(
         offsets = offsets.to(torch.long)
     else:
         offsets = None
-    return _Processed(raw, texts, offsets, spans)
+    return Processed(raw, texts, offsets, spans)
 
 
 def special_tokens_kwargs(tokenizer: Any, prompts: Sequence[str]) -> dict[str, bool]:
@@ -145,7 +146,7 @@ def special_tokens_kwargs(tokenizer: Any, prompts: Sequence[str]) -> dict[str, b
 
 
 def _processor_kwargs(
-    vlm: VLM,
+    codec: Codec,
     prompts: list[str],
     images: list[list[Any]],
     audios: Sequence[Sequence[Any]],
@@ -153,67 +154,67 @@ def _processor_kwargs(
 ) -> dict[str, Any]:
     """The processor call's keywords for rows of prompts with their images, audio and videos."""
     kwargs: dict[str, Any] = {"text": prompts, "padding": True, "return_tensors": "pt"}
-    kwargs.update(special_tokens_kwargs(vlm.tokenizer, prompts))
+    kwargs.update(special_tokens_kwargs(codec.tokenizer, prompts))
     flat_audio = [a.waveform for row in audios for a in row]
     if flat_audio:
-        kwargs[vlm.adapter.audio_kwarg] = flat_audio
-        kwargs["sampling_rate"] = audio_rate(vlm.processor)
+        kwargs[codec.adapter.audio_kwarg] = flat_audio
+        kwargs["sampling_rate"] = audio_rate(codec.processor)
     flat_video = [v for row in videos for v in row]
     if flat_video:
-        kwargs[vlm.adapter.video_kwarg] = flat_video
-    processed = vlm.adapter.processor_images(images)
+        kwargs[codec.adapter.video_kwarg] = flat_video
+    processed = codec.adapter.processor_images(images)
     if processed is not None:
         kwargs["images"] = processed
     return kwargs
 
 
 def _replacements_by_row(
-    vlm: VLM,
+    codec: Codec,
     prompts: list[str],
     images: list[list[Any]],
     audios: Sequence[Sequence[Any]],
     videos: Sequence[Sequence[Any]],
-) -> _Processed:
+) -> Processed:
     """The batch's processor output with each row's replacement offsets asked row by row:
     transformers tries to turn the batch's ragged offsets list into a tensor (and fails) when
     its first row has no placeholder to expand."""
     n = len(prompts)
     out = _run_processor(
-        vlm.processor,
+        codec.processor,
         n,
-        _processor_kwargs(vlm, prompts, images, audios, videos),
+        _processor_kwargs(codec, prompts, images, audios, videos),
         replacements=False,
     )
     spans = []
     for i in range(n):
         pick = [images[i]], [audios[i]] if audios else [], [videos[i]] if videos else []
-        row = _run_processor(vlm.processor, 1, _processor_kwargs(vlm, [prompts[i]], *pick))
+        row = _run_processor(codec.processor, 1, _processor_kwargs(codec, [prompts[i]], *pick))
         spans.append(row.replacements[0] if row.replacements else [])
     out.replacements = spans
     return out
 
 
 def _processor_call(
-    vlm: VLM,
+    codec: Codec,
     prompts: list[str],
     images: list[list[Any]],
     audios: Sequence[Sequence[Any]] = (),
     videos: Sequence[Sequence[Any]] = (),
-) -> _Processed:
-    stripped = vlm.adapter.blind_by_stripping and not any(images)
+) -> Processed:
+    stripped = codec.adapter.blind_by_stripping and not any(images)
     if stripped:
         # The stock processor needs an image: encode a placeholder image's prompt and remove the
         # image afterwards, so the text layout is exactly the processor's.
-        placeholder = null_image("black", nominal_size(vlm.processor))
+        placeholder = null_image("black", nominal_size(codec.processor))
         images = [[placeholder] for _ in prompts]
-    kwargs = _processor_kwargs(vlm, prompts, images, audios, videos)
+    kwargs = _processor_kwargs(codec, prompts, images, audios, videos)
     try:
         try:
-            out = _run_processor(vlm.processor, len(prompts), kwargs)
+            out = _run_processor(codec.processor, len(prompts), kwargs)
         except ValueError as err:
             if "text_replacement_offsets" not in str(err):
                 raise
-            out = _replacements_by_row(vlm, prompts, images, audios, videos)
+            out = _replacements_by_row(codec, prompts, images, audios, videos)
     except ValueError as err:
         text = str(err).lower()
         if ("audio" in text or "video" in text) and "token" in text:
@@ -232,13 +233,29 @@ def _processor_call(
     raw = out.inputs
     raw.pop("labels", None)  # some processors add training labels; measurements never use them
     if stripped:
-        keep = (raw["input_ids"] != vlm.image_token_id) & raw["attention_mask"].bool()
+        keep = (raw["input_ids"] != codec.image_token_id) & raw["attention_mask"].bool()
         if out.offsets is not None:
             raw["offset_mapping"] = out.offsets
-        raw = _repack(raw, keep, vlm.tokenizer.pad_token_id)
+        raw = _repack(raw, keep, codec.tokenizer.pad_token_id)
         out.offsets = raw.pop("offset_mapping", None)
         out.replacements = None  # the placeholder image's expansion is gone
         for key in [k for k in raw if k not in _per_token(raw)]:
             del raw[key]  # pixel values and image sizes of the placeholder
     out.inputs = raw
     return out
+
+
+def process(codec: Codec, rendered: Sequence[Rendered]) -> Processed:
+    """The processor's output for the rendered rows: model inputs (CPU), the texts the tokenizer
+    read, token offsets and placeholder-replacement offsets."""
+    seen = [r.row.seen for r in rendered]
+    return _processor_call(
+        codec,
+        [r.prompt for r in rendered],
+        [p.images for p in seen],
+        [p.audios for p in seen],
+        [p.videos for p in seen],
+    )
+
+
+__all__ = ["Processed", "process", "special_tokens_kwargs"]

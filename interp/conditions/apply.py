@@ -1,8 +1,6 @@
-"""Resolving a condition: each sample as the model will see it (see :mod:`interp.conditions`).
-
-:func:`prepare` applies a :class:`~interp.conditions.Condition`'s image, audio, video and question
-parts to samples; the names are re-exported by :mod:`interp.conditions`.
-"""
+"""Applying a condition: each sample as the model will see it (:func:`prepare`), which modalities
+its input carries (:func:`carries`, without loading media), and which other samples' content it
+uses (:func:`condition_sources`)."""
 
 from __future__ import annotations
 
@@ -14,16 +12,16 @@ import numpy as np
 from PIL import Image
 from torch import Tensor
 
-from .conditions import (
+from ..media import AUDIO_SLOT, VIDEO_SLOT, Audio, fit_audio
+from ..samples import IMAGE_SLOT, Sample
+from .condition import Condition
+from .registry import (
     IMAGE_CONDITIONS,
     QUESTION_CONDITIONS,
-    Condition,
     ConditionContext,
     PixelFn,
-    _media,
+    media_registry,
 )
-from .media import AUDIO_SLOT, VIDEO_SLOT, Audio, fit_audio
-from .samples import IMAGE_SLOT, Sample
 
 # -- resolving a condition -----------------------------------------------------------------------
 
@@ -103,7 +101,7 @@ def _media_inputs(
     if cond.audio is None:  # read lazily: fit_audio reads a file only up to the window
         audios = sample.audios
     else:
-        audios = _media("audio")[cond.audio.name].apply(sample, cond.audio.arg, ctx)
+        audios = media_registry("audio")[cond.audio.name].apply(sample, cond.audio.arg, ctx)
     return fit_audio(audios, ctx.processor, sample.id), _videos(sample, cond, ctx)
 
 
@@ -111,7 +109,7 @@ def _videos(sample: Sample, cond: Condition, ctx: ConditionContext) -> list[np.n
     """The videos of ``sample`` under ``cond``'s video part."""
     if cond.video is None:
         return sample.load_videos()
-    return list(_media("video")[cond.video.name].apply(sample, cond.video.arg, ctx))
+    return list(media_registry("video")[cond.video.name].apply(sample, cond.video.arg, ctx))
 
 
 def carries(sample: Sample, condition: Condition | str, kind: str) -> bool:
@@ -161,7 +159,7 @@ def condition_sources(
     if spec.sources is not None:
         out += spec.sources(sample, cond.image.arg, ctx)
     for kind, part in (("audio", cond.audio), ("video", cond.video)):
-        media = _media(kind)[part.name] if part is not None else None
+        media = media_registry(kind)[part.name] if part is not None else None
         if media is not None and media.sources is not None and part is not None:
             out += media.sources(sample, part.arg, ctx)
     return out
