@@ -189,8 +189,8 @@ def test_the_image_alone_has_no_text_item():
 
 
 def test_mixed_bos_prompts_are_refused():
-    from interp.errors import PromptError
     from interp.encoding.process import special_tokens_kwargs
+    from interp.errors import PromptError
 
     tok = get_real("mllama").tokenizer
     assert special_tokens_kwargs(tok, ["x", "y"]) == {}
