@@ -1,7 +1,6 @@
 """Video parts of a condition (see :mod:`interp.conditions`): ``no_video``,
 ``null_video:{black|mean}``, ``swap_video:<id|next>``, ``frames:<k>``, ``shuffle_frames``,
-``still:<i>``; :func:`register_video_condition` (in :mod:`.audio`, beside its audio twin) registers
-new ones."""
+``still:<i>``; and :func:`register_video_condition` for new ones."""
 
 from __future__ import annotations
 
