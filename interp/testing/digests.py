@@ -21,12 +21,14 @@ from typing import Any
 
 import numpy as np
 import torch
+import transformers
 from PIL import Image
 
 from ..samples import Sample
 from .conformance import ASK, CONDITIONS, INSTRUCT, samples_for
 from .tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, shared_tiny_vlm
 
+MADE_UNDER = "_transformers"  # the fixture's key for the transformers version it was made under
 FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "encoding_digests.json"
 
 # image and question parts (every architecture), on the conformance samples
@@ -272,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.dump.write_text(json.dumps(full, indent=1, sort_keys=True) + "\n")
     if args.out.exists() and args.arch:
         found = {**json.loads(args.out.read_text()), **found}
+    found[MADE_UNDER] = transformers.__version__
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
     print(f"wrote {args.out} ({len(found)} architectures)", file=sys.stderr)

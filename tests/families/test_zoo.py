@@ -8,6 +8,7 @@ config attributes by hand (token ids, sub-configs), and a plain HF forward for t
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -18,6 +19,7 @@ import interp
 from interp.adapters import ADAPTERS
 from interp.adapters.infer import invariants, pattern_of
 from interp.testing import build_tiny, shared_tiny_vlm
+from interp.testing.pins import check_made_under
 from interp.testing.samples import make_samples
 from interp.testing.zoo import DOC, TESTED, Row, classify, mapping_types, render
 from interp.testing.zoo import INFERRED_TESTED as INFERRED
@@ -91,6 +93,8 @@ def test_the_sweep_covers_the_mapping_and_supports_most_of_it():
 
 
 def test_docs_families_is_the_sweeps_table():
+    made_under = re.search(r"transformers ([0-9][^ ']*)'s", DOC.read_text()).group(1)
+    check_made_under(made_under, "docs/families.md", "python -m interp.testing.zoo")
     rows = [row_of(t) for t in TYPES]
     assert DOC.read_text() == render(rows), "run: python -m interp.testing.zoo"
 
