@@ -19,7 +19,9 @@ round differently; ``interp doctor`` applies the same rule to a user's checkpoin
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
+import numpy as np
 import torch
 
 EPS: dict[torch.dtype, float] = {
@@ -30,47 +32,70 @@ EPS: dict[torch.dtype, float] = {
 }
 
 
-def magnitude(*tensors: torch.Tensor) -> float:
-    """``max |x|`` over the finite entries of every tensor, at least 1."""
+def _tensor(x: Any) -> torch.Tensor:
+    """A tensor for ``x`` (numpy arrays and scalars keep their dtype: float64 stays float64)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach()
+    return torch.as_tensor(np.asarray(x))
+
+
+def magnitude(*tensors: Any) -> float:
+    """``max |x|`` over the finite entries of every tensor (or array), at least 1."""
     top = 1.0
     for t in tensors:
-        t = t.detach().float()
+        t = _tensor(t).double()
         finite = t[torch.isfinite(t)]
         if finite.numel():
             top = max(top, float(finite.abs().max()))
     return top
 
 
-def combination_scale(terms: Iterable[tuple[float, torch.Tensor]]) -> float:
+def combination_scale(terms: Iterable[tuple[float, Any]]) -> float:
     """``Σ |c| · max |x|`` for the terms ``(c, x)`` of a linear combination (each at least 1)."""
     return sum(abs(c) * magnitude(x) for c, x in terms)
 
 
-def tolerance(
-    want: torch.Tensor, scale: float | None = None, dtype: torch.dtype | None = None
-) -> float:
-    """``ε · S``: ``S`` is ``scale`` when given, else :func:`magnitude` of ``want``."""
+def logprob_scale(logits: Any) -> float:
+    """``S`` of log-probabilities ``log p = z − logsumexp(z)`` (last axis): the two operands'
+    magnitudes, ``max |z| + max |logsumexp(z)|``."""
+    z = _tensor(logits).double()
+    return combination_scale([(1.0, z), (1.0, torch.logsumexp(z, -1))])
+
+
+def tolerance(want: Any, scale: float | None = None, dtype: torch.dtype | None = None) -> float:
+    """``ε · S``: ``S`` is ``scale`` when given, else :func:`magnitude` of ``want``; ``ε`` of
+    ``dtype`` when given, else of ``want``'s dtype (a numpy array's: float64 → 1e-10)."""
+    want = _tensor(want)
     eps = EPS.get(dtype or want.dtype, EPS[torch.float32])
     return eps * (magnitude(want) if scale is None else scale)
 
 
 def assert_close(
-    got: torch.Tensor,
-    want: torch.Tensor,
+    got: Any,
+    want: Any,
     *,
     scale: float | None = None,
     dtype: torch.dtype | None = None,
     msg: str = "",
 ) -> None:
-    """``|got − want| <= ε · S`` elementwise (:func:`tolerance`), infinities equal."""
+    """``|got − want| <= ε · S`` elementwise (:func:`tolerance`), infinities equal.
+    Tensors or numpy arrays; compared in float64 so the comparison adds no rounding of its own."""
+    got, want = _tensor(got), _tensor(want)
     atol = tolerance(want, scale, dtype)
     torch.testing.assert_close(
-        got.float(),
-        want.float(),
+        got.double(),
+        want.double(),
         atol=atol,
         rtol=0,
         msg=lambda m: f"{msg}{': ' if msg else ''}{m}\n(tolerance ε·S = {atol:.3g})",
     )
 
 
-__all__ = ["EPS", "assert_close", "combination_scale", "magnitude", "tolerance"]
+__all__ = [
+    "EPS",
+    "assert_close",
+    "combination_scale",
+    "logprob_scale",
+    "magnitude",
+    "tolerance",
+]

@@ -33,6 +33,7 @@ from interp.testing import (
     random_image,
     shared_tiny_vlm,
 )
+from interp.testing.tolerance import assert_close, logprob_scale
 
 STOCK_PROCESSORS = {
     "llava": "LlavaProcessor",
@@ -202,7 +203,7 @@ def test_distortion_does_not_depend_on_the_batch(arch, samples):
     three = interp.residual_stream(
         vlm, samples[:3], "distort:300", batch_size=3, progress_bar=False
     )
-    torch.testing.assert_close(one, three, atol=1e-4, rtol=0)
+    assert_close(one, three)
     clean = interp.residual_stream(vlm, samples[:3], batch_size=3, progress_bar=False)
     assert (clean - three).abs().max() > 1e-4
 
@@ -348,7 +349,7 @@ def test_plain_generation_scores_are_the_logits_not_the_forced_row(samples):
     for i, sample in enumerate(batch):
         enc = encode(vlm, [sample], "full")
         ref0 = hf_forward(vlm, enc).logits[0, -1]
-        torch.testing.assert_close(gen.scores[i][0], ref0, atol=1e-4, rtol=1e-4)
+        assert_close(gen.scores[i][0], ref0)
         if len(gen.token_ids[i]) == 0:
             continue
         inputs = dict(enc.inputs)
@@ -357,7 +358,7 @@ def test_plain_generation_scores_are_the_logits_not_the_forced_row(samples):
         inputs["attention_mask"] = torch.cat([inputs["attention_mask"], torch.ones(1, 1)], 1).long()
         with torch.no_grad():
             ref1 = vlm.hf(**inputs).logits[0, -1]
-        torch.testing.assert_close(gen.scores[i][1], ref1, atol=1e-4, rtol=1e-4)
+        assert_close(gen.scores[i][1], ref1)
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "paligemma"])
@@ -367,12 +368,15 @@ def test_removing_the_prefix_scores_each_token_right_after_the_prompt(arch, samp
     targets = ["yellow banana two", "circle", "two three"]
     got = interp.score(vlm, batch, targets, "full+no_prefix", progress_bar=False)
     enc = encode(vlm, batch)
-    logp = hf_forward(vlm, enc).logits[torch.arange(3), enc.last_index].float().log_softmax(-1)
+    logits = hf_forward(vlm, enc).logits[torch.arange(3), enc.last_index].float()
+    logp = logits.log_softmax(-1)
     for row, target in enumerate(targets):
         ids = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
-        torch.testing.assert_close(got.logprobs[row, : len(ids)], logp[row, ids], atol=1e-5, rtol=0)
+        assert_close(
+            got.logprobs[row, : len(ids)], logp[row, ids], scale=logprob_scale(logits[row])
+        )
     kept = interp.score(vlm, batch, targets, "full", progress_bar=False)
-    assert torch.allclose(kept.logprobs[:, 0], got.logprobs[:, 0], atol=1e-5)  # first token same
+    assert_close(kept.logprobs[:, 0], got.logprobs[:, 0], scale=logprob_scale(logits))  # 1st same
     with pytest.raises(interp.ConditionError, match="no_prefix"):
         interp.generate(vlm, batch, "full+no_prefix", progress_bar=False)
 

@@ -9,6 +9,7 @@ from PIL import Image
 import interp
 from interp.encoding import encode
 from interp.testing import hf_forward, hf_hidden_states, hf_target_logprobs, last_layer_raw
+from interp.testing.tolerance import assert_close
 
 
 def test_accessors_are_consistent(vlm):
@@ -32,9 +33,9 @@ def test_residual_stream_equals_hf_hidden_states(vlm, samples):
     assert len(hs) == n + 1
     rows = torch.arange(8)
     ref = torch.stack([h[rows, enc.last_index] for h in hs[:n]], dim=1)
-    torch.testing.assert_close(states[:, :n], ref.float(), atol=1e-5, rtol=0)
+    assert_close(states[:, :n], ref)
     raw = last_layer_raw(vlm, enc)[rows, enc.last_index]
-    torch.testing.assert_close(states[:, n], raw.float(), atol=1e-5, rtol=0)
+    assert_close(states[:, n], raw)
     # index L is pre-norm: it must differ from HF's post-norm hidden_states[-1]
     assert (states[:, n] - hs[n][rows, enc.last_index]).abs().max() > 1e-3
 
@@ -51,22 +52,20 @@ def test_layer_subset_and_position(vlm, samples):
         vlm, samples[:3], "full", layers=[1], position=-2, progress_bar=False
     )
     rows = torch.arange(3)
-    torch.testing.assert_close(
-        prev[:, 0], hs[1][rows, enc.last_index - 1].float(), atol=1e-5, rtol=0
-    )
+    assert_close(prev[:, 0], hs[1][rows, enc.last_index - 1])
 
 
 def test_batch_invariance(vlm, samples):
     for condition in ("full", "blind"):
         one = interp.residual_stream(vlm, samples, condition, batch_size=1, progress_bar=False)
         eight = interp.residual_stream(vlm, samples, condition, batch_size=8, progress_bar=False)
-        torch.testing.assert_close(one, eight, atol=1e-4, rtol=0)
+        assert_close(one, eight)
     g1 = interp.generate(vlm, samples, max_new_tokens=4, batch_size=1, progress_bar=False)
     g8 = interp.generate(vlm, samples, max_new_tokens=4, batch_size=8, progress_bar=False)
     assert g1.token_ids == g8.token_ids
     s1 = interp.score(vlm, samples, batch_size=1, progress_bar=False)
     s8 = interp.score(vlm, samples, batch_size=8, progress_bar=False)
-    torch.testing.assert_close(s1.logprobs, s8.logprobs, atol=1e-4, rtol=0)
+    assert_close(s1.logprobs, s8.logprobs)
 
 
 def test_null_black_equals_real_black_image(vlm, samples):
@@ -112,7 +111,7 @@ def test_score_equals_manual_log_softmax(vlm, samples):
     for i, (s, target) in enumerate(zip(samples[:3], targets)):
         tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
         ref = hf_target_logprobs(vlm, encode(vlm, [s], "full"), tgt)
-        torch.testing.assert_close(scores.logprobs[i, : len(tgt)], ref, atol=1e-4, rtol=0)
+        assert_close(scores.logprobs[i, : len(tgt)], ref)
         assert scores.mask[i].sum() == len(tgt)
 
 

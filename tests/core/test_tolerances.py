@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from interp.testing.tolerance import assert_close, combination_scale, tolerance
+from interp.testing.tolerance import assert_close, combination_scale, logprob_scale, tolerance
 
 ROOT = Path(__file__).resolve().parents[2]
 BARE = re.compile(r"\batol=(?!0\b)(?!0\.0\b)[0-9][0-9.e+-]*")
@@ -18,13 +18,10 @@ BARE = re.compile(r"\batol=(?!0\b)(?!0\.0\b)[0-9][0-9.e+-]*")
 # files that still hold a bare absolute bound (to convert; never add one)
 BARE_ATOL = {
     "tests/core/test_attention_weights.py",
-    "tests/core/test_engine.py",
     "tests/core/test_image_gradients.py",
     "tests/core/test_measures.py",
     "tests/core/test_media_columns.py",
     "tests/core/test_modalities.py",
-    "tests/core/test_positions.py",
-    "tests/core/test_reading.py",
     "tests/demo/test_demo_omni.py",
     "tests/demo/test_demo_smol.py",
     "tests/families/test_audio_video.py",
@@ -96,3 +93,19 @@ def test_a_difference_over_the_bound_fails_and_says_the_bound():
         assert "0.0002" in str(err)
     else:
         raise AssertionError("a difference 5x over the bound passed")
+
+
+def test_log_probabilities_scale_with_their_logits_and_arrays_keep_their_dtype():
+    import numpy as np
+
+    z = torch.tensor([[4.0, -8.0, 0.0]])
+    lse = float(torch.logsumexp(z.double(), -1))
+    assert logprob_scale(z) == 8.0 + lse  # log p = z − logsumexp z: both operands
+    assert tolerance(np.array([3.0])) == 1e-10 * 3  # a float64 array: float64's ε
+    assert_close(np.array([3.0 + 1e-11]), np.array([3.0]))
+    try:
+        assert_close(np.array([3.0 + 1e-9]), np.array([3.0]))
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError("a float64 difference 3x over the bound passed")
