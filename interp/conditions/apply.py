@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image
-from torch import Tensor
 
 from ..media import AUDIO_SLOT, VIDEO_SLOT, Audio, fit_audio
 from ..samples import IMAGE_SLOT, Sample
@@ -24,6 +23,9 @@ from .registry import (
 )
 
 # -- resolving a condition -----------------------------------------------------------------------
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 @dataclass

@@ -7,12 +7,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from PIL import Image
-from torch import Tensor
 
 from ..errors import ConditionError, ImageError
 from ..samples import Sample
@@ -31,6 +29,9 @@ from .registry import (
 )
 
 NULL_KINDS = ("black", "white", "noise", "mean")
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 def register_image_condition(
@@ -183,6 +184,8 @@ DIFFUSION_STEPS = 1000
 @lru_cache(maxsize=1)
 def diffusion_alphas_cumprod() -> Tensor:
     """ᾱ_t = Π_{s≤t} (1 − β_s) for VCD's sigmoid schedule, t = 0..999 (float64)."""
+    import torch  # here, not at import: naming a condition must not load torch
+
     betas = torch.sigmoid(torch.linspace(-6, 6, DIFFUSION_STEPS, dtype=torch.float64))
     betas = betas * (5e-3 - 1e-5) + 1e-5
     return torch.cumprod(1.0 - betas, dim=0)
@@ -198,6 +201,8 @@ def diffusion_noise(values: Tensor, step: int, seed: int) -> Tensor:
     """VCD's forward diffusion of normalised pixel values ``x_0`` at noise step ``t``:
     ``x_t = sqrt(ᾱ_t)·x_0 + sqrt(1 − ᾱ_t)·ε``, ε ~ N(0, 1) drawn from a generator seeded with
     ``seed`` (computed in float32 on the CPU, so it does not depend on the device)."""
+    import torch
+
     abar = float(diffusion_alphas_cumprod()[step])
     gen = torch.Generator().manual_seed(seed)
     eps = torch.randn(values.shape, generator=gen, dtype=torch.float32)

@@ -8,14 +8,16 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from PIL import Image
-from torch import Tensor
 
 from ..errors import AudioError, ConditionError, VideoError
 from ..samples import Sample
+
+if TYPE_CHECKING:  # parsing a condition name imports no torch (a bad name errs at once)
+    from torch import Tensor
 
 MediaKind = Literal["audio", "video"]
 # names a part may not take: the prefix part and the aliases of whole conditions
@@ -44,7 +46,7 @@ class ConditionContext:
 # images(sample, arg, ctx) -> the list of PIL images the input carries (None: no image)
 ImageFn = Callable[[Sample, "str | None", ConditionContext], "list[Image.Image] | None"]
 # pixels(values, sample, arg, image_index) -> new normalised pixel values for one image
-PixelFn = Callable[[Tensor, Sample, "str | None", int], Tensor]
+PixelFn = Callable[["Tensor", Sample, "str | None", int], "Tensor"]
 # sources(sample, arg, ctx) -> the samples whose images the input uses (for store fingerprints)
 SourcesFn = Callable[[Sample, "str | None", ConditionContext], "list[Sample]"]
 QuestionFn = Callable[[str, "str | None", Sample], str]

@@ -75,6 +75,21 @@ def _bad_inputs(folder: Path) -> dict[str, list[str]]:
         "corrupt wav": ["flow", "--model", "demo-omni", "--data", "wav.jsonl"],
         "broken JSONL": ["ablation", "--model", "demo", "--data", "bad.jsonl"],
         "unknown demo type": ["coe", "--model", "demo", "--data", "demo:colour"],
+        # options named wrong: checked by name, before the modules that would run them
+        "unknown condition": ["coe", "--model", "demo", "--data", "demo", "--conditions", "full,x"],
+        "bad condition argument": [
+            *("coe", "--model", "demo", "--data", "demo", "--conditions", "full,distort:5000")
+        ],
+        "unknown ablation condition": [
+            *("ablation", "--model", "demo", "--data", "demo", "--conditions", "blind,x")
+        ],
+        "unknown decoding method": [
+            *("decoding", "--model", "demo", "--data", "pope", "--methods", "greedy,x")
+        ],
+        "unknown amateur": [
+            *("decoding", "--model", "demo", "--data", "pope", "--methods", "contrast"),
+            *("--amateur", "x"),
+        ],
     }
 
 
@@ -96,6 +111,11 @@ print(json.dumps([status, heavy]))
         "corrupt wav",
         "broken JSONL",
         "unknown demo type",
+        "unknown condition",
+        "bad condition argument",
+        "unknown ablation condition",
+        "unknown decoding method",
+        "unknown amateur",
     ],
 )
 def test_bad_data_is_refused_before_torch_is_imported_and_leaves_nothing(case, tmp_path):
@@ -115,6 +135,13 @@ def test_bad_data_is_refused_before_torch_is_imported_and_leaves_nothing(case, t
     assert not (tmp_path / "out").exists()
     if case == "long image name":
         assert "longer than the file system allows" in run.stderr and len(run.stderr) < 600
+
+
+def test_the_decoding_commands_light_list_of_methods_is_the_one_the_methods_module_takes():
+    from interp.studies.decoding.cli import METHOD_NAMES
+    from interventions.decoding import METHODS, PLAIN
+
+    assert set(METHOD_NAMES) == set(PLAIN) | set(METHODS)
 
 
 def test_a_failed_run_removes_the_empty_store_it_created(tmp_path):

@@ -38,8 +38,6 @@ WORDED = ("color", "identify", "count", "position", "digit", "describe")
 
 def check_options(inv: Invocation) -> dict[str, Any]:
     """``--ci``, ``--n-boot``, the conditions, ``--shots``, the variants and the judge."""
-    from .judge import make_judge
-
     args = inv.args
     if not 0.0 < args.ci < 1.0:
         raise UsageError(f"--ci must lie in (0, 1), got {args.ci}")
@@ -53,6 +51,8 @@ def check_options(inv: Invocation) -> dict[str, Any]:
     shot_conditions = parse_conditions(args.shot_conditions)
     if shots and not shot_conditions:
         raise UsageError("--shot-conditions is empty; give e.g. full,blind")
+    from .judge import make_judge  # after the names: it imports pandas
+
     return {
         "conditions": conditions,
         "shots": shots,

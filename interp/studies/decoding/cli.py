@@ -22,6 +22,9 @@ from interp.command import Invocation, UsageError, add_command, int_list, split_
 
 from .analysis import DEFAULT_METHODS, pope_settings
 
+# the names interventions.decoding.method takes (its PLAIN, then its METHODS), here without
+# importing it (it imports torch), so that a mistyped --methods is refused at once
+METHOD_NAMES = ("greedy", "plain", "none", "vcd", "icd", "vdd", "m3id", "pai", "contrast")
 HELP = "POPE-style evaluation of contrastive decoding methods (greedy and sampled)"
 DESCRIPTION = __doc__
 ALIASES = ("decode",)
@@ -37,11 +40,20 @@ def check_options(inv: Invocation) -> dict[str, Any]:
     """``--seeds``, ``--temperature``, the methods with their parameters; an amateur that equals
     the expert's input is refused. Edits inside attention (pai) need eager attention."""
     from interp.conditions import Condition
-    from interp.errors import DecodingError
-
-    from .measure import resolve_methods
+    from interp.errors import ConditionError, DecodingError
 
     args = inv.args
+    for name in split_list(args.methods):  # by name first: the methods' module imports torch
+        if name.strip().lower() not in METHOD_NAMES:
+            known = ", ".join(m for m in METHOD_NAMES if m not in ("plain", "none"))
+            raise DecodingError(f"unknown decoding method {name!r}; use one of {known}")
+    if "contrast" in [m.strip().lower() for m in split_list(args.methods)]:
+        try:  # the amateur's name too, before the import
+            Condition.parse(args.amateur)
+        except ConditionError as err:
+            raise DecodingError(f"bad amateur condition {args.amateur!r}: {err}") from err
+    from .measure import resolve_methods
+
     seeds = int_list(args.seeds, "--seeds")
     if any(v < 0 for v in seeds):
         raise UsageError(f"--seeds: seeds must be >= 0, got {args.seeds!r}")
