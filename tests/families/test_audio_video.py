@@ -20,6 +20,7 @@ from interp.edits import Batch, EditContext
 from interp.encoding import encode
 from interp.testing import tiny_vlm
 from interp.testing.chat_reference import assert_same_inputs
+from interp.testing.tolerance import assert_close
 
 RATE = 16000
 AUDIO_FAMILIES = ["qwen2_audio", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "gemma4"]
@@ -162,7 +163,7 @@ def check_residuals_equal_hf(vlm: interp.VLM, samples: list[interp.Sample]) -> N
     hs = hf_states(vlm, inputs)
     rows = torch.arange(len(samples))
     ref = torch.stack([h[rows, enc.last_index] for h in hs[: vlm.n_layers]], dim=1)
-    torch.testing.assert_close(states[:, : vlm.n_layers], ref.float(), atol=1e-5, rtol=0)
+    assert_close(states[:, : vlm.n_layers], ref.float())
 
 
 @pytest.mark.parametrize("kind,arch", KINDS)
@@ -218,7 +219,7 @@ def test_null_audio_silence_equals_a_real_silent_run(arch):
         )
         hs = hf_states(audio_vlm, dict(inputs))
         refs.append(torch.stack([h[0, -1] for h in hs[: audio_vlm.n_layers]]))
-    torch.testing.assert_close(null[:, : audio_vlm.n_layers], torch.stack(refs), atol=1e-5, rtol=0)
+    assert_close(null[:, : audio_vlm.n_layers], torch.stack(refs))
     full = interp.residual_stream(audio_vlm, samples[:2], progress_bar=False)
     assert (full - null[:2]).abs().max() > 1e-3  # the audio matters: the check has teeth
 
@@ -255,8 +256,8 @@ def test_mixed_batches_equal_single_rows_in_any_order(kind, arch, condition):
     back = interp.residual_stream(
         vlm, samples[::-1], condition, batch_size=len(samples), progress_bar=False
     )
-    torch.testing.assert_close(one, many, atol=1e-4, rtol=0)
-    torch.testing.assert_close(one, back.flip(0), atol=1e-4, rtol=0)
+    assert_close(one, many)
+    assert_close(one, back.flip(0))
 
 
 def test_qwen3_omni_audio_features_depend_on_the_batch_in_hf_itself():
@@ -424,7 +425,8 @@ def test_resampled_audio_reaches_the_feature_extractor(audio_vlm):
         padding="max_length",
         return_tensors="pt",
     )["input_features"]
-    torch.testing.assert_close(enc.inputs["input_features"], ref, atol=1e-6, rtol=0)
+    # the same extractor on the same resampled samples: bit for bit
+    torch.testing.assert_close(enc.inputs["input_features"], ref, atol=0, rtol=0)
 
 
 def test_frames_processor_lays_out_frame_pairs_like_the_image_processor(video_vlm):
@@ -557,7 +559,8 @@ def test_feature_sites_hold_what_the_decoder_reads(kind, arch):
     else:  # merged features, one tensor per video or one for all
         pooled = out.pooler_output
         feats = torch.cat(list(pooled)) if isinstance(pooled, (tuple, list)) else pooled
-    torch.testing.assert_close(at, feats, atol=1e-6, rtol=0)
+    # the tower's outputs scattered into the embeddings unchanged: bit for bit
+    torch.testing.assert_close(at, feats, atol=0, rtol=0)
     for other in {"image", "audio", "video"} - set(vlm.adapter.modalities):
         with pytest.raises(interp.errors.ModalityError):
             vlm.features(other)
@@ -580,7 +583,7 @@ def test_a_family_that_cannot_mix_audio_rows_runs_them_apart(audio_vlm):
     assert list(batch_indices(apart, samples, "no_audio", 8)) == [[0, 1, 2, 3, 4]]
     grouped = interp.residual_stream(apart, samples, batch_size=8, progress_bar=False)
     single = interp.residual_stream(audio_vlm, samples, batch_size=1, progress_bar=False)
-    torch.testing.assert_close(grouped, single, atol=1e-4, rtol=0)
+    assert_close(grouped, single)
 
     class WithoutAudio(interp.Decoding):
         amateurs = (Condition.parse("no_audio"),)
@@ -610,7 +613,7 @@ def test_teacher_forced_scores_equal_a_manual_log_softmax(kind, arch):
             logits = vlm.hf(**inputs).logits[0].float().log_softmax(-1)
         n = enc.input_ids.shape[1]
         ref = torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
-        torch.testing.assert_close(scores.logprobs[i, : len(tgt)], ref, atol=1e-4, rtol=0)
+        assert_close(scores.logprobs[i, : len(tgt)], ref)
 
 
 @pytest.mark.parametrize("arch", ["qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"])

@@ -29,6 +29,7 @@ from transformers import (
 import interp
 from interp.encoding import encode, question_mask
 from interp.testing import build_tiny, tiny_vlm
+from interp.testing.tolerance import assert_close
 
 CLASSES = {
     "qwen2_5_omni_thinker": (Qwen2_5OmniThinkerForConditionalGeneration, Qwen2_5OmniProcessor),
@@ -91,7 +92,7 @@ def test_residual_reads_equal_hf_hidden_states(vlm: interp.VLM, samples) -> None
         hs = hf_forward(vlm, enc.inputs)
         n, rows = vlm.n_layers, torch.arange(len(batch))
         ref = torch.stack([h[rows, enc.last_index] for h in hs[:n]], dim=1)
-        torch.testing.assert_close(states[:, :n], ref, atol=1e-5, rtol=0)
+        assert_close(states[:, :n], ref)
 
 
 def test_blind_drops_the_image_and_changes_the_answer_state(vlm: interp.VLM, samples) -> None:
@@ -123,8 +124,8 @@ def test_mixed_image_and_blind_rows_equal_single_runs(vlm: interp.VLM, samples) 
     assert inputs["attention_mask"][:, -1].all()  # left padded: the last column is every row's
     hs = hf_forward(vlm, inputs)
     got = torch.stack([h[:, -1] for h in hs[: vlm.n_layers]], dim=1)
-    torch.testing.assert_close(got[:2], full[:, : vlm.n_layers], atol=1e-5, rtol=0)
-    torch.testing.assert_close(got[2:], blind[:, : vlm.n_layers], atol=1e-5, rtol=0)
+    assert_close(got[:2], full[:, : vlm.n_layers])
+    assert_close(got[2:], blind[:, : vlm.n_layers])
 
 
 def test_generate_equals_hf_generate(vlm: interp.VLM, samples) -> None:
@@ -192,7 +193,7 @@ def test_gemma4_residual_0_is_the_decoder_input_the_per_layer_inputs_come_from(s
             ref = vlm.hf(**vlm.adapter.forward_inputs(dict(enc.inputs))).logits
     finally:
         handle.remove()
-    torch.testing.assert_close(got, ref[rows, enc.last_index], atol=1e-5, rtol=0)
+    assert_close(got, ref[rows, enc.last_index])
     with torch.no_grad(), vlm.trace_encoding(enc):
         vlm.layers[0].input[:, -1] += v
         other = nnsight.save(vlm.lm_head.output[rows, enc.last_index])
@@ -236,7 +237,7 @@ def test_an_audio_language_checkpoint_loads_lazily_and_from_its_config_alone(tmp
     samples = [interp.Sample("{audio} what is it ?", audio=(wave, 16000))]
     got = interp.residual_stream(lazy, samples, progress_bar=False)
     eager = interp.residual_stream(interp.load(model, processor), samples, progress_bar=False)
-    torch.testing.assert_close(got, eager, atol=1e-5, rtol=0)
+    assert_close(got, eager)
 
     (tmp_path / "config").mkdir()
     shutil.copy(tmp_path / "full" / "config.json", tmp_path / "config" / "config.json")

@@ -35,6 +35,7 @@ from interp.testing.conformance import (
     samples_for,
 )
 from interp.testing.real_models import build_real
+from interp.testing.tolerance import assert_close
 from interventions import Knockout, Steer
 
 # "Describe the image." and a capitalised first word broke question positions under
@@ -64,9 +65,9 @@ def test_reads_generation_and_scores_equal_plain_hf(arch):
     enc = encode(vlm, batch)
     hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
     ref = torch.stack([h[rows, enc.last_index] for h in hs[:n]], dim=1)
-    torch.testing.assert_close(states[:, :n], ref.float(), atol=1e-5, rtol=0)
+    assert_close(states[:, :n], ref.float())
     raw = last_layer_raw(vlm, enc)[rows, enc.last_index]
-    torch.testing.assert_close(states[:, n], raw.float(), atol=1e-5, rtol=0)
+    assert_close(states[:, n], raw.float())
 
     gen = interp.generate(vlm, batch, max_new_tokens=3, batch_size=len(batch), progress_bar=False)
     scores = interp.score(vlm, batch, batch_size=len(batch), progress_bar=False)
@@ -82,9 +83,7 @@ def test_reads_generation_and_scores_equal_plain_hf(arch):
         want = out[0, one.input_ids.shape[1] :].tolist()
         assert gen.token_ids[i] == want[: len(gen.token_ids[i])]
         tgt = vlm.tokenizer(s.answer, add_special_tokens=False)["input_ids"]
-        torch.testing.assert_close(
-            scores.logprobs[i, : len(tgt)], hf_target_logprobs(vlm, one, tgt), atol=1e-4, rtol=0
-        )
+        assert_close(scores.logprobs[i, : len(tgt)], hf_target_logprobs(vlm, one, tgt))
 
 
 @pytest.mark.parametrize("arch", FAMILIES)
@@ -101,7 +100,7 @@ def test_steering_the_question_equals_a_hook_on_its_tokens(arch):
         hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
     n, rows = vlm.n_layers, torch.arange(len(batch))
     ref = torch.stack([h[rows, enc.last_index] for h in hs[:n]], 1)
-    torch.testing.assert_close(got[:, :n], ref.float(), atol=1e-4, rtol=0)
+    assert_close(got[:, :n], ref.float())
     plain = interp.residual_stream(vlm, batch, batch_size=len(batch), progress_bar=False)
     assert (got[:, n] - plain[:, n]).abs().max() > 1e-3
 
@@ -139,6 +138,6 @@ def test_knocking_out_the_question_equals_a_hand_written_attention(arch):
     want = interp.score(
         interp.load(model, processor), batch, batch_size=len(batch), progress_bar=False
     )
-    torch.testing.assert_close(got.logprobs, want.logprobs, atol=1e-5, rtol=0)
+    assert_close(got.logprobs, want.logprobs)
     plain = interp.score(vlm, batch, batch_size=len(batch), progress_bar=False)
     assert (plain.logprobs - got.logprobs).abs().max() > 1e-4

@@ -26,6 +26,7 @@ from interp.testing import (
     steering_vector,
     tiny_vlm_with_attention,
 )
+from interp.testing.tolerance import assert_close
 from interventions import AblateImage, AttentionBoost, Knockout, Patch, Steer, SwapImage
 
 TOKEN_FUSION = [a for a in ARCHITECTURES if a != "mllama"]
@@ -71,7 +72,7 @@ def test_edits_compose_in_any_order(samples):
     with add_to_layer(vlm, 1, a, enc.attention_mask.bool()), add_to_layer(vlm, 3, b, last):
         hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
     ref = torch.stack([h[torch.arange(4), enc.last_index] for h in hs[: vlm.n_layers]], 1)
-    torch.testing.assert_close(x[:, : vlm.n_layers], ref.float(), atol=1e-5, rtol=0)
+    assert_close(x[:, : vlm.n_layers], ref.float())
 
 
 def test_a_user_written_edit_plugs_in(samples):
@@ -108,7 +109,7 @@ def test_steer_equals_a_forward_hook(arch, samples):
         hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
     n = vlm.n_layers
     ref = torch.stack([h[torch.arange(4), enc.last_index] for h in hs[:n]], 1)
-    torch.testing.assert_close(states[:, :n], ref.float(), atol=1e-4, rtol=0)
+    assert_close(states[:, :n], ref.float())
     plain = interp.residual_stream(vlm, batch, batch_size=4, progress_bar=False)
     assert (states[:, n] - plain[:, n]).abs().max() > 1e-3  # the edit did something
 
@@ -160,9 +161,7 @@ def test_steering_changes_step_3_logits_as_a_brute_force_loop(arch, samples):
     # rows still generating at step 3 (a finished row continues with padding in HF's loop)
     live = [r for r, toks in enumerate(ref_tokens) if not stops.intersection(toks[:3])]
     assert live, "every row stopped before step 3: pick longer answers"
-    torch.testing.assert_close(
-        recorder.logits[3][live].float(), ref_logits[3][live], atol=2e-4, rtol=0
-    )
+    assert_close(recorder.logits[3][live].float(), ref_logits[3][live])
     for row, ids in enumerate(gen.token_ids):
         assert ids == ref_tokens[row][: len(ids)]
     plain = Recorder()
@@ -185,7 +184,7 @@ def test_patching_every_prompt_position_of_the_embeddings_gives_the_source_run(a
         vlm, batch, edits=[Patch("null:black", 0, "prompt")], batch_size=3, progress_bar=False
     )
     real = interp.residual_stream(vlm, batch, "null:black", batch_size=3, progress_bar=False)
-    torch.testing.assert_close(patched, real, atol=1e-5, rtol=0)
+    assert_close(patched, real)
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3", "gemma3"])
@@ -220,13 +219,13 @@ def test_patching_the_last_token_from_the_blind_run_equals_hooks(arch, samples):
     handle.remove()
     n = vlm.n_layers
     ref = torch.stack([h[torch.arange(3), full.last_index] for h in hs[:n]], 1)
-    torch.testing.assert_close(states[:, :n], ref.float(), atol=1e-5, rtol=0)
+    assert_close(states[:, :n], ref.float())
     # the same patch from given states (what residual_stream returns for the blind run)
     given = interp.residual_stream(vlm, batch, "blind", layers=[k], progress_bar=False)
     again = interp.residual_stream(
         vlm, batch, edits=[Patch(given, k)], batch_size=2, progress_bar=False
     )
-    torch.testing.assert_close(again, states, atol=1e-5, rtol=0)
+    assert_close(again, states)
 
 
 def test_patch_positions_must_correspond(samples):
@@ -262,7 +261,7 @@ def test_knockout_equals_a_hand_written_attention_with_the_mask(arch, samples):
 
     ref_vlm = tiny_vlm_with_attention(arch, knock)
     want = interp.score(ref_vlm, batch, batch_size=3, progress_bar=False)
-    torch.testing.assert_close(got.logprobs, want.logprobs, atol=1e-5, rtol=0)
+    assert_close(got.logprobs, want.logprobs)
     plain = interp.score(vlm, batch, batch_size=3, progress_bar=False)
     assert (plain.logprobs - got.logprobs).abs().max() > 1e-4
 
@@ -278,7 +277,7 @@ def test_text_knocked_out_from_the_image_never_sees_it(arch, samples):
     a = interp.residual_stream(vlm, samples[:3], edits=[edit], progress_bar=False)
     b = interp.residual_stream(vlm, samples[:3], "null:black", edits=[edit], progress_bar=False)
     c = interp.residual_stream(vlm, samples[:3], "null:black", progress_bar=False)
-    torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert_close(a, b)
     assert (a - c).abs().max() > 1e-4
 
 
@@ -314,7 +313,7 @@ def test_attention_boost_equals_a_hand_written_attention(arch, samples):
     for step in range(3):
         with torch.no_grad():
             logits = ref_vlm.hf(**inputs).logits[:, -1].float()
-        torch.testing.assert_close(recorder.logits[step].float(), logits, atol=1e-4, rtol=0)
+        assert_close(recorder.logits[step].float(), logits)
         inputs = _per_token_growth(vlm, inputs, logits.argmax(-1))
     assert len(gen.token_ids) == 2
 
@@ -330,7 +329,7 @@ def test_swap_image_edit_equals_the_null_condition(arch, samples):
         vlm, batch, edits=[SwapImage("null:black")], batch_size=3, progress_bar=False
     )
     real = interp.residual_stream(vlm, batch, "null:black", batch_size=3, progress_bar=False)
-    torch.testing.assert_close(swapped, real, atol=1e-5, rtol=0)
+    assert_close(swapped, real)
 
 
 def test_image_edits_apply_in_scoring_and_generation(samples):
@@ -338,7 +337,7 @@ def test_image_edits_apply_in_scoring_and_generation(samples):
     batch = samples[:3]
     s1 = interp.score(vlm, batch, edits=[SwapImage("null:white")], progress_bar=False)
     s2 = interp.score(vlm, batch, condition="null:white", progress_bar=False)
-    torch.testing.assert_close(s1.logprobs, s2.logprobs, atol=1e-5, rtol=0)
+    assert_close(s1.logprobs, s2.logprobs)
     g1 = interp.generate(
         vlm, batch, edits=[SwapImage("null:white")], max_new_tokens=4, progress_bar=False
     )
@@ -421,7 +420,7 @@ def test_residual_assignment_replaces_the_layer_output(samples):
         handle.remove()
     n = vlm.n_layers
     ref = torch.stack([h[torch.arange(3), enc.last_index] for h in hs[:n]], 1)
-    torch.testing.assert_close(got[:, :n], ref.float(), atol=1e-5, rtol=0)
+    assert_close(got[:, :n], ref.float())
 
 
 class _HeadToZero(interp.Intervention):
@@ -465,4 +464,4 @@ def test_reads_with_edits_stop_before_the_head(samples):
     with add_to_layer(vlm, 1, 2.0 * vector, last):
         hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
     ref = torch.stack([h[torch.arange(3), enc.last_index] for h in hs[:-1]], 1)
-    torch.testing.assert_close(steered[:, :-1], ref, rtol=1e-5, atol=1e-5)
+    assert_close(steered[:, :-1], ref)
