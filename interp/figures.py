@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from jaxtyping import Float, Shaped
 
+from probes._figures import ShownOnceFigure, subplots
+
 
 def plot_line_band(
     ax: Any,
@@ -62,4 +64,4 @@ def plot_mean_ci(
     plot_line_band(ax, x, mean, mean - 1.96 * se, mean + 1.96 * se, color, label, **line)
 
 
-__all__ = ["plot_band", "plot_line_band", "plot_mean_ci"]
+__all__ = ["ShownOnceFigure", "plot_band", "plot_line_band", "plot_mean_ci", "subplots"]

@@ -402,11 +402,11 @@ class LayerwiseProbe(ClassifierMixin, BaseEstimator):
     def plot(self, metrics: Sequence[str] | None = None, ax: Any = None) -> Any:
         """Mean ± std (over folds, clipped to the metric's range [0, 1]) of each metric against
         the layer, best layer marked; returns the Figure."""
-        import matplotlib.pyplot as plt  # lazily: importing probes must stay light
+        from ._figures import subplots  # lazily: importing probes must stay light
 
         check_is_fitted(self, "scores_")
         names = _check_scoring(self.scoring if metrics is None else metrics)
-        fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5.5, 3.6))
+        fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(5.5, 3.6))
         x = self.scores_.index.to_numpy()
         for name in names:
             if f"{name}_mean" not in self.scores_:

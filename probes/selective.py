@@ -218,9 +218,9 @@ class RiskCoverage:
 
     def plot(self, ax: Any = None, label: str | None = None) -> Any:
         """Risk against coverage as a step curve (AURC in the legend); returns the Figure."""
-        import matplotlib.pyplot as plt  # lazily: importing probes must stay light
+        from ._figures import subplots  # lazily: importing probes must stay light
 
-        fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(4.5, 3.6))
+        fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(4.5, 3.6))
         name = f"{label}, " if label else ""
         ax.step(self.coverage, self.risk, where="post", label=f"{name}AURC = {self.aurc:.3f}")
         ax.set_xlim(0, 1)

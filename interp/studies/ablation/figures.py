@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from interp.errors import ConditionError
+from interp.figures import subplots
 
 from .analysis import Ablation, InContext
 from .variants import ALL
@@ -68,7 +68,7 @@ def plot_ablation(ablation: Ablation, category: str = ALL) -> Figure:
     part = frame[frame["category"] == category]
     groups = [v for v in (*ablation.variants, ALL) if v in set(part["variant"])]
     first = ablation.conditions[0]
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, bx) = subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [3, 2]})
     series = [("with image", first, "with_image")]
     series += [(c, c, "without") for c in ablation.conditions]
     _bars(ax, part, groups, series, "variant")
@@ -93,7 +93,7 @@ def plot_main_table(ablation: Ablation, category: str = ALL, digits: int = 2) ->
     accuracy ``value [low, high]`` with the image, under each condition without it, and the
     text-only baseline."""
     table = ablation.main_table(category, digits)
-    fig, ax = plt.subplots(figsize=(2.2 + 1.75 * len(table.columns), 0.5 + 0.36 * len(table)))
+    fig, ax = subplots(figsize=(2.2 + 1.75 * len(table.columns), 0.5 + 0.36 * len(table)))
     ax.axis("off")
     t = ax.table(
         cellText=table.to_numpy().tolist(),
@@ -125,7 +125,7 @@ def plot_categories(ablation: Ablation, conditions: Sequence[str] | None = None)
     cats = list(ablation.categories)
     ncols = min(3, len(cats))
     nrows = int(np.ceil(len(cats) / ncols))
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         nrows, ncols, figsize=(4.2 * ncols, 3.0 * nrows + 0.4), squeeze=False, sharey=True
     )
     for ax, cat in zip(axes.ravel(), cats):
@@ -149,7 +149,7 @@ def plot_in_context(result: InContext) -> Figure:
     """Accuracy against the number of in-context examples k: one panel per condition, one line
     per variant (solid: matched examples, dashed: mismatched), bootstrap bands."""
     frame = result.to_frame()
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         1, len(result.conditions), figsize=(4.4 * len(result.conditions), 3.2), squeeze=False
     )
     for ax, cond in zip(axes[0], result.conditions):

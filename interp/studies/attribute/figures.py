@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from interp.errors import RegionError
+from interp.figures import subplots
 from interp.samples import Sample
 
 from .measure import Attribution
@@ -96,9 +97,7 @@ def plot_attribution(
         heats = [h / _scale([h]) for h in heats]
     vmax = _scale(heats)
     image = _image(sample if isinstance(sample, Sample) else None)
-    fig, axes = plt.subplots(
-        1, len(results), figsize=(3.0 * len(results) + 0.8, 3.4), squeeze=False
-    )
+    fig, axes = subplots(1, len(results), figsize=(3.0 * len(results) + 0.8, 3.4), squeeze=False)
     im = None
     for ax, r, heat in zip(axes[0], results, heats):
         im = _draw(ax, image, heat, vmax, alpha)
@@ -127,7 +126,7 @@ def plot_attribution_grid(
     heats = [result.heatmap(i) for i in range(n)]
     vmax = _scale(heats)
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         rows, min(cols, n), figsize=(2.4 * min(cols, n) + 0.8, 2.6 * rows), squeeze=False
     )
     im = None

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 from jaxtyping import Bool, Float
 from matplotlib.figure import Figure
 
-from interp.figures import plot_band
+from interp.figures import plot_band, subplots
 
 from .diagnosis import Diagnosis
 
@@ -35,7 +34,7 @@ def plot_distance_curves(
     if in_vt is None:
         raise ValueError("give in_vt (D_VT membership) with a distance array")
     distances, in_vt = np.asarray(distances), np.asarray(in_vt, dtype=bool)
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(5.5, 3.6))
     x = np.arange(distances.shape[1])
     plot_band(ax, x, distances[in_vt], VT_COLOR, r"$\mathcal{D}_{VT}$")
     plot_band(ax, x, distances[~in_vt], T_COLOR, r"$\mathcal{D}_{T}$")
@@ -61,7 +60,7 @@ def plot_tvi_distributions(
     """Fig. 4: TVI distributions of several datasets or groups (box plots with the points)."""
     names = list(groups)
     data = [np.asarray(groups[n], dtype=float) for n in names]
-    fig, ax = plt.subplots(figsize=(1.4 + 1.3 * len(names), 3.6))
+    fig, ax = subplots(figsize=(1.4 + 1.3 * len(names), 3.6))
     ax.boxplot(data, showfliers=False)
     ax.set_xticks(range(1, len(names) + 1), names, rotation=20, ha="right")
     rng = np.random.default_rng(0)
@@ -78,7 +77,7 @@ def plot_vip_comparison(
 ) -> Figure:
     """Fig. 9: the distance curves with the manual and the automatic VIP marked, and the two-sample
     statistic against the Eq. 9 threshold."""
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (ax1, ax2) = subplots(1, 2, figsize=(10, 3.6))
     plot_distance_curves(diag.distances, diag.in_vt, vip=None, metric=diag.metric, ax=ax1)
     ax1.axvline(manual, color="k", ls="--", lw=1, label=f"manual VIP = {manual}")
     if automatic is not None:

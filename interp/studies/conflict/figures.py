@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+
+from interp.figures import subplots
 
 
 def plot_bias(table: pd.DataFrame, title: str = "") -> Figure:
     """Stacked bars of label rates (a :meth:`ConflictResponses.table`), one bar per row."""
     t = table.drop(columns="n")
-    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(t), 3.2))
+    fig, ax = subplots(figsize=(1.2 + 0.9 * len(t), 3.2))
     bottom = np.zeros(len(t))
     for col in t.columns:
         ax.bar(range(len(t)), t[col].to_numpy(), bottom=bottom, label=col)
@@ -30,7 +31,7 @@ def plot_bias(table: pd.DataFrame, title: str = "") -> Figure:
 def plot_positions(effect: pd.DataFrame) -> Figure:
     """Each source's bias rate by its position in the order, one panel per configuration."""
     configs = list(dict.fromkeys(effect["configuration"]))
-    fig, axes = plt.subplots(1, len(configs), figsize=(3.4 * len(configs), 2.8), squeeze=False)
+    fig, axes = subplots(1, len(configs), figsize=(3.4 * len(configs), 2.8), squeeze=False)
     for ax, config in zip(axes[0], configs):
         part = effect[effect["configuration"] == config]
         for src, grp in part.groupby("source", sort=False):
@@ -54,7 +55,7 @@ def plot_rates(
     shown = [lab for lab in labels if frame.loc[frame["label"] == lab, "rate"].sum() > 0]
     shown = shown or list(labels)[:1]
     width = 0.8 / len(shown)
-    fig, ax = plt.subplots(figsize=(1.5 + 1.3 * len(groups), 3.4))
+    fig, ax = subplots(figsize=(1.5 + 1.3 * len(groups), 3.4))
     x = np.arange(len(groups))
     for j, lab in enumerate(shown):
         part = frame[frame["label"] == lab].set_index("group").reindex(groups)

@@ -11,7 +11,7 @@ from jaxtyping import Float
 from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
-from interp.figures import plot_mean_ci
+from interp.figures import plot_mean_ci, subplots
 
 from .analysis import IMBALANCE_SCORES, DriveClusters, Imbalance
 from .contexts import DRIVES
@@ -50,7 +50,7 @@ def plot_trajectories(drives: CausalDrives, *, bins: int = 10, title: str | None
     position (``bins`` bins), with
     95% bands of the mean over samples."""
     b = drives.binned(bins)
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = subplots(figsize=(5.5, 3.6))
     for d, name in enumerate(DRIVES):
         _mean_band(ax, b[:, d], COLORS[name], NAMES[name])
     ax.axhline(0, color="k", lw=0.6)
@@ -66,7 +66,7 @@ def plot_clusters(clusters: DriveClusters, *, title: str | None = None) -> Figur
     """Fig. 3: each cluster's mean prefix, question and visual drive trajectory (one panel per
     drive), labelled
     with the cluster's share of the generations."""
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    fig, axes = subplots(1, 3, figsize=(11, 3.2))
     x = (np.arange(clusters.bins) + 0.5) / clusters.bins
     palette = plt.get_cmap("tab10")
     for ax, name in zip(axes, ("prefix_drive", "question_drive", "visual_drive")):
@@ -97,7 +97,7 @@ def plot_recovery(
     baseline, question (question drive QCD vs PMI_Q) and prefix (prefix drive PCD vs PMI_P)
     interventions, with the paper's 95 % block-bootstrap bands (:meth:`Recovery.binned_ci`)."""
     ci = recovery.binned_ci(bins, blocks, n_boot)
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.3))
+    fig, axes = subplots(1, 2, figsize=(9, 3.3))
     for ax, (title, drive, base) in zip(axes, RECOVERED):
         for name, ls in ((drive, "-"), (base, "--")):
             c = ci[ci["error"] == name]
@@ -117,7 +117,7 @@ def plot_profiles(profiles: DriveProfiles, *, title: str | None = None) -> Figur
     relative-position bin as stacked areas, and each share with its 95 % block-bootstrap
     interval as a line and band on top."""
     w = profiles.frame
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = subplots(figsize=(5.5, 3.6))
     x = np.sort(w["position"].unique())
     shares = [w[w["drive"] == d]["share"].to_numpy() for d in DRIVES]
     ax.stackplot(
@@ -145,7 +145,7 @@ def plot_imbalance(imbalance: Imbalance) -> Figure:
     of the answer-level visual drive (negated: lower visual drive predicts prior-driven)."""
     s = imbalance.scores
     y = s["positive"].to_numpy()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (left, right) = subplots(1, 2, figsize=(9, 3.4))
     edges = np.histogram_bin_edges(s["s_pv"], bins=15)
     for flag, name, color in (
         (True, imbalance.positive, "#d62728"),
@@ -178,7 +178,7 @@ def plot_source_removal(removal: SourceRemoval, *, bins: int = 10) -> Figure:
     """Fig. 4: mean token probability of the fixed answers over the relative decoding position,
     under the full input and with Q, V or the prefix removed."""
     b = removal.binned(bins)
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = subplots(figsize=(5.5, 3.6))
     styles = {
         "full": ("k", "full"),
         "no_question": (COLORS["question_drive"], "without Q"),

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+
+from interp.figures import subplots
 
 if TYPE_CHECKING:
     from .analysis import Flow
@@ -28,7 +29,7 @@ def plot_flow(
     effects stay visible beside the large question → last drop."""
     curves = flow.curves()
     names = groups or list(dict.fromkeys(curves["group"]))
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         1, len(names), figsize=(3.6 * len(names) + 0.6, 3.0), squeeze=False, sharey=True
     )
     k = len(flow.windows[0]) if flow.windows else 1

@@ -30,6 +30,7 @@ import pandas as pd
 from jaxtyping import Bool, Float
 from matplotlib.figure import Figure
 
+from interp.figures import subplots
 from probes.errors import EmptyGroupError, TooFewSamplesError
 from probes.vip import RULES, VIPDetector, check_rule
 
@@ -153,7 +154,7 @@ def plot_vip_rules(
     vt = np.asarray(in_vt, dtype=bool)
     gap = d[vt].mean(axis=0) - d[~vt].mean(axis=0)
     layers = vip_rule_layers(d, vt, rules, **options)
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6.0, 3.4))
+    fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(6.0, 3.4))
     ax.plot(np.arange(len(gap)), gap, color="0.3", marker="o", ms=3, lw=1.5, label="gap")
     ax.axhline(0.0, color="0.7", lw=0.8)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -181,7 +182,7 @@ def plot_rule_agreement(
     ±``tolerance`` (1 or 2) layers of the causal layer, against N, one line per rule."""
     if tolerance not in (1, 2):
         raise ValueError(f"tolerance must be 1 or 2 (the table's columns), got {tolerance}")
-    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5.0, 3.2))
+    fig, ax = (ax.figure, ax) if ax is not None else subplots(figsize=(5.0, 3.2))
     for rule, part in table.groupby("rule", sort=False):
         share = part[f"within_{tolerance}"] / part["draws"]
         ax.plot(part["N"], share, marker="o", ls=RULE_STYLES.get(str(rule), "-"), label=rule)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from interp.figures import plot_line_band
+from interp.figures import plot_line_band, subplots
 
 from .analysis import risk_curves
 from .crossfamily import Transfer
@@ -27,7 +26,7 @@ def plot_accuracy(run: RecallRun, metrics: Sequence[str] = METRICS, subset: str 
     per metric, with bootstrap 95 % intervals."""
     table = run.accuracy(subset)
     fams = [*run.families, "all"]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
+    fig, axes = subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4), squeeze=False)
     x = np.arange(len(fams))
     width = 0.8 / len(SETTINGS)
     for ax, metric in zip(axes[0], metrics):
@@ -60,7 +59,7 @@ def plot_linking(curves: LinkingCurves, title: str | None = None) -> Figure:
     Visual-vs-Full-Info cosine similarity (bottom) per layer, linking successes vs failures,
     mean with 95 % intervals."""
     frame = curves.to_frame()
-    fig, axes = plt.subplots(2, 1, figsize=(5.5, 6.0), sharex=True)
+    fig, axes = subplots(2, 1, figsize=(5.5, 6.0), sharex=True)
     labels = {"lens": "p(eventual output token)", "cosine": "cosine(Visual, Full Info)"}
     for ax, measure in zip(axes, ("lens", "cosine")):
         for group, color in (("success", "C2"), ("failure", "C3")):
@@ -89,7 +88,7 @@ def plot_probe_curves(
 ) -> Figure:
     """The validation curve over layers of each result's probe (mean ± std over folds, clipped
     to the score's range [0, 1]), its chosen layer marked."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = subplots(figsize=(5.5, 3.6))
     for k, (name, res) in enumerate(results.items()):
         scores = res.curve.scores_
         mean, std = scores[f"{metric}_mean"], scores[f"{metric}_std"]
@@ -116,7 +115,7 @@ def plot_risk_coverage(result: FailureProbes | Transfer, held_out: str | None = 
         check_families(result.held_out, [fam])
         pred = pred[pred["held_out"] == fam]
         title = f"held out: {fam}"
-    fig, ax = plt.subplots(figsize=(4.8, 3.6))
+    fig, ax = subplots(figsize=(4.8, 3.6))
     for method, curve in risk_curves(pred).items():
         curve.plot(ax=ax, label=method)
     ax.axhline(1 - pred["correct"].mean(), color="grey", ls=":", lw=1)
