@@ -87,7 +87,8 @@ def test_runs_are_the_generations_of_each_method(demo, pope):
         demo, pope, ["greedy", "vcd"], seeds=(1,), max_new_tokens=3, progress_bar=False
     )
     direct = {
-        ("plain", "greedy"): interp.generate(demo, pope, max_new_tokens=3, progress_bar=False),
+        # plain decoding is labelled by the name it was asked by
+        ("greedy", "greedy"): interp.generate(demo, pope, max_new_tokens=3, progress_bar=False),
         ("vcd", "sampled"): interp.generate(
             demo,
             pope,
@@ -163,6 +164,8 @@ def test_bad_methods_are_refused_before_any_generation(demo, pope, monkeypatch):
         evaluate_decoding(demo, pope, ["greedy", "beam"])
     with pytest.raises(DecodingError, match="listed twice"):
         evaluate_decoding(demo, pope, ["vcd", "VCD"])
+    with pytest.raises(DecodingError, match="listed twice"):  # two names of plain decoding
+        evaluate_decoding(demo, pope, ["greedy", "plain"])
     with pytest.raises(interp.InterventionError, match="eager"):
         sdpa = interp.load("demo", attn_implementation="sdpa")
         evaluate_decoding(sdpa, pope, ["greedy", "pai"])
@@ -192,7 +195,7 @@ def test_the_command_writes_its_tables(tmp_path, capsys):
     for name in ("answers.csv", "metrics.csv", "summary.csv", "summary.txt", "methods.png"):
         assert (out / name).exists(), name
     summary = pd.read_csv(out / "summary.csv")
-    assert set(summary["method"]) == {"plain", "vcd"}
+    assert set(summary["method"]) == {"greedy", "vcd"}  # the names asked for
     assert set(summary["mode"]) == {"greedy", "sampled"}
     assert "adversarial" in (out / "summary.txt").read_text()
 
@@ -265,3 +268,32 @@ def test_the_alias_records_the_command_name():
     for typed in ("decode", "decoding"):
         args = build_parser([typed]).parse_args([typed, *argv])
         assert args.command == "decoding"
+
+
+def test_plain_decoding_keeps_its_label_and_an_earlier_plain_output_still_plots():
+    """``plain`` is labelled ``plain``, ``greedy`` ``greedy``; a summary written when plain
+    decoding was always labelled ``plain`` still draws its baseline line (the dashed line at the
+    plain run's greedy value, read back from the axis)."""
+    from interp.studies.decoding.measure import resolve_methods
+
+    assert list(resolve_methods(["plain", "vcd"])) == ["plain", "vcd"]
+    assert list(resolve_methods(["Greedy"])) == ["greedy"]
+    assert list(resolve_methods(["none"])) == ["plain"]
+    from interp.studies.decoding.measure import DecodingRuns
+
+    truth = ["yes", "no", "yes", "no"]
+    answers = pd.DataFrame(
+        [
+            {"method": m, "mode": "greedy", "seed": -1, "sample_id": f"s{i}", "truth": t,
+             "answer": p, "predicted": p}
+            for m, said in (("plain", ["yes"] * 4), ("vcd", truth))
+            for i, (t, p) in enumerate(zip(truth, said))
+        ]
+    )  # fmt: skip
+    old = DecodingRuns(answers, {"adversarial": [0, 1, 2, 3]}, {})
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = plot_methods(old, metrics=("accuracy",))
+    dashed = [ln for ln in fig.axes[0].lines if ln.get_linestyle() == "--"]
+    assert [ln.get_ydata()[0] for ln in dashed] == [0.5]  # plain says yes to all: 2 of 4

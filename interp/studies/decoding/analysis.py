@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 SETTINGS: tuple[str, ...] = ("random", "popular", "adversarial")
 METRICS: tuple[str, ...] = ("accuracy", "precision", "recall", "f1", "yes_ratio")
 DEFAULT_METHODS: tuple[str, ...] = ("greedy", "vcd", "icd", "m3id", "vdd", "pai")
+# the labels plain decoding (the baseline) runs under: the name it was asked by (``greedy`` or
+# ``plain``; ``none`` reads as ``plain``); outputs written before the name was kept say ``plain``
+BASELINES: tuple[str, ...] = ("greedy", "plain")
+
+
+def baseline(methods: Sequence[str]) -> str | None:
+    """The label of plain decoding among ``methods`` (a run's method column), None without it."""
+    return next((m for m in methods if m in BASELINES), None)
 
 
 def yes_no(answer: str) -> str:

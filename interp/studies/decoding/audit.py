@@ -15,6 +15,7 @@ from interp.studies.audit.kinds import is_conflict_item, is_yes_no
 from interp.studies.audit.registry import AuditOptions, Selection, Study
 from interp.studies.audit.report import Labels, Section, headline, show
 
+from .analysis import baseline
 from .figures import plot_methods
 from .measure import evaluate_decoding
 
@@ -74,7 +75,7 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     greedy = summary[summary["mode"] == "greedy"]
     setting = "adversarial" if "adversarial" in runs.settings else next(iter(runs.settings))
     part = greedy[greedy["setting"] == setting].set_index("method")
-    base = part.loc["plain"]
+    base = part.loc[baseline(part.index)]
     best = part["accuracy"].idxmax()
     sec.numbers = {
         "setting": setting,

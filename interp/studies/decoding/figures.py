@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+
+from interp.figures import subplots
+
+from .analysis import baseline
 
 if TYPE_CHECKING:
     from .measure import DecodingRuns
@@ -21,7 +24,7 @@ def plot_methods(runs: DecodingRuns, metrics: Sequence[str] = ("f1", "yes_ratio"
     s = runs.to_frame()
     settings = list(runs.settings)
     names = list(dict.fromkeys(s["method"]))
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         len(metrics),
         len(settings),
         figsize=(3.6 * len(settings), 2.8 * len(metrics)),
@@ -39,7 +42,8 @@ def plot_methods(runs: DecodingRuns, metrics: Sequence[str] = ("f1", "yes_ratio"
                 ax.bar(
                     x + (k - 0.5) * 0.38, vals, 0.38, yerr=errs, color=colour, label=mode, capsize=2
                 )
-            base = part[metric].get(("plain", "greedy"), np.nan)
+            plain = baseline(names)
+            base = part[metric].get((plain, "greedy"), np.nan) if plain else np.nan
             if not np.isnan(base):
                 ax.axhline(base, color="k", ls="--", lw=0.8)
             ax.set_xticks(x, names, rotation=30)
@@ -53,7 +57,7 @@ def plot_sweep(frame: pd.DataFrame, setting: str = "adversarial") -> Figure:
     """The α and β sweeps of :func:`~interp.studies.decoding.parameter_sweep` on one setting: F1
     and yes-ratio."""
     part = frame[frame["setting"] == setting]
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    fig, axes = subplots(1, 2, figsize=(8, 3))
     for ax, swept in zip(axes, ("alpha", "beta")):
         sub = part[part["parameter"] == swept].sort_values("value")
         for metric, style in (("f1", "o-"), ("yes_ratio", "s--"), ("accuracy", "^:")):

@@ -105,8 +105,9 @@ def _runs(seeds: Sequence[int], greedy: bool) -> list[tuple[str, int]]:
 def resolve_methods(
     methods: Sequence[str], params: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """Method objects by name (``None`` for plain decoding, named ``plain``), validated before
-    any compute.
+    """Method objects by label, validated before any compute: each method under the name it
+    was asked by (plain decoding, ``None``, as ``greedy`` or ``plain``; ``none`` reads as
+    ``plain``).
 
     Raises:
         DecodingError: an unknown or repeated method, or bad parameters.
@@ -115,8 +116,8 @@ def resolve_methods(
     out: dict[str, Any] = {}
     for name in methods:
         key = str(name).strip().lower()
-        label = "plain" if key in PLAIN else key
-        if label in out:
+        label = "plain" if key == "none" else key
+        if label in out or (key in PLAIN and any(v is None for v in out.values())):
             raise DecodingError(f"method {name!r} is listed twice")
         out[label] = decoding_method(key, **params.get(key, {}))
     unknown = set(params) - {str(k).strip().lower() for k in methods} - set(PLAIN)
@@ -182,7 +183,9 @@ def evaluate_decoding(
                 top_p=top_p,
                 max_new_tokens=max_new_tokens,
                 batch_size=batch_size,
-                store=substore(store, f"{name}-{mode}-{max(seed, 0)}"),
+                # plain decoding's store keeps the name it had before its label followed the
+                # name asked for: an earlier run resumes
+                store=substore(store, f"{'plain' if dec is None else name}-{mode}-{max(seed, 0)}"),
                 overwrite=overwrite,
                 progress_bar=progress_bar,
             )
