@@ -10,6 +10,7 @@ import interp
 from interp.encoding import encode
 from interp.testing.samples import make_samples
 from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
+from interp.testing.tolerance import assert_close
 
 
 @pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
@@ -25,7 +26,7 @@ def test_weights_equal_hf_output_attentions_of_each_sample_alone(arch, batch_siz
             out = vlm.hf(**enc.inputs, output_attentions=True)
         want = torch.stack([a[0, :, -1] for a in out.attentions]).float()
         assert got.weights[i].shape == want.shape
-        torch.testing.assert_close(got.weights[i], want, atol=1e-6, rtol=1e-5)
+        assert_close(got.weights[i], want)
         image = torch.nonzero(enc.image_mask[0])[:, 0]
         torch.testing.assert_close(got.mass(i, image.numpy()), want[:, :, image].sum(-1))
 

@@ -12,6 +12,7 @@ from interp.encoding import encode
 from interp.testing.reference import hf_answer_gradient
 from interp.testing.samples import make_samples
 from interp.testing.tiny import shared_tiny_vlm
+from interp.testing.tolerance import assert_close
 
 
 def hf_reference(vlm: interp.VLM, sample: interp.Sample, layer: int):
@@ -31,8 +32,9 @@ def test_gradients_equal_hand_autograd_on_plain_hf(arch, layer):
     assert got.grads is not None and got.logprobs is not None
     for i, s in enumerate(samples):
         h, g, total = hf_reference(vlm, s, layer)
-        torch.testing.assert_close(got.states[i], h.float(), atol=1e-5, rtol=1e-4)
-        torch.testing.assert_close(got.grads[i], g.float(), atol=1e-6, rtol=1e-4)
+        assert_close(got.states[i], h.float())
+        # gradients are < 1, so S is the rule's floor 1: 1e-5, <= 10x the old 1e-6 + 1e-4·|g|
+        assert_close(got.grads[i], g.float())
         assert abs(float(got.logprobs[i]) - total) <= 1e-4
     assert all(p.grad is None for p in vlm.hf.parameters())  # weights were frozen
     assert all(p.requires_grad for p in vlm.hf.parameters())  # ... and are unfrozen again
@@ -47,7 +49,7 @@ def test_states_only_equal_hf_hidden_states_and_bad_input_is_refused():
         enc = encode(vlm, [s])
         with torch.no_grad():
             hs = vlm.hf(**enc.inputs, output_hidden_states=True).hidden_states[1]
-        torch.testing.assert_close(got.states[i], hs[0][enc.image_mask[0]], atol=1e-5, rtol=1e-4)
+        assert_close(got.states[i], hs[0][enc.image_mask[0]])
     with pytest.raises(interp.InterpError, match="outside"):
         interp.image_gradients(vlm, samples, layer=99)
     with pytest.raises(interp.InterpError, match="cross-attention"):

@@ -25,6 +25,7 @@ from interp.encoding import encode as library_encode
 from interp.errors import ModelNotFoundError
 from interp.samples import Sample
 from interp.testing.checks import OFFLINE_ENV
+from interp.testing.tolerance import assert_close
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,7 @@ def test_residual_stream_and_generate_equal_plain_hf(checkpoint, vlm, trimodal):
     n_layers = SMOKE.model.layers
     assert states.shape == (1, n_layers + 1, SMOKE.model.hidden)
     for layer in range(n_layers):  # HF's last entry is after the final norm
-        torch.testing.assert_close(states[0, layer], ref[layer][0, -1], atol=1e-5, rtol=1e-5)
+        assert_close(states[0, layer], ref[layer][0, -1])
     out = interp.generate(vlm, [trimodal], max_new_tokens=4, progress_bar=False)
     with torch.no_grad():
         gen = hf.generate(**inputs, max_new_tokens=4, do_sample=False)

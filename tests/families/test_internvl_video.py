@@ -15,6 +15,7 @@ from interp.conditions import Condition
 from interp.edits import Batch, EditContext
 from interp.encoding import encode
 from interp.testing import tiny_vlm
+from interp.testing.tolerance import assert_close
 from interventions import AblateFeatures, SwapFeatures
 
 
@@ -63,7 +64,7 @@ def test_conditions_on_a_row_with_image_and_video_equal_hand_hf(vlm, both, condi
         "blind": ([{"type": "video"}, text], {"videos": [video]}),
     }[condition]
     got = interp.residual_stream(vlm, [both], condition, progress_bar=False)[0, : vlm.n_layers]
-    torch.testing.assert_close(got, hand_last_states(vlm, content, **media), atol=1e-5, rtol=0)
+    assert_close(got, hand_last_states(vlm, content, **media))
 
 
 def test_positions_split_the_image_tokens_between_image_and_video(vlm, both):
@@ -94,7 +95,7 @@ def test_feature_edits_reach_only_their_modality(vlm, both):
         real = interp.residual_stream(vlm, samples, condition, progress_bar=False)
         # a row without the modality is left alone by the swap (null:black would give v1 an image)
         rows = slice(None) if kind == "video" else slice(0, 1)
-        torch.testing.assert_close(swapped[rows], real[rows], atol=1e-5, rtol=0, msg=kind)
+        assert_close(swapped[rows], real[rows], msg=kind)
         full = interp.residual_stream(vlm, samples, progress_bar=False)
         assert (swapped - full).abs().max() > 1e-3
     # zeroing the video's input vectors equals a plain HF forward whose decoder input is zeroed
@@ -120,7 +121,7 @@ def test_feature_edits_reach_only_their_modality(vlm, both):
     finally:
         handle.remove()
     want = torch.stack([h[0, -1] for h in hs[: vlm.n_layers]])
-    torch.testing.assert_close(ablated[0, : vlm.n_layers], want, atol=1e-5, rtol=0)
+    assert_close(ablated[0, : vlm.n_layers], want)
 
 
 def test_distort_noises_the_image_tiles_and_not_the_frames(vlm, both):

@@ -28,6 +28,7 @@ from interp.testing.builders.qwen_omni import (
     build_qwen3_omni_moe_thinker,
     save_qwen2_5_omni_checkpoint,
 )
+from interp.testing.tolerance import assert_close
 from interp.thinker import skipped_parameters
 
 
@@ -75,9 +76,9 @@ def test_reads_equal_the_thinker_built_directly(checkpoint):
         hidden = direct()(**enc.inputs, output_hidden_states=True).hidden_states
     L = vlm.n_layers
     ref = torch.stack([h[0, -1] for h in hidden[:L]])
-    torch.testing.assert_close(states[:L], ref, rtol=0, atol=1e-5)
+    assert_close(states[:L], ref)
     final = vlm.adapter.final_norm(direct())(states[L])
-    torch.testing.assert_close(final, hidden[L][0, -1], rtol=0, atol=1e-5)
+    assert_close(final, hidden[L][0, -1])
 
 
 def test_lazy_load_is_the_thinker_on_meta_and_the_skipped_parts_are_counted(checkpoint):

@@ -27,6 +27,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_
 
 from interp.testing.builders.internvl import build_internvl
 from interp.testing.builders.qwen_vl import build_qwen2_5_vl, build_qwen2_vl, build_qwen3_vl
+from interp.testing.tolerance import assert_close
 
 Builder = Callable[..., tuple[PreTrainedModel, ProcessorMixin]]
 BUILDERS: dict[str, Builder] = {
@@ -281,7 +282,7 @@ def test_hidden_states_are_layer_outputs_then_final_norm(built) -> None:
         assert torch.equal(hidden[i + 1], outputs[i])
     assert not torch.allclose(hidden[n], outputs[n - 1])  # the last entry is post-norm ...
     assert torch.equal(hidden[n], outputs[n])  # ... the final norm's output
-    torch.testing.assert_close(model.lm_head(hidden[n]), out.logits, rtol=0, atol=1e-5)
+    assert_close(model.lm_head(hidden[n]), out.logits)
 
 
 def test_nnsight_reads_equal_hidden_states(arch: str) -> None:

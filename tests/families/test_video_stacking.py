@@ -13,6 +13,7 @@ from interp.encoding import batch_indices, encode
 from interp.errors import DecodingError
 from interp.testing import shared_tiny_vlm
 from interp.testing.reference import hf_forward, hf_hidden_states
+from interp.testing.tolerance import assert_close
 from interventions.decoding import contrast
 
 STACKED = ["llava_next_video", "llava_onevision", "internvl"]
@@ -64,7 +65,7 @@ def test_mixed_frame_counts_equal_plain_hf_one_sample_at_a_time(arch):
             hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
         n = vlm.n_layers  # HF's last entry is after the final norm; layers 0..L-1 compare raw
         want = torch.stack([h[0, -1] for h in hs[:n]]).float()
-        torch.testing.assert_close(got[i, :n].float(), want, atol=1e-5, rtol=0)
+        assert_close(got[i, :n].float(), want)
 
 
 @pytest.mark.parametrize("arch", STACKED)

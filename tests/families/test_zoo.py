@@ -21,6 +21,7 @@ from interp.adapters.infer import invariants, pattern_of
 from interp.testing import build_tiny, shared_tiny_vlm
 from interp.testing.pins import check_made_under
 from interp.testing.samples import make_samples
+from interp.testing.tolerance import assert_close
 from interp.testing.zoo import DOC, TESTED, Row, classify, mapping_types, render
 from interp.testing.zoo import INFERRED_TESTED as INFERRED
 
@@ -205,7 +206,7 @@ def test_an_inferred_entry_reads_and_generates_at_hf_parity(build):
         hidden = model(**enc.inputs, output_hidden_states=True).hidden_states
     L = vlm.n_layers
     ref = torch.stack([h[:, -1] for h in hidden[:L]], 1)
-    torch.testing.assert_close(states[:, :L], ref, rtol=0, atol=1e-5)
+    assert_close(states[:, :L], ref)
     # the feature site returns one vector per image placeholder
     seen: list = []
     hook = vlm.adapter.image_features_module(model).register_forward_hook(

@@ -5,12 +5,12 @@ changes the answer's score by an amount the whole-image edit does not predict.""
 from __future__ import annotations
 
 import pytest
-import torch
 
 import interp
 from interp.encoding import encode
 from interp.testing.samples import make_samples
 from interp.testing.tiny import shared_tiny_vlm
+from interp.testing.tolerance import assert_close
 from interventions import AblateImage, AblateImageTokens, SwapImage, SwapImageTokens
 
 KW = {"progress_bar": False, "batch_size": 3}
@@ -33,7 +33,7 @@ def test_every_token_named_equals_the_whole_image_edit(arch, kind):
         ours, whole = AblateImageTokens(ranks, kind), AblateImage(kind)
     got = interp.score(vlm, samples, edits=[ours], **KW).total
     want = interp.score(vlm, samples, edits=[whole], **KW).total
-    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    assert_close(got, want)
 
 
 def test_rows_not_named_are_left_alone_and_named_ones_change():

@@ -13,6 +13,7 @@ import interp
 from interp.generation import stop_ids
 from interp.studies.coe import chain_of_embedding, diagnose
 from interp.testing import make_samples, shared_tiny_vlm, tiny_vlm
+from interp.testing.tolerance import assert_close
 
 
 def _hf_forward(vlm, sample, condition, answer):
@@ -60,13 +61,9 @@ def test_generated_states_equal_a_plain_forward_of_prompt_and_answer(arch):
             hs = out.hidden_states
             # position -1: the answer's last token (the prompt's last one for an empty answer)
             for layer in range(L):  # index l < L equals HF's hidden_states[l]
-                torch.testing.assert_close(
-                    coe.states[c][i, layer], hs[layer][0, -1].float(), atol=2e-5, rtol=1e-4
-                )
+                assert_close(coe.states[c][i, layer], hs[layer][0, -1].float())
             # Z^L of Eq. 10 is HF's last hidden state, after the final norm
-            torch.testing.assert_close(
-                coe.final_states[c][i], hs[-1][0, -1].float(), atol=2e-5, rtol=1e-4
-            )
+            assert_close(coe.final_states[c][i], hs[-1][0, -1].float())
             if c == "full":  # Eq. 10's attention from the same position
                 mass = torch.stack(
                     [(a[0, :, -1] * image).sum(-1).mean() for a in out.attentions]
@@ -82,7 +79,7 @@ def test_generated_states_equal_a_plain_forward_of_prompt_and_answer(arch):
         )
         for i in range(5)
     ]
-    np.testing.assert_allclose(diag.output_divergence, expected, atol=1e-9)
+    assert_close(diag.output_divergence, expected)
 
 
 def test_one_token_answers_and_an_answer_that_is_only_the_end_token():
@@ -98,9 +95,7 @@ def test_one_token_answers_and_an_answer_that_is_only_the_end_token():
     for i, sample in enumerate(samples):
         assert len(one.answer_ids["full"][i]) == 1
         out, _ = _hf_forward(vlm, sample, "full", first.token_ids[i])
-        torch.testing.assert_close(
-            one.states["full"][i, 1], out.hidden_states[1][0, -1].float(), atol=2e-5, rtol=1e-4
-        )
+        assert_close(one.states["full"][i, 1], out.hidden_states[1][0, -1].float())
     eos = first.token_ids[0][0]
     vlm.hf.generation_config.eos_token_id = eos
     assert eos in stop_ids(vlm)
@@ -113,12 +108,10 @@ def test_one_token_answers_and_an_answer_that_is_only_the_end_token():
         answer = coe.answer_ids["full"][i]
         assert eos not in answer  # the end token is never fed back
         if not answer:  # read at the last prompt token
-            torch.testing.assert_close(coe.states["full"][i], prompt[i], atol=2e-5, rtol=1e-4)
+            assert_close(coe.states["full"][i], prompt[i])
         else:  # fed back and read at the answer's last token
             out, _ = _hf_forward(vlm, sample, "full", answer)
-            torch.testing.assert_close(
-                coe.states["full"][i, 2], out.hidden_states[2][0, -1].float(), atol=2e-5, rtol=1e-4
-            )
+            assert_close(coe.states["full"][i, 2], out.hidden_states[2][0, -1].float())
 
 
 def test_prompt_reads_are_the_default_and_bad_read_at_is_refused():
@@ -126,7 +119,7 @@ def test_prompt_reads_are_the_default_and_bad_read_at_is_refused():
     samples = make_samples(3)
     coe = chain_of_embedding(vlm, samples, max_new_tokens=2, progress_bar=False)
     ref = interp.residual_stream(vlm, samples, "blind", progress_bar=False)
-    torch.testing.assert_close(coe.states["blind"], ref, atol=1e-5, rtol=0)
+    assert_close(coe.states["blind"], ref)
     assert coe.read_at == "prompt"
     with pytest.raises(ValueError, match="read_at must be 'prompt'"):
         chain_of_embedding(vlm, samples, read_at="answer", progress_bar=False)
@@ -139,7 +132,7 @@ def test_batch_size_does_not_change_generated_reads():
     a = chain_of_embedding(vlm, samples, batch_size=1, **kw)
     b = chain_of_embedding(vlm, samples, batch_size=8, **kw)
     for c in a.conditions:
-        torch.testing.assert_close(a.states[c], b.states[c], atol=1e-4, rtol=0)
+        assert_close(a.states[c], b.states[c])
 
 
 def test_cli_read_at(tmp_path, capsys):
