@@ -76,9 +76,11 @@ def assert_close(
     *,
     scale: float | None = None,
     dtype: torch.dtype | None = None,
+    equal_nan: bool = False,
     msg: str = "",
 ) -> None:
-    """``|got − want| <= ε · S`` elementwise (:func:`tolerance`), infinities equal.
+    """``|got − want| <= ε · S`` elementwise (:func:`tolerance`), infinities equal (NaNs too with
+    ``equal_nan``, as ``numpy.testing.assert_allclose`` has them).
     Tensors or numpy arrays; compared in float64 so the comparison adds no rounding of its own."""
     got, want = _tensor(got), _tensor(want)
     atol = tolerance(want, scale, dtype)
@@ -87,6 +89,7 @@ def assert_close(
         want.double(),
         atol=atol,
         rtol=0,
+        equal_nan=equal_nan,
         msg=lambda m: f"{msg}{': ' if msg else ''}{m}\n(tolerance ε·S = {atol:.3g})",
     )
 

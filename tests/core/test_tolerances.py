@@ -30,10 +30,8 @@ BARE_ATOL = {
     "tests/studies/test_conflict_amateurs.py",
     "tests/studies/test_conflict_trimodal.py",
     "tests/studies/test_drives.py",
-    "tests/studies/test_drives_profiles.py",
     "tests/studies/test_drives_video.py",
     "tests/studies/test_flow.py",
-    "tests/studies/test_flow_rules.py",
     "tests/studies/test_recall.py",
 }
 

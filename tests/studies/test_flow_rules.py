@@ -19,6 +19,7 @@ from interp.studies.flow import (
     rule_agreement,
     vip_rule_layers,
 )
+from interp.testing.tolerance import assert_close
 from probes.errors import UnknownVIPRuleError
 from probes.vip import RULES, VIPDetector
 
@@ -94,7 +95,8 @@ def test_the_gap_figure_draws_the_numpy_gap_and_each_rules_layer():
     ax = fig.axes[0]
     gap = d[vt].mean(0) - d[~vt].mean(0)
     line = next(ln for ln in ax.get_lines() if ln.get_label() == "gap")
-    np.testing.assert_allclose(line.get_ydata(), gap, rtol=0, atol=1e-12)
+    # float64: 1e-10·S, 100x the old bare 1e-12, far below what a wrong gap would move
+    assert_close(line.get_ydata(), gap)
     marks = {ln.get_label(): ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_label() != "gap"}
     for rule in ("eq9", "jump", "changepoint"):
         layer = _layer(rule, d, vt)
