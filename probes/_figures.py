@@ -9,7 +9,6 @@ whichever of the two displays it first, and leaves pyplot then, so the other fin
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from matplotlib.figure import Figure
@@ -20,7 +19,8 @@ class ShownOnceFigure(Figure):
 
     def _ipython_display_(self) -> None:
         import matplotlib
-        from IPython.display import Image, display
+        from IPython.core.pylabtools import print_figure
+        from IPython.display import display
 
         if "inline" not in matplotlib.get_backend():  # a window shows it: the usual text only
             display({"text/plain": repr(self)}, raw=True)
@@ -28,9 +28,9 @@ class ShownOnceFigure(Figure):
         import matplotlib.pyplot as plt
 
         plt.close(self)  # the backend's showing at the end of the cell would repeat it
-        buf = io.BytesIO()
-        self.savefig(buf, format="png", bbox_inches="tight")
-        display(Image(data=buf.getvalue()))
+        # the image the inline backend makes (its print_figure, bbox "tight"), the usual text
+        png = print_figure(self, "png", bbox_inches="tight")
+        display({"image/png": png, "text/plain": repr(self)}, raw=True)
 
 
 def subplots(*args: Any, **kwargs: Any) -> tuple[ShownOnceFigure, Any]:
