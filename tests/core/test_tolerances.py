@@ -20,18 +20,10 @@ BARE_ATOL = {
     "tests/core/test_media_columns.py",
     "tests/core/test_modalities.py",
     "tests/demo/test_demo_smol.py",
-    "tests/families/test_omni_media.py",
     "tests/probes/test_layerwise.py",
     "tests/probes/test_selective.py",
     "tests/probes/test_vip.py",
-    "tests/studies/test_attribute.py",
-    "tests/studies/test_coe.py",
-    "tests/studies/test_coe_modalities.py",
-    "tests/studies/test_conflict_amateurs.py",
-    "tests/studies/test_conflict_trimodal.py",
     "tests/studies/test_drives.py",
-    "tests/studies/test_drives_video.py",
-    "tests/studies/test_flow.py",
     "tests/studies/test_recall.py",
 }
 

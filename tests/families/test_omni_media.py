@@ -20,6 +20,7 @@ from transformers import PreTrainedModel
 
 from interp.testing import build_tiny
 from interp.testing.builders.omni_common import SAMPLING_RATE, has_video_processor
+from interp.testing.tolerance import assert_close
 
 AUDIO_FAMILIES = ["qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "gemma4"]
 # where each family's audio features come from: (module path, output field)
@@ -142,8 +143,8 @@ def test_audio_changes_the_output_and_mixed_rows_batch(arch: str) -> None:
     b = last_logits([with_audio], [wave(1.0, 2)])
     assert (a - b).abs().amax() > 1e-3
     mixed = last_logits([with_audio, text_only], [wave(1.0, 1)])
-    torch.testing.assert_close(mixed[0], a[0], rtol=0, atol=1e-4)
-    torch.testing.assert_close(mixed[1], last_logits([text_only], None)[0], rtol=0, atol=1e-4)
+    assert_close(mixed[0], a[0])
+    assert_close(mixed[1], last_logits([text_only], None)[0])
 
 
 @pytest.mark.parametrize("arch", ["qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"])

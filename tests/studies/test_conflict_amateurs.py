@@ -31,6 +31,7 @@ from interp.studies.conflict import (
 )
 from interp.testing import shared_tiny_vlm
 from interp.testing.reference import grow_inputs, hf_hidden_states
+from interp.testing.tolerance import assert_close
 
 RATE = 16000
 QUESTION = "which object is it ?"
@@ -96,7 +97,7 @@ def test_a_source_alone_equals_plain_hf_on_a_hand_built_prompt(omni, source):
         hidden = hf_hidden_states(omni.hf(**inputs, output_hidden_states=True))
     n = len(hidden) - 1  # the last is after the final norm
     ref = np.stack([h[0, -1].numpy() for h in hidden[:n]])
-    np.testing.assert_allclose(states[0, :n], ref, atol=1e-5)
+    assert_close(states[0, :n], ref, dtype=torch.float32)
 
 
 def test_a_missing_source_cannot_be_kept_alone():

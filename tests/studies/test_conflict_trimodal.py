@@ -45,6 +45,7 @@ from interp.studies.conflict import (
 )
 from interp.testing import one_error_line, shared_tiny_vlm
 from interp.testing.reference import grow_inputs, hf_hidden_states
+from interp.testing.tolerance import assert_close
 from interventions.decoding import contrast
 
 RATE = 16000
@@ -179,7 +180,7 @@ def test_without_a_source_equals_plain_hf_on_a_hand_built_prompt(omni, condition
     hidden = hf_hidden_states(out)
     n = len(hidden) - 1  # hidden[-1] is after the final norm
     ref = np.stack([h[0, -1].numpy() for h in hidden[:n]])
-    np.testing.assert_allclose(states[0, :n], ref, atol=1e-5)
+    assert_close(states[0, :n], ref, dtype=torch.float32)
 
 
 def test_without_a_video_source_drops_its_slot_and_frames(omni):

@@ -17,6 +17,7 @@ import interp
 from interp.errors import ConditionError, DriveError, VideoError
 from interp.studies import drives as dr
 from interp.testing import tiny_vlm
+from interp.testing.tolerance import assert_close
 
 NULL_Q = "Please provide a response."
 TARGETS = ["a red circle", "two", "blue sky"]
@@ -146,8 +147,8 @@ def test_source_removal_without_the_video_equals_hand_hf(vlm, samples):
     for i, (s, a) in enumerate(zip(samples[:2], targets)):
         full = 2.0 ** hand_logprobs2(vlm, s.question, s.load_videos()[0], a)
         without = 2.0 ** hand_logprobs2(vlm, s.question, None, a)
-        np.testing.assert_allclose(got.probs["full"][i, : len(a)], full, atol=1e-5, rtol=0)
-        np.testing.assert_allclose(got.probs["no_image"][i, : len(a)], without, atol=1e-5, rtol=0)
+        assert_close(got.probs["full"][i, : len(a)], full, dtype=torch.float32)
+        assert_close(got.probs["no_image"][i, : len(a)], without, dtype=torch.float32)
 
 
 @pytest.fixture(scope="module")
@@ -210,11 +211,9 @@ def test_drive_sensitivity_over_null_videos_equals_hand_hf(vlm, samples, base):
                 variant.visual_drive[i, :n], np.cumsum(with_v - without), atol=ATOL, rtol=0
             )
             # the prefix drive's numerator is the base's (re-referenced to the new P0)
-            np.testing.assert_allclose(
+            assert_close(
                 variant.prefix_drive[i, :n] + variant.p0[i, :n],
                 base.prefix_drive[i, :n] + base.p0[i, :n],
-                atol=1e-9,
-                rtol=0,
             )
     # mean frames are not black frames: the two variants differ
     black, mean = sens.variants[f"black | {NULL_Q}"], sens.variants[f"mean | {NULL_Q}"]

@@ -21,6 +21,7 @@ from interp.errors import InterventionError, PositionError
 from interp.studies.flow import information_flow, integration_layer, plot_flow, windows
 from interp.studies.flow.analysis import holm
 from interp.testing import build_tiny, hf_target_logprobs, one_error_line, refused, shared_tiny_vlm
+from interp.testing.tolerance import assert_close
 from probes.split import normalize_answer
 
 # -- the reference: plain HF forwards with a hand-built 4-D additive mask per layer ----------------
@@ -114,7 +115,7 @@ def test_flow_equals_plain_forwards_with_a_hand_built_mask(arch, samples):
         want = np.array(
             [[_reference_delta(vlm, s, positions, w) for w in flow.windows] for s in batch]
         )
-        np.testing.assert_allclose(flow.delta[edge], want, atol=1e-5, rtol=0, err_msg=edge)
+        assert_close(flow.delta[edge], want, msg=edge, dtype=torch.float32)
     assert np.abs(flow.delta["image>last"]).max() > 1e-3  # the knockout does something
 
 
@@ -123,7 +124,7 @@ def test_batch_one_equals_batch_n(samples):
     one = information_flow(vlm, samples[:5], split=None, batch_size=1, progress_bar=False)
     many = information_flow(vlm, samples[:5], split=None, batch_size=5, progress_bar=False)
     for edge in one.delta:
-        np.testing.assert_allclose(one.delta[edge], many.delta[edge], atol=1e-5, rtol=0)
+        assert_close(one.delta[edge], many.delta[edge], dtype=torch.float32)
 
 
 def test_greedy_answers_groups_and_the_outputs(samples):
