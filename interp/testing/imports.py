@@ -66,6 +66,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "interp/cli.py",
             "interp/command.py",
+            "interp/data_spec.py",
             "interp/help.py",
             "interp/doctor.py",
         ),
