@@ -379,3 +379,30 @@ def test_data_spec_reads_the_new_sets(tmp_path):
     root = _mnist(tmp_path / "m", [3, 8])
     samples = load_data(f"mnist@{root}", None, 0, default_qtypes=())
     assert len(samples) == 4 and re.fullmatch(r"3 [+*] \d+ =", samples[1].question)
+
+
+def test_studies_use_the_new_sets(tmp_path):
+    """The drives study labels VLMBias generations itself; the recall recipe runs MNIST."""
+    from interp.studies.drives.report import _labels
+    from interp.studies.reproduce.recipes import RECIPES
+    from interp.studies.reproduce.run import run_data
+
+    rows = [
+        {
+            "ID": str(k),
+            "image": img(k),
+            "prompt": "How many?",
+            "ground_truth": "{5}",
+            "expected_bias": "{4}",
+            "topic": "Animals",
+            "sub_topic": "Birds",
+        }
+        for k in range(3)
+    ]
+    write_table(tmp_path / "v" / "main.parquet", "vlmbias", rows)
+    samples = read_benchmark("vlmbias", tmp_path / "v" / "main.parquet")
+    texts = ["{4}", "{5}", "{7}"]
+    assert _labels(samples, texts, None) == ["prior_driven", "grounded", "other"]
+    recall = RECIPES["recall"]
+    assert run_data(recall, recall.runs[0], "org/model", None, None) == "mnist"
+    assert run_data(recall, recall.runs[0], "demo", None, None) == "demo"
