@@ -145,6 +145,8 @@ def test_cifar100_pairs_each_qa_pair_with_five_images_of_its_entity(tmp_path):
     root = _cifar(tmp_path / "cifar")
     with pytest.raises(BenchmarkNotPublicError, match=r"qa\.jsonl.*cifar100:identify"):
         read_benchmark("cifar100", root)
+    with pytest.raises(BenchmarkNotPublicError, match="question-answer pairs are not"):
+        read_benchmark("cifar100")  # asked for before the hub copy would be fetched
     write_jsonl(root / "qa.jsonl", QA)
     samples = read_benchmark("cifar100", root)
     assert len(samples) == 2 * 5 + 2 * 1  # 5 of the 6 cattle images; the only crab image

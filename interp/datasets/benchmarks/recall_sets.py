@@ -50,6 +50,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from ...errors import DataFormatError
 from ...samples import Sample
@@ -153,7 +154,7 @@ def _landmark_images(root: Path | None) -> list[tuple[Any, str, int]]:
     with open(root / "train.csv", newline="") as f:
         for r in csv.DictReader(f):
             lid, iid = int(r["landmark_id"]), r["id"]
-            tail = category.get(lid, "").rsplit("Category:", 1)[-1]
+            tail = unquote(category.get(lid, "").rsplit("Category:", 1)[-1])
             path = root / "train" / iid[0] / iid[1] / iid[2] / f"{iid}.jpg"
             out.append(((str(path), root, f"landmarks {iid}"), entity_name(tail), lid))
     return out
@@ -202,13 +203,13 @@ def visual_reference(question: str, entity: str) -> str:
 
 
 def _entity_recall(
-    name: str, images: list[tuple[Any, str, int]], root: Path | None, opts: Options
+    name: str, images: list[tuple[Any, str, int]], pairs: list[dict[str, Any]], opts: Options
 ) -> list[Sample]:
     by_entity: dict[str, list[int]] = {}
     for k, (_, entity, _) in enumerate(images):
         by_entity.setdefault(entity.lower(), []).append(k)
     out: list[Sample] = []
-    for p, qa in enumerate(_qa_rows(name, root, opts)):
+    for p, qa in enumerate(pairs):
         entity = entity_name(str(qa["entity"]).strip())
         pool = by_entity.get(entity.lower())
         if not pool:
@@ -328,13 +329,17 @@ def multiple_choice(
 
 def _reader(name: str, load: Callable[[Path | None], list[tuple[Any, str, int]]]):
     def read(root: Path | None, opts: Options) -> list[Sample]:
+        needs_pairs = name != "mnist" and opts.variant != "identify"
+        # without a local copy the user's QA pairs are checked before the hub copy is fetched
+        pairs = _qa_rows(name, root, opts) if needs_pairs and root is None else None
         images = load(root)
         if opts.variant == "identify":
             return _identify(name, images, opts)
-        if name == "mnist":
+        if not needs_pairs:
             samples = _mnist(images, opts)
         else:
-            samples = _entity_recall(name, images, root, opts)
+            pairs = pairs if pairs is not None else _qa_rows(name, root, opts)
+            samples = _entity_recall(name, images, pairs, opts)
         if opts.variant == "mc":
             samples = multiple_choice(samples, opts.seed, opts.convert)
         return samples
