@@ -166,6 +166,11 @@ def test_cifar100_pairs_each_qa_pair_with_five_images_of_its_entity(tmp_path):
     assert [s.answer for s in ident] == ["cattle", "crab", "cattle", "cattle", "bear"] + [
         "cattle"
     ] * 3
+    with pytest.raises(BenchmarkSourceError, match="does not exist"):
+        read_benchmark("cifar100", root, qa=tmp_path / "none.jsonl")
+    (root / "qa.jsonl").write_text('{"entity": "cattle"\n')
+    with pytest.raises(DataFormatError, match="line 1: not JSON"):
+        read_benchmark("cifar100", root)
     write_jsonl(root / "qa.jsonl", [{"entity": "lion", "question": "q lion", "answer": "a"}])
     with pytest.raises(DataFormatError, match="'lion', which no image has"):
         read_benchmark("cifar100", root)

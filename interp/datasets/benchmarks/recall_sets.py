@@ -177,11 +177,16 @@ def _qa_rows(name: str, root: Path | None, opts: Options) -> list[dict[str, Any]
             "(naming the entity), answer and optionally visual_question and text; or read "
             f"'{name}:identify' for the identification questions"
         )
+    if not Path(path).is_file():
+        raise BenchmarkSourceError(f"{name}: the QA file {str(path)!r} does not exist")
     rows = []
     for k, line in enumerate(Path(path).read_text().splitlines()):
         if not line.strip():
             continue
-        row = json.loads(line)
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataFormatError(f"{path} line {k + 1}: not JSON ({err.msg})") from None
         missing = [key for key in QA_KEYS if not row.get(key)]
         if missing:
             raise DataFormatError(f"{path} line {k + 1}: no {', '.join(missing)}")
