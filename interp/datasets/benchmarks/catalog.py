@@ -16,10 +16,10 @@ from typing import Any
 
 from ...errors import EmptyInputError
 from ...samples import Sample, ensure_samples
-from . import coe_sets, other_sets
+from . import coe_sets, drives_sets, other_sets, recall_sets
 from .registry import BENCHMARKS, ROOT_ENV, Benchmark, BenchmarkSourceError, Options
 
-BUILT_IN = (coe_sets, other_sets)
+BUILT_IN = (coe_sets, drives_sets, other_sets, recall_sets)
 """The modules whose import registers the built-in benchmarks."""
 
 
