@@ -212,8 +212,8 @@ DATA_FORMATS_HELP = (
     "also a parquet file, folder or glob, a Hugging Face datasets folder (save_to_disk; "
     "'folder:split' picks a DatasetDict split) or a hub dataset id 'org/name[:split]' (needs a "
     "network) — see --columns; or a paper's benchmark by name, 'NAME[:variant][@local copy]' "
-    "(mme, mmbench, mmstar, mmmu, vlind, vilp, csqa-coco, pope:adversarial, mavis; see "
-    "interp.read_benchmark)"
+    "(mme, mmbench, mmstar, mmmu, vlind, vilp, csqa-coco, pope:adversarial, mavis, cifar100, "
+    "food101, landmarks, mnist, okvqa, llava-video, miradata, vlmbias; see interp.read_benchmark)"
 )
 
 DEMO_HELP = (

@@ -18,7 +18,9 @@ ALLOWED_CYCLES: list[frozenset[str]] = [
         {
             "interp.datasets.benchmarks",
             "interp.datasets.benchmarks.coe_sets",
+            "interp.datasets.benchmarks.drives_sets",
             "interp.datasets.benchmarks.other_sets",
+            "interp.datasets.benchmarks.recall_sets",
             "interp.datasets.benchmarks.registry",
         }
     ),

@@ -2,6 +2,8 @@
 
 :mod:`.registry` holds the registry and the readers' plumbing (local copy or hub);
 :mod:`.coe_sets` the chain-of-embedding paper's six benchmarks and its controlled baseline;
+:mod:`.recall_sets` the recall paper's CIFAR-100, Food-101, Landmarks, MNIST and OK-VQA;
+:mod:`.drives_sets` the drives paper's LLaVA-Video-178K, MiraData and VLMBias;
 :mod:`.other_sets` POPE, MAVIS and the benchmarks that are not published (reading them says what
 to give instead). ``tests/fixtures/benchmarks/`` holds each published layout with its source.
 """
@@ -29,7 +31,7 @@ def _load_all() -> None:
     """Import the modules that register the built-in benchmarks (once)."""
     global _LOADED
     if not _LOADED:
-        from . import coe_sets, other_sets  # noqa: F401
+        from . import coe_sets, drives_sets, other_sets, recall_sets  # noqa: F401
 
         _LOADED = True
 
