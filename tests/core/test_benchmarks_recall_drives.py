@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from interp.cli import load_data
+from interp.data_spec import load_data
 from interp.datasets.benchmarks import (
     BenchmarkNotPublicError,
     BenchmarkSourceError,
