@@ -22,7 +22,6 @@ from interp.testing import build_tiny, shared_tiny_vlm
 from interp.testing.pins import check_made_under
 from interp.testing.samples import make_samples
 from interp.testing.zoo import DOC, TESTED, Row, classify, mapping_types, render
-from interp.testing.zoo import INFERRED_TESTED as INFERRED
 
 TYPES = mapping_types()
 ROWS: dict[str, Row] = {}
@@ -58,7 +57,7 @@ def test_every_type_is_supported_or_refused_with_its_reason(model_type):
         pattern, _ = pattern_of(config)
         assert row.adapter == f"{model_type} (inferred: {pattern})"
         assert row.layout in ("refused (not verified)", "no image")
-        assert row.parity == ("reads, generate tested" if model_type in INFERRED else "not tested")
+        assert_zoo_parity(row)
         kinds = [
             k
             for k in ("image", "audio", "video")
@@ -70,7 +69,19 @@ def test_every_type_is_supported_or_refused_with_its_reason(model_type):
         assert row.layout in ("verified", "none (no spatial layout)", "no image")
     else:  # an entry with one fix: structure verified, layout refused
         assert ADAPTERS[inner].name in row.adapter and not ADAPTERS[inner].layout_verified
-        assert row.layout == "refused (not verified)" and row.parity == "not tested"
+        assert row.layout == "refused (not verified)"
+        assert_zoo_parity(row)
+
+
+def assert_zoo_parity(row: Row) -> None:
+    """A type outside the tiny-model tests is forward tested by the zoo's checks, or says which
+    step failed; never plain "tested"."""
+    if row.parity.startswith("forward tested"):
+        assert row.parity in (
+            f"forward tested ({p} processor)" for p in ("llava", "qwen3_vl", "qwen2_audio")
+        )
+    else:
+        assert row.parity.startswith("not tested: ") and len(row.parity) > len("not tested: ")
 
 
 def test_the_sweep_covers_the_mapping_and_supports_most_of_it():
