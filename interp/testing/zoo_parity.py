@@ -277,7 +277,7 @@ def tiny_inferred(
                 per_image = _count(model.get_image_features(pixel_values=pixels), n_text(model))
         except Exception as err:  # noqa: BLE001
             raise ParityError(
-                f"its feature site takes more than 32 px pixel_values ({_reason(err)})"
+                f"its feature site does not take 32 px pixel_values alone ({_reason(err)})"
             ) from None
         processor.num_additional_image_tokens = per_image - 1
     return model, processor, name

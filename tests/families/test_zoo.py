@@ -236,3 +236,25 @@ def test_an_inferred_entry_reads_and_generates_at_hf_parity(build):
     assert gen.texts == processor.batch_decode(ids[:, n:], skip_special_tokens=True)
     with pytest.raises(interp.LayoutNotMappedError, match=vlm.adapter.name.split(" ")[0]):
         interp.residual_stream(vlm, samples, "distort:500", progress_bar=False)
+
+
+def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
+    """zoo_parity.check passes a type at parity and names the failing step when a measurement
+    departs from plain HF (a read off by 1e-3; a score off by 1e-3)."""
+    from interp.testing.zoo_parity import check
+
+    assert check("qwen3_vl_moe") == ("qwen3_vl", "")
+    read = interp.residual_stream
+    monkeypatch.setattr(interp, "residual_stream", lambda *a, **k: read(*a, **k) + 1e-3)
+    processor, why = check("qwen3_vl_moe")
+    assert processor == "qwen3_vl" and why.startswith("reads fails (AssertionError")
+    monkeypatch.setattr(interp, "residual_stream", read)
+    score = interp.score
+
+    def shifted(*a, **k):
+        out = score(*a, **k)
+        out.logprobs.add_(1e-3)
+        return out
+
+    monkeypatch.setattr(interp, "score", shifted)
+    assert check("qwen3_vl_moe")[1].startswith("score fails (AssertionError")
