@@ -238,7 +238,8 @@ def render(rows: list[Row]) -> str:
         "  batch invariance with plain Hugging Face on this family; `forward tested (X "
         "processor)` — the default config,",
         "  shrunk (`interp/testing/zoo_parity.py`), built on CPU with the tiny processor X of "
-        "its pattern (hand-built inputs:",
+        "its pattern (the Qwen-VL one for a",
+        "  tower with a spatial merge; hand-built inputs:",
         "  no stock processor of these types builds offline), passes five checks against plain "
         "Hugging Face: residual reads",
         "  equal `output_hidden_states`, the feature site gives one vector per placeholder, "

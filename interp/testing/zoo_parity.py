@@ -1,18 +1,22 @@
-"""Forward parity of the inferred entries: each supported inferred type, built tiny on CPU from its
-default config, against plain Hugging Face.
+"""Forward parity of the supported types outside the tiny-model tests (inferred entries and one-fix
+entries): each built tiny on CPU from its default config, against plain Hugging Face.
 
 :func:`tiny_inferred` shrinks the default config generically (every sub-config's widths, depths and
 expert counts to the tiny sizes of :mod:`interp.testing.builders.common`) and pairs the model with a
-*borrowed* tiny processor of its pattern, since no stock processor of these types builds offline
-(each needs its checkpoint's tokenizer files from the hub):
+*borrowed* tiny processor of its pattern — hand-built inputs, since no stock processor of these
+types builds offline (each needs its checkpoint's tokenizer files from the hub; Pixtral's and
+LFM2-VL's image processors also need torchvision):
 
 - ``llava-like``: a ``LlavaProcessor`` around the tiny tokenizer and a 32 px CLIP image processor;
   its ``<image>`` expands to as many tokens as the model's feature site gives for one 32 px image
   (counted on the model, so the expansion matches by construction; the count check below then
   checks what the feature site returns for the batch);
-- ``qwen-vl-like``: the tiny Qwen3-VL processor (patch 8, 2x2 merge, 2 frames), the model's vision
-  config set to the same patch, merge and frame sizes;
-- ``audio-lm``: the tiny Qwen2-Audio processor (Whisper features, 128 mel bins).
+- ``qwen-vl-like``, and a llava-like config whose vision config has ``spatial_merge_size`` (a
+  Qwen-VL-style tower: LLaVA-OneVision-1.5): the tiny Qwen3-VL processor (patch 8, 2x2 merge, 2
+  frames, or 1 for a tower with a 2-D patch embedding), the model's vision config set to the same
+  patch, merge and frame sizes;
+- ``audio-lm``: the tiny Qwen2-Audio processor (Whisper features; the tower's mel bins set to its
+  feature size).
 
 :func:`check` then runs, in order, and stops at the first failure (whose reason it returns):
 
@@ -40,7 +44,6 @@ import torch
 from .builders.common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, VISION_HIDDEN
 from .builders.llava import VIDEO_TOKEN
 
-CHECKS = ("reads", "features", "generate", "score", "steer")
 # above this many parameters a generic shrink left a tower at full size: too slow for the sweep
 MAX_PARAMS = 8_000_000
 IMAGE_SIZE = 32
@@ -187,9 +190,15 @@ def tiny_inferred(
     pattern, why = pattern_of(config)
     if pattern is None:
         raise ParityError(why)
-    processor, name = _borrowed(pattern)
-    tok = processor.tokenizer
     d = config.to_dict()
+    vision = d.get("vision_config")
+    # a llava-like config with a Qwen-VL-style tower (a spatial merge, patches flattened with
+    # their grid): the Qwen-VL processor's inputs
+    grid = pattern == "qwen-vl-like" or (
+        isinstance(vision, dict) and bool(vision.get("spatial_merge_size"))
+    )
+    processor, name = _borrowed("qwen-vl-like" if grid else pattern)
+    tok = processor.tokenizer
     text = d.get("text_config") if isinstance(d.get("text_config"), dict) else d
     _shrink(text, _TEXT)
     text.update(
@@ -202,10 +211,9 @@ def tiny_inferred(
         if isinstance(d.get(key), dict):
             _shrink(d[key], _TOWER)
     _feature_layers(d)
-    vision = d.get("vision_config")
-    if pattern == "qwen-vl-like" and isinstance(vision, dict):
+    if grid and isinstance(vision, dict):
         ip = processor.image_processor
-        if vision.get("temporal_patch_size") == 1:  # Ovis2.5: a 2-D patch embedding
+        if vision.get("temporal_patch_size", 1) == 1:  # a 2-D patch embedding (Ovis2.5)
             ip.temporal_patch_size = 1
         vision.update(
             patch_size=ip.patch_size,
@@ -274,7 +282,7 @@ def tiny_inferred(
         pixels = processor.image_processor([_image()], return_tensors="pt")["pixel_values"]
         try:
             with torch.no_grad():
-                per_image = _count(model.get_image_features(pixel_values=pixels), n_text(model))
+                per_image = _count(model.get_image_features(pixel_values=pixels), _n_text(model))
         except Exception as err:  # noqa: BLE001
             raise ParityError(
                 f"its feature site does not take 32 px pixel_values alone ({_reason(err)})"
@@ -283,7 +291,7 @@ def tiny_inferred(
     return model, processor, name
 
 
-def n_text(model: torch.nn.Module) -> int:
+def _n_text(model: torch.nn.Module) -> int:
     return int(model.config.get_text_config().hidden_size)
 
 
@@ -398,4 +406,4 @@ def check(model_type: str) -> tuple[str, str]:
     return name, ""
 
 
-__all__ = ["CHECKS", "MAX_PARAMS", "ParityError", "check", "tiny_inferred"]
+__all__ = ["MAX_PARAMS", "ParityError", "check", "tiny_inferred"]
