@@ -242,8 +242,9 @@ def render(rows: list[Row]) -> str:
         "  tower with a spatial merge; hand-built inputs:",
         "  no stock processor of these types builds offline), passes five checks against plain "
         "Hugging Face: residual reads",
-        "  equal `output_hidden_states`, the feature site gives one vector per placeholder, "
-        "greedy `generate` equals",
+        "  equal `output_hidden_states` (and a black image in place of each image changes "
+        "them), the feature site gives",
+        "  one vector per placeholder, greedy `generate` equals",
         "  `model.generate`, `score` equals a teacher-forced forward, a `Steer` edit equals a "
         "forward hook adding the vector;",
         "  `not tested: ...` — the structure is verified, the first of those steps that fails "

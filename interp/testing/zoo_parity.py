@@ -21,7 +21,8 @@ LFM2-VL's image processors also need torchvision):
 :func:`check` then runs, in order, and stops at the first failure (whose reason it returns):
 
 1. ``reads``: :func:`interp.residual_stream` equals ``output_hidden_states`` of a plain forward of
-   the same encoded inputs (:func:`interp.encoding.encode`), last token, every layer;
+   the same encoded inputs (:func:`interp.encoding.encode`), last token, every layer; and a black
+   image in place of each image changes them (the image reaches the last token);
 2. ``features``: the feature site's output count (vectors of width ``d_model``) equals the number
    of placeholder tokens in the batch;
 3. ``generate``: greedy :func:`interp.generate` equals ``model.generate`` token for token;
@@ -360,6 +361,10 @@ def check(model_type: str) -> tuple[str, str]:
                 [h[torch.arange(len(samples)), enc.last_index] for h in hidden[:L]], 1
             )
             torch.testing.assert_close(states[:, :L], ref, rtol=0, atol=1e-5)
+            if kind == "image":  # the image reaches the reads (else they check text alone)
+                black = interp.residual_stream(vlm, samples, "null:black", progress_bar=False)
+                if (black - states).abs().max() <= 1e-4:
+                    raise ParityError("reads fails (the image does not reach the last token)")
         with _step("features"):
             seen: list[Any] = []
             site = get_path(model, vlm.adapter.features_path(kind))
