@@ -49,7 +49,7 @@ _MEDIA_BUILDERS: dict[str, str] = {"qwen2_audio": "audio"}
 MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
 
 # One-fix entries of the zoo, built from their default config shrunk, with the tiny processor of
-# their pattern (:func:`interp.testing.zoo_parity.tiny_inferred`); kept out of ARCHITECTURES (their
+# their pattern (:func:`interp.testing.builders.inferred.tiny_inferred`); kept out of ARCHITECTURES (their
 # layouts are not verified, so the region and pixel tests do not apply).
 ZOO_ARCHITECTURES: tuple[str, ...] = ("llama4",)
 
@@ -61,7 +61,7 @@ def build_tiny(
     :data:`MEDIA_ARCHITECTURES` or :data:`ZOO_ARCHITECTURES`)."""
     builders = {**_BUILDERS, **_MEDIA_BUILDERS}
     if arch in ZOO_ARCHITECTURES:
-        from .zoo_parity import tiny_inferred
+        from .builders.inferred import tiny_inferred
 
         return tiny_inferred(arch, seed, attn_implementation)[:2]
     if arch not in builders:
