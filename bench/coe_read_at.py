@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 
 import interp  # noqa: E402
-from interp.cli import load_data  # noqa: E402
+from interp.data_spec import load_data  # noqa: E402
 from interp.studies.coe import chain_of_embedding, diagnose  # noqa: E402
 from interp.studies.coe.diagnosis import compare_vip_rules  # noqa: E402
 from probes.stats import spearman  # noqa: E402

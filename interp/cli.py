@@ -26,7 +26,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .errors import DataFormatError, InterpError
+from .errors import InterpError
 from .help import declared_command, short_description
 from .outputs import OutputMixError, OutputRun
 from .threads import THREADS_ENV, apply_threads
@@ -212,8 +212,8 @@ DATA_FORMATS_HELP = (
     "also a parquet file, folder or glob, a Hugging Face datasets folder (save_to_disk; "
     "'folder:split' picks a DatasetDict split) or a hub dataset id 'org/name[:split]' (needs a "
     "network) — see --columns; or a paper's benchmark by name, 'NAME[:variant][@local copy]' "
-    "(mme, mmbench, mmstar, mmmu, vlind, vilp, csqa-coco, pope:adversarial, mavis; see "
-    "interp.read_benchmark)"
+    "(mme, mmbench, mmstar, mmmu, vlind, vilp, csqa-coco, pope:adversarial, mavis, cifar100, "
+    "food101, landmarks, mnist, okvqa, llava-video, miradata, vlmbias; see interp.read_benchmark)"
 )
 
 DEMO_HELP = (
@@ -221,154 +221,6 @@ DEMO_HELP = (
     "'demo:v3' (the audio and video types trimodal, hear, motion), 'demo:<qtype,...>', or a "
     "JSONL file (image, question, answer, labels)"
 )
-
-
-def load_data(
-    spec: str,
-    n: int | None,
-    seed: int,
-    *,
-    default_qtypes: Sequence[str],
-    columns: str | None = None,
-    keep: Any = None,
-) -> list:
-    """Samples from a data spec: ``demo`` / ``demo:prior`` (``default_qtypes``), ``demo:general``
-    (every vision and vision-independent question type), ``demo:v3`` (the world-v3 audio and
-    video types: ``trimodal``, ``hear``, ``motion``), ``demo:<qtype>[,...]`` (any of
-    ``interp.datasets.world.ALL_QTYPES``), a JSONL file
-    (see :func:`interp.read_jsonl`), or a parquet file / folder / glob, a Hugging Face datasets
-    folder or a hub dataset id, optionally ``:split``, read through ``columns`` (see
-    :func:`interp.read_dataset`). Every image is opened, so a missing or unreadable file is
-    reported before any model is loaded. ``keep`` (samples → samples) picks from a data file's
-    samples before their images are opened.
-
-    Raises:
-        MissingImageError, ImageError, DataFormatError (MissingColumnError, DataSourceError),
-        MissingExtraError, UsageError.
-    """
-    import glob
-
-    from .datasets.tabular import is_hub_id, read_dataset, split_spec
-    from .samples import ensure_samples
-
-    if n is not None and n < 1:
-        raise UsageError(f"--n must be >= 1, got {n}")
-    if seed < 0:
-        raise UsageError(f"--seed must be >= 0, got {seed}")
-    if spec == "demo" or spec.startswith("demo:"):
-        from .datasets import ALL_QTYPES, TEXT_QTYPES, V3_QTYPES, VISION_QTYPES, demo_world
-
-        if columns is not None:
-            raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
-        if spec in ("demo", "demo:prior"):
-            qtypes = list(default_qtypes)
-        elif spec == "demo:general":
-            qtypes = list(VISION_QTYPES) + list(TEXT_QTYPES)
-        elif spec == "demo:v3":
-            qtypes = list(V3_QTYPES)
-        else:
-            qtypes = [q for q in spec.split(":", 1)[1].split(",") if q]
-            bad = [q for q in qtypes if q not in ALL_QTYPES]
-            if bad or not qtypes:
-                what = f"unknown demo question types {bad}" if bad else "no question type given"
-                raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(ALL_QTYPES)}")
-        return demo_world(split="test", n=n or 600, seed=seed, qtypes=qtypes)
-    from .datasets.benchmarks import parse_benchmark_spec, read_benchmark
-
-    bench = parse_benchmark_spec(spec)
-    if bench is not None:  # a paper's benchmark: name[:variant][@local copy]
-        if columns is not None:
-            raise UsageError(f"--columns does not apply to the benchmark {bench[0]!r}")
-        name, variant, copy = bench
-        samples = read_benchmark(f"{name}:{variant}" if variant else name, copy, n=n, seed=seed)
-        samples = keep(samples) if keep is not None else samples
-        for s in samples:
-            s.load_images()
-        return ensure_samples(samples)
-    source = split_spec(spec)[0]
-    if not (
-        os.path.exists(os.path.expanduser(source))
-        or glob.has_magic(source)
-        or is_hub_id(source.split(":", 1)[0])
-    ):
-        raise DataFormatError(
-            f"--data {_shown(spec)}: no such file or folder; give a JSONL file, a parquet file, "
-            "folder or glob, a Hugging Face datasets folder, a hub dataset id (org/name), a "
-            "benchmark name (mme, vilp, pope:adversarial, ...), or one of 'demo', "
-            "'demo:general', 'demo:<qtype,...>'"
-        )
-    samples = read_dataset(spec, columns=columns, n=n)
-    if keep is not None:
-        samples = keep(samples)
-    from .media import check_media_files
-
-    for s in samples:
-        s.load_images()  # every image opens, before the model is loaded
-        check_media_files(s)  # and every audio file's header reads
-    return ensure_samples(samples)
-
-
-def check_data_files(spec: str, n: int | None, seed: int, columns: str | None = None) -> None:
-    """The cheap checks of ``--data`` that run first, before any heavy import (torch,
-    transformers) and before the options a study checks: a demo spec names known question
-    types; any other spec names something that exists; a JSONL file's first ``n`` rows parse,
-    and every image, audio and video file they name exists and (images, audio) has a readable
-    header. :func:`load_data` opens everything fully later, still before the model loads.
-
-    Raises:
-        UsageError, DataFormatError, MissingImageError, ImageError, AudioError, VideoError.
-    """
-    import glob
-
-    from .media import check_media_files
-
-    if n is not None and n < 1:
-        raise UsageError(f"--n must be >= 1, got {n}")
-    if seed < 0:
-        raise UsageError(f"--seed must be >= 0, got {seed}")
-    if spec == "demo" or spec.startswith("demo:"):
-        if columns is not None:
-            raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
-        if spec not in ("demo", "demo:prior", "demo:general", "demo:v3"):
-            from .datasets import ALL_QTYPES
-
-            qtypes = [q for q in spec.split(":", 1)[1].split(",") if q]
-            bad = [q for q in qtypes if q not in ALL_QTYPES]
-            if bad or not qtypes:
-                what = f"unknown demo question types {bad}" if bad else "no question type given"
-                raise UsageError(f"--data {spec!r}: {what}; choose from {', '.join(ALL_QTYPES)}")
-        return
-    from .datasets.tabular import is_hub_id, split_spec
-
-    source = split_spec(spec)[0]
-    try:
-        exists = os.path.exists(os.path.expanduser(source))
-    except ValueError:  # a NUL byte
-        exists = False
-    if not exists:
-        from .datasets.benchmarks import parse_benchmark_spec
-
-        if parse_benchmark_spec(spec) is not None:  # a paper's benchmark: read_benchmark checks it
-            return
-    if not (exists or glob.has_magic(source) or is_hub_id(source.split(":", 1)[0])):
-        raise DataFormatError(
-            f"--data {_shown(spec)}: no such file or folder; give a JSONL file, a parquet file, "
-            "folder or glob, a Hugging Face datasets folder, a hub dataset id (org/name), a "
-            "benchmark name (mme, vilp, pope:adversarial, ...), or one of 'demo', "
-            "'demo:general', 'demo:<qtype,...>'"
-        )
-    if exists and os.path.isfile(source) and source.lower().endswith(".jsonl"):
-        from .samples import read_jsonl
-
-        samples = read_jsonl(source)
-        for s in samples[:n] if n is not None else samples:
-            check_media_files(s)
-
-
-def _shown(text: str) -> str:
-    from .media import shown
-
-    return shown(text)
 
 
 def check_label(samples: Sequence[Any], name: str | None, option: str) -> None:
@@ -567,22 +419,8 @@ def partial_outputs_folder(out: Path) -> Path:
 # -- the program ------------------------------------------------------------------------------------
 
 
-BUILTIN_COMMANDS = {"reproduce": "interp.studies.reproduce.cli:register"}
-"""Commands of the project itself that also run from an install whose package metadata predates
-them (an editable install made before they were added to ``pyproject.toml``)."""
-
-
 def _studies() -> list[Any]:
-    from importlib.metadata import EntryPoint
-
-    found = list(entry_points(group=ENTRY_POINT_GROUP))
-    names = {ep.name for ep in found}
-    found += [
-        EntryPoint(name, value, ENTRY_POINT_GROUP)
-        for name, value in BUILTIN_COMMANDS.items()
-        if name not in names
-    ]
-    return sorted(found, key=lambda ep: ep.name)
+    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -8,7 +8,7 @@ cheapest first, so that a refused command loads no model and leaves no folder:
 
 1. the common options (:func:`interp.cli.check_common_arguments`) and ``--max-new-tokens`` >= 1;
    ``--out`` is (or can become) a writable folder — nothing is created yet; the data's files
-   (:func:`interp.cli.check_data_files`: the source exists, a JSONL's rows parse, every media
+   (:func:`interp.data_spec.check_data_files`: the source exists, a JSONL's rows parse, every media
    file it names opens) — all without importing torch or transformers, so these errors print
    in well under 2 s;
 2. ``check_options(inv)``: the study's own options (e.g. a list of conditions);
@@ -44,16 +44,15 @@ from .cli import (
     UsageError,
     add_common_arguments,
     check_common_arguments,
-    check_data_files,
     check_label,
     check_model,
     check_output_dir,
     check_split_label,
     finish_outputs,
-    load_data,
     partial_outputs_folder,
     use_adapter,
 )
+from .data_spec import check_data_files, load_data
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -151,7 +150,7 @@ class Invocation:
         self, default_qtypes: Sequence[str], *, spec: str | None = None, n: int | None = None
     ) -> list[Any]:
         """The samples of ``--data`` (``spec`` instead, e.g. a translated demo name; ``n``
-        instead of ``--n``) — see :func:`interp.cli.load_data`."""
+        instead of ``--n``) — see :func:`interp.data_spec.load_data`."""
         a = self.args
         count = a.n if n is None else n
         return load_data(

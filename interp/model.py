@@ -565,6 +565,7 @@ def load(
         remote: the model will be traced on NDIF (pass ``remote=True`` to each measurement as
             well); implies ``dispatch=False``, so no weights are needed on this machine.
         **hf_kwargs: further ``from_pretrained`` arguments (``revision``, ``trust_remote_code`` ...).
+            Hub kernels are off unless ``use_kernels=True`` is passed (see ``PLAIN_FORWARDS``).
 
     Raises:
         ModelNotFoundError: the folder does not exist, or a hub id cannot be fetched; or a folder
@@ -595,7 +596,7 @@ def load(
     config = inner_config(whole)  # an omni checkpoint: its thinker alone is built
     if adapter is None:  # fail before loading weights, with the supported list
         adapter_for(config)
-    kwargs: dict[str, Any] = dict(hf_kwargs)
+    kwargs: dict[str, Any] = {**PLAIN_FORWARDS, **hf_kwargs}
     if config is not whole:
         kwargs["config"] = config
     if dtype is not None:
@@ -623,6 +624,12 @@ def load(
         return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model))
     hf = _auto_class(config).from_pretrained(source, **kwargs).eval()
     return VLM(hf, processor, adapter=adapter, source=str(model))
+
+
+# transformers >= 5.25 swaps layers' forwards for hub kernels at load by default (``use_kernels``):
+# a fused forward skips the submodules a hook reads, and its numerics are not plain HF's. Every
+# load here keeps the model's own forwards (``use_kernels=True`` in ``hf_kwargs`` opts in).
+PLAIN_FORWARDS: dict[str, Any] = {"use_kernels": False}
 
 
 def _auto_class(config: Any) -> Any:

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .locks import lock_is_free
+
 MANIFEST = "interp-run.json"
 FAILED = "failed-run"
 STAGING_PREFIX = ".interp-staging-"
@@ -261,8 +263,6 @@ class OutputRun:
         assert self.out is not None
         store = self.out / "store"
         if store.is_dir():
-            from .store import lock_is_free  # a store exists: this process imported it already
-
             for folder in sorted((p for p in store.rglob("*") if p.is_dir()), reverse=True):
                 names = {p.name for p in folder.iterdir()}
                 if names <= {".lock", "manifest.json"} and lock_is_free(folder / ".lock"):

@@ -27,9 +27,10 @@ from .conditions import Condition, condition_sources
 from .edits import Intervention, edits_fingerprint
 from .encoding import warn_unknown_tokens
 from .errors import StoreError
+from .locks import lock_is_free
 from .samples import Sample, ensure_samples
 from .shards import Shard, resolve_shard
-from .store import ResultStore, content_key, lock_is_free, stack_rows
+from .store import ResultStore, content_key, stack_rows
 from .tracing import progress
 
 if TYPE_CHECKING:

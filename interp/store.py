@@ -44,12 +44,8 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from .errors import StoreError, StoreLockedError
+from .locks import Lock
 from .outputs import unstaged
-
-try:  # POSIX advisory locks; elsewhere stores are not locked
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
 
 _VERSION = 2
 _MANIFEST = re.compile(r"^manifest(?:-(\d+)-of-(\d+))?\.json$")
@@ -78,42 +74,6 @@ def content_key(*parts: Any) -> str:
     """A 32-hex-digit hash of JSON-able parts (sample fingerprints, targets, ...)."""
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-class _Lock:
-    """A non-blocking advisory file lock (``flock``); released when the process ends."""
-
-    def __init__(self, path: Path, shared: bool) -> None:
-        self.path = path
-        self.file = None
-        if fcntl is None:
-            return
-        self.file = path.open("a+")
-        try:
-            fcntl.flock(self.file, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.file.close()
-            self.file = None
-            raise
-
-    def release(self) -> None:
-        if self.file is not None:
-            fcntl.flock(self.file, fcntl.LOCK_UN)
-            self.file.close()
-            self.file = None
-
-
-def lock_is_free(path: Path) -> bool:
-    """Whether nobody holds the lock at ``path`` (checked by taking and dropping it)."""
-    if fcntl is None or not path.exists():
-        return True
-    with path.open("a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(f, fcntl.LOCK_UN)
-    return True
 
 
 class ResultStore:
@@ -155,7 +115,7 @@ class ResultStore:
                 "overwrite=True cannot be combined with a sharded run (the processes would wipe "
                 "each other's results); clear the store with one process first"
             )
-        self._locks: list[_Lock] = []
+        self._locks: list[Lock] = []
         self._lock(shard)
         self.writer = "main" if shard is None else f"{shard[0]}-of-{shard[1]}"
         self._manifest = self.path / (
@@ -175,7 +135,7 @@ class ResultStore:
 
     def _lock(self, shard: tuple[int, int] | None) -> None:
         try:
-            self._locks.append(_Lock(self.path / ".lock", shared=shard is not None))
+            self._locks.append(Lock(self.path / ".lock", shared=shard is not None))
         except BlockingIOError:
             raise StoreLockedError(
                 f"the store at {str(self.path)!r} is being written by another process"
@@ -184,7 +144,7 @@ class ResultStore:
             ) from None
         if shard is not None:
             try:
-                self._locks.append(_Lock(self.shard_lock(*shard), shared=False))
+                self._locks.append(Lock(self.shard_lock(*shard), shared=False))
             except BlockingIOError:
                 self.close()
                 raise StoreLockedError(
@@ -368,4 +328,4 @@ def stack_rows(rows: list[Tensor]) -> Tensor:
     return out
 
 
-__all__ = ["ResultStore", "content_key", "lock_is_free", "stack_rows", "substore"]
+__all__ = ["ResultStore", "content_key", "stack_rows", "substore"]

@@ -18,7 +18,9 @@ The rules, in order (:func:`infer_adapter` reads the config, :func:`complete` th
 3. the decoder is ``model.get_decoder()`` and must hold ``.layers``;
 4. the final norm is the decoder's first attribute among :data:`NORMS`;
 5. the head is ``model.get_output_embeddings()``;
-6. the feature site: ``model.visual`` (qwen-vl-like), else the first of :data:`PROJECTORS`.
+6. the feature site: ``model.visual`` (qwen-vl-like), else the first of :data:`PROJECTORS`, else
+   ``model.visual`` (a Qwen-VL-style tower whose merger is its projector, in a config without
+   ``temporal_patch_size``, e.g. LLaVA-OneVision-1.5).
 
 An inferred adapter's pixel and token layouts are not verified against the processor, so every
 layout-dependent feature (pixel-space conditions such as ``distort``, token regions, attribution
@@ -181,7 +183,7 @@ def complete(adapter: Adapter, model: torch.nn.Module) -> Adapter:
     visual = "model.visual" if _exists(model, "model.visual") else None
     projector = next((p for p in PROJECTORS if _exists(model, p)), None)
     if "image" in adapter.modalities:
-        site = visual if adapter.inferred == "qwen-vl-like" and visual else projector
+        site = visual if adapter.inferred == "qwen-vl-like" and visual else projector or visual
         if site is None:
             raise AdapterCheckError(
                 f"{adapter.name} — no image-feature module found (looked for model.visual and "

@@ -8,7 +8,11 @@ Importing a submodule runs its package's ``__init__`` too, but the packages' ``_
 lazy (PEP 562), so that is not counted as an edge to the package. A cycle is a strongly connected
 component of more than one module.
 
-``python -m interp.testing.imports`` prints the cycles and the layer counts.
+The layers are those of ``docs/architecture.md``'s table, from the bottom up (:data:`LAYERS`,
+which the architecture test holds to the table): a module may import its own layer and the
+layers below it; an import of a higher layer is an *upward* import (:func:`upward`).
+
+``python -m interp.testing.imports`` prints the cycles and the upward imports.
 """
 
 from __future__ import annotations
@@ -19,6 +23,59 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("interp", "interventions", "probes")
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("statistics", ("probes/",)),
+    ("foundation", ("interp/errors.py", "interp/_lazy.py")),
+    ("inputs", ("interp/samples.py", "interp/media.py", "interp/datasets/")),
+    (
+        "adapters",
+        ("interp/adapters/", "interp/prompts.py", "interp/region_layouts.py", "interp/thinker.py"),
+    ),
+    ("conditions", ("interp/conditions/",)),
+    ("encoding", ("interp/encoding/",)),
+    ("old import paths", ("interp/positions.py", "interp/targets.py")),
+    ("model", ("interp/model.py", "interp/threads.py")),
+    ("edits and reads", ("interp/edits.py", "interp/tracing.py")),
+    ("token → region maps", ("interp/regions.py",)),
+    (
+        "the run loop",
+        (
+            "interp/runner.py",
+            "interp/store.py",
+            "interp/locks.py",
+            "interp/shards.py",
+            "interp/outputs.py",
+        ),
+    ),
+    (
+        "measurements",
+        (
+            "interp/residual.py",
+            "interp/generation.py",
+            "interp/scoring.py",
+            "interp/attention.py",
+            "interp/gradients.py",
+        ),
+    ),
+    ("interventions", ("interventions/",)),
+    ("public names", ("interp/__init__.py",)),
+    ("support", ("interp/demo/", "interp/testing/", "interp/figures.py")),
+    (
+        "command line",
+        (
+            "interp/cli.py",
+            "interp/command.py",
+            "interp/data_spec.py",
+            "interp/help.py",
+            "interp/doctor.py",
+        ),
+    ),
+    ("studies", ("interp/studies/",)),
+)
+"""The layers from the bottom up, each a name and its files and folders (paths from the
+repository root; a folder holds everything under it). The same rows, in the same order, as the
+table of ``docs/architecture.md``."""
 
 
 def module_name(path: Path) -> str:
@@ -126,6 +183,34 @@ def cycles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
     return sorted(found, key=lambda c: sorted(c))
 
 
+def layer_of(name: str, known: dict[str, Path] | None = None) -> int:
+    """The index in :data:`LAYERS` of module ``name``: the row of the longest entry that is its
+    file or a folder above it.
+
+    Raises:
+        KeyError: no layer holds the module (add it to :data:`LAYERS` and the doc's table).
+    """
+    path = (known or modules())[name].relative_to(ROOT).as_posix()
+    best: tuple[int, int] | None = None
+    for k, (_, entries) in enumerate(LAYERS):
+        for entry in entries:
+            hit = path.startswith(entry) if entry.endswith("/") else path == entry
+            if hit and (best is None or len(entry) > best[1]):
+                best = (k, len(entry))
+    if best is None:
+        raise KeyError(f"no layer of LAYERS holds {name} ({path})")
+    return best[0]
+
+
+def upward(edges: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
+    """The imports ``(importer, imported)`` whose imported module lies in a higher layer than
+    the importer, sorted."""
+    known = modules()
+    edges = graph() if edges is None else edges
+    rank = {name: layer_of(name, known) for name in edges}
+    return sorted((a, b) for a, targets in edges.items() for b in targets if rank[b] > rank[a])
+
+
 def main() -> int:
     edges = graph()
     found = cycles(edges)
@@ -133,6 +218,11 @@ def main() -> int:
     print(f"{len(found)} cycles")
     for c in found:
         print("  " + " ↔ ".join(sorted(c)))
+    climbs = upward(edges)
+    print(f"{len(climbs)} upward imports")
+    known = modules()
+    for a, b in climbs:
+        print(f"  {a} ({LAYERS[layer_of(a, known)][0]}) → {b} ({LAYERS[layer_of(b, known)][0]})")
     return 0
 
 

@@ -48,15 +48,25 @@ ARCHITECTURES: tuple[str, ...] = tuple(_BUILDERS)
 _MEDIA_BUILDERS: dict[str, str] = {"qwen2_audio": "audio"}
 MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
 
+# One-fix entries of the zoo, built from their default config shrunk, with the tiny processor of
+# their pattern (:func:`interp.testing.builders.inferred.tiny_inferred`); kept out of ARCHITECTURES (their
+# layouts are not verified, so the region and pixel tests do not apply).
+ZOO_ARCHITECTURES: tuple[str, ...] = ("llama4",)
+
 
 def build_tiny(
     arch: str, seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PreTrainedModel, Any]:
-    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`
-    or :data:`MEDIA_ARCHITECTURES`)."""
+    """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`,
+    :data:`MEDIA_ARCHITECTURES` or :data:`ZOO_ARCHITECTURES`)."""
     builders = {**_BUILDERS, **_MEDIA_BUILDERS}
+    if arch in ZOO_ARCHITECTURES:
+        from .builders.inferred import tiny_inferred
+
+        return tiny_inferred(arch, seed, attn_implementation)[:2]
     if arch not in builders:
-        raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {', '.join(builders)}")
+        choices = ", ".join([*builders, *ZOO_ARCHITECTURES])
+        raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {choices}")
     module = import_module(f"{__package__}.builders.{builders[arch]}")
     return getattr(module, f"build_{arch}")(seed=seed, attn_implementation=attn_implementation)
 
@@ -76,4 +86,11 @@ def shared_tiny_vlm(arch: str) -> VLM:
     return tiny_vlm(arch, seed=0)
 
 
-__all__ = ["ARCHITECTURES", "MEDIA_ARCHITECTURES", "build_tiny", "shared_tiny_vlm", "tiny_vlm"]
+__all__ = [
+    "ARCHITECTURES",
+    "MEDIA_ARCHITECTURES",
+    "ZOO_ARCHITECTURES",
+    "build_tiny",
+    "shared_tiny_vlm",
+    "tiny_vlm",
+]

@@ -52,10 +52,6 @@ TESTED = (
     "qwen2_audio",
 )
 
-# inferred entries whose reads, feature count and greedy generation tests/families/test_zoo.py
-# compares with plain HF on tiny models around stock processors
-INFERRED_TESTED = ("qwen3_vl_moe", "vipllava")
-
 
 @dataclass(frozen=True)
 class Row:
@@ -148,6 +144,7 @@ def classify(model_type: str) -> Row:
     from ..adapters.registry import ADAPTERS, adapter_for
     from ..errors import UnsupportedArchitectureError
     from ..thinker import inner_config, wrapper_of
+    from .zoo_parity import check as parity_check
 
     def refused(reason: str, adapter: str = "", modalities: str = "") -> Row:
         return Row(model_type, False, adapter, modalities, "", "", reason)
@@ -187,9 +184,12 @@ def classify(model_type: str) -> Row:
     else:
         layout = "refused (not verified)"
     registered = config.model_type in ADAPTERS
-    parity = "tested" if registered and config.model_type in TESTED else "not tested"
-    if adapter.inferred and model_type in INFERRED_TESTED:
-        parity = "reads, generate tested"
+    if registered and config.model_type in TESTED:
+        parity = "tested"
+    else:  # built tiny on CPU and run against plain HF (interp.testing.zoo_parity)
+        with _quiet():
+            processor, why = parity_check(model_type)
+        parity = f"not tested: {why}" if why else f"forward tested ({processor} processor)"
     name = adapter.name
     if wrapper_of(whole) is not None:
         name += " (thinker of the full checkpoint)"
@@ -207,6 +207,8 @@ def render(rows: list[Row]) -> str:
 
     supported = sum(r.supported for r in rows)
     inferred = sum(r.supported and "inferred" in r.adapter for r in rows)
+    forward = sum(r.parity.startswith("forward tested") for r in rows)
+    tested = sum(r.parity == "tested" for r in rows)
     head = [
         "# Families: every type of transformers' multimodal mapping",
         "",
@@ -222,7 +224,8 @@ def render(rows: list[Row]) -> str:
         "feature site resolves).",
         "",
         f"**{supported} of {len(rows)} types supported** ({inferred} through an entry inferred "
-        "from the config and module tree).",
+        f"from the config and module tree); forward parity with plain Hugging Face: {tested} "
+        f"by the tiny-model tests, {forward} by the zoo's checks.",
         "",
         "- *layout*: `verified` — pixel-space conditions (`distort` ...), token regions, "
         "attribution maps and region",
@@ -232,12 +235,21 @@ def render(rows: list[Row]) -> str:
         "generation and token-level edits run.",
         "- *parity*: `tested` — the tiny-model tests compare reads, `generate`, `score`, "
         "edits, decoding methods and",
-        "  batch invariance with plain Hugging Face on this family; `not tested` — the "
-        "structure is verified, the",
-        "  forward parity is not yet (run `interp doctor --model <folder>` on a checkpoint); "
-        "`reads, generate tested` —",
-        "  residual reads, the feature count and greedy `generate` equal plain Hugging Face on "
-        "a tiny model.",
+        "  batch invariance with plain Hugging Face on this family; `forward tested (X "
+        "processor)` — the default config,",
+        "  shrunk (`interp/testing/zoo_parity.py`), built on CPU with the tiny processor X of "
+        "its pattern (the Qwen-VL one for a",
+        "  tower with a spatial merge; hand-built inputs:",
+        "  no stock processor of these types builds offline), passes five checks against plain "
+        "Hugging Face: residual reads",
+        "  equal `output_hidden_states` (and a black image in place of each image changes "
+        "them), the feature site gives",
+        "  one vector per placeholder, greedy `generate` equals",
+        "  `model.generate`, `score` equals a teacher-forced forward, a `Steer` edit equals a "
+        "forward hook adding the vector;",
+        "  `not tested: ...` — the structure is verified, the first of those steps that fails "
+        "is named (run",
+        "  `interp doctor --model <folder>` on a checkpoint).",
         '- *reason*: why a type is refused; "the default config does not build" is '
         "transformers' own default (a",
         "  checkpoint's config may build: pass `adapter=` or register an entry after checking "
@@ -263,7 +275,6 @@ if __name__ == "__main__":
 
 __all__ = [
     "DOC",
-    "INFERRED_TESTED",
     "TESTED",
     "Row",
     "classify",

@@ -159,7 +159,10 @@ def test_the_core_never_imports_a_study_or_an_intervention():
             full = module if name is None else f"{module}.{name}"
             where = path.relative_to(ROOT)
             assert not full.startswith("interp.studies"), f"{where} imports {full}"
-            assert not full.startswith("interventions"), f"{where} imports {full}"
+            # interp/testing sits in the support layer, above interventions (docs/architecture.md):
+            # its zoo checks run the real Steer on each type
+            if "testing" not in path.relative_to(ROOT / "interp").parts:
+                assert not full.startswith("interventions"), f"{where} imports {full}"
 
 
 def test_interventions_never_import_a_study():

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 import interp
-from interp.cli import load_data
+from interp.data_spec import load_data
 from interp.datasets.benchmarks import (
     BenchmarkNotPublicError,
     BenchmarkSourceError,

@@ -529,6 +529,16 @@ def test_lazy_load_reads_weights_at_the_first_trace_and_equals_the_eager_path(tm
     assert not remote.dispatched and remote.n_layers == 12
 
 
+def test_a_checkpoint_loads_with_its_own_forwards_not_hub_kernels(tmp_path):
+    # transformers >= 5.25 kernelizes at load unless told not to; HF's own flag is the reference
+    model, processor = build_tiny("llava")
+    model.save_pretrained(tmp_path / "tiny")
+    processor.save_pretrained(tmp_path / "tiny")
+    for vlm in (interp.load(str(tmp_path / "tiny")), interp.load("demo")):
+        assert vlm.hf.use_kernels is False
+        assert getattr(vlm.hf, "_kernels_mode", None) is None
+
+
 # -- layout rules (the import rules live in tests/core/test_architecture.py) ------------------
 
 

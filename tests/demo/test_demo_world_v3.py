@@ -297,7 +297,8 @@ def test_v3_vocabulary_covers_the_v3_texts() -> None:
 
 
 def test_data_specs_name_the_v3_types() -> None:
-    from interp.cli import UsageError, load_data
+    from interp.cli import UsageError
+    from interp.data_spec import load_data
 
     items = load_data("demo:v3", 40, 0, default_qtypes=("color",))
     assert {s.meta["qtype"] for s in items} == set(V3_QTYPES)

@@ -42,6 +42,7 @@ from interp.errors import (
     ModalityError,
 )
 from interp.testing import make_samples, shared_tiny_vlm
+from interp.testing.tiny import ZOO_ARCHITECTURES
 from interventions import decoding as dec
 
 ARCH = "llava"  # tiny, eager attention (the attention edits need it), mixed batches
@@ -514,8 +515,11 @@ def test_method_generates_independently_of_the_batch_size(name, sampled, vlm, sa
 
 # One-fix entries of the zoo (a final norm or decoder path the inference rules cannot see), built
 # tiny and checked structurally by the sweep (tests/families/test_zoo.py) but with no tiny builder
-# of their own yet: this list may only shrink.
-ZOO_ONLY = {"lfm2_vl", "lfm3_vl", "llama4"}
+# of their own yet: this list may only shrink. lfm2_vl: its image processor needs torchvision
+# (spatial_shapes and pixel_attention_mask come from it), and no other tiny processor gives them;
+# lfm3_vl: shrunk to 2 layers its decoder keeps only short convolutions (the image never reaches
+# the last token), and with an attention layer kept its eager attention fails on image batches.
+ZOO_ONLY = {"lfm2_vl", "lfm3_vl"}
 
 
 def test_every_adapter_is_served_by_a_tiny_architecture():
@@ -523,6 +527,7 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
     model type of at least one tiny builder, so the tiny-model suites exercise it. Builds are
     the session's cached tiny VLMs; the architecture named like the model type is tried first."""
     from interp.testing import ARCHITECTURES, MEDIA_ARCHITECTURES
+    from interp.testing.tiny import ZOO_ARCHITECTURES
 
     served: dict[str, str] = {}
 
@@ -530,7 +535,8 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
         return str(shared_tiny_vlm(arch).hf.config.model_type)
 
     wanted = sorted(interp.ADAPTERS)
-    every = (*ARCHITECTURES, *MEDIA_ARCHITECTURES)  # audio-language families too
+    # audio-language families and the zoo's one-fix entries too
+    every = (*ARCHITECTURES, *MEDIA_ARCHITECTURES, *ZOO_ARCHITECTURES)
     for mt in wanted:
         if mt in every and model_type(mt) == mt:
             served[mt] = mt
@@ -548,3 +554,38 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
     # each tiny model is served by the adapter of its own model type
     for mt, arch in served.items():
         assert shared_tiny_vlm(arch).adapter is interp.ADAPTERS[mt]
+
+
+# -- the zoo's one-fix entries keep the protocols at HF parity -----------------------------------
+
+
+@pytest.mark.parametrize("arch", ZOO_ARCHITECTURES)
+def test_zoo_entry_keeps_the_protocols(arch):
+    """A zoo entry's tiny model (its default config shrunk, the tiny processor of its pattern):
+    reads, feature count, greedy generate, score and Steer against plain HF (zoo_parity.check);
+    SwapImage equals the swapped condition; plain and method decoding and reads are independent of
+    the batch size."""
+    from interp.testing.zoo_parity import check
+
+    _, why = check(arch)
+    assert not why, why
+    vlm = shared_tiny_vlm(arch)
+    assert vlm.adapter is interp.ADAPTERS[vlm.hf.config.model_type]
+    batch = make_samples(3)
+    kw = {"batch_size": 3, "progress_bar": False}
+    swapped = interp.residual_stream(
+        vlm, batch, edits=[interventions.SwapImage("null:black")], **kw
+    )
+    real = interp.residual_stream(vlm, batch, "null:black", **kw)
+    torch.testing.assert_close(swapped, real, atol=1e-5, rtol=0)
+    together = interp.residual_stream(vlm, batch, **kw)
+    assert differs(swapped, together)  # the swap reached the model
+    alone = torch.cat(
+        [interp.residual_stream(vlm, [s], batch_size=1, progress_bar=False) for s in batch]
+    )
+    torch.testing.assert_close(together, alone, atol=1e-4, rtol=0)
+    for decoding in (None, make_method("contrast")):
+        g = {"max_new_tokens": STEPS, "decoding": decoding, "progress_bar": False}
+        three = interp.generate(vlm, batch, batch_size=3, **g)
+        one = [interp.generate(vlm, [s], batch_size=1, **g) for s in batch]
+        assert three.token_ids == [o.token_ids[0] for o in one]

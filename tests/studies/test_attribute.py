@@ -236,7 +236,7 @@ def test_command_writes_maps_and_the_object_mass_table(attribute_command, tmp_pa
 
 def test_audit_section_reports_the_object_mass():
     import interp.studies.attribute.audit as audit
-    from interp.cli import load_data
+    from interp.data_spec import load_data
     from interp.studies.audit.registry import AuditOptions
 
     vlm = interp.load("demo")

@@ -15,13 +15,13 @@ from interp.studies.reproduce.run import run_data
 
 def test_the_command_is_registered_and_its_static_help_matches():
     import argparse
-    from importlib.metadata import EntryPoint
 
-    from interp.cli import BUILTIN_COMMANDS, ENTRY_POINT_GROUP, _studies
+    from interp.cli import _studies
     from interp.help import declared_command
 
-    ep = EntryPoint("reproduce", BUILTIN_COMMANDS["reproduce"], ENTRY_POINT_GROUP)
-    assert "reproduce" in [e.name for e in _studies()]
+    found = {e.name: e for e in _studies()}  # the entry points of pyproject.toml
+    assert found["reproduce"].value == "interp.studies.reproduce.cli:register"
+    ep = found["reproduce"]
     name, text, aliases = declared_command(ep)
     sub = argparse.ArgumentParser().add_subparsers()
     ep.load()(sub)

@@ -1,4 +1,4 @@
-"""POPE and the other papers' benchmarks, as far as their published layouts are known.
+"""POPE, MAVIS and the benchmarks that are not published.
 
 - **POPE** (``pope:random|popular|adversarial``): POPE's own question files
   (``coco_pope_<setting>.json``: JSON lines with ``question_id``, ``image``, ``text``, ``label``)
@@ -10,14 +10,16 @@
   ``question``, ``image`` and ``verifiable_facts`` (a list); the first 500 rows, reference =
   ``verifiable_facts[0]``. The published layout beyond those three fields was not found in our
   sources; the reader checks only them.
-- Not published in a form the papers or our sources name — reading them raises
-  :class:`BenchmarkNotPublicError` saying what to give instead (a JSONL file with the study's
-  labels, read by ``--data file.jsonl``): the recall paper's entity QA testbed (its QA pairs were
-  generated from Wikipedia with Llama-3.1-8B; no release is named), the no-image ablation's
-  540-image, 4-wording benchmark (no release named in our copy), Tri-PvP's 8,000 samples (the
-  paper names github.com/MiuLab/Tri-PvP, whose layout is not in our sources), and the drives
-  paper's video sets (LLaVA-Video-178K, MiraData: "manually designed questions", not released)
-  and VLMBias.
+- Not published — reading them raises :class:`BenchmarkNotPublicError` saying what to give
+  instead (a JSONL file with the study's labels, read by ``--data file.jsonl``): the recall
+  paper's entity QA pairs as one testbed (``recall-entities``: its images are public and read by
+  ``cifar100``, ``food101``, ``landmarks`` with the user's ``qa.jsonl``; ``mnist`` needs none),
+  the no-image ablation's 540-image, 4-wording benchmark (no release named in our copy) and
+  Tri-PvP's 8,000 samples (the paper names github.com/MiuLab/Tri-PvP, whose layout is not in our
+  sources).
+
+The recall paper's sets are in :mod:`.recall_sets`, the drives paper's video sets and VLMBias in
+:mod:`.drives_sets`.
 """
 
 from __future__ import annotations
@@ -118,8 +120,10 @@ _NOT_PUBLIC = {
     "recall-entities": (
         "recall",
         "the recall paper's entity QA testbed (CIFAR-100, Food-101, Landmarks, MNIST)",
-        "the paper names no release of its generated QA pairs; give a JSONL file with one row per "
-        "question and setting (meta: group, family, entity, setting) to --data file.jsonl",
+        "the paper names no release of its generated QA pairs; the images are public: read "
+        "cifar100, food101 or landmarks with the pairs as qa.jsonl beside the copy (mnist needs "
+        "none), or give a JSONL file with one row per question and setting (meta: group, family, "
+        "entity, setting) to --data file.jsonl",
     ),
     "ablation-540": (
         "ablation",
@@ -132,21 +136,6 @@ _NOT_PUBLIC = {
         "Tri-PvP (8,000 samples; github.com/MiuLab/Tri-PvP)",
         "the repository's layout is not in our sources; give a JSONL file with the image / audio "
         "/ text labels (meta: order, evidence, the source labels) to --data file.jsonl",
-    ),
-    "llava-video": (
-        "drives",
-        "LLaVA-Video-178K (100 video QA samples)",
-        "the paper does not say which 100 samples; give a JSONL file with video paths",
-    ),
-    "miradata": (
-        "drives",
-        "MiraData (first 500 videos, manually designed questions)",
-        "the questions were written by the authors and not released; give a JSONL file",
-    ),
-    "vlmbias": (
-        "drives",
-        "VLMBias",
-        "its layout is not in our sources; give a JSONL file",
     ),
 }
 

@@ -1,8 +1,11 @@
-"""The benchmark registry: each paper's benchmark under one name, read from its published layout.
+"""The benchmark registry, a leaf: each paper's benchmark under one name, read from its
+published layout, and the readers' plumbing the benchmark modules share.
 
 A :class:`Benchmark` knows its hub dataset id (and config / split), the local layouts it accepts
 and how to turn the published rows into :class:`~interp.Sample` s with the paper's selection and
-conversion. :func:`read_benchmark` is the entry point (and ``--data <name>[:variant][@copy]`` on the
+conversion. The modules of the built-in benchmarks (:mod:`.coe_sets`, :mod:`.other_sets`) import
+this one and register theirs; :mod:`.catalog` imports them all and holds the look-ups,
+:func:`~.catalog.read_benchmark` the entry point (and ``--data <name>[:variant][@copy]`` on the
 command line):
 
 - ``root`` given (a folder, a parquet file or the benchmark's original files): read it, no network;
@@ -17,7 +20,6 @@ Rows reach the converters as plain dicts, exactly as the published table stores 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import DataSourceError, EmptyInputError
-from ...samples import Sample, ensure_samples
+from ...samples import Sample
 from ..tabular import _image_cell, _parquet_files, _parquet_rows, hub_offline
 
 ROOT_ENV = "INTERP_DATA_ROOT"
@@ -99,86 +101,6 @@ def register_benchmark(bench: Benchmark, *, overwrite: bool = False) -> Benchmar
         raise ValueError(f"a benchmark named {bench.name!r} is registered; pass overwrite=True")
     BENCHMARKS[bench.name] = bench
     return bench
-
-
-def parse_benchmark_spec(spec: str) -> tuple[str, str | None, str | None] | None:
-    """``name[:variant][@copy]`` → ``(name, variant, copy)`` when ``name`` is registered, else
-    None (the spec is a file, a folder or a hub id for :func:`interp.read_dataset`)."""
-    from . import _load_all
-
-    _load_all()
-    head, _, copy = spec.partition("@")
-    name, _, variant = head.partition(":")
-    if name.lower() not in BENCHMARKS:
-        return None
-    return name.lower(), (variant or None), (copy or None)
-
-
-def get_benchmark(name: str) -> Benchmark:
-    from . import _load_all
-
-    _load_all()
-    bench = BENCHMARKS.get(name.lower())
-    if bench is None:
-        raise BenchmarkSourceError(
-            f"no benchmark named {name!r}; the registered ones are {', '.join(sorted(BENCHMARKS))}"
-        )
-    return bench
-
-
-def read_benchmark(
-    name: str,
-    root: str | Path | None = None,
-    *,
-    n: int | None = None,
-    seed: int = 0,
-    convert: Callable[[str], str] | None = None,
-    **extra: Any,
-) -> list[Sample]:
-    """The samples of a registered benchmark (``name`` may carry ``:variant``, e.g.
-    ``"pope:adversarial"``), with its paper's selection and conversion.
-
-    Args:
-        root: a local copy (see each benchmark's ``layout``); None: ``$INTERP_DATA_ROOT/<folder>``
-            when that exists, else the hub by dataset id (needs a network and ``datasets``).
-        n: keep the first ``n`` samples after selection. seed: seeded pairings (the controlled
-            baseline's images). convert: an LLM hook for conversions the paper made with a
-            language model (VLind-Bench's statements → Yes/No questions).
-
-    Raises:
-        BenchmarkSourceError: unknown name or variant, a copy of the wrong layout, no network for
-            the hub. BenchmarkNotPublicError: the benchmark is not published (the message says what
-            to give). EmptyInputError: nothing left after selection.
-    """
-    base, _, variant = name.partition(":")
-    bench = get_benchmark(base)
-    if variant and variant not in bench.variants:
-        raise BenchmarkSourceError(
-            f"{bench.name!r} has no variant {variant!r}"
-            + (f"; its variants are {', '.join(bench.variants)}" if bench.variants else "")
-        )
-    if n is not None and n < 1:
-        raise BenchmarkSourceError(f"n must be >= 1, got {n}")
-    path: Path | None = None
-    if root is not None:
-        path = Path(os.path.expanduser(str(root)))
-        if not path.exists():
-            raise BenchmarkSourceError(
-                f"{bench.name}: no such file or folder {str(path)!r}; {bench.name} reads "
-                f"{bench.layout}"
-            )
-    elif os.environ.get(ROOT_ENV):
-        candidate = Path(os.environ[ROOT_ENV]).expanduser() / bench.folder
-        path = candidate if candidate.exists() else None
-    opts = Options(n=n, seed=seed, variant=variant or None, convert=convert, extra=extra)
-    samples = bench.read(path, opts)
-    if n is not None:
-        samples = samples[:n]
-    if not samples:
-        raise EmptyInputError(f"{bench.name}: no samples left after the paper's selection")
-    for s in samples:
-        s.meta.setdefault("benchmark", bench.name)
-    return ensure_samples(samples)
 
 
 # -- rows from a local copy or the hub ---------------------------------------------------------------

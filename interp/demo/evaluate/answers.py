@@ -14,7 +14,7 @@ from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedM
 
 from ...datasets.world import SOURCES, generation_label
 from ...generation import generate
-from ...model import VLM
+from ...model import PLAIN_FORWARDS, VLM
 from ...samples import Sample, ensure_samples
 from .. import CHECKPOINT_DIR
 
@@ -100,6 +100,6 @@ def evaluate(
 
 def load_checkpoint(path: str | Path = CHECKPOINT_DIR) -> tuple[PreTrainedModel, ProcessorMixin]:
     """Load a demo checkpoint offline (fp32, eval mode)."""
-    model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float32)
+    model = AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float32, **PLAIN_FORWARDS)
     processor = AutoProcessor.from_pretrained(path)
     return model.eval(), processor

@@ -176,7 +176,9 @@ def load_language_model(source: Path | str | None = None) -> tuple[PreTrainedMod
     try:
         with _gguf_progress_follows_transformers():
             tok = AutoTokenizer.from_pretrained(folder, **kw)
-            lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw)
+            lm = AutoModelForCausalLM.from_pretrained(
+                folder, dtype=torch.float32, use_kernels=False, **kw
+            )  # the model's own forwards, as interp.model.PLAIN_FORWARDS keeps them
     except (OSError, ValueError) as err:  # ValueError: not a valid hub id either
         raise ModelNotFoundError(
             f"demo-smol needs SmolLM2-135M-Instruct and found no local copy, and {folder!r} could "

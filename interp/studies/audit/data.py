@@ -7,7 +7,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from interp.cli import UsageError, load_data
+from interp.cli import UsageError
+from interp.data_spec import load_data
 from interp.samples import Sample, ensure_samples
 
 

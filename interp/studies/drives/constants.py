@@ -22,13 +22,31 @@ DRIVE_ALIASES: dict[str, str] = {
     "pcd": "prefix_drive",
 }
 DEFAULT_QTYPES: tuple[str, ...] = ("describe",)
+# the figures' colour and legend of each drive and of the PMI baselines
+COLORS = {
+    "question_drive": "#1f77b4",
+    "visual_drive": "#2ca02c",
+    "prefix_drive": "#d62728",
+    "pmi_q": "#7f7f7f",
+    "pmi_p": "#7f7f7f",
+}
+# legends: the drive in words with the paper's symbol
+NAMES = {
+    "question_drive": "question drive (QCD)",
+    "visual_drive": "visual drive (VCD)",
+    "prefix_drive": "prefix drive (PCD)",
+    "pmi_q": "PMI$_Q$",
+    "pmi_p": "PMI$_P$",
+}
 
 
 __all__ = [
+    "COLORS",
     "DEFAULT_QTYPES",
     "DRIVES",
     "DRIVE_ALIASES",
     "LN2",
+    "NAMES",
     "NEUTRAL_PROMPT",
     "NULL_IMAGES",
     "NULL_VIDEOS",

@@ -14,27 +14,11 @@ from sklearn.metrics import roc_curve
 from interp.figures import plot_mean_ci, subplots
 
 from .analysis import IMBALANCE_SCORES, DriveClusters, Imbalance
-from .contexts import DRIVES
+from .constants import COLORS, DRIVES, NAMES
 from .profiles import DriveProfiles
 from .recovery import RECOVERED, Recovery
 from .removal import SourceRemoval
 from .result import CausalDrives
-
-COLORS = {
-    "question_drive": "#1f77b4",
-    "visual_drive": "#2ca02c",
-    "prefix_drive": "#d62728",
-    "pmi_q": "#7f7f7f",
-    "pmi_p": "#7f7f7f",
-}
-# legends: the drive in words with the paper's symbol
-NAMES = {
-    "question_drive": "question drive (QCD)",
-    "visual_drive": "visual drive (VCD)",
-    "prefix_drive": "prefix drive (PCD)",
-    "pmi_q": "PMI$_Q$",
-    "pmi_p": "PMI$_P$",
-}
 
 
 def _mean_band(
@@ -113,31 +97,10 @@ def plot_recovery(
 
 
 def plot_profiles(profiles: DriveProfiles, *, title: str | None = None) -> Figure:
-    """Fig. 2's normalised drive profiles: each drive's share of the three mean drives per
-    relative-position bin as stacked areas, and each share with its 95 % block-bootstrap
-    interval as a line and band on top."""
-    w = profiles.frame
-    fig, ax = subplots(figsize=(5.5, 3.6))
-    x = np.sort(w["position"].unique())
-    shares = [w[w["drive"] == d]["share"].to_numpy() for d in DRIVES]
-    ax.stackplot(
-        x,
-        np.nan_to_num(shares),
-        colors=[COLORS[d] for d in DRIVES],
-        alpha=0.25,
-        labels=[NAMES[d] for d in DRIVES],
-    )
-    for d in DRIVES:
-        c = w[w["drive"] == d]
-        ax.plot(x, c["share"], color=COLORS[d], lw=1.5)
-        ax.fill_between(x, c["low"], c["high"], color=COLORS[d], alpha=0.25, lw=0)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("relative decoding position")
-    ax.set_ylabel("share of the mean drives")
-    ax.set_title(title or f"normalised drive profiles (n={len(profiles.binned)})", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    return fig
+    """Fig. 2's normalised drive profiles (:meth:`.profiles.DriveProfiles.plot`): each drive's
+    share of the three mean drives per relative-position bin as stacked areas, and each share
+    with its 95 % block-bootstrap interval as a line and band on top."""
+    return profiles.plot(title=title)
 
 
 def plot_imbalance(imbalance: Imbalance) -> Figure:

@@ -23,10 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
+from interp.figures import subplots
 from interp.samples import Sample, ensure_samples
 from probes.stats import block_bootstrap, pearson
 
+from .constants import COLORS, NAMES
 from .contexts import DRIVES, draw_support
 from .result import CausalDrives
 
@@ -94,12 +97,32 @@ class DriveProfiles:
             }
         )
 
-    def plot(self, title: str | None = None) -> Any:
-        """The stacked shares over the relative decoding position, with the interval of each
-        share as a line band."""
-        from .figures import plot_profiles
-
-        return plot_profiles(self, title=title)
+    def plot(self, title: str | None = None) -> Figure:
+        """Fig. 2's normalised drive profiles: each drive's share of the three mean drives per
+        relative-position bin as stacked areas, and each share with its 95 % block-bootstrap
+        interval as a line and band on top."""
+        w = self.frame
+        fig, ax = subplots(figsize=(5.5, 3.6))
+        x = np.sort(w["position"].unique())
+        shares = [w[w["drive"] == d]["share"].to_numpy() for d in DRIVES]
+        ax.stackplot(
+            x,
+            np.nan_to_num(shares),
+            colors=[COLORS[d] for d in DRIVES],
+            alpha=0.25,
+            labels=[NAMES[d] for d in DRIVES],
+        )
+        for d in DRIVES:
+            c = w[w["drive"] == d]
+            ax.plot(x, c["share"], color=COLORS[d], lw=1.5)
+            ax.fill_between(x, c["low"], c["high"], color=COLORS[d], alpha=0.25, lw=0)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("relative decoding position")
+        ax.set_ylabel("share of the mean drives")
+        ax.set_title(title or f"normalised drive profiles (n={len(self.binned)})", fontsize=10)
+        ax.legend(fontsize=8, loc="upper right")
+        fig.tight_layout()
+        return fig
 
 
 def drive_profiles(

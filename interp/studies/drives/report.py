@@ -26,10 +26,16 @@ from .removal import source_removal
 
 
 def _labels(samples: Sequence[Sample], texts: Sequence[str], key: str | None) -> list[Any] | None:
-    """Prior-driven / grounded labels: a ``meta`` key, or for demo-world samples the label of the
-    generated answer (:func:`interp.datasets.generation_label`)."""
+    """Prior-driven / grounded labels: a ``meta`` key; for VLMBias samples the label of the
+    generated answer against ``ground_truth`` / ``expected_bias``
+    (:func:`interp.datasets.benchmarks.drives_sets.vlmbias_label`); for demo-world samples the
+    label of the generated answer (:func:`interp.datasets.generation_label`)."""
     if key is not None:
         return [s.meta.get(key) for s in samples]
+    if samples and all(s.meta.get("benchmark") == "vlmbias" for s in samples):
+        from interp.datasets.benchmarks.drives_sets import vlmbias_label
+
+        return [vlmbias_label(t, s) for t, s in zip(texts, samples)]
     if all("qtype" in s.meta and "counterfactual" in s.meta for s in samples):
         return [generation_label(t, s.meta) for t, s in zip(texts, samples)]
     return None

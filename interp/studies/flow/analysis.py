@@ -270,12 +270,6 @@ class Flow:
             delta, self.windows, edges=edges, alpha=alpha, min_fraction=min_fraction, group=group
         )
 
-    def plot(self, **kwargs: object):  # noqa: ANN201 - a matplotlib Figure
-        """The flow figure (:func:`.figures.plot_flow`)."""
-        from .figures import plot_flow
-
-        return plot_flow(self, **kwargs)  # type: ignore[arg-type]
-
 
 __all__ = [
     "IMAGE_EDGES",

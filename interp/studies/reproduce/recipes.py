@@ -16,7 +16,8 @@ Settings per paper:
   last *generated* token (Appendix C), on a real checkpoint; on the demo models the last prompt
   token, ``interp coe``'s default (their one-token answers put D_VT's two states on different
   tokens, so the generated reading differs most at the embeddings; ``docs/papers.md``).
-- ``recall`` — the Text Only vs Visual accuracy of Sec. 4 (two-way inclusion).
+- ``recall`` — the Text Only vs Visual accuracy of Sec. 4 (two-way inclusion) on MNIST (the
+  set whose questions the paper makes by rule; the others need its unreleased QA pairs).
 - ``drives`` — the source-removal check of Table 3 (MAVIS: the first 500 samples, reference
   ``verifiable_facts[0]``).
 - ``ablation`` — accuracy with and without the image per wording and category.
@@ -225,10 +226,14 @@ RECIPES: dict[str, Recipe] = {
         "recall",
         "recall",
         "Text Only vs Visual accuracy (Sec. 4, Fig. 3)",
-        (Run("entities", None, "demo"),),
+        (Run("MNIST", "mnist", "demo"),),
         lambda model: [],
         recall_collect,
-        notes=("the paper's entity QA testbed is not published: give --data file.jsonl",),
+        notes=(
+            "MNIST: the paper's rule-made arithmetic questions on the published images (seeded)",
+            "CIFAR100 / Food101 / Landmarks need the paper's QA pairs, which are not released: "
+            "interp recall --data cifar100@DIR with DIR/qa.jsonl (interp.read_benchmark)",
+        ),
     ),
     "drives": Recipe(
         "drives",

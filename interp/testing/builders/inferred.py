@@ -1,0 +1,278 @@
+"""A type of transformers' multimodal mapping built tiny from its default config (shrunk
+generically) with a borrowed tiny processor of its pattern: the models of
+:mod:`interp.testing.zoo_parity`'s checks and of the zoo's one-fix entries in
+:data:`interp.testing.tiny.ZOO_ARCHITECTURES` (see :mod:`interp.testing.zoo_parity` for the
+borrowing rules)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+from .common import HEAD_DIM, INIT_STD, TEXT_HIDDEN, VISION_HIDDEN
+from .llava import VIDEO_TOKEN
+
+# above this many parameters a generic shrink left a tower at full size: too slow for the sweep
+MAX_PARAMS = 8_000_000
+IMAGE_SIZE = 32
+
+_TEXT = {
+    "hidden_size": TEXT_HIDDEN,
+    "intermediate_size": 2 * TEXT_HIDDEN,
+    "intermediate_size_mlp": 2 * TEXT_HIDDEN,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": HEAD_DIM,
+    "moe_intermediate_size": TEXT_HIDDEN // 2,
+    "shared_expert_intermediate_size": TEXT_HIDDEN // 2,
+    "num_experts": 4,
+    "n_routed_experts": 4,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+    "initializer_range": INIT_STD,
+}
+_TOWER = {
+    "hidden_size": VISION_HIDDEN,
+    "embed_dim": VISION_HIDDEN,
+    "intermediate_size": 2 * VISION_HIDDEN,
+    "num_hidden_layers": 2,
+    "depth": 2,
+    "num_attention_heads": 2,
+    "num_heads": 2,
+    "out_hidden_size": TEXT_HIDDEN,
+    "vision_output_dim": TEXT_HIDDEN,
+    "projector_input_dim": TEXT_HIDDEN,
+    "projector_output_dim": TEXT_HIDDEN,
+    "vocab_size": 256,  # Ovis: the visual vocabulary
+    "initializer_range": INIT_STD,
+}
+_PER_LAYER = ("layer_types", "mlp_layer_types", "block_types")
+
+
+class ParityError(Exception):
+    """A tiny model could not be built or a check failed; the message is the reason."""
+
+
+def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
+    """Set each size ``d`` has (a list-valued one per entry); per-layer lists keep the first
+    and last layer's kind (a hybrid decoder keeps both kinds); M-RoPE sections keep their
+    shares of the new rotary half; a decoder whose heads equal its key-value heads keeps that."""
+    n = d.get("num_hidden_layers")
+    same_kv = d.get("num_key_value_heads") == d.get("num_attention_heads")
+    for key, value in sizes.items():
+        old = d.get(key)
+        if isinstance(old, list) and all(isinstance(v, int) for v in old):
+            d[key] = [value] * len(old)
+        elif old is not None:
+            d[key] = value
+    if same_kv and d.get("num_key_value_heads") is not None:
+        d["num_key_value_heads"] = d["num_attention_heads"]
+    for key in _PER_LAYER:
+        if isinstance(d.get(key), list) and n and len(d[key]) == n and n > 1:
+            d[key] = [d[key][0], d[key][-1]][: sizes["num_hidden_layers"]]
+    _feature_layers(d)
+    rope = d.get("rope_parameters")
+    if isinstance(rope, dict) and rope.get("mrope_section"):
+        share = rope.get("partial_rotary_factor", d.get("partial_rotary_factor")) or 1.0
+        total = int(HEAD_DIM * share) // 2
+        old = list(rope["mrope_section"])
+        new = [max(1, s * total // sum(old)) for s in old]
+        new[0] += total - sum(new)
+        rope["mrope_section"] = new
+
+
+def _feature_layers(d: dict[str, Any]) -> None:
+    """Tower layers read for features: the last one(s) of the 2-layer tiny tower."""
+    for key in ("vision_feature_layer", "vision_feature_layers"):
+        if isinstance(d.get(key), (list, tuple)):
+            d[key] = [-2, -1][-len(d[key]) :] if len(d[key]) <= 2 else [-2, -1]
+        elif isinstance(d.get(key), int):
+            d[key] = -1
+
+
+def _set_ids(d: dict[str, Any], ids: dict[str, int]) -> None:
+    """Set every placeholder-id field the config (or its text config) has, by both spellings."""
+    for kind, value in ids.items():
+        for target in (d, d.get("text_config")):
+            if not isinstance(target, dict):
+                continue
+            for key in (f"{kind}_token_id", f"{kind}_token_index"):
+                if key in target and target[key] is not None:
+                    target[key] = value
+
+
+def _borrowed(pattern: str) -> tuple[Any, str]:
+    """The tiny processor ``pattern``'s models are checked with, and its name for the table."""
+    if pattern == "qwen-vl-like":
+        from .qwen_vl import build_qwen3_vl
+
+        return build_qwen3_vl()[1], "qwen3_vl"
+    if pattern == "audio-lm":
+        from .audio import build_qwen2_audio
+
+        return build_qwen2_audio()[1], "qwen2_audio"
+    from transformers import CLIPImageProcessorPil, LlavaProcessor
+
+    from ..tokenizer import chat_template
+    from .llava import IMAGE_PLACEHOLDER, _tokenizer
+
+    size = IMAGE_SIZE
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessorPil(
+            size={"shortest_edge": size}, crop_size={"height": size, "width": size}
+        ),
+        tokenizer=_tokenizer(with_video=True),
+        patch_size=size,  # one grid cell: the count is set by num_additional_image_tokens
+        vision_feature_select_strategy="full",
+        num_additional_image_tokens=0,
+        chat_template=chat_template(IMAGE_PLACEHOLDER),
+    )
+    return processor, "llava"
+
+
+def _count(out: Any, width: int) -> int:
+    """Feature vectors of width ``width`` in a feature site's (or get_*_features') output."""
+    pooled = getattr(out, "pooler_output", None)
+    if pooled is not None:
+        out = pooled
+    elif hasattr(out, "last_hidden_state"):
+        out = out.last_hidden_state
+    parts = out if isinstance(out, (tuple, list)) else (out,)
+    return sum(int(p.numel()) for p in parts if isinstance(p, torch.Tensor)) // width
+
+
+def tiny_inferred(
+    model_type: str, seed: int = 0, attn_implementation: str = "eager"
+) -> tuple[torch.nn.Module, Any, str]:
+    """``(model, processor, processor name)``: ``model_type`` built tiny on CPU (``seed``) from its
+    default config, shrunk, with the borrowed processor of its pattern (see the module docstring).
+
+    Raises:
+        ParityError: the config does not shrink or build, or the model stays too large.
+    """
+    from transformers import AutoConfig, AutoModelForMultimodalLM
+
+    from ...adapters.infer import pattern_of
+
+    config = AutoConfig.for_model(model_type)
+    pattern, why = pattern_of(config)
+    if pattern is None:
+        raise ParityError(why)
+    d = config.to_dict()
+    vision = d.get("vision_config")
+    # a llava-like config with a Qwen-VL-style tower (a spatial merge, patches flattened with
+    # their grid): the Qwen-VL processor's inputs
+    grid = pattern == "qwen-vl-like" or (
+        isinstance(vision, dict) and bool(vision.get("spatial_merge_size"))
+    )
+    processor, name = _borrowed("qwen-vl-like" if grid else pattern)
+    tok = processor.tokenizer
+    text = d.get("text_config") if isinstance(d.get("text_config"), dict) else d
+    _shrink(text, _TEXT)
+    text.update(
+        vocab_size=len(tok),
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    for key in ("vision_config", "audio_config"):
+        if isinstance(d.get(key), dict):
+            _shrink(d[key], _TOWER)
+    _feature_layers(d)
+    if grid and isinstance(vision, dict):
+        ip = processor.image_processor
+        if vision.get("temporal_patch_size", 1) == 1:  # a 2-D patch embedding (Ovis2.5)
+            ip.temporal_patch_size = 1
+        vision.update(
+            patch_size=ip.patch_size,
+            spatial_merge_size=ip.merge_size,
+            temporal_patch_size=ip.temporal_patch_size,
+        )
+        if "in_channels" in vision:
+            vision["in_channels"] = 3
+        for key in ("deepstack_visual_indexes", "fullatt_block_indexes"):
+            if vision.get(key):
+                vision[key] = [0]
+        rope = text.setdefault("rope_parameters", {})
+        if isinstance(rope, dict) and not rope.get("mrope_section"):  # the code's default
+            rope["mrope_section"] = [1, 1, 1]  # sized by _shrink below
+            _shrink(text, _TEXT)
+        ids = {
+            "image": processor.image_token_id,
+            "video": processor.video_token_id,
+            "vision_start": tok.convert_tokens_to_ids("<|vision_start|>"),
+            "vision_end": tok.convert_tokens_to_ids("<|vision_end|>"),
+        }
+        # the processor's image markers, under the names Ovis2.5 reads
+        ids["image_start"], ids["image_end"] = ids["vision_start"], ids["vision_end"]
+    elif pattern == "llava-like" and isinstance(vision, dict):
+        for key, value in (("image_size", IMAGE_SIZE), ("patch_size", 8), ("num_channels", 3)):
+            if key in vision:
+                vision[key] = value
+        ratio = vision.get("pixel_shuffle_ratio")
+        if ratio:  # Llama 4: the shuffled width feeds the vision adapter's MLP
+            vision["intermediate_size"] = int(VISION_HIDDEN / ratio**2)
+        ids = {"image": tok.convert_tokens_to_ids(processor.image_token)}
+        if "video_token_id" in d or "video_token_index" in d:
+            ids["video"] = tok.convert_tokens_to_ids(VIDEO_TOKEN)  # no video inputs here
+    else:
+        audio = d.get("audio_config")
+        if isinstance(audio, dict):
+            for key in ("num_mel_bins", "input_dim", "feature_size"):
+                if key in audio:
+                    audio[key] = processor.feature_extractor.feature_size
+        ids = {"audio": tok.convert_tokens_to_ids(processor.audio_token)}
+    _set_ids(d, ids)
+    try:
+        config = type(config).from_dict(d)
+        with torch.device("meta"):  # its size first, without memory
+            n = sum(p.numel() for p in AutoModelForMultimodalLM.from_config(config).parameters())
+        if n > MAX_PARAMS:
+            raise ParityError(f"a tower does not shrink generically ({n / 1e6:.0f}M parameters)")
+        torch.manual_seed(seed)
+        model = AutoModelForMultimodalLM.from_config(config)
+    except ParityError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the reason is the row
+        raise ParityError(f"the shrunk default config does not build ({_reason(err)})") from None
+    if "mm_token_type_ids" not in inspect.signature(model.forward).parameters:
+        processor.return_mm_token_type_ids = False  # a field the borrowed processor adds
+    model = model.float().eval()
+    model.config.architectures = [type(model).__name__]
+    model.set_attn_implementation(attn_implementation)
+    gen = model.generation_config
+    gen.pad_token_id, gen.bos_token_id, gen.eos_token_id = (
+        tok.pad_token_id,
+        tok.bos_token_id,
+        tok.eos_token_id,
+    )
+    if name == "llava":  # expand <image> to the model's feature count for one image
+        pixels = processor.image_processor([_image()], return_tensors="pt")["pixel_values"]
+        try:
+            with torch.no_grad():
+                per_image = _count(model.get_image_features(pixel_values=pixels), _n_text(model))
+        except Exception as err:  # noqa: BLE001
+            raise ParityError(
+                f"its feature site does not take 32 px pixel_values alone ({_reason(err)})"
+            ) from None
+        processor.num_additional_image_tokens = per_image - 1
+    return model, processor, name
+
+
+def _n_text(model: torch.nn.Module) -> int:
+    return int(model.config.get_text_config().hidden_size)
+
+
+def _image() -> Any:
+    from ..samples import random_image
+
+    return random_image(IMAGE_SIZE, IMAGE_SIZE, 0)
+
+
+def _reason(err: BaseException) -> str:
+    text = " ".join(str(err).split()).replace("|", "/")
+    return f"{type(err).__name__}: {text[:100]}"

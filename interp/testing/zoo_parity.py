@@ -1,0 +1,157 @@
+"""Forward parity of the supported types outside the tiny-model tests (inferred entries and one-fix
+entries): each built tiny on CPU from its default config, against plain Hugging Face.
+
+:func:`tiny_inferred` shrinks the default config generically (every sub-config's widths, depths and
+expert counts to the tiny sizes of :mod:`interp.testing.builders.common`) and pairs the model with a
+*borrowed* tiny processor of its pattern — hand-built inputs, since no stock processor of these
+types builds offline (each needs its checkpoint's tokenizer files from the hub; Pixtral's and
+LFM2-VL's image processors also need torchvision):
+
+- ``llava-like``: a ``LlavaProcessor`` around the tiny tokenizer and a 32 px CLIP image processor;
+  its ``<image>`` expands to as many tokens as the model's feature site gives for one 32 px image
+  (counted on the model, so the expansion matches by construction; the count check below then
+  checks what the feature site returns for the batch);
+- ``qwen-vl-like``, and a llava-like config whose vision config has ``spatial_merge_size`` (a
+  Qwen-VL-style tower: LLaVA-OneVision-1.5): the tiny Qwen3-VL processor (patch 8, 2x2 merge, 2
+  frames, or 1 for a tower with a 2-D patch embedding), the model's vision config set to the same
+  patch, merge and frame sizes;
+- ``audio-lm``: the tiny Qwen2-Audio processor (Whisper features; the tower's mel bins set to its
+  feature size).
+
+:func:`check` then runs, in order, and stops at the first failure (whose reason it returns):
+
+1. ``reads``: :func:`interp.residual_stream` equals ``output_hidden_states`` of a plain forward of
+   the same encoded inputs (:func:`interp.encoding.encode`), last token, every layer; and a black
+   image in place of each image changes them (the image reaches the last token);
+2. ``features``: the feature site's output count (vectors of width ``d_model``) equals the number
+   of placeholder tokens in the batch;
+3. ``generate``: greedy :func:`interp.generate` equals ``model.generate`` token for token;
+4. ``score``: :func:`interp.score` equals a teacher-forced plain forward's log-softmax;
+5. ``steer``: a :class:`interventions.Steer` edit equals a plain forward with the vector added to
+   the layer's output by a torch hook.
+
+A type that fails any check keeps parity "not tested", with the reason in ``docs/families.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from .builders.inferred import (
+    MAX_PARAMS,
+    ParityError,
+    _count,
+    _reason,
+    tiny_inferred,
+)
+
+
+def _audio_samples() -> list[Any]:
+    """Two rows with one audio each (noise of 0.4 s and 0.6 s at 16 kHz)."""
+    import numpy as np
+
+    from ..samples import Sample
+
+    rng = np.random.default_rng(0)
+    return [
+        Sample(q, audio=(0.1 * rng.standard_normal(int(16000 * t)).astype("float32"), 16000), id=i)
+        for q, t, i in (("what is this sound ?", 0.4, "a0"), ("describe it", 0.6, "a1"))
+    ]
+
+
+@contextlib.contextmanager
+def _step(name: str) -> Iterator[None]:
+    try:
+        yield
+    except ParityError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the reason is the row
+        raise ParityError(f"{name} fails ({_reason(err)})") from None
+
+
+def check(model_type: str) -> tuple[str, str]:
+    """Run the checks of the module docstring on ``model_type``'s tiny model: returns the name of
+    the borrowed processor and ``""``, or the name and the first failure's reason."""
+    import interp
+    from interventions import Steer
+
+    from ..adapters.base import get_path
+    from ..encoding import encode
+    from .reference import add_to_layer, hf_forward, hf_hidden_states, hf_target_logprobs
+    from .samples import make_samples
+
+    try:
+        model, processor, name = tiny_inferred(model_type)
+    except ParityError as err:
+        return "", str(err)
+    try:
+        with _step("load"):
+            vlm = interp.load(model, processor)
+        kind = vlm.adapter.modalities[0]
+        samples = make_samples(2)
+        if kind == "audio":
+            samples = _audio_samples()
+        with _step("reads"):
+            states = interp.residual_stream(vlm, samples, progress_bar=False)
+            enc = encode(vlm, samples, "full")
+            hidden = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
+            L = vlm.n_layers
+            ref = torch.stack(
+                [h[torch.arange(len(samples)), enc.last_index] for h in hidden[:L]], 1
+            )
+            torch.testing.assert_close(states[:, :L], ref, rtol=0, atol=1e-5)
+            if kind == "image":  # the image reaches the reads (else they check text alone)
+                black = interp.residual_stream(vlm, samples, "null:black", progress_bar=False)
+                if (black - states).abs().max() <= 1e-4:
+                    raise ParityError("reads fails (the image does not reach the last token)")
+        with _step("features"):
+            seen: list[Any] = []
+            site = get_path(model, vlm.adapter.features_path(kind))
+            hook = site.register_forward_hook(lambda _m, _a, out: seen.append(out))
+            try:
+                hf_forward(vlm, enc)
+            finally:
+                hook.remove()
+            got = sum(_count(o, vlm.d_model) for o in seen)
+            want = int(enc.mask(kind).sum())
+            if got != want:
+                raise ParityError(f"features fails ({got} feature vectors, {want} placeholders)")
+        with _step("generate"):
+            gen = interp.generate(vlm, samples, max_new_tokens=3, progress_bar=False)
+            with torch.no_grad():
+                ids = model.generate(**enc.inputs, max_new_tokens=3, do_sample=False)
+            n = enc.inputs["input_ids"].shape[1]
+            if gen.token_ids != [row[n:].tolist()[: len(g)] for row, g in zip(ids, gen.token_ids)]:
+                raise ParityError("generate fails (greedy tokens differ from model.generate)")
+        with _step("score"):
+            targets = ["yellow banana", "two"]
+            scores = interp.score(vlm, samples, targets, progress_bar=False)
+            for i, (sample, target) in enumerate(zip(samples, targets)):
+                tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
+                want_lp = hf_target_logprobs(vlm, encode(vlm, [sample], "full"), tgt)
+                torch.testing.assert_close(
+                    scores.logprobs[i, : len(tgt)], want_lp, atol=1e-4, rtol=0
+                )
+        with _step("steer"):
+            v = 0.5 * torch.randn(vlm.d_model, generator=torch.Generator().manual_seed(0))
+            steered = interp.residual_stream(
+                vlm, samples, edits=[Steer(1, v, "all")], progress_bar=False
+            )
+            with add_to_layer(vlm, 1, v, enc.attention_mask.bool()):
+                hidden = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
+            ref = torch.stack(
+                [h[torch.arange(len(samples)), enc.last_index] for h in hidden[:L]], 1
+            )
+            torch.testing.assert_close(steered[:, :L], ref, atol=1e-4, rtol=0)
+            if (steered[:, L] - states[:, L]).abs().max() <= 1e-3:
+                raise ParityError("steer fails (the edit changed nothing)")
+    except ParityError as err:
+        return name, str(err)
+    return name, ""
+
+
+__all__ = ["MAX_PARAMS", "ParityError", "check", "tiny_inferred"]
