@@ -43,6 +43,7 @@ from interp.errors import (
 )
 from interp.testing import make_samples, shared_tiny_vlm
 from interp.testing.tiny import ZOO_ARCHITECTURES
+from interp.testing.tolerance import assert_close
 from interventions import decoding as dec
 
 ARCH = "llava"  # tiny, eager attention (the attention edits need it), mixed batches
@@ -577,13 +578,13 @@ def test_zoo_entry_keeps_the_protocols(arch):
         vlm, batch, edits=[interventions.SwapImage("null:black")], **kw
     )
     real = interp.residual_stream(vlm, batch, "null:black", **kw)
-    torch.testing.assert_close(swapped, real, atol=1e-5, rtol=0)
+    assert_close(swapped, real)
     together = interp.residual_stream(vlm, batch, **kw)
     assert differs(swapped, together)  # the swap reached the model
     alone = torch.cat(
         [interp.residual_stream(vlm, [s], batch_size=1, progress_bar=False) for s in batch]
     )
-    torch.testing.assert_close(together, alone, atol=1e-4, rtol=0)
+    assert_close(together, alone)
     for decoding in (None, make_method("contrast")):
         g = {"max_new_tokens": STEPS, "decoding": decoding, "progress_bar": False}
         three = interp.generate(vlm, batch, batch_size=3, **g)
