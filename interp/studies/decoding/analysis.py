@@ -9,7 +9,7 @@ default methods live here too, so the command can name them without loading the 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,8 +27,9 @@ DEFAULT_METHODS: tuple[str, ...] = ("greedy", "vcd", "icd", "m3id", "vdd", "pai"
 BASELINES: tuple[str, ...] = ("greedy", "plain")
 
 
-def baseline(methods: Sequence[str]) -> str | None:
-    """The label of plain decoding among ``methods`` (a run's method column), None without it."""
+def baseline(methods: Iterable[str]) -> str | None:
+    """The label of plain decoding among ``methods`` (a run's method column or index), None
+    without it."""
     return next((m for m in methods if m in BASELINES), None)
 
 
