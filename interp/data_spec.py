@@ -45,15 +45,10 @@ def load_data(
     from .datasets.tabular import is_hub_id, read_dataset, split_spec
     from .samples import ensure_samples
 
-    if n is not None and n < 1:
-        raise UsageError(f"--n must be >= 1, got {n}")
-    if seed < 0:
-        raise UsageError(f"--seed must be >= 0, got {seed}")
-    if spec == "demo" or spec.startswith("demo:"):
+    _check_options(spec, n, seed, columns)
+    if _is_demo(spec):
         from .datasets import ALL_QTYPES, TEXT_QTYPES, V3_QTYPES, VISION_QTYPES, demo_world
 
-        if columns is not None:
-            raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
         if spec in ("demo", "demo:prior"):
             qtypes = list(default_qtypes)
         elif spec == "demo:general":
@@ -116,13 +111,8 @@ def check_data_files(spec: str, n: int | None, seed: int, columns: str | None = 
 
     from .media import check_media_files
 
-    if n is not None and n < 1:
-        raise UsageError(f"--n must be >= 1, got {n}")
-    if seed < 0:
-        raise UsageError(f"--seed must be >= 0, got {seed}")
-    if spec == "demo" or spec.startswith("demo:"):
-        if columns is not None:
-            raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
+    _check_options(spec, n, seed, columns)
+    if _is_demo(spec):
         if spec not in ("demo", "demo:prior", "demo:general", "demo:v3"):
             from .datasets import ALL_QTYPES
 
@@ -157,6 +147,20 @@ def check_data_files(spec: str, n: int | None, seed: int, columns: str | None = 
         samples = read_jsonl(source)
         for s in samples[:n] if n is not None else samples:
             check_media_files(s)
+
+
+def _is_demo(spec: str) -> bool:
+    return spec == "demo" or spec.startswith("demo:")
+
+
+def _check_options(spec: str, n: int | None, seed: int, columns: str | None) -> None:
+    """The options ``load_data`` and ``check_data_files`` both refuse, in the same order."""
+    if n is not None and n < 1:
+        raise UsageError(f"--n must be >= 1, got {n}")
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
+    if _is_demo(spec) and columns is not None:
+        raise UsageError("--columns applies to parquet and Hugging Face datasets, not the demo")
 
 
 def _shown(text: str) -> str:
