@@ -17,7 +17,6 @@ BARE = re.compile(r"\batol=(?!0\b)(?!0\.0\b)[0-9][0-9.e+-]*")
 
 # files that still hold a bare absolute bound (to convert; never add one)
 BARE_ATOL = {
-    "tests/demo/test_demo_smol.py",
 }
 
 
