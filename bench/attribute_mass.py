@@ -10,7 +10,8 @@ attributed on a 4 × 4 grid by black-image-swap occlusion, zero-ablation occlusi
 the attention baseline, and their box-mass table (``mass_table``, bootstrap 95 % CIs) and rank
 agreement with occlusion (``rank_agreement``, median Spearman) are printed as markdown. The tables
 of docs/attribute.md come from this script; it measures quality, not speed, so its times are only
-reported.
+reported. ``--start`` draws the pool from another point of the world's stream (a held-out draw:
+``bench/measured/attribute_mass_demo_heldout.txt``), ``--methods`` runs a subset.
 
     python bench/attribute_mass.py --model demo-smol --faint --n 960 --per-group 40 --out mass/
 """
