@@ -240,6 +240,16 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         template="Llama-3.2-11B-Vision-Instruct",
         scaled="32 px tiles, at most 2, instead of 560 px, 4",
     ),
+    "pixtral": RealFamily(
+        "mistral-community/pixtral-12b",
+        "pixtral",
+        exact=True,
+        named={"image_token": "[IMG]"},
+        template="pixtral-12b",
+        scaled="48 px longest edge, patch 8 (a 40x48 image: 5 rows of 6 [IMG], [IMG_BREAK] between "
+        "rows, [IMG_END] last) instead of 1024 px, patch 16; a Mistral text config without a "
+        "sliding window",
+    ),
     "instructblip": RealFamily(
         "Salesforce/instructblip-vicuna-7b",
         "llama2",
@@ -334,6 +344,60 @@ def _llava_15(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str)
     )
 
 
+def pixtral_processor_class() -> type:
+    """transformers' ``PixtralProcessor`` class itself. The package exports a placeholder without
+    torchvision, and the module imports a torchvision helper only to count tokens for serving
+    (``_get_num_multimodal_tokens``); it is imported here with that one import skipped. Encoding
+    does not use that helper."""
+    import sys
+    from unittest import mock
+
+    name = "transformers.models.pixtral.processing_pixtral"
+    if name not in sys.modules:
+        with mock.patch("transformers.utils.is_vision_available", lambda: False):
+            import_module(name)
+    return sys.modules[name].PixtralProcessor
+
+
+def _pixtral(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str) -> Any:
+    """Pixtral-12B as published (``llava`` with a Pixtral tower, ``vision_feature_select_strategy``
+    "full", ``image_token_index`` 10, the stock processor's ``[IMG]`` / ``[IMG_BREAK]`` /
+    ``[IMG_END]`` rows), scaled to patch 8 and a 48 px longest edge."""
+    import torch
+    from transformers import (
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        MistralConfig,
+        PixtralImageProcessorPil,
+        PixtralVisionConfig,
+    )
+
+    from .builders.common import INIT_STD, VISION_HIDDEN, finish, text_kwargs, vision_kwargs
+
+    patch, longest = 8, 48
+    vision = PixtralVisionConfig(**vision_kwargs(longest, patch, head_dim=VISION_HIDDEN // 2))
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=MistralConfig(
+            **text_kwargs(tok, tie_word_embeddings=False, sliding_window=None)
+        ),
+        image_token_id=tok.convert_tokens_to_ids("[IMG]"),
+        vision_feature_select_strategy="full",
+        vision_feature_layer=-1,
+        initializer_range=INIT_STD,
+    )
+    torch.manual_seed(seed)
+    model = LlavaForConditionalGeneration(config)
+    processor = pixtral_processor_class()(
+        image_processor=PixtralImageProcessorPil(patch_size=patch, size={"longest_edge": longest}),
+        tokenizer=tok,
+        patch_size=patch,
+        spatial_merge_size=1,
+        chat_template=template,
+    )
+    return finish(model, tok, attn), processor
+
+
 def build_real(
     name: str, seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PreTrainedModel, Any]:
@@ -354,6 +418,8 @@ def build_real(
     template = chat_template_of(family)
     if name == "llava":  # LLaVA-1.5 at its published resolution
         return _llava_15(tok, template, seed, attn_implementation)
+    if name == "pixtral":  # no tiny architecture: a llava config with a Pixtral tower
+        return _pixtral(tok, template, seed, attn_implementation)
     kwargs: dict[str, Any] = {"tokenizer": tok, "chat_template": template}
     if family.image_config:
         kwargs["image_processor"] = _qwen_image_processor(family.image_config)
@@ -380,6 +446,7 @@ __all__ = [
     "build_real",
     "chat_template_of",
     "fixture",
+    "pixtral_processor_class",
     "real_tokenizer",
     "real_vlm",
 ]
