@@ -250,6 +250,15 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         "rows, [IMG_END] last) instead of 1024 px, patch 16; a Mistral text config without a "
         "sliding window",
     ),
+    "mistral3": RealFamily(
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+        "pixtral",
+        exact=False,
+        named={"image_token": "[IMG]"},
+        template="Mistral-Small-3.1-24B-Instruct-2503",
+        scaled="48 px longest edge, patch 4 with the published 2x2 spatial merge (a 40x48 image: 5 "
+        "rows of 6 [IMG]) instead of 1540 px, patch 14; a text config without a sliding window",
+    ),
     "instructblip": RealFamily(
         "Salesforce/instructblip-vicuna-7b",
         "llama2",
@@ -359,14 +368,21 @@ def pixtral_processor_class() -> type:
     return sys.modules[name].PixtralProcessor
 
 
-def _pixtral(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str) -> Any:
-    """Pixtral-12B as published (``llava`` with a Pixtral tower, ``vision_feature_select_strategy``
-    "full", ``image_token_index`` 10, the stock processor's ``[IMG]`` / ``[IMG_BREAK]`` /
-    ``[IMG_END]`` rows), scaled to patch 8 and a 48 px longest edge."""
+def _pixtral(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str, merge: int) -> Any:
+    """A Pixtral-tower model with the stock ``PixtralProcessor`` (``[IMG]`` rows, ``[IMG_BREAK]``
+    between them, ``[IMG_END]`` last), scaled to a 48 px longest edge and 8 px per image token.
+
+    ``merge`` 1: Pixtral-12B as published (``llava`` with a Pixtral tower,
+    ``vision_feature_select_strategy`` "full", ``image_token_index`` 10), patch 8. ``merge`` 2:
+    Mistral-Small-3.1 (``mistral3``, Mistral3Config's published defaults: 2x2 spatial merge,
+    ``image_token_index`` 10, no projector bias), patch 4.
+    """
     import torch
     from transformers import (
         LlavaConfig,
         LlavaForConditionalGeneration,
+        Mistral3Config,
+        Mistral3ForConditionalGeneration,
         MistralConfig,
         PixtralImageProcessorPil,
         PixtralVisionConfig,
@@ -374,25 +390,29 @@ def _pixtral(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str) 
 
     from .builders.common import INIT_STD, VISION_HIDDEN, finish, text_kwargs, vision_kwargs
 
-    patch, longest = 8, 48
+    longest, patch = 48, 8 // merge
     vision = PixtralVisionConfig(**vision_kwargs(longest, patch, head_dim=VISION_HIDDEN // 2))
-    config = LlavaConfig(
-        vision_config=vision,
-        text_config=MistralConfig(
-            **text_kwargs(tok, tie_word_embeddings=False, sliding_window=None)
-        ),
-        image_token_id=tok.convert_tokens_to_ids("[IMG]"),
-        vision_feature_select_strategy="full",
-        vision_feature_layer=-1,
-        initializer_range=INIT_STD,
-    )
+    text = MistralConfig(**text_kwargs(tok, tie_word_embeddings=False, sliding_window=None))
+    common = {
+        "vision_config": vision,
+        "text_config": text,
+        "image_token_id": tok.convert_tokens_to_ids("[IMG]"),
+        "vision_feature_layer": -1,
+        "initializer_range": INIT_STD,
+    }
     torch.manual_seed(seed)
-    model = LlavaForConditionalGeneration(config)
+    if merge == 1:
+        config = LlavaConfig(**common, vision_feature_select_strategy="full")
+        model: Any = LlavaForConditionalGeneration(config)
+    else:
+        model = Mistral3ForConditionalGeneration(Mistral3Config(**common, spatial_merge_size=merge))
     processor = pixtral_processor_class()(
-        image_processor=PixtralImageProcessorPil(patch_size=patch, size={"longest_edge": longest}),
+        image_processor=PixtralImageProcessorPil(
+            patch_size=patch * merge, size={"longest_edge": longest}
+        ),
         tokenizer=tok,
         patch_size=patch,
-        spatial_merge_size=1,
+        spatial_merge_size=merge,
         chat_template=template,
     )
     return finish(model, tok, attn), processor
@@ -418,8 +438,8 @@ def build_real(
     template = chat_template_of(family)
     if name == "llava":  # LLaVA-1.5 at its published resolution
         return _llava_15(tok, template, seed, attn_implementation)
-    if name == "pixtral":  # no tiny architecture: a llava config with a Pixtral tower
-        return _pixtral(tok, template, seed, attn_implementation)
+    if name in ("pixtral", "mistral3"):  # no tiny architecture: Pixtral-tower models
+        return _pixtral(tok, template, seed, attn_implementation, 1 if name == "pixtral" else 2)
     kwargs: dict[str, Any] = {"tokenizer": tok, "chat_template": template}
     if family.image_config:
         kwargs["image_processor"] = _qwen_image_processor(family.image_config)

@@ -160,12 +160,13 @@ def test_pixtral_tokenizer_equals_its_tekken_file():
     assert vlm.image_token_id == 10 and tok.pad_token_id == 11 and tok.bos_token_id == 1
 
 
-def test_pixtral_image_rows_end_in_breaks_and_only_img_tokens_are_image():
-    """The stock processor lays a 40x48 image out as 5 rows of 6 ``[IMG]`` (patch 8), an
-    ``[IMG_BREAK]`` after each row but the last, ``[IMG_END]`` last; ``"image"`` selects the 30
-    ``[IMG]`` tokens, not the breaks."""
-    vlm = get_real("pixtral")
-    ctx, ids = edit_positions(vlm, samples_for("pixtral", ["Describe the image."]), "full", False)
+@pytest.mark.parametrize("arch", ["pixtral", "mistral3"])
+def test_pixtral_image_rows_end_in_breaks_and_only_img_tokens_are_image(arch):
+    """The stock processor lays a 40x48 image out as 5 rows of 6 ``[IMG]`` (8 px per token:
+    patch 8, or patch 4 merged 2x2), an ``[IMG_BREAK]`` after each row but the last,
+    ``[IMG_END]`` last; ``"image"`` selects the 30 ``[IMG]`` tokens, not the breaks."""
+    vlm = get_real(arch)
+    ctx, ids = edit_positions(vlm, samples_for(arch, ["Describe the image."]), "full", False)
     row = ids[0].tolist()
     start = row.index(10)
     want = ([10] * 6 + [12]) * 4 + [10] * 6 + [13]
