@@ -59,7 +59,8 @@ class RealFamily:
         image_config: a fixture folder whose ``preprocessor_config.json`` gives the Qwen-VL image
             processor's patch size and normalisation ("" for the tiny builder's own).
         arch: the tiny architecture built (:data:`interp.testing.tiny.ARCHITECTURES`); "" for the
-            family's own key.
+            family's own key (``pixtral`` and ``mistral3``, which have no tiny architecture, are
+            built here).
     """
 
     checkpoint: str
