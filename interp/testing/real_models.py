@@ -357,11 +357,17 @@ def _llava_15(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str)
 def pixtral_processor_class() -> type:
     """transformers' ``PixtralProcessor`` class itself. The package exports a placeholder without
     torchvision, and the module imports a torchvision helper only to count tokens for serving
-    (``_get_num_multimodal_tokens``); it is imported here with that one import skipped. Encoding
-    does not use that helper."""
+    (``_get_num_multimodal_tokens``); without torchvision it is imported here with that one import
+    skipped (encoding does not use that helper)."""
     import sys
     from unittest import mock
 
+    from transformers.utils import is_torchvision_available
+
+    if is_torchvision_available():
+        from transformers import PixtralProcessor
+
+        return PixtralProcessor
     name = "transformers.models.pixtral.processing_pixtral"
     if name not in sys.modules:
         with mock.patch("transformers.utils.is_vision_available", lambda: False):
