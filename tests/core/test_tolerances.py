@@ -33,7 +33,6 @@ NOT_YET = {
     "tests/families/test_qwen_internvl.py",
     "tests/interventions/test_image_edits.py",
     "tests/interventions/test_modal_edits.py",
-    "tests/probes/test_stats.py",
     "tests/studies/test_attribute_groups.py",
     "tests/studies/test_coe.py",
     "tests/studies/test_coe_read_at.py",
