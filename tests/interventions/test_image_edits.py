@@ -6,6 +6,8 @@ References never come from the code under test: the null-image swap is compared 
 image-position vectors are built by hand (``inputs_embeds`` with zero or row-mean vectors at image
 tokens; for Mllama ``cross_attention_states``; for Qwen3-VL the decoder called with hand-made
 DeepStack features); image embeddings with HF ``hidden_states[0]`` and plain torch forward hooks.
+Each comparison is rounding of an fp32 forward: ε·S with S = max |reference|
+(``assert_close``; docs/conventions.md, Tolerances).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 import interp
 from interp.encoding import Encoding, encode
 from interp.testing import refused, shared_tiny_vlm
+from interp.testing.tolerance import assert_close
 from interp.tracing import read_states
 from interventions import (
     ImageInputs,
@@ -30,7 +33,6 @@ from interventions import (
     swap_image,
 )
 
-ATOL = 1e-5
 # Two rows with images of different sizes (Mllama: one and two tiles) and prompts of different
 # lengths, so that left padding and per-row grouping are exercised.
 N_ROWS = 2
@@ -192,7 +194,7 @@ def test_image_inputs_equal_what_hf_feeds_the_decoder(arch, vlm, samples):
     inputs = read_image_inputs(vlm, enc)
     ref = reference_image_vectors(vlm, enc, run)
     assert inputs.embeddings.shape == ref.shape and ref.shape[0] > 0
-    torch.testing.assert_close(inputs.embeddings, ref, atol=ATOL, rtol=0)
+    assert_close(inputs.embeddings, ref)
     if vlm.adapter.fusion == "tokens":
         assert inputs.counts == tuple(enc.image_mask.sum(1).tolist())
     else:  # every tile slot of every image slot, whether the image fills it or not
@@ -201,7 +203,7 @@ def test_image_inputs_equal_what_hf_feeds_the_decoder(arch, vlm, samples):
         assert ref.shape[0] % (len(enc) * tile_slots) == 0
     assert len(inputs.deepstack) == len(run["deepstack"])
     for mine, theirs in zip(inputs.deepstack, run["deepstack"]):
-        torch.testing.assert_close(mine, theirs, atol=ATOL, rtol=0)
+        assert_close(mine, theirs)
 
 
 def test_null_image_swap_equals_a_real_null_image_run(arch, vlm, samples):
@@ -210,9 +212,9 @@ def test_null_image_swap_equals_a_real_null_image_run(arch, vlm, samples):
     states, logits = patched_run(vlm, swap.encoding, swap)
     null_enc, null_run = reference(arch, vlm, samples, "null:black")
     _, full_run = reference(arch, vlm, samples, "full")
-    torch.testing.assert_close(logits, null_run["logits"], atol=ATOL, rtol=0)
+    assert_close(logits, null_run["logits"])
     null_states = interp.residual_stream(vlm, batch, "null:black", progress_bar=False)
-    torch.testing.assert_close(states, null_states, atol=ATOL, rtol=0)
+    assert_close(states, null_states)
     # the swap changed something: the unpatched run differs
     assert (full_run["logits"] - null_run["logits"]).abs().max() > 1e-3
     assert swap.source == "null:black" and len(swap.inputs) > 0
@@ -229,7 +231,7 @@ def test_qwen3_vl_swap_needs_the_deepstack_features(samples):
     )
     _, exact = patched_run(vlm, enc, swap)
     null = reference("qwen3_vl", vlm, samples, "null:black")[1]["logits"]
-    torch.testing.assert_close(exact, null, atol=ATOL, rtol=0)
+    assert_close(exact, null)
     # the input embeddings alone leave the real image's DeepStack features in place
     assert (partial - null).abs().max() > 1e-3
 
@@ -250,7 +252,7 @@ def test_ablation_equals_hf_forward_with_hand_built_image_vectors(arch, vlm, sam
         new = row_means(vectors, counts)
         deepstack = [row_means(f, counts) for f in run["deepstack"]]
     ref = hf_logits_with_image_vectors(vlm, enc, new, deepstack)
-    torch.testing.assert_close(logits, ref, atol=ATOL, rtol=0)
+    assert_close(logits, ref)
     assert (logits - run["logits"]).abs().max() > 1e-3  # the image mattered
 
 
