@@ -8,6 +8,10 @@ whose first decoder layer gets the zero or row-mean vectors at the placeholder p
 plain torch pre-hook; a knockout with a hand-written eager attention applying the mask; contrastive
 decoding with a per-step loop of plain HF forwards and the formula written out. Each batch mixes a
 row without the modality, which the edits must leave alone.
+
+Each comparison is rounding of an fp32 forward, ε·S (``assert_close``; docs/conventions.md,
+Tolerances): S = max |reference| for states, logits and log-probabilities; for a contrast score
+``(1 + α)·z − α·z'`` the operands' ``(1 + α)·max|z| + α·max|z'|`` (``combination_scale``).
 """
 
 from __future__ import annotations
@@ -36,11 +40,11 @@ from interp.testing import (
     shared_tiny_vlm,
     tiny_vlm_with_attention,
 )
+from interp.testing.tolerance import assert_close, combination_scale
 from interventions import AblateFeatures, AblateImage, Knockout, SwapFeatures, SwapImage
 from interventions.decoding import contrast
 
 RATE = 16000
-ATOL = 1e-5
 STEPS = 3
 
 
@@ -134,7 +138,7 @@ def test_swapped_features_equal_a_real_run_with_the_null_input(case):
     vlm, samples = shared_tiny_vlm(case.arch), case.samples()
     got = interp.residual_stream(vlm, samples, edits=[SwapFeatures(case.kind, case.null)], **KW)
     want = hf_last_states(vlm, [case.zeroed(s) for s in samples])
-    torch.testing.assert_close(got[:, : vlm.n_layers], want, atol=ATOL, rtol=0)
+    assert_close(got[:, : vlm.n_layers], want)
     # the default source is the modality's null input
     default = interp.residual_stream(vlm, samples, edits=[SwapFeatures(case.kind)], **KW)
     torch.testing.assert_close(default, got, atol=0, rtol=0)
@@ -205,7 +209,7 @@ def test_ablation_edits_exactly_the_feature_positions(case, mode):
     assert mask[:2].any(dim=1).all() and not mask[2].any()
     want = hf_last_states(vlm, samples, positions_hook(mask, mode))
     # index 0 is what HF recorded before the hook; layers 1.. carry the ablation
-    torch.testing.assert_close(got[:, 1 : vlm.n_layers], want[:, 1:], atol=ATOL, rtol=0)
+    assert_close(got[:, 1 : vlm.n_layers], want[:, 1:])
     plain = interp.residual_stream(vlm, samples, **KW)
     assert (plain[:2] - got[:2]).abs().max() > 1e-3
     torch.testing.assert_close(plain[2], got[2], atol=0, rtol=0)
@@ -232,7 +236,7 @@ def test_knockout_by_modality_equals_a_hand_masked_attention(case):
         return scores.masked_fill(block, torch.finfo(scores.dtype).min)
 
     want = interp.residual_stream(tiny_vlm_with_attention(case.arch, knock), samples, **KW)
-    torch.testing.assert_close(got, want, atol=ATOL, rtol=0)
+    assert_close(got, want)
     plain = interp.residual_stream(vlm, samples, **KW)
     assert (plain[:2] - got[:2]).abs().max() > 1e-4
 
@@ -246,7 +250,7 @@ def test_text_knocked_out_from_the_modality_never_hears_or_sees_it(case):
     a = interp.residual_stream(vlm, samples, edits=[edit], **KW)
     b = interp.residual_stream(vlm, samples, case.null, edits=[edit], **KW)
     c = interp.residual_stream(vlm, samples, case.null, **KW)
-    torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
+    assert_close(a, b)
     assert (a - c).abs().max() > 1e-4
 
 
@@ -255,21 +259,23 @@ def test_text_knocked_out_from_the_modality_never_hears_or_sees_it(case):
 
 def brute_force(
     vlm: interp.VLM, samples: list[interp.Sample], amateur: str, alpha: float, beta: float
-) -> tuple[list[list[int]], list[torch.Tensor]]:
+) -> tuple[list[list[int]], list[torch.Tensor], float]:
     """Greedy contrastive decoding by hand: expert and amateur inputs encoded apart, one full HF
-    forward each per step (no cache), ``(1 + α)·z − α·z'`` cut at ``log β + max z``."""
+    forward each per step (no cache), ``(1 + α)·z − α·z'`` cut at ``log β + max z``; also the
+    scores' rounding scale, ``combination_scale`` of the operands over every step."""
     inputs = [dict(encode(vlm, samples, c).inputs) for c in ("full", amateur)]
-    tokens, scores = [], []
+    tokens, scores, scale = [], [], 0.0
     for _ in range(STEPS):
         with torch.no_grad():
             z, zp = (vlm.hf(**x).logits[:, -1].float() for x in inputs)
         step = (1 + alpha) * z - alpha * zp
+        scale = max(scale, combination_scale([(1 + alpha, z), (alpha, zp)]))
         step = step.masked_fill(z < math.log(beta) + z.max(-1, keepdim=True).values, -math.inf)
         token = step.argmax(-1)
         tokens.append(token)
         scores.append(step)
         inputs = [grow_inputs(vlm, x, token) for x in inputs]
-    return torch.stack(tokens, 1).tolist(), scores
+    return torch.stack(tokens, 1).tolist(), scores, scale
 
 
 AMATEURS = [
@@ -288,7 +294,7 @@ def test_contrast_with_a_modality_amateur_equals_the_brute_force_loop(kind, amat
     gen = interp.generate(
         vlm, samples, decoding=dec, max_new_tokens=STEPS, output_scores=True, **KW
     )
-    tokens, scores = brute_force(vlm, samples, amateur, 1.0, 0.1)
+    tokens, scores, scale = brute_force(vlm, samples, amateur, 1.0, 0.1)
     stops = interp.generation.stop_ids(vlm)
     for row, ids in enumerate(gen.token_ids):
         expected = tokens[row]
@@ -298,7 +304,7 @@ def test_contrast_with_a_modality_amateur_equals_the_brute_force_loop(kind, amat
         want = torch.stack([s[row] for s in scores[: got.shape[0]]])
         finite = torch.isfinite(want)
         assert torch.equal(finite, torch.isfinite(got)), f"row {row}: the cut differs"
-        torch.testing.assert_close(got[finite], want[finite], atol=ATOL, rtol=0)
+        assert_close(got[finite], want[finite], scale=scale)
     # the contrast is in effect on the rows with the modality
     plain = interp.generate(vlm, samples, max_new_tokens=STEPS, output_scores=True, **KW)
     first = [
@@ -371,11 +377,11 @@ def test_swap_in_generate_and_score_equals_the_null_condition(case):
     want = interp.generate(vlm, samples, case.null, **kw)
     assert got.token_ids == want.token_ids
     for a, b in zip(got.scores, want.scores):
-        torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
+        assert_close(a, b)
     targets = ["a red circle", "two"]
     scored = interp.score(vlm, samples, targets, edits=edit, **KW)
     ref = interp.score(vlm, samples, targets, case.null, **KW)
-    torch.testing.assert_close(scored.logprobs, ref.logprobs, atol=ATOL, rtol=0)
+    assert_close(scored.logprobs, ref.logprobs)
 
 
 def test_a_source_of_another_length_is_refused_naming_the_samples():
