@@ -36,7 +36,6 @@ NOT_YET = {
     "tests/studies/test_conflict.py",
     "tests/studies/test_conflict_trimodal.py",
     "tests/studies/test_drives_profiles.py",
-    "tests/studies/test_drives_video.py",
     "tests/studies/test_reproduce.py",
 }
 
