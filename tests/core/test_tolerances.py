@@ -32,7 +32,6 @@ NOT_YET = {
     "tests/demo/test_demo_omni_audit.py",
     "tests/studies/test_coe.py",
     "tests/studies/test_coe_read_at.py",
-    "tests/studies/test_conflict.py",
     "tests/studies/test_conflict_trimodal.py",
     "tests/studies/test_drives_profiles.py",
     "tests/studies/test_reproduce.py",

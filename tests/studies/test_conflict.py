@@ -28,6 +28,7 @@ from interp.studies.conflict import (
     wilson,
 )
 from interp.testing import one_error_line
+from interp.testing.tolerance import assert_close
 from probes import LayerwiseProbe
 
 LABELS = {"image": "leaf", "prop_image": "banana", "text": "drop"}
@@ -103,8 +104,8 @@ def test_wilson_interval_is_the_textbook_formula():
         centre = (p + z * z / (2 * n)) / (1 + z * z / n)
         half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
         lo, hi = wilson(k, n)
-        assert lo == pytest.approx(max(0.0, centre - half), abs=1e-9)
-        assert hi == pytest.approx(min(1.0, centre + half), abs=1e-9)
+        # float64 rounding, ε·S with S = 1 (a rate): 1e-10, tighter than the old bare 1e-9
+        assert_close([lo, hi], [max(0.0, centre - half), min(1.0, centre + half)])
 
 
 def test_responses_rates_and_positions_against_hand_counts(demo, items):
