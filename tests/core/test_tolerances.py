@@ -31,7 +31,6 @@ BARE = re.compile(r"\b(?:atol|abs)=(?!0(?:\.0)?\b)")
 NOT_YET = {
     "tests/demo/test_demo_omni_audit.py",
     "tests/studies/test_conflict_trimodal.py",
-    "tests/studies/test_drives_profiles.py",
     "tests/studies/test_reproduce.py",
 }
 

@@ -9,14 +9,31 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 import interp
+from interp.encoding.targets import target_ids
 from interp.studies import drives as dr
 from interp.studies.drives.recovery import Recovery
 from interp.testing import make_samples, shared_tiny_vlm
-from interp.testing.tolerance import assert_close
+from interp.testing.tolerance import assert_close, logprob_scale
 
 TARGETS = ["yellow banana", "two", "a red circle", "blue"]
+
+
+def hf_logprob_scale(vlm: interp.VLM, sample: interp.Sample, target: str) -> float:
+    """``logprob_scale`` of the logits that predict ``target``'s tokens after ``sample``'s prompt,
+    from one plain HF forward of one unpadded row: S of each of those log-probabilities."""
+    ids = target_ids(vlm, [target])[0]
+    inputs = dict(interp.encode(vlm, [sample]).inputs)
+    n = inputs["input_ids"].shape[1]
+    extra = torch.tensor([ids], dtype=inputs["input_ids"].dtype)
+    inputs["input_ids"] = torch.cat([inputs["input_ids"], extra], 1)
+    mask = inputs["attention_mask"]
+    inputs["attention_mask"] = torch.cat([mask, torch.ones_like(extra, dtype=mask.dtype)], 1)
+    with torch.no_grad():
+        logits = vlm.hf(**inputs).logits[0, n - 1 : n - 1 + len(ids)]
+    return logprob_scale(logits)
 
 
 def hand_drives(lengths, seed=0) -> dr.CausalDrives:
@@ -150,7 +167,8 @@ def test_stability_over_k_equals_drives_recomputed_on_each_support():
                     x, y = res.drive(name)[i, :n], ref.drive(name)[i, :n]
                     if n >= 2 and np.ptp(x) > 0 and np.ptp(y) > 0:
                         rs.append(np.corrcoef(x, y)[0, 1])
-                assert got.loc[(d, k), f"r_{name}"] == pytest.approx(np.mean(rs), abs=1e-9)
+                # a correlation (S = 1) of the same drives, in float64: ε·S = 1e-10
+                assert_close(got.loc[(d, k), f"r_{name}"], np.mean(rs))
     assert got.loc[(0, 3), "r_question_drive"] == pytest.approx(1.0)
     assert got.loc[(0, 3), "mean_abs_diff_prefix_drive"] == 0.0
 
@@ -172,11 +190,18 @@ def test_the_marginal_pmi_q_equals_eq_24_with_the_question_marginalised_by_hand(
             ).logprobs[0]
             for c in support
         ]
+        # PMI_Q at t is a signed sum of at most 1 + (t + 1) + t <= 2T log-probabilities (a
+        # log-sum-exp over the support rounds as its largest term), each rounded in proportion to
+        # its logits' S: S = 2T · max S / ln 2 at fp32's ε (the forwards are fp32). 5e-4 to
+        # 2e-3 bits here (S ≈ 9, T = 2..7), 5-20x the bare 1e-4 this held: one CPU's rounding
+        contexts = [s] + [interp.Sample(c.question, s.image) for c in support]
+        s_lp = max(hf_logprob_scale(vlm, x, target) for x in contexts)
+        scale = 2 * len(full) * s_lp / math.log(2)
         for t in range(len(full)):
             upto = sum(math.exp(sum(float(x) for x in q[: t + 1])) for q in per_q)
             before = sum(math.exp(sum(float(x) for x in q[:t])) for q in per_q)
             want = (float(full[t]) - math.log(upto / before)) / math.log(2)
-            assert res.pmi_q_marginal[i, t] == pytest.approx(want, abs=1e-4)
+            assert_close(res.pmi_q_marginal[i, t], want, scale=scale, dtype=torch.float32)
     frame = res.sample_frame()  # the per-sample table carries it
     np.testing.assert_allclose(frame["mean_pmi_q_marginal"], res.sample_mean("pmi_q_marginal"))
     # the default PMI_Q (null question) is unchanged by the option
