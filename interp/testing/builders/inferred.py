@@ -16,7 +16,7 @@ from .llava import VIDEO_TOKEN
 
 # above this many parameters a generic shrink left a tower at full size: too slow for the sweep
 MAX_PARAMS = 8_000_000
-IMAGE_SIZE = 32
+from .zoo_inputs import IMAGE_SIZE  # noqa: E402
 
 _TEXT = {
     "hidden_size": TEXT_HIDDEN,
@@ -43,6 +43,7 @@ _TOWER = {
     "depth": 2,
     "num_attention_heads": 2,
     "num_heads": 2,
+    "head_dim": VISION_HIDDEN // 2,
     "out_hidden_size": TEXT_HIDDEN,
     "vision_output_dim": TEXT_HIDDEN,
     "projector_input_dim": TEXT_HIDDEN,
@@ -105,8 +106,9 @@ def _set_ids(d: dict[str, Any], ids: dict[str, int]) -> None:
                     target[key] = value
 
 
-def _borrowed(pattern: str) -> tuple[Any, str]:
-    """The tiny processor ``pattern``'s models are checked with, and its name for the table."""
+def _borrowed(pattern: str, model_type: str = "", vision: Any = None) -> tuple[Any, str]:
+    """The tiny processor ``pattern``'s models are checked with, and its name for the table (a
+    llava-like type of :data:`~.zoo_inputs.IMAGE_PROCESSORS` gets its own image processor)."""
     if pattern == "qwen-vl-like":
         from .qwen_vl import build_qwen3_vl
 
@@ -115,20 +117,21 @@ def _borrowed(pattern: str) -> tuple[Any, str]:
         from .audio import build_qwen2_audio
 
         return build_qwen2_audio()[1], "qwen2_audio"
-    from transformers import CLIPImageProcessorPil, LlavaProcessor
+    from transformers import CLIPImageProcessorPil
 
     from ..tokenizer import chat_template
     from .llava import IMAGE_PLACEHOLDER, _tokenizer
+    from .zoo_inputs import IMAGE_PROCESSORS, CountingProcessor
 
     size = IMAGE_SIZE
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessorPil(
+    own = IMAGE_PROCESSORS.get(model_type)
+    processor = CountingProcessor(
+        image_processor=own(vision)
+        if own is not None and isinstance(vision, dict)
+        else CLIPImageProcessorPil(
             size={"shortest_edge": size}, crop_size={"height": size, "width": size}
         ),
         tokenizer=_tokenizer(with_video=True),
-        patch_size=size,  # one grid cell: the count is set by num_additional_image_tokens
-        vision_feature_select_strategy="full",
-        num_additional_image_tokens=0,
         chat_template=chat_template(IMAGE_PLACEHOLDER),
     )
     return processor, "llava"
@@ -157,6 +160,7 @@ def tiny_inferred(
     from transformers import AutoConfig, AutoModelForMultimodalLM
 
     from ...adapters.infer import pattern_of
+    from .zoo_inputs import CONFIG_FIXES, DROPPED, RENAMED
 
     config = AutoConfig.for_model(model_type)
     pattern, why = pattern_of(config)
@@ -169,7 +173,7 @@ def tiny_inferred(
     grid = pattern == "qwen-vl-like" or (
         isinstance(vision, dict) and bool(vision.get("spatial_merge_size"))
     )
-    processor, name = _borrowed("qwen-vl-like" if grid else pattern)
+    processor, name = _borrowed("qwen-vl-like" if grid else pattern, model_type, vision)
     tok = processor.tokenizer
     text = d.get("text_config") if isinstance(d.get("text_config"), dict) else d
     _shrink(text, _TEXT)
@@ -226,6 +230,8 @@ def tiny_inferred(
                 if key in audio:
                     audio[key] = processor.feature_extractor.feature_size
         ids = {"audio": tok.convert_tokens_to_ids(processor.audio_token)}
+    if model_type in CONFIG_FIXES:  # image-size-dependent fields, for the tiny tower
+        CONFIG_FIXES[model_type](d)
     _set_ids(d, ids)
     try:
         config = type(config).from_dict(d)
@@ -239,8 +245,15 @@ def tiny_inferred(
         raise
     except Exception as err:  # noqa: BLE001 - the reason is the row
         raise ParityError(f"the shrunk default config does not build ({_reason(err)})") from None
-    if "mm_token_type_ids" not in inspect.signature(model.forward).parameters:
+    if (
+        "mm_token_type_ids" not in inspect.signature(model.forward).parameters
+        and model_type not in RENAMED
+    ):
         processor.return_mm_token_type_ids = False  # a field the borrowed processor adds
+    with torch.no_grad():  # a weight matrix HF initialises to zero (Gemma 3's image
+        for param in model.parameters():  # projection) is drawn, so the image reaches the output
+            if param.dim() == 2 and not param.any():
+                param.normal_(0.0, INIT_STD)
     model = model.float().eval()
     model.config.architectures = [type(model).__name__]
     model.set_attn_implementation(attn_implementation)
@@ -250,16 +263,24 @@ def tiny_inferred(
         tok.bos_token_id,
         tok.eos_token_id,
     )
-    if name == "llava":  # expand <image> to the model's feature count for one image
-        pixels = processor.image_processor([_image()], return_tensors="pt")["pixel_values"]
-        try:
+    if name == "llava":  # expand each <image> to the model's feature count for that image
+        width = _n_text(model)
+
+        def count(inputs: dict[str, Any]) -> int:
+            wanted = inspect.signature(model.get_image_features).parameters
             with torch.no_grad():
-                per_image = _count(model.get_image_features(pixel_values=pixels), _n_text(model))
+                out = model.get_image_features(**{k: v for k, v in inputs.items() if k in wanted})
+            return _count(out, width)
+
+        processor.counter = count
+        processor.dropped = DROPPED.get(model_type, ())
+        processor.renamed = RENAMED.get(model_type, {})
+        try:
+            processor(text=[processor.image_token], images=[_image()])
         except Exception as err:  # noqa: BLE001
             raise ParityError(
-                f"its feature site does not take 32 px pixel_values alone ({_reason(err)})"
+                f"its feature site does not take its image processor's inputs ({_reason(err)})"
             ) from None
-        processor.num_additional_image_tokens = per_image - 1
     return model, processor, name
 
 
