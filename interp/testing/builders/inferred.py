@@ -106,9 +106,8 @@ def _set_ids(d: dict[str, Any], ids: dict[str, int]) -> None:
                     target[key] = value
 
 
-def _borrowed(pattern: str, model_type: str = "", vision: Any = None) -> tuple[Any, str]:
-    """The tiny processor ``pattern``'s models are checked with, and its name for the table (a
-    llava-like type of :data:`~.zoo_inputs.IMAGE_PROCESSORS` gets its own image processor)."""
+def _borrowed(pattern: str) -> tuple[Any, str]:
+    """The tiny processor ``pattern``'s models are checked with, and its name for the table."""
     if pattern == "qwen-vl-like":
         from .qwen_vl import build_qwen3_vl
 
@@ -121,14 +120,11 @@ def _borrowed(pattern: str, model_type: str = "", vision: Any = None) -> tuple[A
 
     from ..tokenizer import chat_template
     from .llava import IMAGE_PLACEHOLDER, _tokenizer
-    from .zoo_inputs import IMAGE_PROCESSORS, CountingProcessor
+    from .zoo_inputs import CountingProcessor
 
     size = IMAGE_SIZE
-    own = IMAGE_PROCESSORS.get(model_type)
     processor = CountingProcessor(
-        image_processor=own(vision)
-        if own is not None and isinstance(vision, dict)
-        else CLIPImageProcessorPil(
+        image_processor=CLIPImageProcessorPil(
             size={"shortest_edge": size}, crop_size={"height": size, "width": size}
         ),
         tokenizer=_tokenizer(with_video=True),
@@ -160,7 +156,7 @@ def tiny_inferred(
     from transformers import AutoConfig, AutoModelForMultimodalLM
 
     from ...adapters.infer import pattern_of
-    from .zoo_inputs import CONFIG_FIXES, DROPPED, RENAMED
+    from .zoo_inputs import CONFIG_FIXES, DROPPED, IMAGE_PROCESSORS, RENAMED
 
     config = AutoConfig.for_model(model_type)
     pattern, why = pattern_of(config)
@@ -173,7 +169,7 @@ def tiny_inferred(
     grid = pattern == "qwen-vl-like" or (
         isinstance(vision, dict) and bool(vision.get("spatial_merge_size"))
     )
-    processor, name = _borrowed("qwen-vl-like" if grid else pattern, model_type, vision)
+    processor, name = _borrowed("qwen-vl-like" if grid else pattern)
     tok = processor.tokenizer
     text = d.get("text_config") if isinstance(d.get("text_config"), dict) else d
     _shrink(text, _TEXT)
@@ -232,6 +228,8 @@ def tiny_inferred(
         ids = {"audio": tok.convert_tokens_to_ids(processor.audio_token)}
     if model_type in CONFIG_FIXES:  # image-size-dependent fields, for the tiny tower
         CONFIG_FIXES[model_type](d)
+    if name == "llava" and model_type in IMAGE_PROCESSORS:  # its own, sized to the tiny tower
+        processor.image_processor = IMAGE_PROCESSORS[model_type](d["vision_config"])
     _set_ids(d, ids)
     try:
         config = type(config).from_dict(d)
@@ -267,9 +265,12 @@ def tiny_inferred(
         width = _n_text(model)
 
         def count(inputs: dict[str, Any]) -> int:
-            wanted = inspect.signature(model.get_image_features).parameters
+            # the base model's (it names its inputs; DeepSeek-VL's head model has none)
+            base = getattr(model, "model", None)
+            get = getattr(base, "get_image_features", None) or model.get_image_features
+            wanted = inspect.signature(get).parameters
             with torch.no_grad():
-                out = model.get_image_features(**{k: v for k, v in inputs.items() if k in wanted})
+                out = get(**{k: v for k, v in inputs.items() if k in wanted})
             return _count(out, width)
 
         processor.counter = count

@@ -66,6 +66,29 @@ def _square(name: str) -> Callable[[dict[str, Any]], Any]:
     return build
 
 
+def _siglip2(vision: dict[str, Any]) -> Any:
+    """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
+    PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
+    ``pixel_values``, ``spatial_shapes`` and ``pixel_attention_mask``."""
+    from transformers import Siglip2ImageProcessorPil
+
+    return Siglip2ImageProcessorPil(
+        patch_size=int(vision["patch_size"]),
+        max_num_patches=(IMAGE_SIZE // int(vision["patch_size"])) ** 2,
+    )
+
+
+def _video_llama_3(vision: dict[str, Any]) -> Any:
+    """VideoLLaMA 3's image processor at the tower's patch, at most :data:`IMAGE_SIZE` squared
+    pixels: patch-flattened ``pixel_values``, ``image_grid_thw`` and ``image_merge_sizes``."""
+    from transformers import VideoLlama3ImageProcessorPil
+
+    p = int(vision["patch_size"])
+    return VideoLlama3ImageProcessorPil(
+        patch_size=p, size={"longest_edge": IMAGE_SIZE**2, "shortest_edge": (2 * p) ** 2}
+    )
+
+
 # type -> its own PIL image processor, sized to the tiny tower's vision config
 IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "mistral3": _pixtral,
@@ -73,6 +96,9 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "idefics2": _idefics2,
     "aria": _aria,
     "shieldgemma2": _square("Gemma3ImageProcessorPil"),
+    "deepseek_vl": _square("DeepseekVLImageProcessorPil"),
+    "lfm2_vl": _siglip2,
+    "video_llama_3": _video_llama_3,
 }
 
 
@@ -147,6 +173,19 @@ class CountingProcessor(LlavaProcessor):
         return list(self.dropped)
 
     def replace_image_token(self, image_inputs: dict, image_idx: int, **kwargs: Any) -> str:
+        import numpy as np
+
+        grid = image_inputs.get("image_grid_thw")
+        if grid is not None:  # patch-flattened pixel_values: image_idx's rows of patches
+            sizes = [int(torch.as_tensor(np.asarray(g)).prod()) for g in grid]
+            start = sum(sizes[:image_idx])
+            patches = image_inputs["pixel_values"][start : start + sizes[image_idx]]
+            one = {
+                k: torch.as_tensor(np.asarray(v[image_idx : image_idx + 1]))
+                for k, v in image_inputs.items()
+            }
+            one["pixel_values"] = torch.as_tensor(np.asarray(patches))
+            return self.image_token * self.counter(one)
         n = len(image_inputs["pixel_values"])
         if self.counter is None:
             raise RuntimeError("CountingProcessor.counter is not set")
