@@ -61,7 +61,8 @@ class ParityError(Exception):
 def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
     """Set each size ``d`` has (a list-valued one per entry); per-layer lists keep the first
     and last layer's kind (a hybrid decoder keeps both kinds); M-RoPE sections keep their
-    shares of the new rotary half; a decoder whose heads equal its key-value heads keeps that."""
+    shares of the new rotary half; a decoder whose heads equal its key-value heads keeps that,
+    and none keeps more key-value heads than heads."""
     n = d.get("num_hidden_layers")
     same_kv = d.get("num_key_value_heads") == d.get("num_attention_heads")
     for key, value in sizes.items():
@@ -70,8 +71,11 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
             d[key] = [value] * len(old)
         elif old is not None:
             d[key] = value
-    if same_kv and d.get("num_key_value_heads") is not None:
-        d["num_key_value_heads"] = d["num_attention_heads"]
+    kv, heads = d.get("num_key_value_heads"), d.get("num_attention_heads", d.get("num_heads"))
+    if kv is not None and heads is not None and (same_kv or kv > heads):
+        d["num_key_value_heads"] = (
+            heads  # never more key-value heads than heads (EXAONE 4.5's tower)
+        )
     for key in _PER_LAYER:
         if isinstance(d.get(key), list) and n and len(d[key]) == n and n > 1:
             d[key] = [d[key][0], d[key][-1]][: sizes["num_hidden_layers"]]
