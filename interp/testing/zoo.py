@@ -240,8 +240,10 @@ def render(rows: list[Row]) -> str:
         "  shrunk (`interp/testing/zoo_parity.py`), built on CPU with the tiny processor X of "
         "its pattern (the Qwen-VL one for a",
         "  tower with a spatial merge; hand-built inputs:",
-        "  no stock processor of these types builds offline), passes five checks against plain "
-        "Hugging Face: residual reads",
+        "  no stock processor of these types builds offline; the llava one takes the type's own "
+        "PIL image processor where",
+        "  its feature site needs more than `pixel_values`, `interp/testing/builders/zoo_inputs.py`"
+        "), passes five checks against plain Hugging Face: residual reads",
         "  equal `output_hidden_states` (and a black image in place of each image changes "
         "them), the feature site gives",
         "  one vector per placeholder, greedy `generate` equals",

@@ -259,3 +259,28 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
 
     monkeypatch.setattr(interp, "score", shifted)
     assert check("qwen3_vl_moe")[1].startswith("score fails (AssertionError")
+
+
+def test_a_zoo_type_gets_the_inputs_its_stock_processor_gives():
+    """Mistral 3's batch carries Pixtral's ``image_sizes`` and each row holds one placeholder per
+    merged patch of its own image (hand count: ``(h // patch // merge) * (w // patch // merge)``,
+    Pixtral's formula); Idefics2's images go nested per row (``pixel_values`` ``[rows, images,
+    3, H, W]``, as its processor lays them out)."""
+    from interp.encoding import encode
+    from interp.testing.builders.inferred import tiny_inferred
+    from interp.testing.samples import random_image
+
+    model, processor, _ = tiny_inferred("mistral3")
+    vlm = interp.load(model, processor)
+    wide = [
+        interp.Sample("what is it ?", image=random_image(32, w, i)) for i, w in enumerate((32, 16))
+    ]
+    enc = encode(vlm, wide, "full")
+    p, m = model.config.vision_config.patch_size, model.config.spatial_merge_size
+    want = [(h // p // m) * (w // p // m) for h, w in enc.inputs["image_sizes"].tolist()]
+    got = (enc.inputs["input_ids"] == model.config.image_token_id).sum(1).tolist()
+    assert got == want and want[0] > want[1] > 0  # the narrower image has fewer
+    model, processor, _ = tiny_inferred("idefics2")
+    vlm = interp.load(model, processor)
+    assert vlm.adapter.name == "idefics2" and vlm.adapter.pixel_layout == "rows"
+    assert encode(vlm, make_samples(2), "full").inputs["pixel_values"].shape[:2] == (2, 1)

@@ -16,7 +16,7 @@ tiny tower (the defaults are sized for the checkpoint's image size).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -172,7 +172,9 @@ class CountingProcessor(LlavaProcessor):
     def unused_input_names(self) -> list[str]:
         return list(self.dropped)
 
-    def replace_image_token(self, image_inputs: dict, image_idx: int, **kwargs: Any) -> str:
+    def replace_image_token(
+        self, image_inputs: Mapping[str, Any], image_idx: int, **kwargs: Any
+    ) -> str:
         import numpy as np
 
         grid = image_inputs.get("image_grid_thw")
