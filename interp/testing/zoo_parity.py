@@ -18,7 +18,8 @@ LFM2-VL's image processors also need torchvision):
 - ``qwen-vl-like``, and a llava-like config whose vision config has ``spatial_merge_size`` (a
   Qwen-VL-style tower: LLaVA-OneVision-1.5): the tiny Qwen3-VL processor (patch 8, 2x2 merge, 2
   frames, or 1 for a tower with a 2-D patch embedding), the model's vision config set to the same
-  patch, merge and frame sizes;
+  patch, merge and frame sizes (with the type's own PIL image processor where its tower takes
+  another patch layout: PaddleOCR-VL's 2-D patches);
 - ``audio-lm``: the tiny Qwen2-Audio processor (Whisper features; the tower's mel bins set to its
   feature size).
 

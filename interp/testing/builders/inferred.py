@@ -232,7 +232,7 @@ def tiny_inferred(
         ids = {"audio": tok.convert_tokens_to_ids(processor.audio_token)}
     if model_type in CONFIG_FIXES:  # image-size-dependent fields, for the tiny tower
         CONFIG_FIXES[model_type](d)
-    if name == "llava" and model_type in IMAGE_PROCESSORS:  # its own, sized to the tiny tower
+    if model_type in IMAGE_PROCESSORS:  # its own, sized to the tiny tower
         processor.image_processor = IMAGE_PROCESSORS[model_type](d["vision_config"])
     _set_ids(d, ids)
     try:

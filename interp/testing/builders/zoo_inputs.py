@@ -89,6 +89,19 @@ def _video_llama_3(vision: dict[str, Any]) -> Any:
     )
 
 
+def _paddleocr_vl(vision: dict[str, Any]) -> Any:
+    """PaddleOCR-VL's image processor at the tiny tower's patch and merge (in the Qwen-VL
+    processor it borrows): patches kept 2-D, ``[patches, 3, p, p]``, as its tower takes them."""
+    from transformers import PaddleOCRVLImageProcessorPil
+
+    p, m = int(vision["patch_size"]), int(vision["spatial_merge_size"])
+    return PaddleOCRVLImageProcessorPil(
+        patch_size=p,
+        merge_size=m,
+        size={"shortest_edge": (p * m) ** 2, "longest_edge": IMAGE_SIZE**2},
+    )
+
+
 # type -> its own PIL image processor, sized to the tiny tower's vision config
 IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "mistral3": _pixtral,
@@ -99,6 +112,7 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "deepseek_vl": _square("DeepseekVLImageProcessorPil"),
     "lfm2_vl": _siglip2,
     "video_llama_3": _video_llama_3,
+    "paddleocr_vl": _paddleocr_vl,
 }
 
 
