@@ -160,7 +160,7 @@ def tiny_inferred(
     from transformers import AutoConfig, AutoModelForMultimodalLM
 
     from ...adapters.infer import pattern_of
-    from .zoo_inputs import CONFIG_FIXES, DROPPED, IMAGE_PROCESSORS, RENAMED
+    from .zoo_inputs import CONFIG_FIXES, DROPPED, IMAGE_PROCESSORS, RENAMED, STOCK_PROCESSORS
 
     config = AutoConfig.for_model(model_type)
     pattern, why = pattern_of(config)
@@ -174,6 +174,8 @@ def tiny_inferred(
         isinstance(vision, dict) and bool(vision.get("spatial_merge_size"))
     )
     processor, name = _borrowed("qwen-vl-like" if grid else pattern)
+    if model_type in STOCK_PROCESSORS:
+        processor = STOCK_PROCESSORS[model_type](processor)
     tok = processor.tokenizer
     text = d.get("text_config") if isinstance(d.get("text_config"), dict) else d
     _shrink(text, _TEXT)

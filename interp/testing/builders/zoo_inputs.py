@@ -151,6 +151,27 @@ CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
 }
 
 
+def _glmasr(borrowed: Any) -> Any:
+    """GLM-ASR's own processor (it builds offline: no image processor) around the borrowed
+    Qwen2-Audio processor's Whisper features, tokenizer and template: ``input_features_mask``
+    and its own audio-token count per audio."""
+    from transformers import GlmAsrProcessor
+
+    from .audio import AUDIO_TOKEN
+
+    return GlmAsrProcessor(
+        feature_extractor=borrowed.feature_extractor,
+        tokenizer=borrowed.tokenizer,
+        chat_template=borrowed.chat_template,
+        audio_token=AUDIO_TOKEN,
+    )
+
+
+# type -> its stock processor class built around the borrowed processor's parts (where it
+# builds offline)
+STOCK_PROCESSORS: dict[str, Callable[[Any], Any]] = {"glmasr": _glmasr}
+
+
 def _one(inputs: dict[str, Any], idx: int, n: int) -> dict[str, Any]:
     """Image ``idx``'s slice of a batch of ``n`` images' processor outputs."""
     import numpy as np
