@@ -10,7 +10,8 @@ attributed on a 4 × 4 grid by black-image-swap occlusion, zero-ablation occlusi
 the attention baseline, and their box-mass table (``mass_table``, bootstrap 95 % CIs) and rank
 agreement with occlusion (``rank_agreement``, median Spearman) are printed as markdown. The tables
 of docs/attribute.md come from this script; it measures quality, not speed, so its times are only
-reported.
+reported. ``--start`` draws the pool from another point of the world's stream (a held-out draw:
+``bench/measured/attribute_mass_demo_heldout.txt``), ``--methods`` runs a subset.
 
     python bench/attribute_mass.py --model demo-smol --faint --n 960 --per-group 40 --out mass/
 """
@@ -40,6 +41,9 @@ from interp.studies.attribute import (  # noqa: E402
     rank_agreement,
 )
 
+# --methods: the short name of each method, in the order they run
+METHODS = ("swap", "zero", "gradient", "attention")
+
 
 def markdown(table: pd.DataFrame) -> str:
     """The box-mass table as the markdown rows of docs/attribute.md."""
@@ -61,11 +65,27 @@ def main() -> None:
     parser = bench_parser(__doc__, n=960, batch_size=16, n_help="colour questions in the pool")
     parser.add_argument("--faint", action="store_true", help="faint objects (FAINT opacities)")
     parser.add_argument("--per-group", type=int, default=40)
+    parser.add_argument(
+        "--start",
+        type=int,
+        default=None,
+        help="index of the pool's first draw (default 0, 5000 with --faint); another start "
+        "draws held-out questions",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=list(METHODS),
+        default=list(METHODS),
+        help="methods to run (default: all; rank agreement needs swap)",
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parse(parser)
     args.out.mkdir(parents=True, exist_ok=True)
     vlm = interp.load(args.model, attn_implementation="eager")
     extra = {"opacity": FAINT, "start": 5000} if args.faint else {}
+    if args.start is not None:
+        extra["start"] = args.start
     pool = demo_world("test", n=args.n, qtypes=["color"], **extra)
     t0 = time.perf_counter()
     said = answers_for(vlm, pool, "greedy", "full", batch_size=32)
@@ -82,7 +102,7 @@ def main() -> None:
     group_of = {str(pool[i].id): groups[i] for i in keep}
     kw = {"grid": (4, 4), "batch_size": args.batch_size, "progress_bar": False}
     results = {}
-    for name, run in (
+    runs = (
         (
             "occlusion, black-image swap",
             lambda: occlusion(
@@ -103,7 +123,10 @@ def main() -> None:
         ),
         ("gradient, layer 0", lambda: gradient(vlm, samples, layer=0, answers=texts, **kw)),
         ("attention", lambda: attention(vlm, samples, **kw)),
-    ):
+    )
+    for key, (name, run) in zip(METHODS, runs):
+        if key not in args.methods:
+            continue
         t0 = time.perf_counter()
         results[name] = run()
         print(f"{name}: {len(samples)} samples in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -117,13 +140,15 @@ def main() -> None:
     pd.concat(shares).to_csv(args.out / "object_shares.csv", index=False)
     table = pd.concat(tables)
     table.to_csv(args.out / "object_mass.csv", index=False)
-    occ = results["occlusion, black-image swap"]
+    print(markdown(table))
+    occ = results.get("occlusion, black-image swap")
+    if occ is None or len(results) == 1:
+        return
     agree = pd.concat(
         [rank_agreement(r, occ).assign(method=n) for n, r in results.items() if r is not occ]
     )
     agree["group"] = agree["sample_id"].map(group_of)
     agree.to_csv(args.out / "rank_agreement.csv", index=False)
-    print(markdown(table))
     print(agree.groupby(["method", "group"])["spearman"].median().to_string())
 
 

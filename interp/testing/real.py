@@ -24,6 +24,12 @@ The tokenizers (name: what it is, where it comes from):
   LLaVA-NeXT-Mistral), ``data/tokenizer.model.v1`` of ``mistral-common==1.13.1``, converted once
   to ``tokenizer.json`` with the ``sentencepiece`` and ``protobuf`` packages (the ``dev`` extra;
   loading the converted folder needs neither).
+- ``pixtral``: Pixtral-12B's tekken (tiktoken-style byte BPE, 131072 ids of which 1000 are control
+  tokens; ``[IMG]`` = 10, ``[IMG_BREAK]`` = 12, ``[IMG_END]`` = 13), ``data/tekken_240911.json`` of
+  ``mistral-common==1.13.1`` (its v3 multimodal tokenizer), converted once with transformers' own
+  tekken converter; the file predates tekken's ``special_tokens`` field, so the v3 control tokens
+  (:data:`TEKKEN_V3_SPECIALS`) are declared in a copy before converting (the converter otherwise
+  takes them from the ``mistral-common`` package, which is not installed).
 """
 
 from __future__ import annotations
@@ -40,7 +46,9 @@ MAKE_TARGET = "real-tokenizers"
 CACHE_ENV = "INTERP_CACHE_DIR"
 
 Source = Literal["llama3", "qwen", "llama_cpp", "mistral_common"]
-TokenizerName = Literal["llama3", "qwen", "llama2", "qwen2", "gemma4", "smollm2", "mistral"]
+TokenizerName = Literal[
+    "llama3", "qwen", "llama2", "qwen2", "gemma4", "smollm2", "mistral", "pixtral"
+]
 TOKENIZERS: tuple[TokenizerName, ...] = (
     "llama3",
     "qwen",
@@ -49,6 +57,7 @@ TOKENIZERS: tuple[TokenizerName, ...] = (
     "gemma4",
     "smollm2",
     "mistral",
+    "pixtral",
 )
 
 # tokenizer name -> llama.cpp vocab-only GGUF (ggml-vocab-<value>.gguf)
@@ -71,6 +80,18 @@ SENTENCEPIECE_MODELS: dict[str, tuple[Source, dict[str, Any]]] = {
         },
     ),
 }
+
+# tokenizer name -> (source folder, tekken vocabulary file in it)
+TEKKEN_MODELS: dict[str, tuple[Source, str]] = {"pixtral": ("mistral_common", "tekken_240911.json")}
+# The control tokens of a v3 tekken file without a ``special_tokens`` field, by rank (ids 0-19);
+# ranks 20-999 are fillers ``<SPECIAL_{rank}>``. Pixtral-12B's published config agrees:
+# ``image_token_index`` 10, ``[IMG_BREAK]`` 12, ``[IMG_END]`` 13 (the tests check these ids).
+TEKKEN_V3_SPECIALS: tuple[str, ...] = (
+    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]",
+    "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+    "[TOOL_CONTENT]",
+)  # fmt: skip
 
 
 class RealTokenizerMissing(RuntimeError):
@@ -111,7 +132,9 @@ def _gguf(name: str) -> Path:
 def _folder(name: str) -> Path:
     if name in _FOLDERS:
         return cache_dir() / _FOLDERS[name]
-    if name in GGUF_VOCABS or name in SENTENCEPIECE_MODELS or name == "smollm2":
+    if name in GGUF_VOCABS or name in SENTENCEPIECE_MODELS or name in TEKKEN_MODELS:
+        return cache_dir() / "converted" / name
+    if name == "smollm2":
         return cache_dir() / "converted" / name
     raise ValueError(f"unknown real tokenizer {name!r}; choose one of {', '.join(TOKENIZERS)}")
 
@@ -178,6 +201,53 @@ def convert_sentencepiece(name: str) -> bool:
     return True
 
 
+def tekken_file(name: str) -> Path:
+    """The fetched tekken vocabulary of ``name`` (a key of :data:`TEKKEN_MODELS`).
+
+    Raises:
+        RealTokenizerMissing: it is not fetched.
+    """
+    source, filename = TEKKEN_MODELS[name]
+    path = cache_dir() / source / filename
+    if not path.is_file():
+        raise _missing(f"the {name} tekken vocabulary ({source}/{filename})")
+    return path
+
+
+def convert_tekken(name: str) -> bool:
+    """Save tekken-held ``name`` as a tokenizer folder; False if already there (about a minute
+    once: the converter derives the BPE merges from the ranks).
+
+    Raises:
+        RealTokenizerMissing: its tekken file is not fetched.
+    """
+    from transformers.integrations.mistral.tokenizer import convert_tekken_tokenizer
+
+    out = _folder(name)
+    if (out / "tokenizer.json").is_file():
+        return False
+    raw = json.loads(tekken_file(name).read_text(encoding="utf-8"))
+    if "special_tokens" not in raw:
+        raw["special_tokens"] = [
+            {"rank": rank, "token_str": token, "is_control": True}
+            for rank, token in enumerate(TEKKEN_V3_SPECIALS)
+        ]
+    src = out.with_name(out.name + ".src")
+    tmp = out.with_name(out.name + ".tmp")
+    for stale in (src, tmp):
+        if stale.exists():
+            shutil.rmtree(stale)
+    src.mkdir(parents=True)
+    (src / "tekken.json").write_text(json.dumps(raw), encoding="utf-8")
+    # "" keeps the converter from generating a template (the fixtures hold the checkpoint's)
+    tok = convert_tekken_tokenizer(str(src / "tekken.json"), chat_template="")
+    tok.chat_template = None
+    tok.save_pretrained(tmp)
+    shutil.rmtree(src)
+    tmp.rename(out)
+    return True
+
+
 def available(name: str) -> bool:
     """Whether :func:`load_tokenizer` can load ``name`` on this machine."""
     return (_folder(name) / "tokenizer.json").is_file()
@@ -204,11 +274,15 @@ __all__ = [
     "GGUF_VOCABS",
     "MAKE_TARGET",
     "SENTENCEPIECE_MODELS",
+    "TEKKEN_MODELS",
+    "TEKKEN_V3_SPECIALS",
     "TOKENIZERS",
     "RealTokenizerMissing",
     "available",
     "cache_dir",
     "convert_gguf",
     "convert_sentencepiece",
+    "convert_tekken",
     "load_tokenizer",
+    "tekken_file",
 ]

@@ -59,7 +59,8 @@ class RealFamily:
         image_config: a fixture folder whose ``preprocessor_config.json`` gives the Qwen-VL image
             processor's patch size and normalisation ("" for the tiny builder's own).
         arch: the tiny architecture built (:data:`interp.testing.tiny.ARCHITECTURES`); "" for the
-            family's own key.
+            family's own key (``pixtral`` and ``mistral3``, which have no tiny architecture, are
+            built here).
     """
 
     checkpoint: str
@@ -240,6 +241,25 @@ REAL_FAMILIES: dict[str, RealFamily] = {
         template="Llama-3.2-11B-Vision-Instruct",
         scaled="32 px tiles, at most 2, instead of 560 px, 4",
     ),
+    "pixtral": RealFamily(
+        "mistral-community/pixtral-12b",
+        "pixtral",
+        exact=True,
+        named={"image_token": "[IMG]"},
+        template="pixtral-12b",
+        scaled="48 px longest edge, patch 8 (a 40x48 image: 5 rows of 6 [IMG], [IMG_BREAK] between "
+        "rows, [IMG_END] last) instead of 1024 px, patch 16; a Mistral text config without a "
+        "sliding window",
+    ),
+    "mistral3": RealFamily(
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503",
+        "pixtral",
+        exact=False,
+        named={"image_token": "[IMG]"},
+        template="Mistral-Small-3.1-24B-Instruct-2503",
+        scaled="48 px longest edge, patch 4 with the published 2x2 spatial merge (a 40x48 image: 5 "
+        "rows of 6 [IMG]) instead of 1540 px, patch 14; a text config without a sliding window",
+    ),
     "instructblip": RealFamily(
         "Salesforce/instructblip-vicuna-7b",
         "llama2",
@@ -334,6 +354,77 @@ def _llava_15(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str)
     )
 
 
+def pixtral_processor_class() -> type:
+    """transformers' ``PixtralProcessor`` class itself. The package exports a placeholder without
+    torchvision, and the module imports a torchvision helper only to count tokens for serving
+    (``_get_num_multimodal_tokens``); without torchvision it is imported here with that one import
+    skipped (encoding does not use that helper)."""
+    import sys
+    from unittest import mock
+
+    from transformers.utils import is_torchvision_available
+
+    if is_torchvision_available():
+        from transformers import PixtralProcessor
+
+        return PixtralProcessor
+    name = "transformers.models.pixtral.processing_pixtral"
+    if name not in sys.modules:
+        with mock.patch("transformers.utils.is_vision_available", lambda: False):
+            import_module(name)
+    return sys.modules[name].PixtralProcessor
+
+
+def _pixtral(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str, merge: int) -> Any:
+    """A Pixtral-tower model with the stock ``PixtralProcessor`` (``[IMG]`` rows, ``[IMG_BREAK]``
+    between them, ``[IMG_END]`` last), scaled to a 48 px longest edge and 8 px per image token.
+
+    ``merge`` 1: Pixtral-12B as published (``llava`` with a Pixtral tower,
+    ``vision_feature_select_strategy`` "full", ``image_token_index`` 10), patch 8. ``merge`` 2:
+    Mistral-Small-3.1 (``mistral3``, Mistral3Config's published defaults: 2x2 spatial merge,
+    ``image_token_index`` 10, no projector bias), patch 4.
+    """
+    import torch
+    from transformers import (
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        Mistral3Config,
+        Mistral3ForConditionalGeneration,
+        MistralConfig,
+        PixtralImageProcessorPil,
+        PixtralVisionConfig,
+    )
+
+    from .builders.common import INIT_STD, VISION_HIDDEN, finish, text_kwargs, vision_kwargs
+
+    longest, patch = 48, 8 // merge
+    vision = PixtralVisionConfig(**vision_kwargs(longest, patch, head_dim=VISION_HIDDEN // 2))
+    text = MistralConfig(**text_kwargs(tok, tie_word_embeddings=False, sliding_window=None))
+    common = {
+        "vision_config": vision,
+        "text_config": text,
+        "image_token_id": tok.convert_tokens_to_ids("[IMG]"),
+        "vision_feature_layer": -1,
+        "initializer_range": INIT_STD,
+    }
+    torch.manual_seed(seed)
+    if merge == 1:
+        config = LlavaConfig(**common, vision_feature_select_strategy="full")
+        model: Any = LlavaForConditionalGeneration(config)
+    else:
+        model = Mistral3ForConditionalGeneration(Mistral3Config(**common, spatial_merge_size=merge))
+    processor = pixtral_processor_class()(
+        image_processor=PixtralImageProcessorPil(
+            patch_size=patch * merge, size={"longest_edge": longest}
+        ),
+        tokenizer=tok,
+        patch_size=patch,
+        spatial_merge_size=merge,
+        chat_template=template,
+    )
+    return finish(model, tok, attn), processor
+
+
 def build_real(
     name: str, seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PreTrainedModel, Any]:
@@ -354,6 +445,8 @@ def build_real(
     template = chat_template_of(family)
     if name == "llava":  # LLaVA-1.5 at its published resolution
         return _llava_15(tok, template, seed, attn_implementation)
+    if name in ("pixtral", "mistral3"):  # no tiny architecture: Pixtral-tower models
+        return _pixtral(tok, template, seed, attn_implementation, 1 if name == "pixtral" else 2)
     kwargs: dict[str, Any] = {"tokenizer": tok, "chat_template": template}
     if family.image_config:
         kwargs["image_processor"] = _qwen_image_processor(family.image_config)
@@ -380,6 +473,7 @@ __all__ = [
     "build_real",
     "chat_template_of",
     "fixture",
+    "pixtral_processor_class",
     "real_tokenizer",
     "real_vlm",
 ]

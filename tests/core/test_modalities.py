@@ -22,6 +22,7 @@ from interp.errors import (
     VideoError,
 )
 from interp.media import Audio, to_audio
+from interp.testing.tolerance import PCM16_STEP, approx_close
 
 RATE = 16000
 
@@ -62,13 +63,17 @@ def test_audio_forms_agree(tmp_path):
         assert a.sampling_rate == RATE and a.waveform.dtype == np.float32
     np.testing.assert_array_equal(pair.waveform, wave)
     np.testing.assert_array_equal(from_wav.waveform, wave)
-    np.testing.assert_allclose(from_flac.waveform, wave, atol=1 / 32767)
+    # the 16-bit file holds the float tone to its quantisation: half a step of rounding, plus
+    # max|x| = 0.3 of a step should the writer scale by 32767 where the reader divides by 32768
+    approx_close(from_flac.waveform, wave, PCM16_STEP, why="16-bit PCM quantisation")
     # stereo (samples x channels) is averaged; int16 PCM is scaled by 32768, as soundfile reads
     # a 16-bit file (tests/core/test_media.py holds the file-vs-array check)
     stereo = np.stack([wave, -wave * 0 + wave], axis=1)
-    np.testing.assert_allclose(to_audio((stereo, RATE)).waveform, wave, atol=1e-7)
+    # both exact: the mean of two equal float32 channels is the channel; q / 32768 of an int16 q
+    # is exact in float32 (at most 16 significant bits, a power-of-two divisor)
+    np.testing.assert_array_equal(to_audio((stereo, RATE)).waveform, wave)
     pcm = (wave * 32767).astype(np.int16)
-    np.testing.assert_allclose(to_audio((pcm, RATE)).waveform, pcm / 32768, atol=1e-7)
+    np.testing.assert_array_equal(to_audio((pcm, RATE)).waveform, pcm / 32768)
 
 
 def test_resampling_is_scipy_resample_poly():
@@ -76,7 +81,7 @@ def test_resampling_is_scipy_resample_poly():
     got = interp.Sample("q", audio=(wave, 44100)).load_audios(RATE)[0]
     ref = resample_poly(wave, 160, 441)  # 16000/44100 reduced
     assert got.sampling_rate == RATE
-    np.testing.assert_allclose(got.waveform, ref, atol=1e-6)
+    np.testing.assert_array_equal(got.waveform, ref)  # the same resampler on the same float32
 
 
 @pytest.mark.parametrize(
@@ -212,7 +217,7 @@ def test_audio_conditions_against_numpy():
     b = interp.Sample("q", audio=(tone(freq=880.0), RATE), id="b")
     up = resample_poly(tone(rate=8000), 2, 1)  # 8 kHz -> the processor's 16 kHz
     full = _prep([a, b], "full")[0]
-    np.testing.assert_allclose(full.audios[0].waveform, up, atol=1e-6)
+    np.testing.assert_array_equal(full.audios[0].waveform, up)  # the same resampler: bit for bit
     removed = _prep([a], "no_audio")[0]
     assert removed.audios == [] and removed.sample.question == "hear now"
     silence = _prep([a], "null_audio:silence")[0].audios[0]

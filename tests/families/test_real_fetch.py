@@ -56,3 +56,44 @@ def test_an_unfetched_sentencepiece_model_names_the_make_target(tmp_path, monkey
     with pytest.raises(real.RealTokenizerMissing, match="make real-tokenizers"):
         real.convert_sentencepiece("mistral")
     assert not (real.cache_dir() / "converted").exists()  # nothing half-written
+
+
+def test_an_unfetched_tekken_file_names_the_make_target(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTERP_CACHE_DIR", str(tmp_path))
+    assert not real.available("pixtral")
+    with pytest.raises(real.RealTokenizerMissing, match="make real-tokenizers"):
+        real.convert_tekken("pixtral")
+    assert not (real.cache_dir() / "converted").exists()  # nothing half-written
+
+
+def test_a_tekken_file_without_special_tokens_gets_the_v3_controls(tmp_path, monkeypatch):
+    """A small tekken file of the early format (no ``special_tokens``): the 256 bytes and the
+    merges ``ab``, ``abc`` after 1000 control ids; the named controls get their v3 ranks."""
+    import base64
+    import json
+
+    monkeypatch.setenv("INTERP_CACHE_DIR", str(tmp_path))
+    pieces = [bytes([b]) for b in range(256)] + [b"ab", b"abc"]
+    raw = {
+        "config": {
+            "pattern": r"[a-z]+|\s+|[^a-z\s]+",
+            "num_vocab_tokens": len(pieces),
+            "default_vocab_size": 1000 + len(pieces),
+            "default_num_special_tokens": 1000,
+            "version": "v3",
+        },
+        "vocab": [
+            {"rank": r, "token_bytes": base64.b64encode(p).decode(), "token_str": None}
+            for r, p in enumerate(pieces)
+        ],
+    }
+    source, name = real.TEKKEN_MODELS["pixtral"]
+    (real.cache_dir() / source).mkdir(parents=True)
+    (real.cache_dir() / source / name).write_text(json.dumps(raw))
+    assert real.convert_tekken("pixtral") is True
+    assert real.convert_tekken("pixtral") is False  # present: not converted again
+    tok = real.load_tokenizer("pixtral")
+    assert tok("abc ab!", add_special_tokens=False)["input_ids"] == [1257, 1032, 1256, 1033]
+    controls = ["<unk>", "<s>", "</s>", "[INST]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]"]
+    assert tok.convert_tokens_to_ids(controls) == [0, 1, 2, 3, 10, 11, 12, 13]
+    assert tok.convert_ids_to_tokens(999) == "<SPECIAL_999>" and len(tok) == 1258

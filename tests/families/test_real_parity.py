@@ -105,7 +105,9 @@ def test_steering_the_question_equals_a_hook_on_its_tokens(arch):
     assert (got[:, n] - plain[:, n]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("arch", ["llava", "llava_next_mistral", "qwen2_vl", "smolvlm", "mllama"])
+@pytest.mark.parametrize(
+    "arch", ["llava", "llava_next_mistral", "qwen2_vl", "smolvlm", "mllama", "pixtral"]
+)
 def test_knocking_out_the_question_equals_a_hand_written_attention(arch):
     """The last prompt token may not attend to the question in layers 1-2 (teacher-forced
     scores), against a hand-written eager attention given the same mask."""

@@ -110,6 +110,72 @@ def test_mistral_tokenizer_equals_its_sentencepiece_model():
     assert tok(before + "<image>" + after)["input_ids"] == want
 
 
+def _tekken_reference(vocab: dict[bytes, int], pattern: str, text: str) -> list[int]:
+    """Tekken's encoding by hand: the text split by the file's pattern, each piece's bytes merged
+    pairwise, always the adjacent pair whose join has the lowest rank; ids after 1000 controls."""
+    import regex
+
+    ids = []
+    for piece in regex.findall(pattern, text):
+        parts = [bytes([b]) for b in piece.encode("utf-8")]
+        while len(parts) > 1:
+            ranks = [vocab.get(a + b) for a, b in zip(parts, parts[1:])]
+            best = (
+                min((r, i) for i, r in enumerate(ranks) if r is not None)
+                if any(r is not None for r in ranks)
+                else None
+            )
+            if best is None:
+                break
+            i = best[1]
+            parts[i : i + 2] = [parts[i] + parts[i + 1]]
+        ids += [1000 + vocab[p] for p in parts]
+    return ids
+
+
+def test_pixtral_tokenizer_equals_its_tekken_file():
+    """The converted Pixtral tokenizer gives the ids of a by-hand byte-pair encoding over the
+    tekken file's ranks, and the control tokens Pixtral-12B's config names (``[IMG]`` = 10)."""
+    import base64
+    import json
+
+    from interp.testing.real import tekken_file
+
+    tok = get_real("pixtral").tokenizer
+    raw = json.loads(tekken_file("pixtral").read_text(encoding="utf-8"))
+    n_inner = raw["config"]["default_vocab_size"] - raw["config"]["default_num_special_tokens"]
+    vocab = {base64.b64decode(v["token_bytes"]): r for r, v in enumerate(raw["vocab"][:n_inner])}
+    for text in [
+        "Which color is the flag?",
+        "What's the total cost ($4.50 + $3.25)?",
+        "¿Qué color tiene el coche? 这是什么？ 🐱",
+        "  Describe the image in detail.  \n",
+    ]:
+        want = _tekken_reference(vocab, raw["config"]["pattern"], text)
+        assert tok(text, add_special_tokens=False)["input_ids"] == want, text
+    assert len(tok) == 131072
+    names = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[IMG]", "<pad>", "[IMG_BREAK]"]
+    assert tok.convert_tokens_to_ids([*names, "[IMG_END]"]) == [0, 1, 2, 3, 4, 10, 11, 12, 13]
+    vlm = get_real("pixtral")
+    assert vlm.image_token_id == 10 and tok.pad_token_id == 11 and tok.bos_token_id == 1
+
+
+@pytest.mark.parametrize("arch", ["pixtral", "mistral3"])
+def test_pixtral_image_rows_end_in_breaks_and_only_img_tokens_are_image(arch):
+    """The stock processor lays a 40x48 image out as 5 rows of 6 ``[IMG]`` (8 px per token:
+    patch 8, or patch 4 merged 2x2), an ``[IMG_BREAK]`` after each row but the last,
+    ``[IMG_END]`` last; ``"image"`` selects the 30 ``[IMG]`` tokens, not the breaks."""
+    vlm = get_real(arch)
+    ctx, ids = edit_positions(vlm, samples_for(arch, ["Describe the image."]), "full", False)
+    row = ids[0].tolist()
+    start = row.index(10)
+    want = ([10] * 6 + [12]) * 4 + [10] * 6 + [13]
+    assert row[start : start + len(want)] == want
+    image = ctx.positions("image")[0]
+    assert image.nonzero()[:, 0].tolist() == [i for i, t in enumerate(row) if t == 10]
+    assert int(image.sum()) == 30
+
+
 def test_a_template_that_cannot_interleave_gets_the_pieces_joined_by_a_space():
     """LLaVA-NeXT-Mistral's template writes all images, then the text items back to back: a
     question's pieces around a slot are joined by one space, not glued together."""
@@ -217,3 +283,24 @@ def test_gemma4_whose_tokenizer_adds_bos_gets_one():
     enc = encode(vlm, samples, "full")
     no_doubled_bos(vlm, enc.inputs["input_ids"], enc.inputs["attention_mask"], "gemma4")
     assert_same_inputs(vlm, dict(enc.inputs), hf_inputs(vlm, "gemma4", samples, "full"), "gemma4")
+
+
+def test_pixtral_whose_tokenizer_adds_bos_gets_one():
+    """The converted tekken adds no BOS and Pixtral's template writes ``<s>``; with a tokenizer
+    that adds one too (as a SentencePiece-style conversion does), the prompt still begins with
+    one BOS, as in HF's chat pipeline."""
+    import interp
+    from interp.testing.real_models import build_real
+
+    get_real("pixtral")  # skips without the real tokenizers
+    model, processor = build_real("pixtral")
+    processor.tokenizer.add_bos_token = True
+    tok = processor.tokenizer
+    assert tok("x")["input_ids"][0] == tok.bos_token_id
+    vlm = interp.load(model, processor)
+    samples = samples_for("pixtral", ["Describe the image.", "Which color is the flag?"])
+    enc = encode(vlm, samples, "full")
+    no_doubled_bos(vlm, enc.inputs["input_ids"], enc.inputs["attention_mask"], "pixtral")
+    want = hf_inputs(vlm, "pixtral", samples, "full")
+    assert_same_inputs(vlm, dict(enc.inputs), want, "pixtral")
+    assert [row.tolist().count(tok.bos_token_id) for row in want["input_ids"]] == [1, 1]

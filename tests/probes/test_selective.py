@@ -12,6 +12,7 @@ from sklearn.metrics import balanced_accuracy_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from interp.testing.tolerance import assert_close
 from probes.errors import EmptyInputError, ProbeError
 from probes.selective import (
     EnsembleConfidence,
@@ -184,11 +185,11 @@ def test_ensemble_averages_calibrated_probabilities():
     expected = (
         hand_calibrated(probe, y, test[:, 0]) + hand_calibrated(ppl_conf, y, test[:, 1])
     ) / 2
-    np.testing.assert_allclose(model.decision_function(test), expected - 0.5, atol=1e-10)
+    assert_close(model.decision_function(test), expected - 0.5)
     np.testing.assert_array_equal(model.predict(test), expected >= 0.5)
-    np.testing.assert_allclose(model.predict_proba(test)[:, 1], expected, atol=1e-10)
+    assert_close(model.predict_proba(test)[:, 1], expected)
     single = LogisticCalibrator().fit(probe, y).predict_proba(test[:, 0])[:, 1]
-    np.testing.assert_allclose(single, hand_calibrated(probe, y, test[:, 0]), atol=1e-10)
+    assert_close(single, hand_calibrated(probe, y, test[:, 0]))
 
 
 def test_ensemble_of_ready_probabilities_is_their_mean():

@@ -14,6 +14,7 @@ from sklearn.base import clone
 
 from interp.errors import EmptyGroupError, TooFewSamplesError
 from interp.testing import refused
+from interp.testing.tolerance import assert_close
 from probes import (
     NoVIPWarning,
     VIPDetector,
@@ -331,7 +332,9 @@ def test_each_rule_on_hand_computed_gaps() -> None:
     d[:, 1:] += np.tile([[0.004], [-0.004]], (n, 6))  # +-0.004 in each group: sd = 0.00405
     in_vt = np.r_[np.ones(n, bool), np.zeros(n, bool)]
     res = two_sample_test(d, in_vt)
-    np.testing.assert_allclose(res.difference, gap, atol=1e-15)
+    # float64's ε·S (1e-10; was a bare 1e-15): the rule's one float64 bound, far above the ~1e-17
+    # a difference of two 40-row means rounds to, and far below the 0.01 steps of the gaps
+    assert_close(res.difference, gap)
     # se = sqrt(2 * 0.004^2 * 40/39 / 40) = 0.000906; t = gap / se.
     se = math.sqrt(2 * 0.004**2 * (n / (n - 1)) / n)
     np.testing.assert_allclose(res.statistic[1:], gap[1:] / se, rtol=1e-9)
@@ -463,5 +466,6 @@ def test_detector_rule_and_clone() -> None:
     twin = clone(det)
     assert twin.get_params() == det.get_params() and not hasattr(twin, "layer_")
     assert twin.fit(d, in_vt) is twin and twin.layer_ == 24 and twin.rule_ == "changepoint"
-    np.testing.assert_allclose(twin.gap_, reference_stats(d, in_vt)[0], atol=1e-12)
+    # float64's ε·S (was a bare 1e-12): the rule's one float64 bound
+    assert_close(twin.gap_, reference_stats(d, in_vt)[0])
     assert twin.set_params(rule="eq9").fit(d, in_vt).rule_ == "eq9"
