@@ -60,7 +60,8 @@ class ParityError(Exception):
 
 def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
     """Set each size ``d`` has (a list-valued one per entry); per-layer lists keep the first
-    and last layer's kind (a hybrid decoder keeps both kinds); M-RoPE sections keep their
+    layer's kind and the first other kind (a hybrid decoder keeps both kinds, even one whose
+    first and last layers are alike: LFM2's convolutions around its attention layers); M-RoPE sections keep their
     shares of the new rotary half; a decoder whose heads equal its key-value heads keeps that,
     and none keeps more key-value heads than heads."""
     n = d.get("num_hidden_layers")
@@ -78,7 +79,9 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
         )
     for key in _PER_LAYER:
         if isinstance(d.get(key), list) and n and len(d[key]) == n and n > 1:
-            d[key] = [d[key][0], d[key][-1]][: sizes["num_hidden_layers"]]
+            first = d[key][0]  # and the first layer of another kind, else the last
+            other = next((k for k in d[key] if k != first), d[key][-1])
+            d[key] = [first, other][: sizes["num_hidden_layers"]]
     _feature_layers(d)
     rope = d.get("rope_parameters")
     if isinstance(rope, dict) and rope.get("mrope_section"):
