@@ -89,7 +89,8 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
         total = int(HEAD_DIM * share) // 2
         old = list(rope["mrope_section"])
         new = [max(1, s * total // sum(old)) for s in old]
-        new[0] += total - sum(new)
+        # the remainder on the temporal share: h and w stay equal (ERNIE 4.5-VL stacks them)
+        new[-1] += total - sum(new)
         rope["mrope_section"] = new
 
 
