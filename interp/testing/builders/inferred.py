@@ -221,7 +221,9 @@ def tiny_inferred(
         ids["image_start"], ids["image_end"] = ids["vision_start"], ids["vision_end"]
     elif pattern == "llava-like" and isinstance(vision, dict):
         for key, value in (("image_size", IMAGE_SIZE), ("patch_size", 8), ("num_channels", 3)):
-            if key in vision:
+            if isinstance(vision.get(key), list):  # per side (Molmo2's [height, width])
+                vision[key] = [value] * len(vision[key])
+            elif key in vision:
                 vision[key] = value
         ratio = vision.get("pixel_shuffle_ratio")
         if ratio:  # Llama 4: the shuffled width feeds the vision adapter's MLP
