@@ -265,7 +265,8 @@ def test_a_zoo_type_gets_the_inputs_its_stock_processor_gives():
     """Mistral 3's batch carries Pixtral's ``image_sizes`` and each row holds one placeholder per
     merged patch of its own image (hand count: ``(h // patch // merge) * (w // patch // merge)``,
     Pixtral's formula); Idefics2's images go nested per row (``pixel_values`` ``[rows, images,
-    3, H, W]``, as its processor lays them out)."""
+    3, H, W]``, as its processor lays them out); ShieldGemma 2's carries Gemma 3's
+    ``token_type_ids``."""
     from interp.encoding import encode
     from interp.testing.builders.inferred import tiny_inferred
     from interp.testing.samples import random_image
@@ -284,3 +285,8 @@ def test_a_zoo_type_gets_the_inputs_its_stock_processor_gives():
     vlm = interp.load(model, processor)
     assert vlm.adapter.name == "idefics2" and vlm.adapter.pixel_layout == "rows"
     assert encode(vlm, make_samples(2), "full").inputs["pixel_values"].shape[:2] == (2, 1)
+    # ShieldGemma 2 (Gemma 3's processor): token_type_ids mark exactly the image tokens
+    model, processor, _ = tiny_inferred("shieldgemma2")
+    inputs = encode(interp.load(model, processor), make_samples(2), "full").inputs
+    marks = inputs["input_ids"] == model.config.image_token_id
+    assert marks.any() and torch.equal(inputs["token_type_ids"].bool(), marks)

@@ -288,6 +288,8 @@ def tiny_inferred(
         processor.counter = count
         processor.dropped = DROPPED.get(model_type, ())
         processor.renamed = RENAMED.get(model_type, {})
+        if processor.renamed:  # the stock processor returns the marks it renames
+            processor.return_mm_token_type_ids = True
         try:
             processor(text=[processor.image_token], images=[_image()])
         except Exception as err:  # noqa: BLE001
