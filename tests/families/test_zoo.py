@@ -104,6 +104,21 @@ def test_the_sweep_covers_the_mapping_and_supports_most_of_it():
     assert sum(WALL) < 240, f"the sweep took {sum(WALL):.0f} s"
 
 
+def test_the_real_tokenizer_column_names_the_conformance_suites_checkpoints():
+    """Every family of the conformance suite is filed under a supported type of the mapping, and
+    the column says exact or stand-in as the suite's entry does (hand-picked rows)."""
+    from interp.testing.real_models import REAL_FAMILIES, real_model_type
+
+    by_type = {r.model_type: r for r in (row_of(t) for t in TYPES)}
+    for name in REAL_FAMILIES:
+        row = by_type[real_model_type(name)]
+        assert row.supported and REAL_FAMILIES[name].checkpoint.split(" (")[0] in row.real_tokenizer
+    assert "mistral-community/pixtral-12b (exact)" in by_type["llava"].real_tokenizer
+    assert by_type["mistral3"].real_tokenizer.endswith("(stand-in)")
+    assert by_type["gemma3"].real_tokenizer == "google/gemma-3-4b-it (stand-in)"
+    assert by_type["aria"].real_tokenizer == ""
+
+
 def test_docs_families_is_the_sweeps_table():
     made_under = re.search(r"transformers ([0-9][^ ']*)'s", DOC.read_text()).group(1)
     check_made_under(made_under, "docs/families.md", "python -m interp.testing.zoo")
