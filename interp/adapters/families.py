@@ -267,6 +267,16 @@ for _adapter in (
         notes="LFM2's final norm is named embedding_norm (applied after the last layer)",
     ),
     Adapter(
+        name="idefics2",
+        model_types=("idefics2",),
+        image_features="model.connector",
+        images_per_row=True,
+        pixel_layout="rows",
+        notes="the image processor lays a flat image list out as one row of every image: images "
+        "go nested per row, pixel_values are [rows, images, ...] (padding images all zero), as "
+        "Idefics3's",
+    ),
+    Adapter(
         name="llama4",
         model_types=("llama4",),
         image_features="multi_modal_projector",

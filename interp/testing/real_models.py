@@ -274,6 +274,26 @@ REAL_FAMILIES: dict[str, RealFamily] = {
 }
 
 
+# the model_type each family's model has where it differs from the family's name (a LLaVA config
+# with another tower or tokenizer is still a `llava` / `llava_next` checkpoint)
+_MODEL_TYPES = {"llava_siglip": "llava", "pixtral": "llava", "llava_next_mistral": "llava_next"}
+
+
+def real_model_type(name: str) -> str:
+    """The ``model_type`` of the model :func:`build_real` builds for family ``name``
+    (tests/families/test_real_parity.py checks it on every family)."""
+    return _MODEL_TYPES.get(name, name)
+
+
+def real_tokenizers_by_type() -> dict[str, list[tuple[str, bool]]]:
+    """``model_type`` → the conformance suite's (checkpoint, exact tokenizer?) pairs, for the
+    zoo's table (docs/families.md)."""
+    out: dict[str, list[tuple[str, bool]]] = {}
+    for name, family in REAL_FAMILIES.items():
+        out.setdefault(real_model_type(name), []).append((family.checkpoint, family.exact))
+    return out
+
+
 def fixture(checkpoint_dir: str, name: str) -> Path:
     """Path of a checkpoint fixture file; :class:`RealTokenizerMissing` outside a checkout."""
     path = FIXTURES / checkpoint_dir / name
@@ -474,6 +494,8 @@ __all__ = [
     "chat_template_of",
     "fixture",
     "pixtral_processor_class",
+    "real_model_type",
+    "real_tokenizers_by_type",
     "real_tokenizer",
     "real_vlm",
 ]

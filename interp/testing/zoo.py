@@ -64,6 +64,7 @@ class Row:
     layout: str
     parity: str
     reason: str
+    real_tokenizer: str = ""
 
     def cells(self) -> list[str]:
         status = "supported" if self.supported else "refused"
@@ -74,6 +75,7 @@ class Row:
             self.modalities,
             self.layout,
             self.parity,
+            self.real_tokenizer,
             self.reason,
         ]
 
@@ -193,7 +195,17 @@ def classify(model_type: str) -> Row:
     name = adapter.name
     if wrapper_of(whole) is not None:
         name += " (thinker of the full checkpoint)"
-    return Row(model_type, True, name, kinds, layout, parity, "")
+    return Row(model_type, True, name, kinds, layout, parity, "", real_tokenizer_cell(model_type))
+
+
+def real_tokenizer_cell(model_type: str) -> str:
+    """The conformance suite's checkpoints of ``model_type`` (tests/families/test_real_*.py: the
+    real tokenizer, published template and settings), each marked exact or stand-in."""
+    from .real_models import real_tokenizers_by_type
+
+    pairs = real_tokenizers_by_type().get(model_type, [])
+    cells = [f"{c.split(' (')[0]} ({'exact' if e else 'stand-in'})" for c, e in pairs]
+    return "; ".join(dict.fromkeys(cells))  # llava_siglip reuses LLaVA-1.5's pieces
 
 
 def sweep() -> list[Row]:
@@ -240,8 +252,10 @@ def render(rows: list[Row]) -> str:
         "  shrunk (`interp/testing/zoo_parity.py`), built on CPU with the tiny processor X of "
         "its pattern (the Qwen-VL one for a",
         "  tower with a spatial merge; hand-built inputs:",
-        "  no stock processor of these types builds offline), passes five checks against plain "
-        "Hugging Face: residual reads",
+        "  no stock processor of these types builds offline; the llava one takes the type's own "
+        "PIL image processor where",
+        "  its feature site needs more than `pixel_values`, `interp/testing/builders/zoo_inputs.py`"
+        "), passes five checks against plain Hugging Face: residual reads",
         "  equal `output_hidden_states` (and a black image in place of each image changes "
         "them), the feature site gives",
         "  one vector per placeholder, greedy `generate` equals",
@@ -254,9 +268,15 @@ def render(rows: list[Row]) -> str:
         "transformers' own default (a",
         "  checkpoint's config may build: pass `adapter=` or register an entry after checking "
         "it with `interp doctor`).",
+        "- *real tokenizer*: the checkpoints whose real tokenizer, published chat template and "
+        "processor settings the",
+        "  conformance suite builds this type around (`tests/families/test_real_*.py`, "
+        "docs/conventions.md): `exact` — the",
+        "  checkpoint's own vocabulary; `stand-in` — another vocabulary of the family (the "
+        "checkpoint's was not found offline).",
         "",
-        "| type | status | adapter | modalities | layout | parity | reason |",
-        "|---|---|---|---|---|---|---|",
+        "| type | status | adapter | modalities | layout | parity | real tokenizer | reason |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     body = ["| " + " | ".join(r.cells()) + " |" for r in rows]
     return "\n".join(head + body) + "\n"

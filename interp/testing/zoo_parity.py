@@ -7,14 +7,19 @@ expert counts to the tiny sizes of :mod:`interp.testing.builders.common`) and pa
 types builds offline (each needs its checkpoint's tokenizer files from the hub; Pixtral's and
 LFM2-VL's image processors also need torchvision):
 
-- ``llava-like``: a ``LlavaProcessor`` around the tiny tokenizer and a 32 px CLIP image processor;
-  its ``<image>`` expands to as many tokens as the model's feature site gives for one 32 px image
-  (counted on the model, so the expansion matches by construction; the count check below then
-  checks what the feature site returns for the batch);
+- ``llava-like``: a ``LlavaProcessor`` around the tiny tokenizer and a 32 px CLIP image processor,
+  or, for a type whose feature site takes more than ``pixel_values`` (``image_sizes``,
+  ``spatial_shapes``, ``pixel_attention_mask``, ``image_merge_sizes`` ...), the type's own PIL
+  image processor sized to the tiny tower, with the per-type config fields its image size
+  decides (:mod:`interp.testing.builders.zoo_inputs`, the one place these are named); each
+  ``<image>`` expands to as many tokens as the model's ``get_image_features`` gives for that
+  image (counted on the model, so the expansion matches by construction; the count check below
+  then checks what the feature site returns for the batch);
 - ``qwen-vl-like``, and a llava-like config whose vision config has ``spatial_merge_size`` (a
   Qwen-VL-style tower: LLaVA-OneVision-1.5): the tiny Qwen3-VL processor (patch 8, 2x2 merge, 2
   frames, or 1 for a tower with a 2-D patch embedding), the model's vision config set to the same
-  patch, merge and frame sizes;
+  patch, merge and frame sizes (with the type's own PIL image processor where its tower takes
+  another patch layout: PaddleOCR-VL's 2-D patches);
 - ``audio-lm``: the tiny Qwen2-Audio processor (Whisper features; the tower's mel bins set to its
   feature size).
 

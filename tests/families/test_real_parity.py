@@ -34,7 +34,7 @@ from interp.testing.conformance import (
     get_real,
     samples_for,
 )
-from interp.testing.real_models import build_real
+from interp.testing.real_models import build_real, real_model_type
 from interp.testing.tolerance import assert_close
 from interventions import Knockout, Steer
 
@@ -59,6 +59,8 @@ def _verified_question_mask(vlm: interp.VLM, batch: list[interp.Sample]) -> torc
 @pytest.mark.parametrize("arch", FAMILIES)
 def test_reads_generation_and_scores_equal_plain_hf(arch):
     vlm = get_real(arch)
+    # docs/families.md's real-tokenizer column files the family under this type
+    assert vlm.hf.config.model_type == real_model_type(arch)
     batch = _batch(arch)
     n, rows = vlm.n_layers, torch.arange(len(batch))
     states = interp.residual_stream(vlm, batch, batch_size=len(batch), progress_bar=False)

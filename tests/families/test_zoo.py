@@ -104,6 +104,21 @@ def test_the_sweep_covers_the_mapping_and_supports_most_of_it():
     assert sum(WALL) < 240, f"the sweep took {sum(WALL):.0f} s"
 
 
+def test_the_real_tokenizer_column_names_the_conformance_suites_checkpoints():
+    """Every family of the conformance suite is filed under a supported type of the mapping, and
+    the column says exact or stand-in as the suite's entry does (hand-picked rows)."""
+    from interp.testing.real_models import REAL_FAMILIES, real_model_type
+
+    by_type = {r.model_type: r for r in (row_of(t) for t in TYPES)}
+    for name in REAL_FAMILIES:
+        row = by_type[real_model_type(name)]
+        assert row.supported and REAL_FAMILIES[name].checkpoint.split(" (")[0] in row.real_tokenizer
+    assert "mistral-community/pixtral-12b (exact)" in by_type["llava"].real_tokenizer
+    assert by_type["mistral3"].real_tokenizer.endswith("(stand-in)")
+    assert by_type["gemma3"].real_tokenizer == "google/gemma-3-4b-it (stand-in)"
+    assert by_type["aria"].real_tokenizer == ""
+
+
 def test_docs_families_is_the_sweeps_table():
     made_under = re.search(r"transformers ([0-9][^ ']*)'s", DOC.read_text()).group(1)
     check_made_under(made_under, "docs/families.md", "python -m interp.testing.zoo")
@@ -259,3 +274,34 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
 
     monkeypatch.setattr(interp, "score", shifted)
     assert check("qwen3_vl_moe")[1].startswith("score fails (AssertionError")
+
+
+def test_a_zoo_type_gets_the_inputs_its_stock_processor_gives():
+    """Mistral 3's batch carries Pixtral's ``image_sizes`` and each row holds one placeholder per
+    merged patch of its own image (hand count: ``(h // patch // merge) * (w // patch // merge)``,
+    Pixtral's formula); Idefics2's images go nested per row (``pixel_values`` ``[rows, images,
+    3, H, W]``, as its processor lays them out); ShieldGemma 2's carries Gemma 3's
+    ``token_type_ids``."""
+    from interp.encoding import encode
+    from interp.testing.builders.inferred import tiny_inferred
+    from interp.testing.samples import random_image
+
+    model, processor, _ = tiny_inferred("mistral3")
+    vlm = interp.load(model, processor)
+    wide = [
+        interp.Sample("what is it ?", image=random_image(32, w, i)) for i, w in enumerate((32, 16))
+    ]
+    enc = encode(vlm, wide, "full")
+    p, m = model.config.vision_config.patch_size, model.config.spatial_merge_size
+    want = [(h // p // m) * (w // p // m) for h, w in enc.inputs["image_sizes"].tolist()]
+    got = (enc.inputs["input_ids"] == model.config.image_token_id).sum(1).tolist()
+    assert got == want and want[0] > want[1] > 0  # the narrower image has fewer
+    model, processor, _ = tiny_inferred("idefics2")
+    vlm = interp.load(model, processor)
+    assert vlm.adapter.name == "idefics2" and vlm.adapter.pixel_layout == "rows"
+    assert encode(vlm, make_samples(2), "full").inputs["pixel_values"].shape[:2] == (2, 1)
+    # ShieldGemma 2 (Gemma 3's processor): token_type_ids mark exactly the image tokens
+    model, processor, _ = tiny_inferred("shieldgemma2")
+    inputs = encode(interp.load(model, processor), make_samples(2), "full").inputs
+    marks = inputs["input_ids"] == model.config.image_token_id
+    assert marks.any() and torch.equal(inputs["token_type_ids"].bool(), marks)

@@ -16,7 +16,7 @@ from .llava import VIDEO_TOKEN
 
 # above this many parameters a generic shrink left a tower at full size: too slow for the sweep
 MAX_PARAMS = 8_000_000
-IMAGE_SIZE = 32
+from .zoo_inputs import IMAGE_SIZE  # noqa: E402
 
 _TEXT = {
     "hidden_size": TEXT_HIDDEN,
@@ -43,6 +43,7 @@ _TOWER = {
     "depth": 2,
     "num_attention_heads": 2,
     "num_heads": 2,
+    "head_dim": VISION_HIDDEN // 2,
     "out_hidden_size": TEXT_HIDDEN,
     "vision_output_dim": TEXT_HIDDEN,
     "projector_input_dim": TEXT_HIDDEN,
@@ -59,8 +60,10 @@ class ParityError(Exception):
 
 def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
     """Set each size ``d`` has (a list-valued one per entry); per-layer lists keep the first
-    and last layer's kind (a hybrid decoder keeps both kinds); M-RoPE sections keep their
-    shares of the new rotary half; a decoder whose heads equal its key-value heads keeps that."""
+    layer's kind and the first other kind (a hybrid decoder keeps both kinds, even one whose
+    first and last layers are alike: LFM2's convolutions around its attention layers); M-RoPE sections keep their
+    shares of the new rotary half; a decoder whose heads equal its key-value heads keeps that,
+    and none keeps more key-value heads than heads."""
     n = d.get("num_hidden_layers")
     same_kv = d.get("num_key_value_heads") == d.get("num_attention_heads")
     for key, value in sizes.items():
@@ -69,11 +72,16 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
             d[key] = [value] * len(old)
         elif old is not None:
             d[key] = value
-    if same_kv and d.get("num_key_value_heads") is not None:
-        d["num_key_value_heads"] = d["num_attention_heads"]
+    kv, heads = d.get("num_key_value_heads"), d.get("num_attention_heads", d.get("num_heads"))
+    if kv is not None and heads is not None and (same_kv or kv > heads):
+        d["num_key_value_heads"] = (
+            heads  # never more key-value heads than heads (EXAONE 4.5's tower)
+        )
     for key in _PER_LAYER:
         if isinstance(d.get(key), list) and n and len(d[key]) == n and n > 1:
-            d[key] = [d[key][0], d[key][-1]][: sizes["num_hidden_layers"]]
+            first = d[key][0]  # and the first layer of another kind, else the last
+            other = next((k for k in d[key] if k != first), d[key][-1])
+            d[key] = [first, other][: sizes["num_hidden_layers"]]
     _feature_layers(d)
     rope = d.get("rope_parameters")
     if isinstance(rope, dict) and rope.get("mrope_section"):
@@ -81,7 +89,8 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
         total = int(HEAD_DIM * share) // 2
         old = list(rope["mrope_section"])
         new = [max(1, s * total // sum(old)) for s in old]
-        new[0] += total - sum(new)
+        # the remainder on the temporal share: h and w stay equal (ERNIE 4.5-VL stacks them)
+        new[-1] += total - sum(new)
         rope["mrope_section"] = new
 
 
@@ -115,20 +124,18 @@ def _borrowed(pattern: str) -> tuple[Any, str]:
         from .audio import build_qwen2_audio
 
         return build_qwen2_audio()[1], "qwen2_audio"
-    from transformers import CLIPImageProcessorPil, LlavaProcessor
+    from transformers import CLIPImageProcessorPil
 
     from ..tokenizer import chat_template
     from .llava import IMAGE_PLACEHOLDER, _tokenizer
+    from .zoo_inputs import CountingProcessor
 
     size = IMAGE_SIZE
-    processor = LlavaProcessor(
+    processor = CountingProcessor(
         image_processor=CLIPImageProcessorPil(
             size={"shortest_edge": size}, crop_size={"height": size, "width": size}
         ),
         tokenizer=_tokenizer(with_video=True),
-        patch_size=size,  # one grid cell: the count is set by num_additional_image_tokens
-        vision_feature_select_strategy="full",
-        num_additional_image_tokens=0,
         chat_template=chat_template(IMAGE_PLACEHOLDER),
     )
     return processor, "llava"
@@ -157,6 +164,7 @@ def tiny_inferred(
     from transformers import AutoConfig, AutoModelForMultimodalLM
 
     from ...adapters.infer import pattern_of
+    from .zoo_inputs import CONFIG_FIXES, DROPPED, IMAGE_PROCESSORS, RENAMED, STOCK_PROCESSORS
 
     config = AutoConfig.for_model(model_type)
     pattern, why = pattern_of(config)
@@ -170,6 +178,8 @@ def tiny_inferred(
         isinstance(vision, dict) and bool(vision.get("spatial_merge_size"))
     )
     processor, name = _borrowed("qwen-vl-like" if grid else pattern)
+    if model_type in STOCK_PROCESSORS:
+        processor = STOCK_PROCESSORS[model_type](processor)
     tok = processor.tokenizer
     text = d.get("text_config") if isinstance(d.get("text_config"), dict) else d
     _shrink(text, _TEXT)
@@ -211,7 +221,9 @@ def tiny_inferred(
         ids["image_start"], ids["image_end"] = ids["vision_start"], ids["vision_end"]
     elif pattern == "llava-like" and isinstance(vision, dict):
         for key, value in (("image_size", IMAGE_SIZE), ("patch_size", 8), ("num_channels", 3)):
-            if key in vision:
+            if isinstance(vision.get(key), list):  # per side (Molmo2's [height, width])
+                vision[key] = [value] * len(vision[key])
+            elif key in vision:
                 vision[key] = value
         ratio = vision.get("pixel_shuffle_ratio")
         if ratio:  # Llama 4: the shuffled width feeds the vision adapter's MLP
@@ -226,6 +238,10 @@ def tiny_inferred(
                 if key in audio:
                     audio[key] = processor.feature_extractor.feature_size
         ids = {"audio": tok.convert_tokens_to_ids(processor.audio_token)}
+    if model_type in CONFIG_FIXES:  # image-size-dependent fields, for the tiny tower
+        CONFIG_FIXES[model_type](d)
+    if model_type in IMAGE_PROCESSORS:  # its own, sized to the tiny tower
+        processor.image_processor = IMAGE_PROCESSORS[model_type](d["vision_config"])
     _set_ids(d, ids)
     try:
         config = type(config).from_dict(d)
@@ -239,8 +255,15 @@ def tiny_inferred(
         raise
     except Exception as err:  # noqa: BLE001 - the reason is the row
         raise ParityError(f"the shrunk default config does not build ({_reason(err)})") from None
-    if "mm_token_type_ids" not in inspect.signature(model.forward).parameters:
+    if (
+        "mm_token_type_ids" not in inspect.signature(model.forward).parameters
+        and model_type not in RENAMED
+    ):
         processor.return_mm_token_type_ids = False  # a field the borrowed processor adds
+    with torch.no_grad():  # a weight matrix HF initialises to zero (Gemma 3's image
+        for param in model.parameters():  # projection) is drawn, so the image reaches the output
+            if param.dim() == 2 and not param.any():
+                param.normal_(0.0, INIT_STD)
     model = model.float().eval()
     model.config.architectures = [type(model).__name__]
     model.set_attn_implementation(attn_implementation)
@@ -250,16 +273,29 @@ def tiny_inferred(
         tok.bos_token_id,
         tok.eos_token_id,
     )
-    if name == "llava":  # expand <image> to the model's feature count for one image
-        pixels = processor.image_processor([_image()], return_tensors="pt")["pixel_values"]
-        try:
+    if name == "llava":  # expand each <image> to the model's feature count for that image
+        width = _n_text(model)
+
+        def count(inputs: dict[str, Any]) -> int:
+            # the base model's (it names its inputs; DeepSeek-VL's head model has none)
+            base = getattr(model, "model", None)
+            get = getattr(base, "get_image_features", None) or model.get_image_features
+            wanted = inspect.signature(get).parameters
             with torch.no_grad():
-                per_image = _count(model.get_image_features(pixel_values=pixels), _n_text(model))
+                out = get(**{k: v for k, v in inputs.items() if k in wanted})
+            return _count(out, width)
+
+        processor.counter = count
+        processor.dropped = DROPPED.get(model_type, ())
+        processor.renamed = RENAMED.get(model_type, {})
+        if processor.renamed:  # the stock processor returns the marks it renames
+            processor.return_mm_token_type_ids = True
+        try:
+            processor(text=[processor.image_token], images=[_image()])
         except Exception as err:  # noqa: BLE001
             raise ParityError(
-                f"its feature site does not take 32 px pixel_values alone ({_reason(err)})"
+                f"its feature site does not take its image processor's inputs ({_reason(err)})"
             ) from None
-        processor.num_additional_image_tokens = per_image - 1
     return model, processor, name
 
 

@@ -1,0 +1,239 @@
+"""The inputs a zoo type's stock processor gives beyond plain ``pixel_values``, for the types whose
+feature site needs them (:func:`interp.testing.builders.inferred.tiny_inferred`).
+
+The stock processors of these types do not build offline (each needs its checkpoint's tokenizer
+files; Pixtral's also needs torchvision), but their *image* processors do (the PIL ones). The
+borrowed LLaVA processor then takes the type's own PIL image processor, sized to the tiny tower,
+so a batch carries what the stock processor would put in it (``image_sizes`` for Pixtral towers,
+``pixel_attention_mask`` and 5-D ``pixel_values`` for Idefics2, ``pixel_mask`` for Aria), and
+:class:`CountingProcessor` expands each ``<image>`` into as many placeholders as the model's
+feature site gives for that image.
+
+:data:`IMAGE_PROCESSORS` is the one place these per-type inputs are named;
+:data:`CONFIG_FIXES` the one place a shrunk config's image-size-dependent fields are set to the
+tiny tower (the defaults are sized for the checkpoint's image size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from transformers import LlavaProcessor
+
+IMAGE_SIZE = 32
+ARIA_SIZE, ARIA_PATCH = 490, 70  # 7 x 7 patches
+
+
+def _pixtral(vision: dict[str, Any]) -> Any:
+    """Pixtral's image processor: longest edge :data:`IMAGE_SIZE`, the tower's patch; gives
+    ``image_sizes`` (Mistral 3 and LightOnOCR crop each padded image to it)."""
+    from transformers import PixtralImageProcessorPil
+
+    p = int(vision["patch_size"])
+    return PixtralImageProcessorPil(
+        patch_size={"height": p, "width": p}, size={"longest_edge": IMAGE_SIZE}
+    )
+
+
+def _idefics2(vision: dict[str, Any]) -> Any:
+    """Idefics2's image processor without splitting: 5-D ``pixel_values`` ``[rows, images, 3,
+    H, W]`` and ``pixel_attention_mask``."""
+    from transformers import Idefics2ImageProcessorPil
+
+    return Idefics2ImageProcessorPil(
+        size={"longest_edge": IMAGE_SIZE, "shortest_edge": IMAGE_SIZE}, do_image_splitting=False
+    )
+
+
+def _aria(vision: dict[str, Any]) -> Any:
+    """Aria's image processor at its smaller size (490 px, the only sizes it takes are 490 and
+    980), no split: padded square images and ``pixel_mask``."""
+    from transformers import AriaImageProcessorPil
+
+    return AriaImageProcessorPil(max_image_size=ARIA_SIZE, split_image=False)
+
+
+def _square(name: str) -> Callable[[dict[str, Any]], Any]:
+    """An image processor ``name`` that resizes to a :data:`IMAGE_SIZE` square."""
+
+    def build(vision: dict[str, Any]) -> Any:
+        import transformers
+
+        return getattr(transformers, name)(size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+
+    return build
+
+
+def _siglip2(vision: dict[str, Any]) -> Any:
+    """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
+    PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
+    ``pixel_values``, ``spatial_shapes`` and ``pixel_attention_mask``."""
+    from transformers import Siglip2ImageProcessorPil
+
+    return Siglip2ImageProcessorPil(
+        patch_size=int(vision["patch_size"]),
+        max_num_patches=(IMAGE_SIZE // int(vision["patch_size"])) ** 2,
+    )
+
+
+def _video_llama_3(vision: dict[str, Any]) -> Any:
+    """VideoLLaMA 3's image processor at the tower's patch, at most :data:`IMAGE_SIZE` squared
+    pixels: patch-flattened ``pixel_values``, ``image_grid_thw`` and ``image_merge_sizes``."""
+    from transformers import VideoLlama3ImageProcessorPil
+
+    p = int(vision["patch_size"])
+    return VideoLlama3ImageProcessorPil(
+        patch_size=p, size={"longest_edge": IMAGE_SIZE**2, "shortest_edge": (2 * p) ** 2}
+    )
+
+
+def _paddleocr_vl(vision: dict[str, Any]) -> Any:
+    """PaddleOCR-VL's image processor at the tiny tower's patch and merge (in the Qwen-VL
+    processor it borrows): patches kept 2-D, ``[patches, 3, p, p]``, as its tower takes them."""
+    from transformers import PaddleOCRVLImageProcessorPil
+
+    p, m = int(vision["patch_size"]), int(vision["spatial_merge_size"])
+    return PaddleOCRVLImageProcessorPil(
+        patch_size=p,
+        merge_size=m,
+        size={"shortest_edge": (p * m) ** 2, "longest_edge": IMAGE_SIZE**2},
+    )
+
+
+# type -> its own PIL image processor, sized to the tiny tower's vision config
+IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "mistral3": _pixtral,
+    "lighton_ocr": _pixtral,
+    "idefics2": _idefics2,
+    "aria": _aria,
+    "shieldgemma2": _square("Gemma3ImageProcessorPil"),
+    "deepseek_vl": _square("DeepseekVLImageProcessorPil"),
+    "lfm2_vl": _siglip2,
+    "video_llama_3": _video_llama_3,
+    "paddleocr_vl": _paddleocr_vl,
+}
+
+
+# type -> image-processor outputs its stock processor drops (its ``unused_input_names``)
+DROPPED: dict[str, tuple[str, ...]] = {"aria": ("num_crops",), "shieldgemma2": ("num_crops",)}
+# type -> outputs its stock processor renames (Gemma 3's marks image tokens in token_type_ids,
+# which its forward reads for bidirectional attention over each image)
+RENAMED: dict[str, dict[str, str]] = {"shieldgemma2": {"mm_token_type_ids": "token_type_ids"}}
+
+
+def _aria_queries(d: dict[str, Any]) -> None:
+    """Aria's projector maps a tower's patch count to its query count: a tower of 7 x 7
+    patches at the image processor's 490 px, half as many queries."""
+    d["vision_config"].update(image_size=ARIA_SIZE, patch_size=ARIA_PATCH)
+    patches = (ARIA_SIZE // ARIA_PATCH) ** 2
+    d["projector_patch_to_query_dict"] = {patches: patches // 2}
+    d["max_value_projector_patch_to_query_dict"] = patches // 2
+
+
+def _pooled_tokens(d: dict[str, Any]) -> None:
+    """Gemma 3's tower pools its patch grid to ``mm_tokens_per_image`` (a square): 2 x 2."""
+    d["mm_tokens_per_image"] = 4
+
+
+def _sliding_window(d: dict[str, Any]) -> None:
+    """Step3p7 builds a sliding-window mask on every forward, but its default config leaves
+    ``sliding_window`` unset (a checkpoint sets it): a window shorter than the checks' prompts."""
+    d["text_config"]["sliding_window"] = 16
+
+
+# type -> a fix-up of the shrunk config dict for the tiny tower's image size
+CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "aria": _aria_queries,
+    "shieldgemma2": _pooled_tokens,
+    "step3p7": _sliding_window,
+}
+
+
+def _glmasr(borrowed: Any) -> Any:
+    """GLM-ASR's own processor (it builds offline: no image processor) around the borrowed
+    Qwen2-Audio processor's Whisper features, tokenizer and template: ``input_features_mask``
+    and its own audio-token count per audio."""
+    from transformers import GlmAsrProcessor
+
+    from .audio import AUDIO_TOKEN
+
+    return GlmAsrProcessor(
+        feature_extractor=borrowed.feature_extractor,
+        tokenizer=borrowed.tokenizer,
+        chat_template=borrowed.chat_template,
+        audio_token=AUDIO_TOKEN,
+    )
+
+
+# type -> its stock processor class built around the borrowed processor's parts (where it
+# builds offline)
+STOCK_PROCESSORS: dict[str, Callable[[Any], Any]] = {"glmasr": _glmasr}
+
+
+def _one(inputs: dict[str, Any], idx: int, n: int) -> dict[str, Any]:
+    """Image ``idx``'s slice of a batch of ``n`` images' processor outputs."""
+    import numpy as np
+
+    out = {}
+    for key, value in inputs.items():
+        batched = isinstance(value, (torch.Tensor, np.ndarray, list, tuple))
+        if batched and getattr(value, "ndim", 1) > 0 and len(value) == n:
+            value = value[idx : idx + 1]
+            value = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.stack(value))
+        out[key] = value
+    return out
+
+
+class CountingProcessor(LlavaProcessor):
+    """A LLaVA processor whose ``<image>`` expands to the feature count the model's
+    ``get_image_features`` gives for that image (its own inputs, as the image processor made
+    them): the placeholder count matches the features by construction, whatever the image
+    size; the zoo's ``features`` check then checks the forward's feature site."""
+
+    counter: Callable[[dict[str, Any]], int] | None = None
+    dropped: tuple[str, ...] = ()
+    renamed: dict[str, str] = {}  # noqa: RUF012 - replaced per instance, never mutated
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().__call__(*args, **kwargs)
+        for old, new in self.renamed.items():
+            if old in out:
+                out[new] = out.pop(old)
+        return out
+
+    @property
+    def unused_input_names(self) -> list[str]:
+        return list(self.dropped)
+
+    def replace_image_token(
+        self, image_inputs: Mapping[str, Any], image_idx: int, **kwargs: Any
+    ) -> str:
+        import numpy as np
+
+        grid = image_inputs.get("image_grid_thw")
+        if grid is not None:  # patch-flattened pixel_values: image_idx's rows of patches
+            sizes = [int(torch.as_tensor(np.asarray(g)).prod()) for g in grid]
+            start = sum(sizes[:image_idx])
+            patches = image_inputs["pixel_values"][start : start + sizes[image_idx]]
+            one = {
+                k: torch.as_tensor(np.asarray(v[image_idx : image_idx + 1]))
+                for k, v in image_inputs.items()
+            }
+            one["pixel_values"] = torch.as_tensor(np.asarray(patches))
+            return self.image_token * self.counter(one)
+        n = len(image_inputs["pixel_values"])
+        if self.counter is None:
+            raise RuntimeError("CountingProcessor.counter is not set")
+        return self.image_token * self.counter(_one(dict(image_inputs), image_idx, n))
+
+
+__all__ = [
+    "CONFIG_FIXES",
+    "DROPPED",
+    "RENAMED",
+    "IMAGE_PROCESSORS",
+    "IMAGE_SIZE",
+    "CountingProcessor",
+]
