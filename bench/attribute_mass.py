@@ -141,6 +141,7 @@ def main() -> None:
     table = pd.concat(tables)
     table.to_csv(args.out / "object_mass.csv", index=False)
     print(markdown(table))
+    print_per_image(pd.concat(shares))
     occ = results.get("occlusion, black-image swap")
     if occ is None or len(results) == 1:
         return
@@ -150,6 +151,25 @@ def main() -> None:
     agree["group"] = agree["sample_id"].map(group_of)
     agree.to_csv(args.out / "rank_agreement.csv", index=False)
     print(agree.groupby(["method", "group"])["spearman"].median().to_string())
+
+
+def print_per_image(shares: pd.DataFrame, method: str = "occlusion, black-image swap") -> None:
+    """Per image, the mean in-box share of ``method``'s maps over its prior-driven answers, and how
+    many images lie near all or nothing (below 0.25 or above 0.9). A demo-world question group
+    asks one image in several wordings, ids ``<group>-<k>``."""
+    one = shares[shares["method"] == method].copy()
+    if one.empty:
+        return
+    one["image"] = one["sample_id"].str.rsplit("-", n=1).str[0]
+    print(f"{method}: images per group", one.groupby("group")["image"].nunique().to_dict())
+    # an image whose maps have no positive mass has no share
+    prior = one[one["group"] == "prior"].groupby("image")["inside"].mean().dropna()
+    prior = prior.sort_values(ascending=False)
+    extreme = int(((prior < 0.25) | (prior > 0.9)).sum())
+    print(
+        f"{method}, prior-driven answers per image: {extreme} of {len(prior)} images below 0.25 "
+        f"or above 0.9; shares {', '.join(f'{v:.2f}' for v in prior)}"
+    )
 
 
 if __name__ == "__main__":
