@@ -12,7 +12,9 @@ it, such as a renamed or remote-code model, needs an entry). Three patterns cove
 The rules, in order (:func:`infer_adapter` reads the config, :func:`complete` the module tree):
 
 1. token ids: ``image_token_id`` / ``image_token_index`` (``audio_…``, ``video_…``) on the config
-   or its text config; a modality is taken when its id is set (not None);
+   or its text config; a modality is taken when its id is set (not None); a config that declares
+   the fields but leaves them all None (transformers' default for Voxtral and MiniCPM-V, which
+   their checkpoints set) is refused with the fields to set (:func:`unset_ids`);
 2. refused up front: encoder–decoder configs, Q-Former configs (``qformer_config``), configs with
    no placeholder-token id;
 3. the decoder is ``model.get_decoder()`` and must hold ``.layers``;
@@ -53,6 +55,7 @@ PROJECTORS = (
     "model.audio_projector",
     "model.aligner",
     "model.resampler_model",
+    "model.merger",
 )
 AUDIO_SITES = (
     "model.multi_modal_projector",
@@ -70,6 +73,22 @@ def _token(config: Any, kind: str) -> int | None:
             if value is not None:
                 return int(value)
     return None
+
+
+def unset_ids(config: Any) -> list[str]:
+    """The placeholder-token id fields ``config`` (or its text config) declares but leaves None,
+    for a modality whose tower config it has (``vision_config`` for images and video,
+    ``audio_config`` for audio): transformers' default for some types (Voxtral's
+    ``audio_token_id``, MiniCPM-V's ``image_token_id``), which their checkpoints set."""
+    towers = {"image": "vision_config", "video": "vision_config", "audio": "audio_config"}
+    kinds = [k for k, t in towers.items() if getattr(config, t, None) is not None]
+    names: list[str] = []
+    for cfg in (config, _text(config)):
+        for kind in kinds:
+            for attr in (f"{kind}_token_id", f"{kind}_token_index"):
+                if attr in vars(cfg) and getattr(cfg, attr) is None and attr not in names:
+                    names.append(attr)
+    return names
 
 
 def _text(config: Any) -> Any:
@@ -104,6 +123,12 @@ def pattern_of(config: Any) -> tuple[str | None, str]:
         return "audio-lm", ""
     if image is not None:
         return None, "an image-token id but no vision_config"
+    unset = unset_ids(config)
+    if unset:
+        return None, (
+            f"its config leaves {' / '.join(unset)} unset (None), as transformers' default "
+            "does; a checkpoint sets it: set it to the placeholder token's id"
+        )
     return None, "no image- or audio-token id in the config (image_token_id / audio_token_id)"
 
 

@@ -7,6 +7,8 @@ transformers release shows up as new rows): the default config, with its text de
 (:func:`interp.adapter_for`: a registered entry, the thinker of an omni checkpoint, or an entry
 inferred by :mod:`interp.adapters.infer`), the model is built on the meta device (no memory), an
 inferred entry's module paths are resolved on its tree, and every load-time invariant is checked.
+A default config that declares its placeholder-token ids but leaves them None (Voxtral, MiniCPM-V)
+gets stand-ins first, as every checkpoint of the type sets them; its row says so.
 A type is *supported* when all of that holds; otherwise *refused* with the reason (the adapter's
 refusal, the build error, or the failing invariant and the field to set).
 
@@ -146,6 +148,7 @@ def classify(model_type: str) -> Row:
     from ..adapters.registry import ADAPTERS, adapter_for
     from ..errors import UnsupportedArchitectureError
     from ..thinker import inner_config, wrapper_of
+    from .builders.zoo_inputs import set_unset_ids
     from .zoo_parity import check as parity_check
 
     def refused(reason: str, adapter: str = "", modalities: str = "") -> Row:
@@ -157,6 +160,7 @@ def classify(model_type: str) -> Row:
         except Exception as err:  # noqa: BLE001 - the reason is the row
             return refused(f"the default config does not build ({_short(err)})")
         config = inner_config(whole)
+        filled = set_unset_ids(config)  # left None by the default, set by every checkpoint
         try:
             adapter = adapter_for(config)
         except UnsupportedArchitectureError as err:
@@ -195,6 +199,8 @@ def classify(model_type: str) -> Row:
     name = adapter.name
     if wrapper_of(whole) is not None:
         name += " (thinker of the full checkpoint)"
+    if filled:
+        name += f"; {' / '.join(filled)} set as its checkpoints set it (None by default)"
     return Row(model_type, True, name, kinds, layout, parity, "", real_tokenizer_cell(model_type))
 
 

@@ -13,12 +13,13 @@ import time
 
 import pytest
 import torch
-from transformers import AutoConfig, LlavaConfig, PixtralVisionConfig
+from transformers import AutoConfig, LlavaConfig, PixtralVisionConfig, VoxtralConfig
 
 import interp
 from interp.adapters import ADAPTERS
 from interp.adapters.infer import invariants, pattern_of
 from interp.testing import build_tiny, shared_tiny_vlm
+from interp.testing.builders.zoo_inputs import set_unset_ids
 from interp.testing.pins import check_made_under
 from interp.testing.samples import make_samples
 from interp.testing.tolerance import assert_close
@@ -55,8 +56,10 @@ def test_every_type_is_supported_or_refused_with_its_reason(model_type):
 
     inner = inner_config(config).model_type
     if "inferred" in row.adapter:  # its pattern is the config's; layout features are refused
+        filled = set_unset_ids(config)  # ids left None by the default, as checkpoints set them
         pattern, _ = pattern_of(config)
-        assert row.adapter == f"{model_type} (inferred: {pattern})"
+        note = f"; {' / '.join(filled)} set as its checkpoints set it (None by default)"
+        assert row.adapter == f"{model_type} (inferred: {pattern})" + (note if filled else "")
         assert row.layout in ("refused (not verified)", "no image")
         assert_zoo_parity(row)
         kinds = [
@@ -124,6 +127,21 @@ def test_docs_families_is_the_sweeps_table():
     check_made_under(made_under, "docs/families.md", "python -m interp.testing.zoo")
     rows = [row_of(t) for t in TYPES]
     assert DOC.read_text() == render(rows), "run: python -m interp.testing.zoo"
+
+
+def test_a_placeholder_id_left_unset_by_the_default_config_is_named_and_a_set_one_loads():
+    """Voxtral's default config leaves ``audio_token_id`` None (its checkpoints set it): the
+    refusal names the field and says to set it; with the field set the audio-LM pattern serves
+    it, and the sweep's stand-in fills only fields declared and unset."""
+    with pytest.raises(interp.UnsupportedArchitectureError, match="audio_token_id unset") as err:
+        interp.adapter_for(VoxtralConfig())
+    assert "set it to the placeholder token's id" in str(err.value)
+    adapter = interp.adapter_for(VoxtralConfig(audio_token_id=24))
+    assert adapter.inferred == "audio-lm" and adapter.modalities == ("audio",)
+    config = VoxtralConfig()
+    assert set_unset_ids(config) == ["audio_token_id"] and config.audio_token_id is not None
+    llava = LlavaConfig()
+    assert set_unset_ids(llava) == [] and llava.image_token_id == 32000  # set already: kept
 
 
 def test_a_llava_config_with_a_pixtral_tower_is_detected_not_assumed():

@@ -164,9 +164,17 @@ def tiny_inferred(
     from transformers import AutoConfig, AutoModelForMultimodalLM
 
     from ...adapters.infer import pattern_of
-    from .zoo_inputs import CONFIG_FIXES, DROPPED, IMAGE_PROCESSORS, RENAMED, STOCK_PROCESSORS
+    from .zoo_inputs import (
+        CONFIG_FIXES,
+        DROPPED,
+        IMAGE_PROCESSORS,
+        RENAMED,
+        STOCK_PROCESSORS,
+        set_unset_ids,
+    )
 
     config = AutoConfig.for_model(model_type)
+    set_unset_ids(config)  # as a checkpoint sets them (Voxtral's audio_token_id)
     pattern, why = pattern_of(config)
     if pattern is None:
         raise ParityError(why)

@@ -26,6 +26,23 @@ IMAGE_SIZE = 32
 ARIA_SIZE, ARIA_PATCH = 490, 70  # 7 x 7 patches
 
 
+def set_unset_ids(config: Any) -> list[str]:
+    """Give a default config that declares its placeholder-token ids but leaves them all None
+    (:func:`interp.adapters.infer.unset_ids`) a stand-in id per field, as its checkpoints set
+    them (the tiny build then sets its tokenizer's ids); returns the fields set, or none where
+    the config has an id already or declares none."""
+    from ...adapters.infer import _text, _token, unset_ids
+
+    if _token(config, "image") is not None or _token(config, "audio") is not None:
+        return []
+    names = unset_ids(config)
+    for i, name in enumerate(names):
+        for cfg in (config, _text(config)):
+            if name in vars(cfg):
+                setattr(cfg, name, 1 + i)
+    return names
+
+
 def _pixtral(vision: dict[str, Any]) -> Any:
     """Pixtral's image processor: longest edge :data:`IMAGE_SIZE`, the tower's patch; gives
     ``image_sizes`` (Mistral 3 and LightOnOCR crop each padded image to it)."""
