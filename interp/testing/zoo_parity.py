@@ -20,8 +20,11 @@ LFM2-VL's image processors also need torchvision):
   frames, or 1 for a tower with a 2-D patch embedding), the model's vision config set to the same
   patch, merge and frame sizes (with the type's own PIL image processor where its tower takes
   another patch layout: PaddleOCR-VL's 2-D patches);
-- ``audio-lm``: the tiny Qwen2-Audio processor (Whisper features; the tower's mel bins set to its
-  feature size).
+- ``audio-lm``: the tiny Qwen2-Audio processor (Whisper features, a 2 s window; the tower's mel
+  bins set to its feature size), whose ``<|AUDIO|>`` expands to as many tokens as the model's
+  ``get_audio_features`` gives for that clip (``CountingAudioProcessor``: Voxtral's encoder pools
+  its whole padded window); a type with a processor of its own that builds offline takes it
+  (GLM-ASR).
 
 :func:`check` then runs, in order, and stops at the first failure (whose reason it returns):
 

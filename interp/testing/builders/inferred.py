@@ -7,6 +7,7 @@ borrowing rules)."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -281,19 +282,19 @@ def tiny_inferred(
         tok.bos_token_id,
         tok.eos_token_id,
     )
+    if name == "qwen2_audio" and model_type not in STOCK_PROCESSORS:
+        # expand each <|AUDIO|> to the model's feature count for that clip
+        from .zoo_inputs import CountingAudioProcessor
+
+        processor = CountingAudioProcessor(
+            feature_extractor=processor.feature_extractor,
+            tokenizer=processor.tokenizer,
+            chat_template=processor.chat_template,
+        )
+        processor.counter = _counter(model, "get_audio_features")
+        processor.dropped = DROPPED.get(model_type, ())
     if name == "llava":  # expand each <image> to the model's feature count for that image
-        width = _n_text(model)
-
-        def count(inputs: dict[str, Any]) -> int:
-            # the base model's (it names its inputs; DeepSeek-VL's head model has none)
-            base = getattr(model, "model", None)
-            get = getattr(base, "get_image_features", None) or model.get_image_features
-            wanted = inspect.signature(get).parameters
-            with torch.no_grad():
-                out = get(**{k: v for k, v in inputs.items() if k in wanted})
-            return _count(out, width)
-
-        processor.counter = count
+        processor.counter = _counter(model, "get_image_features")
         processor.dropped = DROPPED.get(model_type, ())
         processor.renamed = RENAMED.get(model_type, {})
         if processor.renamed:  # the stock processor returns the marks it renames
@@ -305,6 +306,23 @@ def tiny_inferred(
                 f"its feature site does not take its image processor's inputs ({_reason(err)})"
             ) from None
     return model, processor, name
+
+
+def _counter(model: torch.nn.Module, method: str) -> Callable[[dict[str, Any]], int]:
+    """Feature vectors ``model``'s ``method`` (``get_image_features`` / ``get_audio_features``)
+    gives for one item's processor outputs, passed by the names it takes."""
+    width = _n_text(model)
+
+    def count(inputs: dict[str, Any]) -> int:
+        # the base model's (it names its inputs; DeepSeek-VL's head model has none)
+        base = getattr(model, "model", None)
+        get = getattr(base, method, None) or getattr(model, method)
+        wanted = inspect.signature(get).parameters
+        with torch.no_grad():
+            out = get(**{k: v for k, v in inputs.items() if k in wanted})
+        return _count(out, width)
+
+    return count
 
 
 def _n_text(model: torch.nn.Module) -> int:

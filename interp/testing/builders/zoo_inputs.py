@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-from transformers import LlavaProcessor
+from transformers import LlavaProcessor, Qwen2AudioProcessor
 
 IMAGE_SIZE = 32
 ARIA_SIZE, ARIA_PATCH = 490, 70  # 7 x 7 patches
@@ -134,7 +134,12 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 
 # type -> image-processor outputs its stock processor drops (its ``unused_input_names``)
-DROPPED: dict[str, tuple[str, ...]] = {"aria": ("num_crops",), "shieldgemma2": ("num_crops",)}
+# (Voxtral's gives ``input_features`` alone: its encoder takes the whole padded window)
+DROPPED: dict[str, tuple[str, ...]] = {
+    "aria": ("num_crops",),
+    "shieldgemma2": ("num_crops",),
+    "voxtral": ("feature_attention_mask",),
+}
 # type -> outputs its stock processor renames (Gemma 3's marks image tokens in token_type_ids,
 # which its forward reads for bidirectional attention over each image)
 RENAMED: dict[str, dict[str, str]] = {"shieldgemma2": {"mm_token_type_ids": "token_type_ids"}}
@@ -161,10 +166,19 @@ def _sliding_window(d: dict[str, Any]) -> None:
 
 
 # type -> a fix-up of the shrunk config dict for the tiny tower's image size
+def _audio_window(d: dict[str, Any]) -> None:
+    """An encoder that takes exactly its window of mel frames (Voxtral: ``max_source_positions``
+    x 2 frames, 30 s at full size) gets the borrowed extractor's window (2 s)."""
+    from .audio import MAX_SOURCE_POSITIONS
+
+    d["audio_config"]["max_source_positions"] = MAX_SOURCE_POSITIONS
+
+
 CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
     "aria": _aria_queries,
     "shieldgemma2": _pooled_tokens,
     "step3p7": _sliding_window,
+    "voxtral": _audio_window,
 }
 
 
@@ -246,8 +260,33 @@ class CountingProcessor(LlavaProcessor):
         return self.image_token * self.counter(_one(dict(image_inputs), image_idx, n))
 
 
+class CountingAudioProcessor(Qwen2AudioProcessor):
+    """The tiny Qwen2-Audio processor whose ``<|AUDIO|>`` expands to the feature count the
+    model's ``get_audio_features`` gives for that clip (its own features, as the extractor made
+    them): an encoder with its own pooling or a fixed window (Voxtral: one vector per pair of
+    encoder positions over the whole padded window) gets as many placeholders as it gives
+    vectors; the ``features`` check then checks the forward's feature site."""
+
+    counter: Callable[[dict[str, Any]], int] | None = None
+    dropped: tuple[str, ...] = ()
+
+    @property
+    def unused_input_names(self) -> list[str]:
+        return ["num_audio_tokens", *self.dropped]
+
+    def replace_audio_token(
+        self, audio_inputs: Mapping[str, Any], audio_idx: int, **kwargs: Any
+    ) -> str:
+        if self.counter is None:
+            raise RuntimeError("CountingAudioProcessor.counter is not set")
+        n = len(audio_inputs["input_features"])
+        one = {k: v for k, v in audio_inputs.items() if k != "num_audio_tokens"}
+        return self.audio_token * self.counter(_one(one, audio_idx, n))
+
+
 __all__ = [
     "CONFIG_FIXES",
+    "CountingAudioProcessor",
     "DROPPED",
     "RENAMED",
     "IMAGE_PROCESSORS",
