@@ -23,8 +23,8 @@ LFM2-VL's image processors also need torchvision):
 - ``audio-lm``: the tiny Qwen2-Audio processor (Whisper features, a 2 s window; the tower's mel
   bins set to its feature size), whose ``<|AUDIO|>`` expands to as many tokens as the model's
   ``get_audio_features`` gives for that clip (``CountingAudioProcessor``: Voxtral's encoder pools
-  its whole padded window); a type with a processor of its own that builds offline takes it
-  (GLM-ASR).
+  its whole padded window; Qwen3-ASR's reads the frames' mask as ``input_features_mask``, its
+  processor's name); a type with a processor of its own that builds offline takes it (GLM-ASR).
 
 :func:`check` then runs, in order, and stops at the first failure (whose reason it returns):
 

@@ -49,6 +49,12 @@ _TOWER = {
     "vision_output_dim": TEXT_HIDDEN,
     "projector_input_dim": TEXT_HIDDEN,
     "projector_output_dim": TEXT_HIDDEN,
+    # Whisper-style audio encoders (Qwen3-ASR)
+    "encoder_layers": 2,
+    "encoder_attention_heads": 2,
+    "encoder_ffn_dim": 2 * VISION_HIDDEN,
+    "d_model": VISION_HIDDEN,
+    "downsample_hidden_size": VISION_HIDDEN,
     "vocab_size": 256,  # Ovis: the visual vocabulary
     "initializer_range": INIT_STD,
 }
@@ -293,6 +299,7 @@ def tiny_inferred(
         )
         processor.counter = _counter(model, "get_audio_features")
         processor.dropped = DROPPED.get(model_type, ())
+        processor.renamed = RENAMED.get(model_type, {})
     if name == "llava":  # expand each <image> to the model's feature count for that image
         processor.counter = _counter(model, "get_image_features")
         processor.dropped = DROPPED.get(model_type, ())

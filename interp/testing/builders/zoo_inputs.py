@@ -141,8 +141,12 @@ DROPPED: dict[str, tuple[str, ...]] = {
     "voxtral": ("feature_attention_mask",),
 }
 # type -> outputs its stock processor renames (Gemma 3's marks image tokens in token_type_ids,
-# which its forward reads for bidirectional attention over each image)
-RENAMED: dict[str, dict[str, str]] = {"shieldgemma2": {"mm_token_type_ids": "token_type_ids"}}
+# which its forward reads for bidirectional attention over each image; Qwen3-ASR's names the
+# Whisper frames' mask input_features_mask)
+RENAMED: dict[str, dict[str, str]] = {
+    "shieldgemma2": {"mm_token_type_ids": "token_type_ids"},
+    "qwen3_asr": {"feature_attention_mask": "input_features_mask"},
+}
 
 
 def _aria_queries(d: dict[str, Any]) -> None:
@@ -269,6 +273,14 @@ class CountingAudioProcessor(Qwen2AudioProcessor):
 
     counter: Callable[[dict[str, Any]], int] | None = None
     dropped: tuple[str, ...] = ()
+    renamed: dict[str, str] = {}  # noqa: RUF012 - replaced per instance, never mutated
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().__call__(*args, **kwargs)
+        for old, new in self.renamed.items():
+            if old in out:
+                out[new] = out.pop(old)
+        return out
 
     @property
     def unused_input_names(self) -> list[str]:
@@ -280,7 +292,9 @@ class CountingAudioProcessor(Qwen2AudioProcessor):
         if self.counter is None:
             raise RuntimeError("CountingAudioProcessor.counter is not set")
         n = len(audio_inputs["input_features"])
-        one = {k: v for k, v in audio_inputs.items() if k != "num_audio_tokens"}
+        one = {
+            self.renamed.get(k, k): v for k, v in audio_inputs.items() if k != "num_audio_tokens"
+        }
         return self.audio_token * self.counter(_one(one, audio_idx, n))
 
 
