@@ -219,6 +219,32 @@ def test_the_report_embeds_everything_and_shows_every_number(audited):
     assert summary["command"].startswith("interp audit --model demo --data demo")
 
 
+def test_every_missing_number_has_its_reason_beside_it(audited, tmp_path, capsys):
+    """A study that ran with a number it could not give (None: the terminal prints ``n/a``)
+    says why in its reason, printed on the next line: in the audit above, and in the conflict
+    study at ``make demo``'s size, whose probe is above chance at no layer (its first such
+    layer is None)."""
+    from interp.studies.audit.cli import terminal_lines
+
+    out = tmp_path / "conflict"
+    args = ["audit", "--model", "demo", "--data", "demo", "--studies", "conflict"]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    conflict = json.loads((out / "summary.json").read_text())["studies"]["conflict"]
+    assert conflict["numbers"]["probe_above_chance_from_layer"] is None
+    at = next(i for i, line in enumerate(printed) if line.startswith("conflict: "))
+    assert printed[at + 1].startswith("  note: ") and "no layer" in printed[at + 1]
+    for summary in (audited / "summary.json", out / "summary.json"):
+        studies = json.loads(summary.read_text())["studies"]
+        for key, part in studies.items():
+            if part["ran"] and None in part["numbers"].values():
+                assert part.get("reason"), (key, part["numbers"])
+        lines = terminal_lines(studies)
+        for i, line in enumerate(lines):
+            if " n/a" in line:
+                assert lines[i + 1].startswith("  note: "), line
+
+
 def test_a_study_without_its_data_is_skipped_with_a_reason(tmp_path):
     out = tmp_path / "run"
     data = tmp_path / "items.jsonl"

@@ -181,6 +181,12 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
                 else f"above chance from layer {first}."
             )
         )
+        if first is None:  # the n/a the terminal prints gets its reason beside it
+            note = (
+                "probe: at no layer significantly above chance (best balanced accuracy "
+                f"{show(sec.numbers['probe_best_balanced_accuracy'])}, chance {probe.chance:.2f})"
+            )
+            sec.reason = "; ".join(r for r in (sec.reason, note) if r)
         sec.add_figure("Layer-wise probe of the bias label", probe.plot())
     except (EmptyInputError, ProbeError) as err:
         sec.reason = "; ".join(r for r in (sec.reason, f"probe skipped: {err}") if r)
