@@ -58,7 +58,15 @@ _TOWER = {
     "vocab_size": 256,  # Ovis: the visual vocabulary
     "initializer_range": INIT_STD,
 }
-_PER_LAYER = ("layer_types", "mlp_layer_types", "block_types")
+# per-layer lists, cut with the decoder (Mistral Large 4's key-value sources and indexers too)
+_PER_LAYER = (
+    "layer_types",
+    "mlp_layer_types",
+    "block_types",
+    "kv_source_layers",
+    "indexer_types",
+    "no_rope_layers",
+)
 
 
 class ParityError(Exception):
@@ -207,6 +215,12 @@ def tiny_inferred(
     for key in ("vision_config", "audio_config"):
         if isinstance(d.get(key), dict):
             _shrink(d[key], _TOWER)
+    adapter = d.get("adapter_config")
+    if isinstance(adapter, dict):  # Molmo2's vision-to-text adapter
+        _shrink(adapter, _TOWER)
+        _feature_layers(adapter)
+        if "text_hidden_size" in adapter:
+            adapter["text_hidden_size"] = TEXT_HIDDEN
     _feature_layers(d)
     if grid and isinstance(vision, dict):
         ip = processor.image_processor

@@ -123,6 +123,7 @@ def _paddleocr_vl(vision: dict[str, Any]) -> Any:
 IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "mistral3": _pixtral,
     "lighton_ocr": _pixtral,
+    "mistral_large4": _pixtral,
     "idefics2": _idefics2,
     "aria": _aria,
     "shieldgemma2": _square("Gemma3ImageProcessorPil"),
