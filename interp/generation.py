@@ -321,7 +321,7 @@ def generate_batch(
                 if step == 0 and on_prompt is not None:
                     prompt_reads["value"] = nnsight.save(on_prompt())
                 out = vlm.lm_head.output
-                last = out[:, -1]
+                last = vlm.final_logits(out[:, -1])  # the forward's logits (soft-capped, ...)
                 if decoding is None:
                     scores = last
                 else:

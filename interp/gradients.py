@@ -199,7 +199,7 @@ def _one_batch(
             start.requires_grad_(True)  # the weights are frozen: the gradient starts here
             h = vlm.residual[layer]
             saved = nnsight.save(h.detach().clone())
-            logits = vlm.lm_head.output.float().log_softmax(-1)
+            logits = vlm.final_logits(vlm.lm_head.output).float().log_softmax(-1)
             picked = logits[rows, positions - 1].gather(-1, tgt[..., None])[..., 0]
             per_row = nnsight.save((picked * valid).sum(-1).detach())
             with (picked * valid).sum().backward():

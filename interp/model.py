@@ -40,6 +40,7 @@ from transformers import (
 
 from .adapters import Adapter, adapter_for, get_path, module_path
 from .adapters.infer import complete, verify
+from .adapters.logits import head_transform
 from .errors import ModelConfigError, ModelNotFoundError, ProcessorMissingError
 from .thinker import inner_config, wrapper_of
 from .threads import ensure_threads
@@ -209,6 +210,9 @@ class VLM:
         self._decoder_path = module_path(hf, self.adapter.decoder(hf))
         self._norm_path = module_path(hf, self.adapter.final_norm(hf))
         self._head_path = module_path(hf, self.adapter.lm_head(hf))
+        # what the forward does to the head's output before returning logits (soft-capping, a
+        # scale); None: nothing
+        self.head_transform = head_transform(hf, self._head_path)
         tokenizer = getattr(processor, "tokenizer", processor)
         if tokenizer is not None:
             # The library's encodings are left padded so that position -1 is every row's last
@@ -356,12 +360,20 @@ class VLM:
             kwargs["fn"] = fn
         return self.nn.trace(**kwargs), inputs
 
+    def final_logits(self, head_output: Any) -> Any:
+        """The logits the model's forward returns, from its head's output (``vlm.lm_head.output``,
+        or a slice of it): unchanged, or transformed as the forward transforms it
+        (``vlm.head_transform``: ``cap · tanh(scale · z / cap)``, :mod:`interp.adapters.logits`)."""
+        return head_output if self.head_transform is None else self.head_transform(head_output)
+
     def unembed(self, hidden: Tensor) -> Tensor:
-        """Logit lens: ``lm_head(final_norm(h))`` on residual-stream states (plain torch, no trace)."""
+        """Logit lens: the forward's logits of residual-stream states, ``lm_head(final_norm(h))``
+        (then the forward's own transform of the head's output, where it has one; plain torch,
+        no trace)."""
         norm = self.adapter.final_norm(self.hf)
         head = self.adapter.lm_head(self.hf)
         with torch.no_grad():
-            return head(norm(hidden.to(self.device, self.dtype)))
+            return self.final_logits(head(norm(hidden.to(self.device, self.dtype))))
 
     def __repr__(self) -> str:
         name = self.source or type(self.hf).__name__

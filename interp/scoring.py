@@ -101,7 +101,7 @@ def trace_target_logprobs(
     with torch.no_grad(), trace as tracer:
         apply_edits(tracer, vlm, batch, edits, states)  # first: the read sees edited logits
         with tracer.invoke(**inputs):
-            logits = vlm.lm_head.output[rows, where].float()
+            logits = vlm.final_logits(vlm.lm_head.output[rows, where]).float()
             picked = nnsight.save(logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0])
     return (picked * valid).detach().cpu()
 

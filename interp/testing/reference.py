@@ -141,7 +141,9 @@ class Recorder(Intervention):
         return {"type": "Recorder"}
 
     def apply(self, ctx: EditContext) -> None:
-        self.logits.append(ctx.vlm.lm_head.output[:, -1].detach().clone().cpu())
+        self.logits.append(
+            ctx.vlm.final_logits(ctx.vlm.lm_head.output[:, -1]).detach().clone().cpu()
+        )
 
 
 def reference_attention(edit: Any) -> Any:

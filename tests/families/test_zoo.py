@@ -296,6 +296,37 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
     )
 
 
+def test_logits_are_the_forwards_where_it_transforms_the_heads_output():
+    """Mistral Large 4's forward soft-caps its head's output (``30 · tanh(z / 30)``): the first
+    generated step's scores (``output_scores``) equal the plain forward's last logits, and
+    ``unembed`` of the final state gives them too; the zoo's checks (score against a
+    teacher-forced forward included) pass. Cohere 2 Vision keeps ``logit_scale`` in its config,
+    but its forward does not apply it: nothing is transformed, and its checks pass too."""
+    from interp.encoding import encode
+    from interp.testing.builders.inferred import tiny_inferred
+    from interp.testing.reference import hf_forward
+    from interp.testing.zoo_parity import check
+
+    model, processor, _ = tiny_inferred("mistral_large4")
+    vlm = interp.load(model, processor)
+    assert (vlm.head_transform.scale, vlm.head_transform.softcap) == (1.0, 30.0)
+    samples = make_samples(2)
+    enc = encode(vlm, samples, "full")
+    out = hf_forward(vlm, enc, output_hidden_states=True)
+    want = out.logits[:, -1].float()
+    assert want.abs().max() < 30  # capped: the reference is the forward's own output
+    gen = interp.generate(vlm, samples, max_new_tokens=1, output_scores=True, progress_bar=False)
+    got = torch.stack([s[0] for s in gen.scores])
+    assert_close(got, want)
+    lens = vlm.unembed(out.hidden_states[-1][:, -1]).float()
+    assert_close(lens, want)
+    assert check("mistral_large4") == ("llava", "")
+    model, processor, _ = tiny_inferred("cohere2_vision")
+    assert model.config.get_text_config().logit_scale != 1.0
+    assert interp.load(model, processor).head_transform is None
+    assert check("cohere2_vision") == ("llava", "")
+
+
 def test_a_zoo_type_gets_the_inputs_its_stock_processor_gives():
     """Mistral 3's batch carries Pixtral's ``image_sizes`` and each row holds one placeholder per
     merged patch of its own image (hand count: ``(h // patch // merge) * (w // patch // merge)``,
