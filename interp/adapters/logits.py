@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from .infer import _text
+
 # field -> how the forward applies it to the head's output (before any soft-capping)
 SCALES = {"logit_scale": "multiply", "output_multiplier": "multiply", "logits_scaling": "divide"}
 SOFTCAP = "final_logit_softcapping"
@@ -49,7 +51,7 @@ class HeadTransform:
 
 
 def _field(config: Any, name: str) -> Any:
-    for cfg in (config, getattr(config, "get_text_config", lambda: config)()):
+    for cfg in (config, _text(config)):
         value = getattr(cfg, name, None)
         if value is not None:
             return value

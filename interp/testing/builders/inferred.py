@@ -181,7 +181,6 @@ def tiny_inferred(
     from ...adapters.infer import pattern_of
     from .zoo_inputs import (
         CONFIG_FIXES,
-        DROPPED,
         IMAGE_PROCESSORS,
         RENAMED,
         STOCK_PROCESSORS,
@@ -311,13 +310,9 @@ def tiny_inferred(
             tokenizer=processor.tokenizer,
             chat_template=processor.chat_template,
         )
-        processor.counter = _counter(model, "get_audio_features")
-        processor.dropped = DROPPED.get(model_type, ())
-        processor.renamed = RENAMED.get(model_type, {})
+        processor.count_for(model_type, _counter(model, "get_audio_features"))
     if name == "llava":  # expand each <image> to the model's feature count for that image
-        processor.counter = _counter(model, "get_image_features")
-        processor.dropped = DROPPED.get(model_type, ())
-        processor.renamed = RENAMED.get(model_type, {})
+        processor.count_for(model_type, _counter(model, "get_image_features"))
         if processor.renamed:  # the stock processor returns the marks it renames
             processor.return_mm_token_type_ids = True
         try:

@@ -222,22 +222,38 @@ def _one(inputs: dict[str, Any], idx: int, n: int) -> dict[str, Any]:
     return out
 
 
-class CountingProcessor(LlavaProcessor):
-    """A LLaVA processor whose ``<image>`` expands to the feature count the model's
-    ``get_image_features`` gives for that image (its own inputs, as the image processor made
-    them): the placeholder count matches the features by construction, whatever the image
-    size; the zoo's ``features`` check then checks the forward's feature site."""
+class _Counting:
+    """What both counting processors share: the model's per-item feature count (``counter``),
+    the type's dropped outputs (:data:`DROPPED`) and renamed ones (:data:`RENAMED`)."""
 
     counter: Callable[[dict[str, Any]], int] | None = None
     dropped: tuple[str, ...] = ()
     renamed: dict[str, str] = {}  # noqa: RUF012 - replaced per instance, never mutated
 
+    def count_for(self, model_type: str, counter: Callable[[dict[str, Any]], int]) -> None:
+        """Count with ``counter``; drop and rename ``model_type``'s outputs as its processor does."""
+        self.counter = counter
+        self.dropped = DROPPED.get(model_type, ())
+        self.renamed = RENAMED.get(model_type, {})
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        out = super().__call__(*args, **kwargs)
+        out = super().__call__(*args, **kwargs)  # type: ignore[misc]
         for old, new in self.renamed.items():
             if old in out:
                 out[new] = out.pop(old)
         return out
+
+    def _counted(self, one: dict[str, Any]) -> int:
+        if self.counter is None:
+            raise RuntimeError(f"{type(self).__name__}.counter is not set")
+        return self.counter(one)
+
+
+class CountingProcessor(_Counting, LlavaProcessor):
+    """A LLaVA processor whose ``<image>`` expands to the feature count the model's
+    ``get_image_features`` gives for that image (its own inputs, as the image processor made
+    them): the placeholder count matches the features by construction, whatever the image
+    size; the zoo's ``features`` check then checks the forward's feature site."""
 
     @property
     def unused_input_names(self) -> list[str]:
@@ -258,30 +274,17 @@ class CountingProcessor(LlavaProcessor):
                 for k, v in image_inputs.items()
             }
             one["pixel_values"] = torch.as_tensor(np.asarray(patches))
-            return self.image_token * self.counter(one)
+            return self.image_token * self._counted(one)
         n = len(image_inputs["pixel_values"])
-        if self.counter is None:
-            raise RuntimeError("CountingProcessor.counter is not set")
-        return self.image_token * self.counter(_one(dict(image_inputs), image_idx, n))
+        return self.image_token * self._counted(_one(dict(image_inputs), image_idx, n))
 
 
-class CountingAudioProcessor(Qwen2AudioProcessor):
+class CountingAudioProcessor(_Counting, Qwen2AudioProcessor):
     """The tiny Qwen2-Audio processor whose ``<|AUDIO|>`` expands to the feature count the
     model's ``get_audio_features`` gives for that clip (its own features, as the extractor made
     them): an encoder with its own pooling or a fixed window (Voxtral: one vector per pair of
     encoder positions over the whole padded window) gets as many placeholders as it gives
     vectors; the ``features`` check then checks the forward's feature site."""
-
-    counter: Callable[[dict[str, Any]], int] | None = None
-    dropped: tuple[str, ...] = ()
-    renamed: dict[str, str] = {}  # noqa: RUF012 - replaced per instance, never mutated
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        out = super().__call__(*args, **kwargs)
-        for old, new in self.renamed.items():
-            if old in out:
-                out[new] = out.pop(old)
-        return out
 
     @property
     def unused_input_names(self) -> list[str]:
@@ -290,13 +293,11 @@ class CountingAudioProcessor(Qwen2AudioProcessor):
     def replace_audio_token(
         self, audio_inputs: Mapping[str, Any], audio_idx: int, **kwargs: Any
     ) -> str:
-        if self.counter is None:
-            raise RuntimeError("CountingAudioProcessor.counter is not set")
         n = len(audio_inputs["input_features"])
         one = {
             self.renamed.get(k, k): v for k, v in audio_inputs.items() if k != "num_audio_tokens"
         }
-        return self.audio_token * self.counter(_one(one, audio_idx, n))
+        return self.audio_token * self._counted(_one(one, audio_idx, n))
 
 
 __all__ = [
