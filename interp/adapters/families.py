@@ -277,6 +277,18 @@ for _adapter in (
         "Idefics3's",
     ),
     Adapter(
+        name="granite_docling",
+        model_types=("granite_docling",),
+        image_features="model.vision_model",
+        images_per_row=True,
+        pixel_layout="rows",
+        notes="as Idefics2's, the image processor lays a flat image list out as one row of pages: "
+        "images go nested per row, pixel_values are [rows, tiles, ...] with pixel_attention_mask "
+        "marking real tiles; image_features is the vision model, whose connector projects into "
+        "the decoder (its pooler_output, one tensor per row); its DeepStack features are added "
+        "to the residual stream after early decoder layers (outside the layer modules)",
+    ),
+    Adapter(
         name="llama4",
         model_types=("llama4",),
         image_features="multi_modal_projector",

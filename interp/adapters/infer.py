@@ -15,14 +15,18 @@ The rules, in order (:func:`infer_adapter` reads the config, :func:`complete` th
    or its text config; a modality is taken when its id is set (not None); a config that declares
    the fields but leaves them all None (transformers' default for Voxtral and MiniCPM-V, which
    their checkpoints set) is refused with the fields to set (:func:`unset_ids`);
-2. refused up front: encoder–decoder configs, Q-Former configs (``qformer_config``), configs with
-   no placeholder-token id;
+2. refused up front: encoder–decoder configs, Q-Former configs (``qformer_config``), decoders
+   with hyper-connections (``hc_mult`` > 1: several residual streams per position, GLM-5 Next,
+   HY-V4), configs with no placeholder-token id;
 3. the decoder is ``model.get_decoder()`` and must hold ``.layers``;
 4. the final norm is the decoder's first attribute among :data:`NORMS`;
 5. the head is ``model.get_output_embeddings()``;
 6. the feature site: ``model.visual`` (qwen-vl-like), else the first of :data:`PROJECTORS`, else
-   ``model.visual`` (a Qwen-VL-style tower whose merger is its projector, in a config without
-   ``temporal_patch_size``, e.g. LLaVA-OneVision-1.5).
+   the first of :data:`TOWERS` that holds its own projection — its last linear (or
+   convolution) layer outputs the decoder's width (a Qwen-VL-style tower whose merger is its
+   projector, in a config without ``temporal_patch_size``: LLaVA-OneVision-1.5, dots.ocr-style and
+   HunyuanVL-style towers); a tower whose last such layer outputs another width (Ovis2's visual-vocabulary head, whose features a
+   table lookup outside the tower makes) is not taken.
 
 An inferred adapter's pixel and token layouts are not verified against the processor, so every
 layout-dependent feature (pixel-space conditions such as ``distort``, token regions, attribution
@@ -42,7 +46,7 @@ from typing import Any
 import torch
 
 from ..errors import AdapterCheckError
-from .base import NORMS, Adapter
+from .base import NORMS, Adapter, get_path
 
 PROJECTORS = (
     "model.multi_modal_projector",
@@ -57,6 +61,7 @@ PROJECTORS = (
     "model.resampler_model",
     "model.merger",
 )
+TOWERS = ("model.visual", "model.vision_tower", "model.vision_model")
 AUDIO_SITES = (
     "model.multi_modal_projector",
     "model.audio_projector",
@@ -110,6 +115,12 @@ def pattern_of(config: Any) -> tuple[str | None, str]:
         return None, (
             "Q-Former fusion (the image tokens are learned queries): register an entry like "
             "the instructblip one"
+        )
+    streams = getattr(_text(config), "hc_mult", None)
+    if isinstance(streams, int) and streams > 1:
+        return None, (
+            f"hyper-connections ({streams} residual streams per position, hc_mult): the "
+            "library reads, edits and scores one residual vector per position"
         )
     image, audio = _token(config, "image"), _token(config, "audio")
     vision = getattr(config, "vision_config", None)
@@ -186,6 +197,20 @@ def _exists(model: torch.nn.Module, path: str) -> bool:
     return isinstance(obj, torch.nn.Module)
 
 
+def _projects_to(model: torch.nn.Module, path: str, width: int) -> bool:
+    """Whether the module at ``path`` exists and its last linear or convolution layer (in
+    registration order) outputs ``width`` features: a tower that holds its own projection into
+    the decoder."""
+    if not _exists(model, path):
+        return False
+    kinds = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)
+    last = [m for m in get_path(model, path).modules() if isinstance(m, kinds)][-1:]
+    if not last:
+        return False
+    out = last[0].out_features if isinstance(last[0], torch.nn.Linear) else last[0].out_channels
+    return out == width
+
+
 def complete(adapter: Adapter, model: torch.nn.Module) -> Adapter:
     """Resolve an inferred adapter's module paths on ``model``'s module tree (rules 3-6); other
     adapters are returned as they are.
@@ -208,11 +233,15 @@ def complete(adapter: Adapter, model: torch.nn.Module) -> Adapter:
     visual = "model.visual" if _exists(model, "model.visual") else None
     projector = next((p for p in PROJECTORS if _exists(model, p)), None)
     if "image" in adapter.modalities:
-        site = visual if adapter.inferred == "qwen-vl-like" and visual else projector or visual
+        site = visual if adapter.inferred == "qwen-vl-like" and visual else projector
+        if site is None:
+            width = adapter.final_norm(model).weight.shape[-1]  # type: ignore[arg-type]
+            site = next((t for t in TOWERS if _projects_to(model, t, int(width))), None)
         if site is None:
             raise AdapterCheckError(
-                f"{adapter.name} — no image-feature module found (looked for model.visual and "
-                f"{', '.join(PROJECTORS)}); set image_features"
+                f"{adapter.name} — no image-feature module found (looked for "
+                f"{', '.join(PROJECTORS)}, and {', '.join(TOWERS)} with a last linear layer "
+                "giving the decoder's width); set image_features"
             )
         changes["image_features"] = site
         if "video" in adapter.modalities:
@@ -303,6 +332,7 @@ __all__ = [
     "NORMS",
     "PATTERNS",
     "PROJECTORS",
+    "TOWERS",
     "Invariant",
     "complete",
     "infer_adapter",

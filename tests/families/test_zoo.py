@@ -194,6 +194,45 @@ def test_load_time_invariants_name_the_field_to_set():
         )
 
 
+def _meta(model_type: str) -> torch.nn.Module:
+    from transformers import AutoModelForMultimodalLM
+
+    from interp.testing.zoo import shrink
+
+    with torch.device("meta"):
+        return AutoModelForMultimodalLM.from_config(shrink(AutoConfig.for_model(model_type)))
+
+
+def test_a_tower_is_the_feature_site_only_where_it_projects_into_the_decoder():
+    """With no projector module, a vision tower whose last linear (or convolution) layer gives
+    the decoder's width is the feature site (dots3: its merger is inside the tower; the zoo's
+    check then counts one vector per placeholder in a plain HF forward); Ovis2's tower ends in
+    its visual-vocabulary head, whose features a table lookup outside it makes: not taken."""
+    from interp.adapters.infer import complete
+
+    model = _meta("dots3_note")
+    adapter = complete(interp.adapter_for(model.config), model)
+    assert adapter.image_features == "model.vision_tower"
+    last = [m for m in model.model.vision_tower.modules() if isinstance(m, torch.nn.Linear)][-1]
+    assert last.out_features == model.config.get_text_config().hidden_size
+    assert row_of("dots3_note").parity == "forward tested (qwen3_vl processor)"
+    model = _meta("ovis2")
+    head = [m for m in model.model.vision_tower.modules() if isinstance(m, torch.nn.Linear)][-1]
+    assert head.out_features != model.config.get_text_config().hidden_size
+    with pytest.raises(interp.AdapterCheckError, match="no image-feature module found"):
+        complete(interp.adapter_for(model.config), model)
+
+
+def test_a_decoder_with_several_residual_streams_is_refused():
+    """GLM-5 Next and HY-V4 carry ``hc_mult`` residual streams per position (their decoder
+    layers take and give ``[batch, seq, hc_mult, d]``): refused, naming it."""
+    for model_type in ("glm5_next", "hy_v4_vl"):
+        config = AutoConfig.for_model(model_type)
+        assert config.get_text_config().hc_mult == 4
+        with pytest.raises(interp.UnsupportedArchitectureError, match="4 residual streams"):
+            interp.adapter_for(config)
+
+
 # -- inferred entries at HF parity, on tiny models around stock processors --------------------
 
 
@@ -299,7 +338,7 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
 def test_logits_are_the_forwards_where_it_transforms_the_heads_output():
     """Mistral Large 4's forward soft-caps its head's output (``30 · tanh(z / 30)``): the first
     generated step's scores (``output_scores``) equal the plain forward's last logits, and
-    ``unembed`` of the final state gives them too; the zoo's checks (score against a
+    ``unembed`` of the last layer's output (a torch hook's) gives them too; the zoo's checks (score against a
     teacher-forced forward included) pass. Cohere 2 Vision keeps ``logit_scale`` in its config,
     but its forward does not apply it: nothing is transformed, and its checks pass too."""
     from interp.encoding import encode
@@ -318,7 +357,15 @@ def test_logits_are_the_forwards_where_it_transforms_the_heads_output():
     gen = interp.generate(vlm, samples, max_new_tokens=1, output_scores=True, progress_bar=False)
     got = torch.stack([s[0] for s in gen.scores])
     assert_close(got, want)
-    lens = vlm.unembed(out.hidden_states[-1][:, -1]).float()
+    last: list[torch.Tensor] = []  # the last layer's output (its hidden_states[-1] is normed)
+    hook = vlm.adapter.layers(model)[-1].register_forward_hook(
+        lambda _m, _a, o: last.append(o[0] if isinstance(o, tuple) else o)
+    )
+    try:
+        hf_forward(vlm, enc)
+    finally:
+        hook.remove()
+    lens = vlm.unembed(last[0][:, -1]).float()
     assert_close(lens, want)
     assert check("mistral_large4") == ("llava", "")
     model, processor, _ = tiny_inferred("cohere2_vision")

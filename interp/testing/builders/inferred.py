@@ -34,6 +34,21 @@ _TEXT = {
     "num_local_experts": 4,
     "num_experts_per_tok": 2,
     "n_shared_experts": 1,
+    "swa_num_attention_heads": 4,  # Inkling 2's sliding-window layers
+    "swa_num_key_value_heads": 2,
+    "swa_head_dim": HEAD_DIM,
+    # multi-head latent attention (DeepSeek-style decoders: dots3, HY-V4): the rotary and plain
+    # query-key parts sum to the head width
+    "q_lora_rank": 2 * HEAD_DIM,
+    "kv_lora_rank": HEAD_DIM,
+    "qk_rope_head_dim": HEAD_DIM // 2,
+    "qk_nope_head_dim": HEAD_DIM // 2,
+    "qk_head_dim": HEAD_DIM,
+    "v_head_dim": HEAD_DIM,
+    "index_head_dim": HEAD_DIM,
+    "index_n_heads": 2,
+    "linear_head_dim": HEAD_DIM,  # linear-attention layers (GLM-5 Next)
+    "linear_num_heads": 4,
     "initializer_range": INIT_STD,
 }
 _TOWER = {
@@ -42,6 +57,7 @@ _TOWER = {
     "intermediate_size": 2 * VISION_HIDDEN,
     "num_hidden_layers": 2,
     "depth": 2,
+    "n_layers": 2,
     "num_attention_heads": 2,
     "num_heads": 2,
     "head_dim": VISION_HIDDEN // 2,
@@ -49,6 +65,14 @@ _TOWER = {
     "vision_output_dim": TEXT_HIDDEN,
     "projector_input_dim": TEXT_HIDDEN,
     "projector_output_dim": TEXT_HIDDEN,
+    "text_hidden_size": TEXT_HIDDEN,  # a tower projecting into the decoder (Inkling 2)
+    "projection_hidden_dim": 2 * VISION_HIDDEN,
+    "moe_intermediate_size": VISION_HIDDEN,  # a tower with experts (dots3)
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "adapter_in_dim": VISION_HIDDEN,  # dots3's towers and their adapters
+    "adapter_input_size": VISION_HIDDEN,
+    "adapter_out_dim": TEXT_HIDDEN,
     # Whisper-style audio encoders (Qwen3-ASR)
     "encoder_layers": 2,
     "encoder_attention_heads": 2,
@@ -85,8 +109,11 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
         old = d.get(key)
         if isinstance(old, list) and all(isinstance(v, int) for v in old):
             d[key] = [value] * len(old)
-        elif old is not None:
+        elif old is not None and old != 0:  # a part the default leaves out stays out
             d[key] = value
+    if "qk_rope_head_dim" in sizes and isinstance(d.get("qk_nope_head_dim"), int):
+        # the query-key head width is the plain part plus the rotary part (which may be 0: NoPE)
+        d["qk_nope_head_dim"] = HEAD_DIM - (d.get("qk_rope_head_dim") or 0)
     kv, heads = d.get("num_key_value_heads"), d.get("num_attention_heads", d.get("num_heads"))
     if kv is not None and heads is not None and (same_kv or kv > heads):
         d["num_key_value_heads"] = (
@@ -97,11 +124,17 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
             first = d[key][0]  # and the first layer of another kind, else the last
             other = next((k for k in d[key] if k != first), d[key][-1])
             d[key] = [first, other][: sizes["num_hidden_layers"]]
+    per_layer = d.get("per_layer_config")
+    if isinstance(per_layer, dict):  # per-layer overrides, keyed by layer index (dots3)
+        d["per_layer_config"] = {
+            k: v for k, v in per_layer.items() if int(k) < sizes["num_hidden_layers"]
+        }
     _feature_layers(d)
     rope = d.get("rope_parameters")
     if isinstance(rope, dict) and rope.get("mrope_section"):
         share = rope.get("partial_rotary_factor", d.get("partial_rotary_factor")) or 1.0
-        total = int(HEAD_DIM * share) // 2
+        rotary = d.get("qk_rope_head_dim")  # latent attention: only that part rotates
+        total = rotary // 2 if rotary else int(HEAD_DIM * share) // 2
         old = list(rope["mrope_section"])
         new = [max(1, s * total // sum(old)) for s in old]
         # the remainder on the temporal share: h and w stay equal (ERNIE 4.5-VL stacks them)
@@ -207,6 +240,7 @@ def tiny_inferred(
     _shrink(text, _TEXT)
     text.update(
         vocab_size=len(tok),
+        **({"unpadded_vocab_size": len(tok)} if "unpadded_vocab_size" in text else {}),
         pad_token_id=tok.pad_token_id,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
@@ -221,6 +255,10 @@ def tiny_inferred(
         if "text_hidden_size" in adapter:
             adapter["text_hidden_size"] = TEXT_HIDDEN
     _feature_layers(d)
+    if isinstance(vision, dict):  # tower layers indexed by the default: the tiny tower's first
+        for key in ("deepstack_visual_indexes", "fullatt_block_indexes"):
+            if vision.get(key):
+                vision[key] = [0]
     if grid and isinstance(vision, dict):
         ip = processor.image_processor
         if vision.get("temporal_patch_size", 1) == 1:  # a 2-D patch embedding (Ovis2.5)
@@ -232,9 +270,6 @@ def tiny_inferred(
         )
         if "in_channels" in vision:
             vision["in_channels"] = 3
-        for key in ("deepstack_visual_indexes", "fullatt_block_indexes"):
-            if vision.get(key):
-                vision[key] = [0]
         rope = text.setdefault("rope_parameters", {})
         if isinstance(rope, dict) and not rope.get("mrope_section"):  # the code's default
             rope["mrope_section"] = [1, 1, 1]  # sized by _shrink below

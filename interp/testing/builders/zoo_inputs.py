@@ -83,6 +83,16 @@ def _square(name: str) -> Callable[[dict[str, Any]], Any]:
     return build
 
 
+def _granite_docling(vision: dict[str, Any]) -> Any:
+    """Granite Docling's image processor without tiling: one :data:`IMAGE_SIZE` square tile per
+    page, ``pixel_values`` ``[pages, tiles, 3, H, W]`` and ``pixel_attention_mask`` (real tiles)."""
+    from transformers import GraniteDoclingImageProcessorPil
+
+    return GraniteDoclingImageProcessorPil(
+        size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}, crop_to_patches=False
+    )
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -129,6 +139,7 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "shieldgemma2": _square("Gemma3ImageProcessorPil"),
     "deepseek_vl": _square("DeepseekVLImageProcessorPil"),
     "lfm2_vl": _siglip2,
+    "granite_docling": _granite_docling,
     "video_llama_3": _video_llama_3,
     "paddleocr_vl": _paddleocr_vl,
 }
@@ -140,6 +151,7 @@ DROPPED: dict[str, tuple[str, ...]] = {
     "aria": ("num_crops",),
     "shieldgemma2": ("num_crops",),
     "voxtral": ("feature_attention_mask",),
+    "granite_docling": ("rows", "cols"),  # the tile grid, which only builds the prompt
 }
 # type -> outputs its stock processor renames (Gemma 3's marks image tokens in token_type_ids,
 # which its forward reads for bidirectional attention over each image; Qwen3-ASR's names the
