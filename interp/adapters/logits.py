@@ -11,8 +11,10 @@ of the logits act there), but some forwards transform that output first:
 So ``logits = cap · tanh(scale · z / cap)`` (cap unset: ``scale · z``). The rule that finds them
 (:func:`head_transform`): a config field (on the config or its text config) with a non-trivial
 value counts only when the forward of the module that owns the head names it — transformers'
-Cohere 2 Vision keeps ``logit_scale`` in its config, but its forward does not apply it. The
-forward's source is read, never run, so the rule holds on the meta device too; the zoo's score
+Cohere 2 Vision keeps ``logit_scale`` in its config, but its forward does not apply it. A forward
+may also apply the cap through a child module it calls (Inkling 2's ``self.logit_softcap(logits)``,
+built from ``final_logit_softcapping``): a child whose name holds ``softcap`` and that the forward
+calls counts as naming it. The forward's source is read, never run, so the rule holds on the meta device too; the zoo's score
 check (``interp.testing.zoo_parity``) compares the result with the forward's own logits.
 """
 
@@ -76,7 +78,11 @@ def head_transform(model: torch.nn.Module, head_path: str) -> HeadTransform | No
     for name, value in scales.items():
         if name in source:
             scale = scale * value if SCALES[name] == "multiply" else scale / value
-    softcap = float(cap) if cap and SOFTCAP in source else None
+    # the cap applied by name, or by a child module the forward calls (self.logit_softcap(...))
+    by_module = any(
+        "softcap" in name and f"self.{name}(" in source for name, _ in owner.named_children()
+    )
+    softcap = float(cap) if cap and (SOFTCAP in source or by_module) else None
     if scale == 1.0 and softcap is None:
         return None
     return HeadTransform(scale, softcap)

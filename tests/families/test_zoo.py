@@ -374,6 +374,32 @@ def test_logits_are_the_forwards_where_it_transforms_the_heads_output():
     assert check("cohere2_vision") == ("llava", "")
 
 
+def test_a_cap_applied_by_a_child_module_the_forward_calls_is_applied_too():
+    """Inkling 2's forward caps its logits through ``self.logit_softcap(logits)`` (a module built
+    from ``final_logit_softcapping``; the forward never names the field): the library finds it,
+    and text-only scores equal a teacher-forced plain forward's (without the cap they are
+    1e-3 off)."""
+    from interp.encoding import encode
+    from interp.samples import Sample
+    from interp.testing.builders.inferred import tiny_inferred
+    from interp.testing.reference import hf_target_logprobs
+
+    model, processor, _ = tiny_inferred("inkling2")
+    vlm = interp.load(model, processor)
+    assert vlm.head_transform is not None and vlm.head_transform.softcap == 30.0
+    samples = [Sample("what colour is a banana ?", id="t0"), Sample("how many legs ?", id="t1")]
+    targets = ["yellow banana", "two"]
+    gaps = []
+    for transform in (vlm.head_transform, None):
+        vlm.head_transform = transform
+        scores = interp.score(vlm, samples, targets, progress_bar=False)
+        for i, (sample, target) in enumerate(zip(samples, targets)):
+            tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
+            want = hf_target_logprobs(vlm, encode(vlm, [sample], "full"), tgt)
+            gaps.append(float((scores.logprobs[i, : len(tgt)] - want).abs().max()))
+    assert max(gaps[:2]) < 1e-5 and min(gaps[2:]) > 1e-4, gaps
+
+
 def test_a_zoo_type_gets_the_inputs_its_stock_processor_gives():
     """Mistral 3's batch carries Pixtral's ``image_sizes`` and each row holds one placeholder per
     merged patch of its own image (hand count: ``(h // patch // merge) * (w // patch // merge)``,
