@@ -67,6 +67,7 @@ _TOWER = {
     "projector_output_dim": TEXT_HIDDEN,
     "text_hidden_size": TEXT_HIDDEN,  # a tower projecting into the decoder (Inkling 2)
     "projection_hidden_dim": 2 * VISION_HIDDEN,
+    "projection_dim": TEXT_HIDDEN,  # Janus's aligner width (the text width)
     "moe_intermediate_size": VISION_HIDDEN,  # a tower with experts (dots3)
     "num_local_experts": 4,
     "num_experts_per_tok": 2,
@@ -78,10 +79,24 @@ _TOWER = {
     "encoder_attention_heads": 2,
     "encoder_ffn_dim": 2 * VISION_HIDDEN,
     "d_model": VISION_HIDDEN,
+    "mlp_dim": 2 * VISION_HIDDEN,  # SAM-style towers
+    "output_channels": VISION_HIDDEN,
     "downsample_hidden_size": VISION_HIDDEN,
     "vocab_size": 256,  # Ovis: the visual vocabulary
     "initializer_range": INIT_STD,
 }
+_VQ = {
+    "num_embeddings": 64,
+    "latent_channels": 8,
+    "base_channels": 32,  # group norms of 32 groups
+    "channel_multiplier": 1,  # every level, at the base width
+    "num_res_blocks": 1,
+    "projection_dim": TEXT_HIDDEN,
+    "image_token_embed_dim": TEXT_HIDDEN,
+    "initializer_range": INIT_STD,
+}
+# a Qwen-VL-style tower's merge and frame sizes under Muse Glimmer's names
+_MUSE_GRID = {"merge_size", "patch_temporal"}
 # per-layer lists, cut with the decoder (Mistral Large 4's key-value sources and indexers too)
 _PER_LAYER = (
     "layer_types",
@@ -91,6 +106,11 @@ _PER_LAYER = (
     "indexer_types",
     "no_rope_layers",
 )
+
+
+def _sub_configs(d: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sub-config dicts of a config dict (those with a ``model_type``)."""
+    return [v for v in d.values() if isinstance(v, dict) and "model_type" in v]
 
 
 class ParityError(Exception):
@@ -230,7 +250,8 @@ def tiny_inferred(
     # a llava-like config with a Qwen-VL-style tower (a spatial merge, patches flattened with
     # their grid): the Qwen-VL processor's inputs
     grid = pattern == "qwen-vl-like" or (
-        isinstance(vision, dict) and bool(vision.get("spatial_merge_size"))
+        isinstance(vision, dict)
+        and bool(vision.get("spatial_merge_size") or _MUSE_GRID <= vision.keys())
     )
     processor, name = _borrowed("qwen-vl-like" if grid else pattern)
     if model_type in STOCK_PROCESSORS:
@@ -248,6 +269,13 @@ def tiny_inferred(
     for key in ("vision_config", "audio_config"):
         if isinstance(d.get(key), dict):
             _shrink(d[key], _TOWER)
+            for sub in _sub_configs(d[key]):  # a tower made of towers (Unlimited-OCR's SAM + CLIP)
+                _shrink(sub, _TOWER)
+    for key, sub in d.items():  # a second tower (DeepSeek-VL hybrid's high-resolution SAM)
+        if key.endswith("vision_config") and key != "vision_config" and isinstance(sub, dict):
+            _shrink(sub, _TOWER)
+    if isinstance(d.get("vq_config"), dict):  # an image generator's VQ model (Janus)
+        _shrink(d["vq_config"], _VQ)
     adapter = d.get("adapter_config")
     if isinstance(adapter, dict):  # Molmo2's vision-to-text adapter
         _shrink(adapter, _TOWER)
@@ -268,6 +296,8 @@ def tiny_inferred(
             spatial_merge_size=ip.merge_size,
             temporal_patch_size=ip.temporal_patch_size,
         )
+        if _MUSE_GRID <= vision.keys():  # the same sizes under Muse's names
+            vision.update(merge_size=ip.merge_size, patch_temporal=ip.temporal_patch_size)
         if "in_channels" in vision:
             vision["in_channels"] = 3
         rope = text.setdefault("rope_parameters", {})

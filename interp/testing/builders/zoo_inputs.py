@@ -23,6 +23,7 @@ import torch
 from transformers import LlavaProcessor, Qwen2AudioProcessor
 
 IMAGE_SIZE = 32
+HIGH_RES_SIZE = 256  # DeepSeek-VL hybrid's SAM view: 16 x 16 patches, 4 x 4 after its neck
 ARIA_SIZE, ARIA_PATCH = 490, 70  # 7 x 7 patches
 
 
@@ -93,6 +94,18 @@ def _granite_docling(vision: dict[str, Any]) -> Any:
     )
 
 
+def _deepseek_vl_hybrid(vision: dict[str, Any]) -> Any:
+    """DeepSeek-VL hybrid's image processor: the low-resolution view at :data:`IMAGE_SIZE`, the
+    high-resolution one at :data:`HIGH_RES_SIZE` (whose SAM features, pooled 4 x 4, give the
+    low-resolution view's token count)."""
+    from transformers import DeepseekVLHybridImageProcessorPil
+
+    return DeepseekVLHybridImageProcessorPil(
+        size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+        high_res_size={"height": HIGH_RES_SIZE, "width": HIGH_RES_SIZE},
+    )
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -140,6 +153,7 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "deepseek_vl": _square("DeepseekVLImageProcessorPil"),
     "lfm2_vl": _siglip2,
     "granite_docling": _granite_docling,
+    "deepseek_vl_hybrid": _deepseek_vl_hybrid,
     "video_llama_3": _video_llama_3,
     "paddleocr_vl": _paddleocr_vl,
 }
@@ -191,7 +205,25 @@ def _audio_window(d: dict[str, Any]) -> None:
     d["audio_config"]["max_source_positions"] = MAX_SOURCE_POSITIONS
 
 
+def _high_res(d: dict[str, Any]) -> None:
+    """DeepSeek-VL hybrid's SAM tower at the high-resolution view's size, its global-attention
+    layer within the 2-layer tiny tower."""
+    d["high_res_vision_config"].update(image_size=HIGH_RES_SIZE, global_attn_indexes=[1])
+
+
+def _merged_width(d: dict[str, Any]) -> None:
+    """Muse Glimmer's projection takes the tower's merged patches (width x merge^2) through a
+    hidden layer of its own width, both named on the top-level config."""
+    from .common import TEXT_HIDDEN
+
+    vision = d["vision_config"]
+    d["out_hidden_size"] = vision["hidden_size"] * vision["merge_size"] ** 2
+    d["projector_hidden_size"] = 2 * TEXT_HIDDEN
+
+
 CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "muse_glimmer": _merged_width,
+    "deepseek_vl_hybrid": _high_res,
     "aria": _aria_queries,
     "shieldgemma2": _pooled_tokens,
     "step3p7": _sliding_window,
