@@ -8,7 +8,9 @@ transformers release shows up as new rows): the default config, with its text de
 inferred by :mod:`interp.adapters.infer`), the model is built on the meta device (no memory), an
 inferred entry's module paths are resolved on its tree, and every load-time invariant is checked.
 A default config that declares its placeholder-token ids but leaves them None (Voxtral, MiniCPM-V)
-gets stand-ins first, as every checkpoint of the type sets them; its row says so.
+gets stand-ins first, as every checkpoint of the type sets them; a default config the model does
+not build from gets the fields it leaves unusable set
+(:data:`~interp.testing.builders.zoo_inputs.UNBUILT_DEFAULTS`); the row says so.
 A type is *supported* when all of that holds; otherwise *refused* with the reason (the adapter's
 refusal, the build error, or the failing invariant and the field to set).
 
@@ -148,7 +150,7 @@ def classify(model_type: str) -> Row:
     from ..adapters.registry import ADAPTERS, adapter_for
     from ..errors import UnsupportedArchitectureError
     from ..thinker import inner_config, wrapper_of
-    from .builders.zoo_inputs import set_unset_ids
+    from .builders.zoo_inputs import set_unbuilt_defaults, set_unset_ids
     from .zoo_parity import check as parity_check
 
     def refused(reason: str, adapter: str = "", modalities: str = "") -> Row:
@@ -161,6 +163,7 @@ def classify(model_type: str) -> Row:
             return refused(f"the default config does not build ({_short(err)})")
         config = inner_config(whole)
         filled = set_unset_ids(config)  # left None by the default, set by every checkpoint
+        fixed = set_unbuilt_defaults(config)  # the model does not build from the default
         try:
             adapter = adapter_for(config)
         except UnsupportedArchitectureError as err:
@@ -201,6 +204,8 @@ def classify(model_type: str) -> Row:
         name += " (thinker of the full checkpoint)"
     if filled:
         name += f"; {' / '.join(filled)} set as its checkpoints set it (None by default)"
+    if fixed:
+        name += f"; {' / '.join(fixed)} set (the model does not build from the default)"
     return Row(model_type, True, name, kinds, layout, parity, "", real_tokenizer_cell(model_type))
 
 

@@ -19,7 +19,7 @@ import interp
 from interp.adapters import ADAPTERS
 from interp.adapters.infer import invariants, pattern_of
 from interp.testing import build_tiny, shared_tiny_vlm
-from interp.testing.builders.zoo_inputs import set_unset_ids
+from interp.testing.builders.zoo_inputs import set_unbuilt_defaults, set_unset_ids
 from interp.testing.pins import check_made_under
 from interp.testing.samples import make_samples
 from interp.testing.tolerance import assert_close
@@ -57,9 +57,15 @@ def test_every_type_is_supported_or_refused_with_its_reason(model_type):
     inner = inner_config(config).model_type
     if "inferred" in row.adapter:  # its pattern is the config's; layout features are refused
         filled = set_unset_ids(config)  # ids left None by the default, as checkpoints set them
+        fixed = set_unbuilt_defaults(config)
         pattern, _ = pattern_of(config)
         note = f"; {' / '.join(filled)} set as its checkpoints set it (None by default)"
-        assert row.adapter == f"{model_type} (inferred: {pattern})" + (note if filled else "")
+        unbuilt = f"; {' / '.join(fixed)} set (the model does not build from the default)"
+        assert row.adapter == (
+            f"{model_type} (inferred: {pattern})"
+            + (note if filled else "")
+            + (unbuilt if fixed else "")
+        )
         assert row.layout in ("refused (not verified)", "no image")
         assert_zoo_parity(row)
         kinds = [
@@ -142,6 +148,29 @@ def test_a_placeholder_id_left_unset_by_the_default_config_is_named_and_a_set_on
     assert set_unset_ids(config) == ["audio_token_id"] and config.audio_token_id is not None
     llava = LlavaConfig()
     assert set_unset_ids(llava) == [] and llava.image_token_id == 32000  # set already: kept
+
+
+@pytest.mark.parametrize(
+    "model_type", ["aya_vision", "hunyuan_vl", "deepseek_ocr2", "cohere_compass"]
+)
+def test_a_default_config_the_model_does_not_build_from_gets_its_unusable_fields_set(model_type):
+    """transformers' own default config of these types does not build its model (a tower width
+    its heads do not divide, a None ``head_dim`` / ``mlp_layer_types``, no rotary parameters for
+    a layer type); with the fields a checkpoint sets, it builds and the row names them."""
+    from transformers import AutoModelForMultimodalLM
+
+    from interp.testing.zoo import shrink
+
+    config = AutoConfig.for_model(model_type)
+    with pytest.raises((ValueError, TypeError, KeyError)), torch.device("meta"):
+        AutoModelForMultimodalLM.from_config(shrink(config))
+    config = AutoConfig.for_model(model_type)
+    fixed = set_unbuilt_defaults(config)
+    with torch.device("meta"):
+        AutoModelForMultimodalLM.from_config(shrink(config))
+    assert (
+        fixed and f"{' / '.join(fixed)} set (the model does not build" in row_of(model_type).adapter
+    )
 
 
 def test_a_llava_config_with_a_pixtral_tower_is_detected_not_assumed():

@@ -150,8 +150,9 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
             k: v for k, v in per_layer.items() if int(k) < sizes["num_hidden_layers"]
         }
     _feature_layers(d)
-    rope = d.get("rope_parameters")
-    if isinstance(rope, dict) and rope.get("mrope_section"):
+    for rope in _ropes(d):
+        if not rope.get("mrope_section"):
+            continue
         share = rope.get("partial_rotary_factor", d.get("partial_rotary_factor")) or 1.0
         rotary = d.get("qk_rope_head_dim")  # latent attention: only that part rotates
         total = rotary // 2 if rotary else int(HEAD_DIM * share) // 2
@@ -160,6 +161,16 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
         # the remainder on the temporal share: h and w stay equal (ERNIE 4.5-VL stacks them)
         new[-1] += total - sum(new)
         rope["mrope_section"] = new
+
+
+def _ropes(d: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rotary parameter dicts of a text config dict: one, or one per layer type (Cohere
+    Compass keys them by layer type)."""
+    rope = d.get("rope_parameters")
+    if not isinstance(rope, dict):
+        return []
+    nested = [v for v in rope.values() if isinstance(v, dict)]
+    return nested or [rope]
 
 
 def _feature_layers(d: dict[str, Any]) -> None:
@@ -237,11 +248,13 @@ def tiny_inferred(
         IMAGE_PROCESSORS,
         RENAMED,
         STOCK_PROCESSORS,
+        set_unbuilt_defaults,
         set_unset_ids,
     )
 
     config = AutoConfig.for_model(model_type)
     set_unset_ids(config)  # as a checkpoint sets them (Voxtral's audio_token_id)
+    set_unbuilt_defaults(config)  # fields a default leaves unusable (Aya Vision's tower heads)
     pattern, why = pattern_of(config)
     if pattern is None:
         raise ParityError(why)
@@ -300,9 +313,11 @@ def tiny_inferred(
             vision.update(merge_size=ip.merge_size, patch_temporal=ip.temporal_patch_size)
         if "in_channels" in vision:
             vision["in_channels"] = 3
-        rope = text.setdefault("rope_parameters", {})
-        if isinstance(rope, dict) and not rope.get("mrope_section"):  # the code's default
+        text.setdefault("rope_parameters", {})
+        unset = [r for r in _ropes(text) if not r.get("mrope_section")]
+        for rope in unset:  # the code's default
             rope["mrope_section"] = [1, 1, 1]  # sized by _shrink below
+        if unset:
             _shrink(text, _TEXT)
         ids = {
             "image": processor.image_token_id,

@@ -44,6 +44,53 @@ def set_unset_ids(config: Any) -> list[str]:
     return names
 
 
+def _aya_heads(config: Any) -> list[str]:
+    """Aya Vision's default SigLIP tower has 14 heads for its 1152 width (not divisible); its
+    tower is SigLIP-so400m's, 16 heads of 72."""
+    config.vision_config.num_attention_heads = 16
+    return ["vision_config.num_attention_heads"]
+
+
+def _head_dim(config: Any) -> list[str]:
+    """HunYuan-VL's default leaves ``head_dim`` None, which its attention reads: width / heads."""
+    text = config.get_text_config()
+    text.head_dim = text.hidden_size // text.num_attention_heads
+    return ["head_dim"]
+
+
+def _mlp_layer_types(config: Any) -> list[str]:
+    """DeepSeek-OCR 2's default leaves ``mlp_layer_types`` None, which its decoder indexes: a
+    dense first layer, experts after it (DeepSeek-V2's layout)."""
+    text = config.get_text_config()
+    text.mlp_layer_types = ["dense"] + ["sparse"] * (text.num_hidden_layers - 1)
+    return ["mlp_layer_types"]
+
+
+def _rope_per_layer_type(config: Any) -> list[str]:
+    """Cohere Compass reads rotary parameters per layer type, but its default has none: the
+    default rotary embedding (theta 10000) for each of its layer types."""
+    text = config.get_text_config()
+    rope = {"rope_type": "default", "rope_theta": 10000.0}
+    text.rope_parameters = {kind: dict(rope) for kind in set(text.layer_types)}
+    return ["rope_parameters"]
+
+
+# type -> sets the fields its default config leaves unusable (the model does not build from it;
+# a checkpoint's config sets them); returns the fields' names
+UNBUILT_DEFAULTS: dict[str, Callable[[Any], list[str]]] = {
+    "aya_vision": _aya_heads,
+    "hunyuan_vl": _head_dim,
+    "deepseek_ocr2": _mlp_layer_types,
+    "cohere_compass": _rope_per_layer_type,
+}
+
+
+def set_unbuilt_defaults(config: Any) -> list[str]:
+    """Set what :data:`UNBUILT_DEFAULTS` sets for ``config``'s type; the fields set."""
+    fix = UNBUILT_DEFAULTS.get(str(getattr(config, "model_type", "")))
+    return fix(config) if fix else []
+
+
 def _pixtral(vision: dict[str, Any]) -> Any:
     """Pixtral's image processor: longest edge :data:`IMAGE_SIZE`, the tower's patch; gives
     ``image_sizes`` (Mistral 3 and LightOnOCR crop each padded image to it)."""
