@@ -109,6 +109,7 @@ class Modules:
 
     decoder_path: str | None = None
     norm_attr: str | None = None
+    head_path: str | None = None
     attention_module: str = "self_attn"
     attention_scores_site: tuple[str, ...] = ("attention_interface_1", "nn_functional_softmax_0")
     embeddings_kwarg: str | None = None
@@ -163,6 +164,8 @@ class Adapter:
             ``model.get_decoder()``.
         norm_attr: the decoder's final-norm attribute; None: the first of :data:`NORMS` the
             decoder has (``norm``, OPT's ``final_layer_norm``, Persimmon's ``final_layernorm`` ...).
+        head_path: the output head's module path; default ``model.get_output_embeddings()``
+            (a model whose causal LM sits inside it may not offer one: Nemotron-H Omni).
         build_prompt: prompt builder; default :func:`chat_prompt`.
         target_fields: for teacher forcing, per-token encoding fields whose appended-target positions
             take a fixed value instead of copying the last prompt position (PaliGemma marks the answer
@@ -312,7 +315,15 @@ class Adapter:
         )
 
     def lm_head(self, model: PreTrainedModel) -> torch.nn.Module:
-        return model.get_output_embeddings()
+        if self.head_path is not None:
+            return get_path(model, self.head_path)
+        head = model.get_output_embeddings()
+        if head is None:
+            raise AttributeError(
+                f"{self.name} — {type(model).__name__}.get_output_embeddings() gives no head; "
+                "set head_path"
+            )
+        return head
 
     def image_features_module(self, model: PreTrainedModel) -> torch.nn.Module:
         return get_path(model, self.image_features)

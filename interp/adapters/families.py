@@ -289,6 +289,21 @@ for _adapter in (
         "to the residual stream after early decoder layers (outside the layer modules)",
     ),
     Adapter(
+        name="nemotron_h_omni",
+        model_types=("nemotron_h_omni",),
+        image_features="multi_modal_projector",
+        decoder_path="language_model.model",
+        head_path="language_model.lm_head",
+        pixel_layout="patches",
+        modalities=("image", "video"),
+        video_features="multi_modal_projector",
+        notes="the hybrid Mamba-attention decoder sits inside a causal LM (language_model.model, "
+        "final norm norm_f, head language_model.lm_head), beside the RADIO vision model and the "
+        "projector, which takes the pixel-shuffled image patches (flat, with image_grid_hw) and "
+        "video tubelets alike; the audio branch of checkpoints with an audio_config "
+        "(embed_audio) is not mapped",
+    ),
+    Adapter(
         name="llama4",
         model_types=("llama4",),
         image_features="multi_modal_projector",

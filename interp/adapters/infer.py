@@ -302,7 +302,8 @@ def invariants(adapter: Adapter, model: torch.nn.Module) -> list[Invariant]:
             )
         )
     except (AttributeError, TypeError) as err:
-        out.append(Invariant("final norm feeds the head", False, str(err), "norm_attr"))
+        field = "head_path" if "head_path" in str(err) else "norm_attr"
+        out.append(Invariant("final norm feeds the head", False, str(err), field))
     for kind in adapter.modalities:
         path = adapter.features_path(kind)  # type: ignore[arg-type]
         out.append(

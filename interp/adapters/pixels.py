@@ -48,8 +48,10 @@ def patches(
     processor: Any,
     video_mask: torch.Tensor | None = None,
 ) -> list[Any]:
-    """Dim 0 enumerates patches; ``image_grid_thw`` gives each image's count (Qwen-VL)."""
-    sizes = inputs["image_grid_thw"].prod(-1).tolist()
+    """Dim 0 enumerates patches; ``image_grid_thw`` gives each image's count (Qwen-VL), or
+    ``image_grid_hw`` (Nemotron-H Omni)."""
+    grid = inputs["image_grid_thw"] if "image_grid_thw" in inputs else inputs["image_grid_hw"]
+    sizes = grid.prod(-1).tolist()
     counts, k = [], 0
     for n in images_per_row:
         counts.append(int(sum(sizes[k : k + n])))

@@ -51,7 +51,7 @@ MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
 # One-fix entries of the zoo, built from their default config shrunk, with the tiny processor of
 # their pattern (:func:`interp.testing.builders.inferred.tiny_inferred`); kept out of ARCHITECTURES (their
 # layouts are not verified, so the region and pixel tests do not apply).
-ZOO_ARCHITECTURES: tuple[str, ...] = ("llama4", "idefics2", "granite_docling")
+ZOO_ARCHITECTURES: tuple[str, ...] = ("llama4", "idefics2", "granite_docling", "nemotron_h_omni")
 
 
 def build_tiny(

@@ -252,6 +252,27 @@ def test_a_tower_is_the_feature_site_only_where_it_projects_into_the_decoder():
         complete(interp.adapter_for(model.config), model)
 
 
+def test_a_head_the_model_does_not_offer_is_named_by_its_path():
+    """Nemotron-H Omni keeps its causal LM whole (``language_model``): ``get_output_embeddings()``
+    gives None, so its entry names ``head_path``; without it the load-time check names the field."""
+    from transformers import AutoModelForMultimodalLM
+
+    from interp.adapters.infer import invariants
+    from interp.testing.zoo import shrink
+
+    config = AutoConfig.for_model("nemotron_h_omni")
+    set_unset_ids(config)
+    with torch.device("meta"):
+        model = AutoModelForMultimodalLM.from_config(shrink(config))
+    assert model.get_output_embeddings() is None
+    entry = ADAPTERS["nemotron_h_omni"]
+    assert all(c.ok for c in invariants(entry, model))
+    assert entry.lm_head(model) is model.language_model.lm_head
+    checks = {c.name: c for c in invariants(entry.replace(head_path=None), model)}
+    assert not checks["final norm feeds the head"].ok
+    assert checks["final norm feeds the head"].field == "head_path"
+
+
 def test_a_decoder_with_several_residual_streams_is_refused():
     """GLM-5 Next and HY-V4 carry ``hc_mult`` residual streams per position (their decoder
     layers take and give ``[batch, seq, hc_mult, d]``): refused, naming it."""

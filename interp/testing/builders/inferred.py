@@ -34,6 +34,11 @@ _TEXT = {
     "num_local_experts": 4,
     "num_experts_per_tok": 2,
     "n_shared_experts": 1,
+    "mamba_num_heads": 4,  # state-space layers (Nemotron-H)
+    "mamba_head_dim": HEAD_DIM,
+    "ssm_state_size": 16,
+    "n_groups": 1,
+    "moe_shared_expert_intermediate_size": TEXT_HIDDEN // 2,
     "swa_num_attention_heads": 4,  # Inkling 2's sliding-window layers
     "swa_num_key_value_heads": 2,
     "swa_head_dim": HEAD_DIM,
@@ -80,6 +85,7 @@ _TOWER = {
     "encoder_ffn_dim": 2 * VISION_HIDDEN,
     "d_model": VISION_HIDDEN,
     "mlp_dim": 2 * VISION_HIDDEN,  # SAM-style towers
+    "max_img_size": 64,  # RADIO's position-embedding grid (Nemotron-H Omni)
     "output_channels": VISION_HIDDEN,
     "downsample_hidden_size": VISION_HIDDEN,
     "vocab_size": 256,  # Ovis: the visual vocabulary

@@ -153,6 +153,35 @@ def _deepseek_vl_hybrid(vision: dict[str, Any]) -> Any:
     )
 
 
+def _radio_patches(vision: dict[str, Any]) -> Any:
+    """Nemotron-H Omni's image processor needs torchvision: a CLIP one at :data:`IMAGE_SIZE`
+    whose images are cut into the tower's patches as its own processor cuts them — flat
+    ``[patches, 3 * p * p]`` (channel, then row and column within the patch) over all images,
+    with ``image_grid_hw`` per image."""
+    import numpy as np
+    from transformers import BatchFeature, CLIPImageProcessorPil
+
+    p = int(vision["patch_size"])
+
+    class RadioPatches(CLIPImageProcessorPil):
+        model_input_names = ["pixel_values", "image_grid_hw"]  # noqa: RUF012
+
+        def __call__(self, images: Any, **kwargs: Any) -> BatchFeature:
+            kwargs.pop("return_tensors", None)
+            pixels = np.asarray(super().__call__(images, **kwargs)["pixel_values"])
+            n, c, h, w = pixels.shape
+            patches = pixels.reshape(n, c, h // p, p, w // p, p).transpose(0, 2, 4, 1, 3, 5)
+            grid = np.array([[h // p, w // p]] * n)
+            return BatchFeature(
+                {"pixel_values": patches.reshape(-1, c * p * p), "image_grid_hw": grid},
+                tensor_type="pt",
+            )
+
+    return RadioPatches(
+        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    )
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -201,6 +230,7 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "lfm2_vl": _siglip2,
     "granite_docling": _granite_docling,
     "deepseek_vl_hybrid": _deepseek_vl_hybrid,
+    "nemotron_h_omni": _radio_patches,
     "video_llama_3": _video_llama_3,
     "paddleocr_vl": _paddleocr_vl,
 }
@@ -268,7 +298,17 @@ def _merged_width(d: dict[str, Any]) -> None:
     d["projector_hidden_size"] = 2 * TEXT_HIDDEN
 
 
+def _radio_widths(d: dict[str, Any]) -> None:
+    """Nemotron-H Omni names its tower's width and its projector's hidden width on the top-level
+    config: the tiny tower's, and twice the tiny text width."""
+    from .common import TEXT_HIDDEN
+
+    d["vision_hidden_size"] = d["vision_config"]["hidden_size"]
+    d["projector_hidden_size"] = 2 * TEXT_HIDDEN
+
+
 CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "nemotron_h_omni": _radio_widths,
     "muse_glimmer": _merged_width,
     "deepseek_vl_hybrid": _high_res,
     "aria": _aria_queries,
@@ -355,7 +395,7 @@ class CountingProcessor(_Counting, LlavaProcessor):
     ) -> str:
         import numpy as np
 
-        grid = image_inputs.get("image_grid_thw")
+        grid = image_inputs.get("image_grid_thw", image_inputs.get("image_grid_hw"))
         if grid is not None:  # patch-flattened pixel_values: image_idx's rows of patches
             sizes = [int(torch.as_tensor(np.asarray(g)).prod()) for g in grid]
             start = sum(sizes[:image_idx])
