@@ -16,8 +16,8 @@ The rules, in order (:func:`infer_adapter` reads the config, :func:`complete` th
    the fields but leaves them all None (transformers' default for Voxtral and MiniCPM-V, which
    their checkpoints set) is refused with the fields to set (:func:`unset_ids`);
 2. refused up front: encoder–decoder configs, Q-Former configs (``qformer_config``), decoders
-   with hyper-connections (``hc_mult`` > 1: several residual streams per position, GLM-5 Next,
-   HY-V4), configs with no placeholder-token id;
+   with hyper-connections (``hc_mult`` or ``hc_count`` > 1: several residual streams per position,
+   GLM-5 Next, HY-V4, Qwen4-Exp), configs with no placeholder-token id;
 3. the decoder is ``model.get_decoder()`` and must hold ``.layers``;
 4. the final norm is the decoder's first attribute among :data:`NORMS`;
 5. the head is ``model.get_output_embeddings()``;
@@ -66,6 +66,7 @@ AUDIO_SITES = (
     "model.multi_modal_projector",
     "model.audio_projector",
     "model.projector",
+    "model.embed_audio",
     "model.audio_tower",
 )
 PATTERNS = ("llava-like", "qwen-vl-like", "audio-lm")
@@ -116,12 +117,13 @@ def pattern_of(config: Any) -> tuple[str | None, str]:
             "Q-Former fusion (the image tokens are learned queries): register an entry like "
             "the instructblip one"
         )
-    streams = getattr(_text(config), "hc_mult", None)
-    if isinstance(streams, int) and streams > 1:
-        return None, (
-            f"hyper-connections ({streams} residual streams per position, hc_mult): the "
-            "library reads, edits and scores one residual vector per position"
-        )
+    for field in ("hc_mult", "hc_count"):
+        streams = getattr(_text(config), field, None)
+        if isinstance(streams, int) and streams > 1:
+            return None, (
+                f"hyper-connections ({streams} residual streams per position, {field}): the "
+                "library reads, edits and scores one residual vector per position"
+            )
     image, audio = _token(config, "image"), _token(config, "audio")
     vision = getattr(config, "vision_config", None)
     if image is not None and vision is not None:

@@ -205,7 +205,9 @@ def classify(model_type: str) -> Row:
     if filled:
         name += f"; {' / '.join(filled)} set as its checkpoints set it (None by default)"
     if fixed:
-        name += f"; {' / '.join(fixed)} set (the model does not build from the default)"
+        name += (
+            f"; {' / '.join(fixed)} set as a checkpoint sets it (unusable in the default config)"
+        )
     return Row(model_type, True, name, kinds, layout, parity, "", real_tokenizer_cell(model_type))
 
 

@@ -60,7 +60,9 @@ def test_every_type_is_supported_or_refused_with_its_reason(model_type):
         fixed = set_unbuilt_defaults(config)
         pattern, _ = pattern_of(config)
         note = f"; {' / '.join(filled)} set as its checkpoints set it (None by default)"
-        unbuilt = f"; {' / '.join(fixed)} set (the model does not build from the default)"
+        unbuilt = (
+            f"; {' / '.join(fixed)} set as a checkpoint sets it (unusable in the default config)"
+        )
         assert row.adapter == (
             f"{model_type} (inferred: {pattern})"
             + (note if filled else "")
@@ -169,7 +171,28 @@ def test_a_default_config_the_model_does_not_build_from_gets_its_unusable_fields
     with torch.device("meta"):
         AutoModelForMultimodalLM.from_config(shrink(config))
     assert (
-        fixed and f"{' / '.join(fixed)} set (the model does not build" in row_of(model_type).adapter
+        fixed
+        and f"{' / '.join(fixed)} set as a checkpoint sets it (unusable"
+        in row_of(model_type).adapter
+    )
+
+
+def test_a_default_config_without_towers_gets_the_ones_its_documented_example_builds():
+    """Gemma 4 Unified's default config has image and audio token ids but no towers (its model
+    builds none); with the default tower configs, as its own docstring example builds it, the
+    feature sites are its vision and audio embedders."""
+    from interp.adapters.infer import complete
+
+    config = AutoConfig.for_model("gemma4_unified")
+    assert config.vision_config is None and config.audio_config is None
+    assert set_unbuilt_defaults(config) == ["vision_config", "audio_config"]
+    row = row_of("gemma4_unified")
+    assert row.supported and "vision_config / audio_config set as a checkpoint" in row.adapter
+    model = _meta_of(config)
+    adapter = complete(interp.adapter_for(config), model)
+    assert (adapter.image_features, adapter.audio_features) == (
+        "model.embed_vision",
+        "model.embed_audio",
     )
 
 
@@ -223,13 +246,17 @@ def test_load_time_invariants_name_the_field_to_set():
         )
 
 
-def _meta(model_type: str) -> torch.nn.Module:
+def _meta_of(config) -> torch.nn.Module:
     from transformers import AutoModelForMultimodalLM
 
     from interp.testing.zoo import shrink
 
     with torch.device("meta"):
-        return AutoModelForMultimodalLM.from_config(shrink(AutoConfig.for_model(model_type)))
+        return AutoModelForMultimodalLM.from_config(shrink(config))
+
+
+def _meta(model_type: str) -> torch.nn.Module:
+    return _meta_of(AutoConfig.for_model(model_type))
 
 
 def test_a_tower_is_the_feature_site_only_where_it_projects_into_the_decoder():
@@ -275,11 +302,16 @@ def test_a_head_the_model_does_not_offer_is_named_by_its_path():
 
 def test_a_decoder_with_several_residual_streams_is_refused():
     """GLM-5 Next and HY-V4 carry ``hc_mult`` residual streams per position (their decoder
-    layers take and give ``[batch, seq, hc_mult, d]``): refused, naming it."""
-    for model_type in ("glm5_next", "hy_v4_vl"):
+    layers take and give ``[batch, seq, hc_mult, d]``), Qwen4-Exp ``hc_count`` (mixed by its
+    ``hyper_connection_mixer``): refused, naming the field."""
+    for model_type, field in (
+        ("glm5_next", "hc_mult"),
+        ("hy_v4_vl", "hc_mult"),
+        ("qwen4_exp", "hc_count"),
+    ):
         config = AutoConfig.for_model(model_type)
-        assert config.get_text_config().hc_mult == 4
-        with pytest.raises(interp.UnsupportedArchitectureError, match="4 residual streams"):
+        assert getattr(config.get_text_config(), field) == 4
+        with pytest.raises(interp.UnsupportedArchitectureError, match=f"4 residual .*{field}"):
             interp.adapter_for(config)
 
 

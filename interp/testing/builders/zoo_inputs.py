@@ -44,6 +44,16 @@ def set_unset_ids(config: Any) -> list[str]:
     return names
 
 
+def _towers(config: Any) -> list[str]:
+    """Gemma 4 Unified's default config has no towers; its own documented example builds it with
+    the default vision and audio configs."""
+    from transformers import Gemma4UnifiedAudioConfig, Gemma4UnifiedVisionConfig
+
+    config.vision_config = Gemma4UnifiedVisionConfig()
+    config.audio_config = Gemma4UnifiedAudioConfig()
+    return ["vision_config", "audio_config"]
+
+
 def _aya_heads(config: Any) -> list[str]:
     """Aya Vision's default SigLIP tower has 14 heads for its 1152 width (not divisible); its
     tower is SigLIP-so400m's, 16 heads of 72."""
@@ -75,9 +85,10 @@ def _rope_per_layer_type(config: Any) -> list[str]:
     return ["rope_parameters"]
 
 
-# type -> sets the fields its default config leaves unusable (the model does not build from it;
-# a checkpoint's config sets them); returns the fields' names
+# type -> sets the fields its default config leaves unusable (the model does not build from it,
+# or builds without its towers; a checkpoint's config sets them); returns the fields' names
 UNBUILT_DEFAULTS: dict[str, Callable[[Any], list[str]]] = {
+    "gemma4_unified": _towers,
     "aya_vision": _aya_heads,
     "hunyuan_vl": _head_dim,
     "deepseek_ocr2": _mlp_layer_types,
