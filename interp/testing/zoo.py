@@ -152,6 +152,7 @@ def classify(model_type: str) -> Row:
     from ..thinker import inner_config, wrapper_of
     from .builders.zoo_inputs import set_unbuilt_defaults, set_unset_ids
     from .zoo_parity import check as parity_check
+    from .zoo_parity import text_check
 
     def refused(reason: str, adapter: str = "", modalities: str = "") -> Row:
         return Row(model_type, False, adapter, modalities, "", "", reason)
@@ -198,7 +199,10 @@ def classify(model_type: str) -> Row:
     else:  # built tiny on CPU and run against plain HF (interp.testing.zoo_parity)
         with _quiet():
             processor, why = parity_check(model_type)
+            text = text_check(model_type) if why else "not run"
         parity = f"not tested: {why}" if why else f"forward tested ({processor} processor)"
+        if why and not text:  # text-only rows run at parity where the media steps fail
+            parity = f"text tested; {parity}"
     name = adapter.name
     if wrapper_of(whole) is not None:
         name += " (thinker of the full checkpoint)"
@@ -234,6 +238,7 @@ def render(rows: list[Row]) -> str:
     inferred = sum(r.supported and "inferred" in r.adapter for r in rows)
     forward = sum(r.parity.startswith("forward tested") for r in rows)
     tested = sum(r.parity == "tested" for r in rows)
+    text = sum(r.parity.startswith("text tested") for r in rows)
     head = [
         "# Families: every type of transformers' multimodal mapping",
         "",
@@ -250,7 +255,7 @@ def render(rows: list[Row]) -> str:
         "",
         f"**{supported} of {len(rows)} types supported** ({inferred} through an entry inferred "
         f"from the config and module tree); forward parity with plain Hugging Face: {tested} "
-        f"by the tiny-model tests, {forward} by the zoo's checks.",
+        f"by the tiny-model tests, {forward} by the zoo's checks; text-only rows on {text} more.",
         "",
         "- *layout*: `verified` — pixel-space conditions (`distort` ...), token regions, "
         "attribution maps and region",
@@ -276,7 +281,10 @@ def render(rows: list[Row]) -> str:
         "forward hook adding the vector;",
         "  `not tested: ...` — the structure is verified, the first of those steps that fails "
         "is named (run",
-        "  `interp doctor --model <folder>` on a checkpoint).",
+        "  `interp doctor --model <folder>` on a checkpoint); `text tested; not tested: ...` — "
+        "the same, but the tiny model",
+        "  builds and text-only rows (no image or audio) pass the reads and `score` checks "
+        "against plain Hugging Face.",
         '- *reason*: why a type is refused; "the default config does not build" is '
         "transformers' own default (a",
         "  checkpoint's config may build: pass `adapter=` or register an entry after checking "

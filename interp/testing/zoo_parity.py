@@ -81,6 +81,73 @@ def _step(name: str) -> Iterator[None]:
         raise ParityError(f"{name} fails ({_reason(err)})") from None
 
 
+def _reads_match(vlm: Any, samples: list[Any]) -> tuple[torch.Tensor, Any]:
+    """Residual reads of ``samples`` equal a plain forward's ``output_hidden_states`` at the last
+    token, every layer (else an AssertionError); the reads and the encoding."""
+    import interp
+
+    from ..encoding import encode
+    from .reference import hf_forward, hf_hidden_states
+
+    states = interp.residual_stream(vlm, samples, progress_bar=False)
+    enc = encode(vlm, samples, "full")
+    hidden = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
+    L = vlm.n_layers
+    ref = torch.stack([h[torch.arange(len(samples)), enc.last_index] for h in hidden[:L]], 1)
+    torch.testing.assert_close(states[:, :L], ref, rtol=0, atol=1e-5)
+    return states, enc
+
+
+def _scores_match(vlm: Any, samples: list[Any], step: str) -> None:
+    """:func:`interp.score` of two targets equals a teacher-forced plain forward's
+    log-probabilities (else a :class:`ParityError` naming ``step``)."""
+    import interp
+
+    from ..encoding import encode
+    from .reference import hf_target_logprobs
+
+    targets = ["yellow banana", "two"]
+    scores = interp.score(vlm, samples, targets, progress_bar=False)
+    for i, (sample, target) in enumerate(zip(samples, targets)):
+        tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
+        want = hf_target_logprobs(vlm, encode(vlm, [sample], "full"), tgt)
+        gap = float((scores.logprobs[i, : len(tgt)] - want).abs().max())
+        if gap > 1e-4:  # one significant digit: the row stays the same across machines
+            raise ParityError(
+                f"{step} fails (log-probabilities {gap:.0e} from a teacher-forced forward's)"
+            )
+
+
+def _text_samples() -> list[Any]:
+    """Two rows of text alone (no image, no audio)."""
+    from ..samples import Sample
+
+    return [Sample("what colour is a banana ?", id="t0"), Sample("how many legs ?", id="t1")]
+
+
+def text_check(model_type: str) -> str:
+    """Where :func:`check` fails past the build: whether text-only rows (no image or audio) still
+    run at HF parity — residual reads equal ``output_hidden_states`` and ``score`` equals a
+    teacher-forced forward. ``""`` if they do, else the reason."""
+    import interp
+
+    try:
+        model, processor, _ = tiny_inferred(model_type, probe_images=False)
+    except ParityError as err:
+        return str(err)
+    try:
+        with _step("text load"):
+            vlm = interp.load(model, processor)
+        samples = _text_samples()
+        with _step("text reads"):
+            _reads_match(vlm, samples)
+        with _step("text score"):
+            _scores_match(vlm, samples, "text score")
+    except ParityError as err:
+        return str(err)
+    return ""
+
+
 def check(model_type: str) -> tuple[str, str]:
     """Run the checks of the module docstring on ``model_type``'s tiny model: returns the name of
     the borrowed processor and ``""``, or the name and the first failure's reason."""
@@ -88,8 +155,7 @@ def check(model_type: str) -> tuple[str, str]:
     from interventions import Steer
 
     from ..adapters.base import get_path
-    from ..encoding import encode
-    from .reference import add_to_layer, hf_forward, hf_hidden_states, hf_target_logprobs
+    from .reference import add_to_layer, hf_forward, hf_hidden_states
     from .samples import make_samples
 
     try:
@@ -104,14 +170,8 @@ def check(model_type: str) -> tuple[str, str]:
         if kind == "audio":
             samples = _audio_samples()
         with _step("reads"):
-            states = interp.residual_stream(vlm, samples, progress_bar=False)
-            enc = encode(vlm, samples, "full")
-            hidden = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
+            states, enc = _reads_match(vlm, samples)
             L = vlm.n_layers
-            ref = torch.stack(
-                [h[torch.arange(len(samples)), enc.last_index] for h in hidden[:L]], 1
-            )
-            torch.testing.assert_close(states[:, :L], ref, rtol=0, atol=1e-5)
             if kind == "image":  # the image reaches the reads (else they check text alone)
                 black = interp.residual_stream(vlm, samples, "null:black", progress_bar=False)
                 if (black - states).abs().max() <= 1e-4:
@@ -136,16 +196,7 @@ def check(model_type: str) -> tuple[str, str]:
             if gen.token_ids != [row[n:].tolist()[: len(g)] for row, g in zip(ids, gen.token_ids)]:
                 raise ParityError("generate fails (greedy tokens differ from model.generate)")
         with _step("score"):
-            targets = ["yellow banana", "two"]
-            scores = interp.score(vlm, samples, targets, progress_bar=False)
-            for i, (sample, target) in enumerate(zip(samples, targets)):
-                tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
-                want_lp = hf_target_logprobs(vlm, encode(vlm, [sample], "full"), tgt)
-                gap = float((scores.logprobs[i, : len(tgt)] - want_lp).abs().max())
-                if gap > 1e-4:  # one significant digit: the row stays the same across machines
-                    raise ParityError(
-                        f"score fails (log-probabilities {gap:.0e} from a teacher-forced forward's)"
-                    )
+            _scores_match(vlm, samples, "score")
         with _step("steer"):
             v = 0.5 * torch.randn(vlm.d_model, generator=torch.Generator().manual_seed(0))
             steered = interp.residual_stream(
@@ -164,4 +215,4 @@ def check(model_type: str) -> tuple[str, str]:
     return name, ""
 
 
-__all__ = ["MAX_PARAMS", "ParityError", "check", "tiny_inferred"]
+__all__ = ["MAX_PARAMS", "ParityError", "check", "text_check", "tiny_inferred"]

@@ -93,7 +93,8 @@ def assert_zoo_parity(row: Row) -> None:
             f"forward tested ({p} processor)" for p in ("llava", "qwen3_vl", "qwen2_audio")
         )
     else:
-        assert row.parity.startswith("not tested: ") and len(row.parity) > len("not tested: ")
+        why = row.parity.removeprefix("text tested; ")
+        assert why.startswith("not tested: ") and len(why) > len("not tested: ")
 
 
 def test_the_sweep_covers_the_mapping_and_supports_most_of_it():
@@ -414,6 +415,28 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
     monkeypatch.setattr(interp, "score", shifted)
     assert check("qwen3_vl_moe")[1] == (
         "score fails (log-probabilities 1e-03 from a teacher-forced forward's)"
+    )
+
+
+def test_text_rows_are_checked_where_the_media_steps_fail(monkeypatch):
+    """MiniCPM-V 4.6's image inputs need its own processor (not offline), so its image steps
+    fail; text-only rows still pass reads and score against plain HF, and the row says
+    ``text tested``. A score off by 1e-3 is named as the text step that fails."""
+    from interp.testing.zoo_parity import check, text_check
+
+    assert check("minicpmv4_6")[1].startswith("its feature site does not take")
+    assert text_check("minicpmv4_6") == ""
+    assert row_of("minicpmv4_6").parity.startswith("text tested; not tested: its feature site")
+    score = interp.score
+
+    def shifted(*a, **k):
+        out = score(*a, **k)
+        out.logprobs.add_(1e-3)
+        return out
+
+    monkeypatch.setattr(interp, "score", shifted)
+    assert text_check("minicpmv4_6") == (
+        "text score fails (log-probabilities 1e-03 from a teacher-forced forward's)"
     )
 
 

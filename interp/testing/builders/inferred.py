@@ -131,12 +131,16 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
     and none keeps more key-value heads than heads."""
     n = d.get("num_hidden_layers")
     same_kv = d.get("num_key_value_heads") == d.get("num_attention_heads")
+    # DeepSeek-V3-style configs whose head_dim is the rotary part's width keep it so
+    rotary_head = d.get("head_dim") is not None and d.get("head_dim") == d.get("qk_rope_head_dim")
     for key, value in sizes.items():
         old = d.get(key)
         if isinstance(old, list) and all(isinstance(v, int) for v in old):
             d[key] = [value] * len(old)
         elif old is not None and old != 0:  # a part the default leaves out stays out
             d[key] = value
+    if rotary_head:
+        d["head_dim"] = d["qk_rope_head_dim"]
     if "qk_rope_head_dim" in sizes and isinstance(d.get("qk_nope_head_dim"), int):
         # the query-key head width is the plain part plus the rotary part (which may be 0: NoPE)
         d["qk_nope_head_dim"] = HEAD_DIM - (d.get("qk_rope_head_dim") or 0)
@@ -238,10 +242,12 @@ def _count(out: Any, width: int) -> int:
 
 
 def tiny_inferred(
-    model_type: str, seed: int = 0, attn_implementation: str = "eager"
+    model_type: str, seed: int = 0, attn_implementation: str = "eager", probe_images: bool = True
 ) -> tuple[torch.nn.Module, Any, str]:
     """``(model, processor, processor name)``: ``model_type`` built tiny on CPU (``seed``) from its
-    default config, shrunk, with the borrowed processor of its pattern (see the module docstring).
+    default config, shrunk, with the borrowed processor of its pattern (see the module docstring);
+    ``probe_images``: first check the processor's image inputs reach the feature site (off for
+    text-only use).
 
     Raises:
         ParityError: the config does not shrink or build, or the model stays too large.
@@ -401,6 +407,7 @@ def tiny_inferred(
         processor.count_for(model_type, _counter(model, "get_image_features"))
         if processor.renamed:  # the stock processor returns the marks it renames
             processor.return_mm_token_type_ids = True
+    if name == "llava" and probe_images:
         try:
             processor(text=[processor.image_token], images=[_image()])
         except Exception as err:  # noqa: BLE001

@@ -70,10 +70,11 @@ def _head_dim(config: Any) -> list[str]:
 
 def _mlp_layer_types(config: Any) -> list[str]:
     """DeepSeek-OCR 2's default leaves ``mlp_layer_types`` None, which its decoder indexes: a
-    dense first layer, experts after it (DeepSeek-V2's layout)."""
+    dense first layer, experts after it (DeepSeek-V2's layout); and the experts' top-k."""
     text = config.get_text_config()
     text.mlp_layer_types = ["dense"] + ["sparse"] * (text.num_hidden_layers - 1)
-    return ["mlp_layer_types"]
+    text.num_experts_per_tok = 6  # its routing's top-k, None too (DeepSeek-OCR's: 6 of 64)
+    return ["mlp_layer_types", "num_experts_per_tok"]
 
 
 def _rope_per_layer_type(config: Any) -> list[str]:
