@@ -215,12 +215,13 @@ def _position_checks(
         got = vlm.tokenizer.decode(extended.input_ids[0][answer_mask[0]].tolist())
         if comparable(tok, got) != comparable(tok, answer):
             problems.append(f"{cond}: answer positions read {got!r}, not {answer!r}")
-        if condition.uses_image != bool(counts[cond]):
+        if (condition.uses_image and sample.has_image) != bool(counts[cond]):
             problems.append(f"{cond}: {counts[cond]} image tokens")
     shown = ", ".join(f"{c} {k}" for c, k in counts.items())
-    report.checks.append(
-        Check("image tokens", "ok" if counts else "problem", f"per condition: {shown}")
-    )
+    if sample.has_image or not counts:  # an audio-language model's sample carries no image
+        report.checks.append(
+            Check("image tokens", "ok" if counts else "problem", f"per condition: {shown}")
+        )
     for kind, found in media.items():
         if found:
             shown = ", ".join(f"{c} {k}" for c, k in found.items())
@@ -239,7 +240,8 @@ def _position_checks(
             Check(
                 "positions",
                 "ok",
-                f"question, answer and {'/'.join(k for k in MEDIA if k == 'image' or media.get(k))} "
+                "question, answer and "
+                f"{'/'.join(k for k in MEDIA if (k == 'image' and sample.has_image) or media.get(k))} "
                 f"positions decode to their text under "
                 f"{len(counts)} conditions",
             )
@@ -274,7 +276,10 @@ def _parity_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
     got = residual_stream(vlm, [sample], progress_bar=False)
     enc = encode(vlm, [sample], "full")
     with torch.no_grad():
-        hidden = vlm.hf(**enc.inputs, output_hidden_states=True).hidden_states
+        out = vlm.hf(**enc.inputs, output_hidden_states=True)
+    # Q-Former families return the language model's outputs inside theirs
+    hidden = out.hidden_states if getattr(out, "hidden_states", None) is not None else None
+    hidden = hidden or out.language_model_outputs.hidden_states
     last = int(enc.last_index[0])
     # hidden_states[L] is after the final norm; the library's index L is before it
     reference = torch.stack([hidden[layer][0, last].cpu() for layer in range(vlm.n_layers)])
@@ -289,6 +294,23 @@ def _parity_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
             f"{worst:.1e} of the states' scale (tolerance {tol:g} for "
             f"{str(vlm.dtype).replace('torch.', '')})",
             "" if status == "ok" else "report this model: an adapter's module path may be wrong",
+        )
+    )
+    # the logit lens of the last state (final norm, head, the forward's own transform of the
+    # head's output) against the forward's logits: a transform the library misses shows here
+    lens = vlm.unembed(got[0, vlm.n_layers]).float().cpu()
+    worst = _relative(lens[None, None], out.logits[0, last].float().cpu()[None, None])
+    status = "ok" if worst <= tol else "problem"
+    report.checks.append(
+        Check(
+            "logits",
+            status,
+            f"library (final norm, head, {vlm.head_transform or 'no transform'}) vs HF logits at "
+            f"the last token: max difference {worst:.1e} of their scale (tolerance {tol:g})",
+            ""
+            if status == "ok"
+            else "the forward transforms its head's output in a way the library does not apply "
+            "(interp/adapters/logits.py); report this model",
         )
     )
 
@@ -440,7 +462,9 @@ def doctor(
     """
     sample = sample or default_sample(vlm)
     if conditions is CONDITIONS:
-        conditions = CONDITIONS + tuple(
+        if "image" not in vlm.adapter.modalities:  # no image to replace by a black one
+            conditions = tuple(c for c in CONDITIONS if not c.startswith("null:"))
+        conditions = tuple(conditions) + tuple(
             f"no_{kind}"
             for kind, has in (("audio", sample.has_audio), ("video", sample.has_video))
             if has
@@ -453,12 +477,22 @@ def doctor(
         "adapter": vlm.adapter.name,
         "decoder layers": str(vlm.n_layers),
         "width (d_model)": str(vlm.d_model),
-        "image token": f"{tok.convert_ids_to_tokens(vlm.image_token_id)!r} = {vlm.image_token_id}",
+        # an audio-language model has no image token
+        **(
+            {
+                "image token": f"{tok.convert_ids_to_tokens(vlm.image_token_id)!r} = {vlm.image_token_id}"
+            }
+            if "image" in vlm.adapter.modalities
+            else {}
+        ),
         "modalities": ", ".join(vlm.adapter.modalities),
         "tokenizer": f"{type(tok).__name__} ({len(tok)} tokens, fast={tok.is_fast})",
         "dtype": str(vlm.dtype).replace("torch.", ""),
         "device map": str(getattr(hf, "hf_device_map", None) or vlm.device),
         "attention": str(getattr(hf.config, "_attn_implementation", None) or "default"),
+        "logits": f"{vlm.head_transform} of the head's output z (as the forward returns them)"
+        if vlm.head_transform is not None
+        else "the head's output",
     }
     for kind in ("audio", "video"):
         if kind in vlm.adapter.modalities:

@@ -15,7 +15,9 @@ from interp.doctor import default_sample, doctor
 from interp.testing import random_image, shared_tiny_vlm
 
 
-@pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3", "paligemma", "mllama"])
+@pytest.mark.parametrize(
+    "arch", ["llava", "qwen2_vl", "idefics3", "paligemma", "mllama", "instructblip"]
+)
 def test_doctor_finds_no_problem_on_tiny_models(arch):
     vlm = shared_tiny_vlm(arch)
     sample = interp.Sample(image=random_image(32, 40, 0), question="Which color is it?", id="x")
@@ -23,7 +25,7 @@ def test_doctor_finds_no_problem_on_tiny_models(arch):
     assert report.ok, report.render()
     statuses = {c.name: c.status for c in report.checks}
     assert statuses["positions"] == "ok" and statuses["residual reads"] == "ok"
-    assert statuses["batch invariance"] == "ok"
+    assert statuses["batch invariance"] == "ok" and statuses["logits"] == "ok"
     full = report.prompts["full"]
     assert "⟦question" in full and "⟦answer" in full and "⟦image 1:" in full
     # the marked image count is the encoding's own count of image-token ids
@@ -56,6 +58,36 @@ def test_doctor_shows_audio_and_video_spans_on_omni_models(arch):
     assert "⟦audio" not in report.prompts["no_audio"] and "⟦audio 1:" in report.prompts["blind"]
     if "video" in vlm.adapter.modalities:
         assert "⟦video" not in report.prompts["no_video"]
+
+
+def test_doctor_runs_on_an_audio_language_model():
+    """An audio-only family: no image token among the facts, no image condition, its audio
+    token named, and the checks hold."""
+    vlm = shared_tiny_vlm("qwen2_audio")
+    report = doctor(vlm)
+    assert report.ok, report.render()
+    assert "image token" not in report.facts and "audio token" in report.facts
+    assert "null:black" not in report.prompts and "no_audio" in report.prompts
+
+
+def test_doctor_checks_the_logits_against_the_forwards():
+    """Mistral Large 4's forward soft-caps its head's output: the doctor names the transform and
+    its logits check (the lens of the last state against HF's own ``logits``) is ok; with the
+    transform dropped the check is a problem that names the cause."""
+    from interp.testing.builders.inferred import tiny_inferred
+
+    model, processor, _ = tiny_inferred("mistral_large4")
+    vlm = interp.load(model, processor)
+    sample = interp.Sample(image=random_image(32, 40, 0), question="Which color is it?", id="x")
+    report = doctor(vlm, sample, conditions=("full",))
+    assert report.facts["logits"].startswith("30 · tanh(z / 30)")
+    logits = {c.name: c for c in report.checks}["logits"]
+    assert logits.status == "ok", logits.line()
+    vlm.head_transform = None
+    report = doctor(vlm, sample, conditions=("full",))
+    logits = {c.name: c for c in report.checks}["logits"]
+    assert logits.status == "problem" and "transforms its head's output" in logits.fix
+    assert report.facts["logits"] == "the head's output"
 
 
 def test_doctor_reports_a_rewritten_question(monkeypatch):
