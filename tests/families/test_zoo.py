@@ -419,14 +419,14 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
 
 
 def test_text_rows_are_checked_where_the_media_steps_fail(monkeypatch):
-    """MiniCPM-V 4.6's image inputs need its own processor (not offline), so its image steps
-    fail; text-only rows still pass reads and score against plain HF, and the row says
+    """Molmo2's image inputs need its own processor's pooling indices (not offline), so its image
+    steps fail; text-only rows still pass reads and score against plain HF, and the row says
     ``text tested``. A score off by 1e-3 is named as the text step that fails."""
     from interp.testing.zoo_parity import check, text_check
 
-    assert check("minicpmv4_6")[1].startswith("its feature site does not take")
-    assert text_check("minicpmv4_6") == ""
-    assert row_of("minicpmv4_6").parity.startswith("text tested; not tested: its feature site")
+    assert check("molmo2")[1].startswith("its feature site does not take")
+    assert text_check("molmo2") == ""
+    assert row_of("molmo2").parity.startswith("text tested; not tested: its feature site")
     score = interp.score
 
     def shifted(*a, **k):
@@ -435,7 +435,7 @@ def test_text_rows_are_checked_where_the_media_steps_fail(monkeypatch):
         return out
 
     monkeypatch.setattr(interp, "score", shifted)
-    assert text_check("minicpmv4_6") == (
+    assert text_check("molmo2") == (
         "text score fails (log-probabilities 1e-03 from a teacher-forced forward's)"
     )
 

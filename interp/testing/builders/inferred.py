@@ -86,6 +86,7 @@ _TOWER = {
     "d_model": VISION_HIDDEN,
     "mlp_dim": 2 * VISION_HIDDEN,  # SAM-style towers
     "max_img_size": 64,  # RADIO's position-embedding grid (Nemotron-H Omni)
+    "insert_layer_id": 0,  # MiniCPM-V's merger inside the tower: after the first tiny layer
     "output_channels": VISION_HIDDEN,
     "downsample_hidden_size": VISION_HIDDEN,
     "vocab_size": 256,  # Ovis: the visual vocabulary
@@ -308,6 +309,8 @@ def tiny_inferred(
         if "text_hidden_size" in adapter:
             adapter["text_hidden_size"] = TEXT_HIDDEN
     _feature_layers(d)
+    if "insert_layer_id" in d and isinstance(vision, dict):  # named twice (MiniCPM-V)
+        d["insert_layer_id"] = vision.get("insert_layer_id", 0)
     if isinstance(vision, dict):  # tower layers indexed by the default: the tiny tower's first
         for key in ("deepstack_visual_indexes", "fullatt_block_indexes"):
             if vision.get(key):
@@ -375,11 +378,14 @@ def tiny_inferred(
         raise
     except Exception as err:  # noqa: BLE001 - the reason is the row
         raise ParityError(f"the shrunk default config does not build ({_reason(err)})") from None
-    if (
-        "mm_token_type_ids" not in inspect.signature(model.forward).parameters
-        and model_type not in RENAMED
-    ):
+    forwards = [model.forward, getattr(getattr(model, "model", None), "forward", None)]
+    takes = any(
+        f is not None and "mm_token_type_ids" in inspect.signature(f).parameters for f in forwards
+    )
+    if not takes and model_type not in RENAMED:
         processor.return_mm_token_type_ids = False  # a field the borrowed processor adds
+    elif takes and name == "llava":  # the llava one leaves it out unless asked
+        processor.return_mm_token_type_ids = True
     with torch.no_grad():  # a weight matrix HF initialises to zero (Gemma 3's image
         for param in model.parameters():  # projection) is drawn, so the image reaches the output
             if param.dim() == 2 and not param.any():

@@ -194,6 +194,26 @@ def _radio_patches(vision: dict[str, Any]) -> Any:
     )
 
 
+def _minicpm(mode: str) -> Callable[[dict[str, Any]], Any]:
+    """MiniCPM-V 4.6's PIL image processor (4.7 and MiniCPM-OCR take the same inputs; theirs need
+    torchvision) without slicing, at the tiny tower's patch and the type's downsampling ``mode``,
+    each image one :data:`IMAGE_SIZE` view: ``pixel_values`` of the whole batch side by side
+    ``[1, 3, p, patches * p]`` and ``target_sizes`` (patch rows and columns per view)."""
+
+    def build(vision: dict[str, Any]) -> Any:
+        from transformers import MiniCPMV4_6ImageProcessorPil
+
+        return MiniCPMV4_6ImageProcessorPil(
+            patch_size=int(vision["patch_size"]),
+            scale_resolution=IMAGE_SIZE,
+            slice_mode=False,
+            max_slice_nums=1,
+            downsample_mode=mode,
+        )
+
+    return build
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -243,6 +263,9 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "granite_docling": _granite_docling,
     "deepseek_vl_hybrid": _deepseek_vl_hybrid,
     "nemotron_h_omni": _radio_patches,
+    "minicpmv4_6": _minicpm("16x"),
+    "minicpmv4_7": _minicpm("16x"),
+    "minicpm_ocr": _minicpm("4x"),
     "video_llama_3": _video_llama_3,
     "paddleocr_vl": _paddleocr_vl,
 }
@@ -255,6 +278,9 @@ DROPPED: dict[str, tuple[str, ...]] = {
     "shieldgemma2": ("num_crops",),
     "voxtral": ("feature_attention_mask",),
     "granite_docling": ("rows", "cols"),  # the tile grid, which only builds the prompt
+    "minicpmv4_6": ("grids", "num_patches_per_image"),  # slicing, which only builds the prompt
+    "minicpmv4_7": ("grids", "num_patches_per_image"),
+    "minicpm_ocr": ("grids", "num_patches_per_image"),
 }
 # type -> outputs its stock processor renames (Gemma 3's marks image tokens in token_type_ids,
 # which its forward reads for bidirectional attention over each image; Qwen3-ASR's names the
@@ -365,6 +391,23 @@ def _one(inputs: dict[str, Any], idx: int, n: int) -> dict[str, Any]:
     return out
 
 
+def _batch_wide(inputs: Mapping[str, Any], idx: int) -> dict[str, Any]:
+    """Image ``idx``'s inputs where the batch's views lie side by side in one ``pixel_values``
+    ``[1, 3, p, patches * p]`` (MiniCPM-V): its views' ``target_sizes`` rows and their patches."""
+    import numpy as np
+
+    sizes = np.asarray(inputs["target_sizes"])
+    views = np.cumsum([0, *inputs["num_patches_per_image"]])
+    first, last = int(views[idx]), int(views[idx + 1])
+    patches = sizes.prod(-1)
+    p = int(np.asarray(inputs["pixel_values"]).shape[-2])
+    start, stop = int(patches[:first].sum()) * p, int(patches[:last].sum()) * p
+    return {
+        "pixel_values": torch.as_tensor(np.asarray(inputs["pixel_values"])[..., start:stop]),
+        "target_sizes": torch.as_tensor(sizes[first:last]),
+    }
+
+
 class _Counting:
     """What both counting processors share: the model's per-item feature count (``counter``),
     the type's dropped outputs (:data:`DROPPED`) and renamed ones (:data:`RENAMED`)."""
@@ -418,6 +461,8 @@ class CountingProcessor(_Counting, LlavaProcessor):
             }
             one["pixel_values"] = torch.as_tensor(np.asarray(patches))
             return self.image_token * self._counted(one)
+        if "target_sizes" in image_inputs and "num_patches_per_image" in image_inputs:
+            return self.image_token * self._counted(_batch_wide(image_inputs, image_idx))
         n = len(image_inputs["pixel_values"])
         return self.image_token * self._counted(_one(dict(image_inputs), image_idx, n))
 
