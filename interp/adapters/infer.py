@@ -142,7 +142,53 @@ def pattern_of(config: Any) -> tuple[str | None, str]:
             f"its config leaves {' / '.join(unset)} unset (None), as transformers' default "
             "does; a checkpoint sets it: set it to the placeholder token's id"
         )
-    return None, "no image- or audio-token id in the config (image_token_id / audio_token_id)"
+    return None, _no_placeholder(config)
+
+
+def _no_placeholder(config: Any) -> str:
+    """Why a config with no placeholder-token id is outside the patterns, from its sub-configs."""
+    towers = [t for t in ("vision_config", "audio_config") if getattr(config, t, None) is not None]
+    nested = [
+        f"{t}.{kind}_token_id"
+        for t, kind in (("vision_config", "image"), ("audio_config", "audio"))
+        if getattr(getattr(config, t, None), f"{kind}_token_id", None) is not None
+    ]
+    if nested:
+        return (
+            f"its placeholder ids sit in its tower configs ({' / '.join(nested)}) and the "
+            "features are merged inside its embedding module: register an entry"
+        )
+    for key, why in _FUSED_OTHERWISE:
+        if getattr(config, key, None) is not None:
+            return why
+    if towers:
+        return (
+            f"a tower ({' / '.join(towers)}) but no placeholder-token id: its inputs reach the "
+            "text another way (cross-attention, prepended embeddings, a position mask or a "
+            "stream), not at placeholder tokens"
+        )
+    return "no image or audio tower and no placeholder-token id in its config"
+
+
+# sub-configs of models whose non-text inputs are not placed at placeholder tokens
+_FUSED_OTHERWISE = (
+    (
+        "vq_config",
+        "images enter as VQ codes of the text vocabulary (vq_config): there are no image "
+        "feature vectors to place",
+    ),
+    (
+        "codec_config",
+        "audio enters as codec frames added to the text embeddings (codec_config), not at "
+        "placeholder tokens",
+    ),
+    (
+        "vlm_config",
+        "a vision-language-action model (a VLM in vlm_config beside an action expert): load "
+        "its VLM on its own",
+    ),
+    ("protein_encoder_config", "its inputs are protein sequences, not images or audio"),
+)
 
 
 def nearest_pattern(config: Any) -> str:

@@ -301,6 +301,39 @@ def test_a_head_the_model_does_not_offer_is_named_by_its_path():
     assert checks["final norm feeds the head"].field == "head_path"
 
 
+@pytest.mark.parametrize(
+    ("model_type", "reason"),
+    [
+        ("chameleon", "VQ codes of the text vocabulary (vq_config)"),
+        ("kyutai_speech_to_text", "codec frames added to the text embeddings (codec_config)"),
+        ("pi0", "a vision-language-action model (a VLM in vlm_config"),
+        ("evolla", "protein sequences"),
+        ("idefics", "a tower (vision_config) but no placeholder-token id"),
+        ("mistral4", "no image or audio tower and no placeholder-token id"),
+    ],
+)
+def test_a_type_outside_the_patterns_is_refused_with_what_its_config_shows(model_type, reason):
+    """Types with no placeholder-token id are refused with what their config shows instead (an
+    image tokenizer, an audio codec, an action model, protein inputs, a tower fused otherwise)."""
+    config = AutoConfig.for_model(model_type)
+    assert getattr(config, "image_token_id", None) is None
+    with pytest.raises(interp.UnsupportedArchitectureError, match=re.escape(reason)):
+        interp.adapter_for(config)
+
+
+def test_placeholder_ids_kept_in_the_tower_configs_are_named():
+    """Phi-4-multimodal keeps its ids in its tower configs (200010 and 200011 in transformers'
+    default) and merges the features inside its embedding module: the refusal names both."""
+    config = AutoConfig.for_model("phi4_multimodal")
+    assert (config.vision_config.image_token_id, config.audio_config.audio_token_id) == (
+        200010,
+        200011,
+    )
+    with pytest.raises(interp.UnsupportedArchitectureError) as err:
+        interp.adapter_for(config)
+    assert "vision_config.image_token_id / audio_config.audio_token_id" in str(err.value)
+
+
 def test_a_decoder_with_several_residual_streams_is_refused():
     """GLM-5 Next and HY-V4 carry ``hc_mult`` residual streams per position (their decoder
     layers take and give ``[batch, seq, hc_mult, d]``), Qwen4-Exp ``hc_count`` (mixed by its
