@@ -38,7 +38,9 @@ LFM2-VL's image processors also need torchvision):
 5. ``steer``: a :class:`interventions.Steer` edit equals a plain forward with the vector added to
    the layer's output by a torch hook.
 
-A type that fails any check keeps parity "not tested", with the reason in ``docs/families.md``.
+A type that fails any check keeps parity "not tested", with the reason in ``docs/families.md``;
+where its tiny model builds, :func:`text_check` then runs the reads and ``score`` checks on
+text-only rows (no image or audio), and the row says ``text tested`` where they pass.
 """
 
 from __future__ import annotations
