@@ -20,13 +20,14 @@ The rules, in order (:func:`infer_adapter` reads the config, :func:`complete` th
    GLM-5 Next, HY-V4, Qwen4-Exp), configs with no placeholder-token id;
 3. the decoder is ``model.get_decoder()`` and must hold ``.layers``;
 4. the final norm is the decoder's first attribute among :data:`NORMS`;
-5. the head is ``model.get_output_embeddings()``;
+5. the head is ``model.get_output_embeddings()`` (an entry's ``head_path`` where that gives
+   none);
 6. the feature site: ``model.visual`` (qwen-vl-like), else the first of :data:`PROJECTORS`, else
    the first of :data:`TOWERS` that holds its own projection — its last linear (or
-   convolution) layer outputs the decoder's width (a Qwen-VL-style tower whose merger is its
-   projector, in a config without ``temporal_patch_size``: LLaVA-OneVision-1.5, dots.ocr-style and
-   HunyuanVL-style towers); a tower whose last such layer outputs another width (Ovis2's visual-vocabulary head, whose features a
-   table lookup outside the tower makes) is not taken.
+   convolution) layer outputs the decoder's width (a tower whose merger is its projector:
+   LLaVA-OneVision-1.5, dots3, Inkling 2, Granite Docling); a tower whose last such layer
+   outputs another width (Ovis2's visual-vocabulary head, whose features a table lookup outside
+   the tower makes) is not taken.
 
 An inferred adapter's pixel and token layouts are not verified against the processor, so every
 layout-dependent feature (pixel-space conditions such as ``distort``, token regions, attribution
