@@ -273,12 +273,13 @@ def render(rows: list[Row]) -> str:
         "  no stock processor of these types builds offline; the llava one takes the type's own "
         "PIL image processor where",
         "  its feature site needs more than `pixel_values`, `interp/testing/builders/zoo_inputs.py`"
-        "), passes five checks against plain Hugging Face: residual reads",
+        "), passes six checks against plain Hugging Face: residual reads",
         "  equal `output_hidden_states` (and a black image in place of each image changes "
         "them), the feature site gives",
         "  one vector per placeholder, greedy `generate` equals",
-        "  `model.generate`, `score` equals a teacher-forced forward, a `Steer` edit equals a "
-        "forward hook adding the vector;",
+        "  `model.generate`, HF's own logits of a row alone equal the row's in the batch, "
+        "`score` equals a teacher-forced",
+        "  forward, a `Steer` edit equals a forward hook adding the vector;",
         "  `not tested: ...` — the structure is verified, the first of those steps that fails "
         "is named (run",
         "  `interp doctor --model <folder>` on a checkpoint); `text tested; not tested: ...` — "

@@ -34,8 +34,11 @@ LFM2-VL's image processors also need torchvision):
 2. ``features``: the feature site's output count (vectors of width ``d_model``) equals the number
    of placeholder tokens in the batch;
 3. ``generate``: greedy :func:`interp.generate` equals ``model.generate`` token for token;
-4. ``score``: :func:`interp.score` equals a teacher-forced plain forward's log-softmax;
-5. ``steer``: a :class:`interventions.Steer` edit equals a plain forward with the vector added to
+4. ``batch``: plain HF's own last-token logits of each row alone equal the row's in the batch
+   (the next check compares with one row's forward alone; a model whose forward depends on the
+   batch is named here);
+5. ``score``: :func:`interp.score` equals a teacher-forced plain forward's log-softmax;
+6. ``steer``: a :class:`interventions.Steer` edit equals a plain forward with the vector added to
    the layer's output by a torch hook.
 
 A type that fails any check keeps parity "not tested", with the reason in ``docs/families.md``;
@@ -120,6 +123,25 @@ def _scores_match(vlm: Any, samples: list[Any], step: str) -> None:
             )
 
 
+def _hf_batch_invariant(vlm: Any, samples: list[Any], enc: Any) -> None:
+    """Plain HF's own last-token logits of each row alone equal those of the row in the batch
+    (else a :class:`ParityError`: the model's forward depends on the batch, as HunYuan-VL's
+    rotary image index counts images across the batch's rows)."""
+    from ..encoding import encode
+    from .reference import hf_forward
+
+    batched = hf_forward(vlm, enc).logits
+    for i, sample in enumerate(samples):
+        one = encode(vlm, [sample], "full")
+        alone = hf_forward(vlm, one).logits[0, one.last_index[0]]
+        gap = float((batched[i, enc.last_index[i]] - alone).abs().max())
+        if gap > 1e-4:
+            raise ParityError(
+                f"batch fails (plain HF's own logits of row {i} alone and in the batch differ "
+                f"by {gap:.0e}: its forward depends on the batch)"
+            )
+
+
 def _text_samples() -> list[Any]:
     """Two rows of text alone (no image, no audio)."""
     from ..samples import Sample
@@ -197,6 +219,8 @@ def check(model_type: str) -> tuple[str, str]:
             n = enc.inputs["input_ids"].shape[1]
             if gen.token_ids != [row[n:].tolist()[: len(g)] for row, g in zip(ids, gen.token_ids)]:
                 raise ParityError("generate fails (greedy tokens differ from model.generate)")
+        with _step("batch"):  # the score check compares with one row's forward alone
+            _hf_batch_invariant(vlm, samples, enc)
         with _step("score"):
             _scores_match(vlm, samples, "score")
         with _step("steer"):

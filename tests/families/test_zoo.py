@@ -473,6 +473,35 @@ def test_text_rows_are_checked_where_the_media_steps_fail(monkeypatch):
     )
 
 
+def test_a_forward_that_depends_on_the_batch_is_named_as_such():
+    """HunYuan-VL's rotary image index counts images across the batch's rows (its
+    ``get_rope_index``): row 1's image is index 1 in a batch of two, 0 alone, so plain HF's own
+    logits of that row differ alone and batched; the zoo's check names that step."""
+    from interp.encoding import encode
+    from interp.testing.builders.inferred import tiny_inferred
+    from interp.testing.zoo_parity import check
+
+    model, processor, _ = tiny_inferred("hunyuan_vl")
+    vlm = interp.load(model, processor)
+    samples = make_samples(2)
+    both, alone = encode(vlm, samples, "full"), encode(vlm, samples[1:], "full")
+
+    def image_index(enc, row):
+        inputs = enc.inputs
+        pos, _ = model.model.get_rope_index(
+            inputs["input_ids"],
+            inputs["mm_token_type_ids"],
+            inputs["image_grid_thw"],
+            inputs["attention_mask"],
+        )
+        return set(pos[-1, row][inputs["mm_token_type_ids"][row] == 1].tolist())
+
+    # the image's grid tokens take the image index (the two around it keep their positions)
+    batched, single = image_index(both, 1), image_index(alone, 0)
+    assert batched - single == {1} and single - batched == {0}
+    assert check("hunyuan_vl")[1].startswith("batch fails (plain HF's own logits of row 1")
+
+
 def test_logits_are_the_forwards_where_it_transforms_the_heads_output():
     """Mistral Large 4's forward soft-caps its head's output (``30 · tanh(z / 30)``): the first
     generated step's scores (``output_scores``) equal the plain forward's last logits, and

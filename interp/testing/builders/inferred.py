@@ -258,6 +258,7 @@ def tiny_inferred(
     from ...adapters.infer import pattern_of
     from .zoo_inputs import (
         CONFIG_FIXES,
+        GRID_COUNTED,
         IMAGE_PROCESSORS,
         RENAMED,
         STOCK_PROCESSORS,
@@ -409,6 +410,19 @@ def tiny_inferred(
             chat_template=processor.chat_template,
         )
         processor.count_for(model_type, _counter(model, "get_audio_features"))
+    if name == "qwen3_vl" and model_type in GRID_COUNTED:  # its own count per image
+        from .common import processor_without_video
+        from .zoo_inputs import CountingGridProcessor
+
+        video = processor.video_processor
+        processor = processor_without_video(
+            CountingGridProcessor,
+            image_processor=processor.image_processor,
+            tokenizer=processor.tokenizer,
+            chat_template=processor.chat_template,
+        )
+        processor.video_processor = video
+        processor.count_for(model_type, _counter(model, "get_image_features"))
     if name == "llava":  # expand each <image> to the model's feature count for that image
         processor.count_for(model_type, _counter(model, "get_image_features"))
         if processor.renamed:  # the stock processor returns the marks it renames

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-from transformers import LlavaProcessor, Qwen2AudioProcessor
+from transformers import LlavaProcessor, Qwen2AudioProcessor, Qwen3VLProcessor
 
 IMAGE_SIZE = 32
 HIGH_RES_SIZE = 256  # DeepSeek-VL hybrid's SAM view: 16 x 16 patches, 4 x 4 after its neck
@@ -435,15 +435,11 @@ class _Counting:
         return self.counter(one)
 
 
-class CountingProcessor(_Counting, LlavaProcessor):
-    """A LLaVA processor whose ``<image>`` expands to the feature count the model's
-    ``get_image_features`` gives for that image (its own inputs, as the image processor made
-    them): the placeholder count matches the features by construction, whatever the image
-    size; the zoo's ``features`` check then checks the forward's feature site."""
-
-    @property
-    def unused_input_names(self) -> list[str]:
-        return list(self.dropped)
+class _CountedImages(_Counting):
+    """An image placeholder that expands to the feature count the model's ``get_image_features``
+    gives for that image (its own inputs, as the image processor made them): the placeholder
+    count matches the features by construction, whatever the image size; the zoo's
+    ``features`` check then checks the forward's feature site."""
 
     def replace_image_token(
         self, image_inputs: Mapping[str, Any], image_idx: int, **kwargs: Any
@@ -465,6 +461,24 @@ class CountingProcessor(_Counting, LlavaProcessor):
             return self.image_token * self._counted(_batch_wide(image_inputs, image_idx))
         n = len(image_inputs["pixel_values"])
         return self.image_token * self._counted(_one(dict(image_inputs), image_idx, n))
+
+
+class CountingProcessor(_CountedImages, LlavaProcessor):
+    """A LLaVA processor whose ``<image>`` expands to the model's feature count."""
+
+    @property
+    def unused_input_names(self) -> list[str]:
+        return list(self.dropped)
+
+
+class CountingGridProcessor(_CountedImages, Qwen3VLProcessor):
+    """The tiny Qwen3-VL processor whose image placeholder expands to the model's feature count
+    for a type whose merged grid gives another count than Qwen's (HunYuan-VL adds a token per
+    merged row and two around the image): its :data:`GRID_COUNTED` types."""
+
+
+# qwen-vl-like types whose image token count is not Qwen's grid / merge² (counted on the model)
+GRID_COUNTED = ("hunyuan_vl",)
 
 
 class CountingAudioProcessor(_Counting, Qwen2AudioProcessor):
