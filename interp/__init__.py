@@ -74,6 +74,7 @@ _LAZY: dict[str, str] = {
     "TooFewSamplesError": "errors",
     "UnknownFamilyError": "errors",
     "UnknownTokenWarning": "errors",
+    "BatchDependentWarning": "errors",
     "UnsupportedArchitectureError": "errors",
     "AdapterCheckError": "errors",
     "VIDEO_SLOT": "media",
@@ -122,6 +123,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .errors import (
         AdapterCheckError,
         AudioError,
+        BatchDependentWarning,
         ConditionError,
         ContextError,
         DataFormatError,
@@ -232,6 +234,7 @@ __all__ = [
     "TooFewSamplesError",
     "UnknownFamilyError",
     "UnknownTokenWarning",
+    "BatchDependentWarning",
     "UnsupportedArchitectureError",
     "VideoError",
     "adapter_for",

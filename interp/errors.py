@@ -195,6 +195,10 @@ class UnknownTokenWarning(UserWarning):
     """Prompt words that the model's tokenizer maps to its unknown token."""
 
 
+class BatchDependentWarning(UserWarning):
+    """The family's forward depends on the batch's other rows, so each row runs alone."""
+
+
 __all__ = [
     "AdapterCheckError",
     "AudioError",
@@ -237,6 +241,7 @@ __all__ = [
     "TooFewSamplesError",
     "UnknownFamilyError",
     "UnknownTokenWarning",
+    "BatchDependentWarning",
     "UnknownVIPRuleError",
     "UnsupportedArchitectureError",
     "VIPParameterError",

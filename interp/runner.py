@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from torch import Tensor
 from .conditions import Condition, condition_sources
 from .edits import Intervention, edits_fingerprint
 from .encoding import warn_unknown_tokens
-from .errors import StoreError
+from .errors import BatchDependentWarning, StoreError
 from .locks import lock_is_free
 from .samples import Sample, ensure_samples
 from .shards import Shard, resolve_shard
@@ -141,6 +142,14 @@ def run(
     samples = ensure_samples(samples)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    why = vlm.adapter.batch_dependent
+    if why and batch_size > 1:  # the results of a row alone, whatever the batch
+        warnings.warn(
+            f"{vlm.adapter.name}: {why}; each row runs alone (batch_size {batch_size} -> 1)",
+            BatchDependentWarning,
+            stacklevel=3,
+        )
+        batch_size = 1
     warn_unknown_tokens(vlm, samples)
     where = resolve_shard(shard)
     if where is not None and store is None:

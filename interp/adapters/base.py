@@ -101,6 +101,7 @@ class Modalities:
     mixed_video: bool = True
     video_in_image_tokens: bool = False
     stacked_videos: bool = False
+    batch_dependent: str = ""
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,9 @@ class Adapter:
             flat list over the image-bearing rows.
         mixed_batches: rows with and without an image may share one forward and give the results
             they give alone. When False, the library runs such rows in separate forwards.
+        batch_dependent: why the family's forward gives a row other results beside other rows
+            (HunYuan-VL's rotary image index counts the batch's images); where set, every row
+            runs alone (batch size 1, with a :class:`~interp.errors.BatchDependentWarning`).
         decoder_path: override for the decoder (the module holding ``.layers``); default
             ``model.get_decoder()``.
         norm_attr: the decoder's final-norm attribute; None: the first of :data:`NORMS` the

@@ -304,6 +304,17 @@ for _adapter in (
         "(embed_audio) is not mapped",
     ),
     Adapter(
+        name="hunyuan_vl",
+        model_types=("hunyuan_vl",),
+        image_features="model.vision_tower",
+        pixel_layout="patches",
+        batch_dependent="its rotary image index counts the images of the whole batch, so a row's "
+        "positions depend on the rows before it",
+        notes="HunYuan-VL's get_rope_index numbers images across the batch's rows (a row's image "
+        "is index k after k images in earlier rows): each row runs alone; its merged image rows "
+        "carry one token more and the image two around it",
+    ),
+    Adapter(
         name="llama4",
         model_types=("llama4",),
         image_features="multi_modal_projector",

@@ -51,7 +51,13 @@ MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
 # One-fix entries of the zoo, built from their default config shrunk, with the tiny processor of
 # their pattern (:func:`interp.testing.builders.inferred.tiny_inferred`); kept out of ARCHITECTURES (their
 # layouts are not verified, so the region and pixel tests do not apply).
-ZOO_ARCHITECTURES: tuple[str, ...] = ("llama4", "idefics2", "granite_docling", "nemotron_h_omni")
+ZOO_ARCHITECTURES: tuple[str, ...] = (
+    "llama4",
+    "idefics2",
+    "granite_docling",
+    "nemotron_h_omni",
+    "hunyuan_vl",
+)
 
 
 def build_tiny(

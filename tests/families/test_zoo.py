@@ -473,16 +473,18 @@ def test_text_rows_are_checked_where_the_media_steps_fail(monkeypatch):
     )
 
 
-def test_a_forward_that_depends_on_the_batch_is_named_as_such():
+def test_a_forward_that_depends_on_the_batch_runs_each_row_alone():
     """HunYuan-VL's rotary image index counts images across the batch's rows (its
     ``get_rope_index``): row 1's image is index 1 in a batch of two, 0 alone, so plain HF's own
-    logits of that row differ alone and batched; the zoo's check names that step."""
+    logits of that row differ alone and batched (the zoo's batch step names it). Its entry
+    declares it (``batch_dependent``): the library runs each row alone, with a warning, so a
+    batch's reads equal plain HF's forward of each row by itself."""
     from interp.encoding import encode
-    from interp.testing.builders.inferred import tiny_inferred
-    from interp.testing.zoo_parity import check
+    from interp.testing.reference import hf_forward, hf_hidden_states
+    from interp.testing.zoo_parity import ParityError, _hf_batch_invariant, check
 
-    model, processor, _ = tiny_inferred("hunyuan_vl")
-    vlm = interp.load(model, processor)
+    vlm = shared_tiny_vlm("hunyuan_vl")
+    model = vlm.hf
     samples = make_samples(2)
     both, alone = encode(vlm, samples, "full"), encode(vlm, samples[1:], "full")
 
@@ -499,7 +501,17 @@ def test_a_forward_that_depends_on_the_batch_is_named_as_such():
     # the image's grid tokens take the image index (the two around it keep their positions)
     batched, single = image_index(both, 1), image_index(alone, 0)
     assert batched - single == {1} and single - batched == {0}
-    assert check("hunyuan_vl")[1].startswith("batch fails (plain HF's own logits of row 1")
+    with pytest.raises(ParityError, match="row 1 alone and in the batch differ"):
+        _hf_batch_invariant(vlm, samples, both)
+    assert vlm.adapter.batch_dependent
+    with pytest.warns(interp.BatchDependentWarning, match="each row runs alone"):
+        states = interp.residual_stream(vlm, samples, batch_size=2, progress_bar=False)
+    for i, sample in enumerate(samples):
+        one = encode(vlm, [sample], "full")
+        hidden = hf_hidden_states(hf_forward(vlm, one, output_hidden_states=True))
+        ref = torch.stack([h[0, one.last_index[0]] for h in hidden[: vlm.n_layers]])
+        assert_close(states[i, : vlm.n_layers], ref)
+    assert check("hunyuan_vl") == ("qwen3_vl", "")
 
 
 def test_logits_are_the_forwards_where_it_transforms_the_heads_output():
