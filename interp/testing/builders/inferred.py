@@ -87,6 +87,9 @@ _TOWER = {
     "mlp_dim": 2 * VISION_HIDDEN,  # SAM-style towers
     "max_img_size": 64,  # RADIO's position-embedding grid (Nemotron-H Omni)
     "insert_layer_id": 0,  # MiniCPM-V's merger inside the tower: after the first tiny layer
+    # a staged tower (Muse Spark's audio encoder): per-stage widths and depths, cut below
+    "hidden_sizes": VISION_HIDDEN,
+    "depths": 1,
     "output_channels": VISION_HIDDEN,
     "downsample_hidden_size": VISION_HIDDEN,
     "vocab_size": 256,  # Ovis: the visual vocabulary
@@ -102,6 +105,8 @@ _VQ = {
     "image_token_embed_dim": TEXT_HIDDEN,
     "initializer_range": INIT_STD,
 }
+# per-stage lists of a staged tower, cut with its stages (Muse Spark's audio encoder)
+_PER_STAGE = ("patch_sizes", "hidden_sizes", "depths")
 # a Qwen-VL-style tower's merge and frame sizes under Muse Glimmer's names
 _MUSE_GRID = {"merge_size", "patch_temporal"}
 # per-layer lists, cut with the decoder (Mistral Large 4's key-value sources and indexers too)
@@ -150,6 +155,9 @@ def _shrink(d: dict[str, Any], sizes: dict[str, Any]) -> None:
         d["num_key_value_heads"] = (
             heads  # never more key-value heads than heads (EXAONE 4.5's tower)
         )
+    for key in _PER_STAGE:  # one entry per stage: the first stages, as many as kept
+        if isinstance(d.get(key), list) and n and len(d[key]) == n and n > 1:
+            d[key] = d[key][: sizes["num_hidden_layers"]]
     for key in _PER_LAYER:
         if isinstance(d.get(key), list) and n and len(d[key]) == n and n > 1:
             first = d[key][0]  # and the first layer of another kind, else the last

@@ -288,6 +288,7 @@ DROPPED: dict[str, tuple[str, ...]] = {
 RENAMED: dict[str, dict[str, str]] = {
     "shieldgemma2": {"mm_token_type_ids": "token_type_ids"},
     "qwen3_asr": {"feature_attention_mask": "input_features_mask"},
+    "fun_asr_nano": {"feature_attention_mask": "input_features_mask"},
 }
 
 
@@ -327,7 +328,7 @@ def _high_res(d: dict[str, Any]) -> None:
 
 
 def _merged_width(d: dict[str, Any]) -> None:
-    """Muse Glimmer's projection takes the tower's merged patches (width x merge^2) through a
+    """Muse Glimmer's (and Muse Spark's) projection takes the tower's merged patches (width x merge^2) through a
     hidden layer of its own width, both named on the top-level config."""
     from .common import TEXT_HIDDEN
 
@@ -345,9 +346,25 @@ def _radio_widths(d: dict[str, Any]) -> None:
     d["projector_hidden_size"] = 2 * TEXT_HIDDEN
 
 
+def _adaptor_width(d: dict[str, Any]) -> None:
+    """Fun-ASR-Nano's adaptor outputs the decoder's width (its hidden layer a quarter of it),
+    which its config names again."""
+    from .common import TEXT_HIDDEN
+
+    d["adaptor_config"].update(hidden_size=TEXT_HIDDEN, intermediate_size=TEXT_HIDDEN // 4)
+
+
+def _one_init(d: dict[str, Any]) -> None:
+    """OmniASR checks its initializer range equals its audio encoder's (the tiny one's)."""
+    d["initializer_range"] = d["audio_config"]["initializer_range"]
+
+
 CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "fun_asr_nano": _adaptor_width,
+    "omniasr": _one_init,
     "nemotron_h_omni": _radio_widths,
     "muse_glimmer": _merged_width,
+    "muse_spark": _merged_width,
     "deepseek_vl_hybrid": _high_res,
     "aria": _aria_queries,
     "shieldgemma2": _pooled_tokens,
