@@ -422,14 +422,14 @@ def tiny_inferred(
         from .common import processor_without_video
         from .zoo_inputs import CountingGridProcessor
 
-        video = processor.video_processor
+        video, marks = processor.video_processor, processor.return_mm_token_type_ids
         processor = processor_without_video(
             CountingGridProcessor,
             image_processor=processor.image_processor,
             tokenizer=processor.tokenizer,
             chat_template=processor.chat_template,
         )
-        processor.video_processor = video
+        processor.video_processor, processor.return_mm_token_type_ids = video, marks
         processor.count_for(model_type, _counter(model, "get_image_features"))
     if name == "llava":  # expand each <image> to the model's feature count for that image
         processor.count_for(model_type, _counter(model, "get_image_features"))

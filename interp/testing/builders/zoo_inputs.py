@@ -214,6 +214,33 @@ def _minicpm(mode: str) -> Callable[[dict[str, Any]], Any]:
     return build
 
 
+def _merged_blocks(vision: dict[str, Any]) -> Any:
+    """Inkling 2's image processor needs torchvision: a CLIP one at :data:`IMAGE_SIZE` whose
+    images are cut into merged blocks as its tower reads them — ``[blocks, (m·p)², 3]``, each
+    block's pixels row by row, channels last — with ``image_grid_thw`` in merged units."""
+    import numpy as np
+    from transformers import BatchFeature, CLIPImageProcessorPil
+
+    p, m = int(vision["patch_size"]), int(vision["spatial_merge_size"])
+    side = m * p
+
+    class MergedBlocks(CLIPImageProcessorPil):
+        model_input_names = ["pixel_values", "image_grid_thw"]  # noqa: RUF012
+
+        def __call__(self, images: Any, **kwargs: Any) -> BatchFeature:
+            kwargs.pop("return_tensors", None)
+            pixels = np.asarray(super().__call__(images, **kwargs)["pixel_values"])
+            n, c, h, w = pixels.shape
+            blocks = pixels.transpose(0, 2, 3, 1).reshape(n, h // side, side, w // side, side, c)
+            blocks = blocks.transpose(0, 1, 3, 2, 4, 5).reshape(-1, side * side, c)
+            grid = np.array([[1, h // side, w // side]] * n)
+            return BatchFeature({"pixel_values": blocks, "image_grid_thw": grid}, tensor_type="pt")
+
+    return MergedBlocks(
+        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    )
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -263,6 +290,8 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "granite_docling": _granite_docling,
     "deepseek_vl_hybrid": _deepseek_vl_hybrid,
     "nemotron_h_omni": _radio_patches,
+    "inkling2": _merged_blocks,
+    "inkling2_loop": _merged_blocks,
     "minicpmv4_6": _minicpm("16x"),
     "minicpmv4_7": _minicpm("16x"),
     "minicpm_ocr": _minicpm("4x"),
@@ -490,12 +519,13 @@ class CountingProcessor(_CountedImages, LlavaProcessor):
 
 class CountingGridProcessor(_CountedImages, Qwen3VLProcessor):
     """The tiny Qwen3-VL processor whose image placeholder expands to the model's feature count
-    for a type whose merged grid gives another count than Qwen's (HunYuan-VL adds a token per
-    merged row and two around the image): its :data:`GRID_COUNTED` types."""
+    for a type whose grid gives another count than Qwen's (HunYuan-VL adds a token per merged
+    row and two around the image; Inkling 2's grid is in merged units): its
+    :data:`GRID_COUNTED` types."""
 
 
 # qwen-vl-like types whose image token count is not Qwen's grid / merge² (counted on the model)
-GRID_COUNTED = ("hunyuan_vl",)
+GRID_COUNTED = ("hunyuan_vl", "inkling2", "inkling2_loop")
 
 
 class CountingAudioProcessor(_Counting, Qwen2AudioProcessor):
