@@ -241,6 +241,36 @@ def _merged_blocks(vision: dict[str, Any]) -> Any:
     )
 
 
+def _hmlp_patches(vision: dict[str, Any]) -> Any:
+    """Inkling's vision tower (an MLP over each patch) reads ``[patches, t, p, p, 3]``: a CLIP
+    image processor at :data:`IMAGE_SIZE` whose images are cut into patches row by row, each
+    repeated over the tower's ``t`` frames; ``image_grid_hw`` (patches per side) only slices
+    the batch per image for the count and is dropped (:data:`DROPPED`)."""
+    import numpy as np
+    from transformers import BatchFeature, CLIPImageProcessorPil
+
+    p, t = int(vision["patch_size"]), int(vision["temporal_patch_size"])
+
+    class FramePatches(CLIPImageProcessorPil):
+        model_input_names = ["pixel_values"]  # noqa: RUF012
+
+        def __call__(self, images: Any, **kwargs: Any) -> BatchFeature:
+            kwargs.pop("return_tensors", None)
+            pixels = np.asarray(super().__call__(images, **kwargs)["pixel_values"])
+            n, c, h, w = pixels.shape
+            patches = pixels.transpose(0, 2, 3, 1).reshape(n, h // p, p, w // p, p, c)
+            patches = patches.transpose(0, 1, 3, 2, 4, 5).reshape(-1, 1, p, p, c)
+            grid = np.array([[h // p, w // p]] * n)
+            return BatchFeature(
+                {"pixel_values": np.repeat(patches, t, axis=1), "image_grid_hw": grid},
+                tensor_type="pt",
+            )
+
+    return FramePatches(
+        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    )
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -291,6 +321,7 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "deepseek_vl_hybrid": _deepseek_vl_hybrid,
     "nemotron_h_omni": _radio_patches,
     "inkling2": _merged_blocks,
+    "inkling_mm_model": _hmlp_patches,
     "inkling2_loop": _merged_blocks,
     "minicpmv4_6": _minicpm("16x"),
     "minicpmv4_7": _minicpm("16x"),
@@ -307,6 +338,7 @@ DROPPED: dict[str, tuple[str, ...]] = {
     "shieldgemma2": ("num_crops",),
     "voxtral": ("feature_attention_mask",),
     "granite_docling": ("rows", "cols"),  # the tile grid, which only builds the prompt
+    "inkling_mm_model": ("image_grid_hw",),  # the hand-cut patches' grid, for the count only
     "minicpmv4_6": ("grids", "num_patches_per_image"),  # slicing, which only builds the prompt
     "minicpmv4_7": ("grids", "num_patches_per_image"),
     "minicpm_ocr": ("grids", "num_patches_per_image"),
