@@ -271,6 +271,38 @@ def _hmlp_patches(vision: dict[str, Any]) -> Any:
     )
 
 
+def _model_patches(vision: dict[str, Any]) -> Any:
+    """Gemma 4 Unified's image processor needs torchvision: a CLIP one at :data:`IMAGE_SIZE` whose
+    images are cut into model patches (``patch_size · pooling_kernel_size`` pixels a side) row by
+    row, each flattened channels last — ``[images, patches, side² · 3]`` — with their
+    ``image_position_ids`` (x, y)."""
+    import numpy as np
+    from transformers import BatchFeature, CLIPImageProcessorPil
+
+    side = int(vision["patch_size"]) * int(vision["pooling_kernel_size"])
+
+    class ModelPatches(CLIPImageProcessorPil):
+        model_input_names = ["pixel_values", "image_position_ids"]  # noqa: RUF012
+
+        def __call__(self, images: Any, **kwargs: Any) -> BatchFeature:
+            kwargs.pop("return_tensors", None)
+            pixels = np.asarray(super().__call__(images, **kwargs)["pixel_values"])
+            n, c, h, w = pixels.shape
+            rows, cols = h // side, w // side
+            patches = pixels.transpose(0, 2, 3, 1).reshape(n, rows, side, cols, side, c)
+            patches = patches.transpose(0, 1, 3, 2, 4, 5).reshape(n, rows * cols, -1)
+            ys, xs = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+            positions = np.stack([xs.ravel(), ys.ravel()], -1)
+            return BatchFeature(
+                {"pixel_values": patches, "image_position_ids": np.stack([positions] * n)},
+                tensor_type="pt",
+            )
+
+    return ModelPatches(
+        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    )
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -322,6 +354,7 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "nemotron_h_omni": _radio_patches,
     "inkling2": _merged_blocks,
     "inkling_mm_model": _hmlp_patches,
+    "gemma4_unified": _model_patches,
     "inkling2_loop": _merged_blocks,
     "minicpmv4_6": _minicpm("16x"),
     "minicpmv4_7": _minicpm("16x"),
@@ -420,7 +453,23 @@ def _one_init(d: dict[str, Any]) -> None:
     d["initializer_range"] = d["audio_config"]["initializer_range"]
 
 
+def _embedder_widths(d: dict[str, Any]) -> None:
+    """Gemma 4 Unified's vision and audio embedders: tiny widths, 2 x 2 pooled patches (16 px
+    model patches, a 32 px image is 2 x 2 of them), a small position table."""
+    from .common import VISION_HIDDEN
+
+    d["vision_config"].update(
+        mm_embed_dim=VISION_HIDDEN,
+        output_proj_dims=VISION_HIDDEN,
+        mm_posemb_size=16,
+        pooling_kernel_size=2,
+    )
+    if isinstance(d.get("audio_config"), dict):
+        d["audio_config"]["output_proj_dims"] = VISION_HIDDEN
+
+
 CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "gemma4_unified": _embedder_widths,
     "fun_asr_nano": _adaptor_width,
     "omniasr": _one_init,
     "nemotron_h_omni": _radio_widths,
