@@ -303,6 +303,34 @@ def _model_patches(vision: dict[str, Any]) -> Any:
     )
 
 
+def _conv_patches(vision: dict[str, Any]) -> Any:
+    """Kimi K2.5's image processor needs torchvision: a CLIP one at :data:`IMAGE_SIZE` whose
+    images are cut into the tower's patches row by row, ``[patches, 3, p, p]`` (its patch
+    embedding is a convolution over each), with ``image_grid_thw`` in patches."""
+    import numpy as np
+    from transformers import BatchFeature, CLIPImageProcessorPil
+
+    p = int(vision["patch_size"])
+
+    class ConvPatches(CLIPImageProcessorPil):
+        model_input_names = ["pixel_values", "image_grid_thw"]  # noqa: RUF012
+
+        def __call__(self, images: Any, **kwargs: Any) -> BatchFeature:
+            kwargs.pop("return_tensors", None)
+            pixels = np.asarray(super().__call__(images, **kwargs)["pixel_values"])
+            n, c, h, w = pixels.shape
+            patches = pixels.reshape(n, c, h // p, p, w // p, p).transpose(0, 2, 4, 1, 3, 5)
+            grid = np.array([[1, h // p, w // p]] * n)
+            return BatchFeature(
+                {"pixel_values": patches.reshape(-1, c, p, p), "image_grid_thw": grid},
+                tensor_type="pt",
+            )
+
+    return ConvPatches(
+        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+    )
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -355,6 +383,7 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "inkling2": _merged_blocks,
     "inkling_mm_model": _hmlp_patches,
     "gemma4_unified": _model_patches,
+    "kimi_k25": _conv_patches,
     "inkling2_loop": _merged_blocks,
     "minicpmv4_6": _minicpm("16x"),
     "minicpmv4_7": _minicpm("16x"),
@@ -468,7 +497,13 @@ def _embedder_widths(d: dict[str, Any]) -> None:
         d["audio_config"]["output_proj_dims"] = VISION_HIDDEN
 
 
+def _projection_width(d: dict[str, Any]) -> None:
+    """Kimi K2.5 names its projector's input width (the tower's) on the top-level config."""
+    d["projection_hidden_size"] = d["vision_config"]["hidden_size"]
+
+
 CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "kimi_k25": _projection_width,
     "gemma4_unified": _embedder_widths,
     "fun_asr_nano": _adaptor_width,
     "omniasr": _one_init,
