@@ -91,6 +91,7 @@ _TOWER = {
     "hidden_sizes": VISION_HIDDEN,
     "depths": 1,
     "output_channels": VISION_HIDDEN,
+    "downsample_channels": VISION_HIDDEN,  # SAM necks (DeepSeek-OCR 2, Unlimited-OCR)
     "downsample_hidden_size": VISION_HIDDEN,
     "vocab_size": 256,  # Ovis: the visual vocabulary
     "initializer_range": INIT_STD,

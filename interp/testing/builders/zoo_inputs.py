@@ -331,6 +331,17 @@ def _conv_patches(vision: dict[str, Any]) -> Any:
     )
 
 
+def _sam_view(vision: dict[str, Any]) -> Any:
+    """DeepSeek-OCR 2's and Unlimited-OCR's image processors need torchvision: one global view,
+    a CLIP image processor at the tiny SAM tower's :data:`HIGH_RES_SIZE` (no local crops)."""
+    from transformers import CLIPImageProcessorPil
+
+    return CLIPImageProcessorPil(
+        size={"shortest_edge": HIGH_RES_SIZE},
+        crop_size={"height": HIGH_RES_SIZE, "width": HIGH_RES_SIZE},
+    )
+
+
 def _siglip2(vision: dict[str, Any]) -> Any:
     """LFM2-VL's image processor (torchvision only) is Siglip2's with a smart resize: Siglip2's
     PIL one at the tower's patch, at most a 4 x 4 patch grid; gives patch-flattened
@@ -384,6 +395,8 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "inkling_mm_model": _hmlp_patches,
     "gemma4_unified": _model_patches,
     "kimi_k25": _conv_patches,
+    "deepseek_ocr2": _sam_view,
+    "unlimited_ocr": _sam_view,
     "inkling2_loop": _merged_blocks,
     "minicpmv4_6": _minicpm("16x"),
     "minicpmv4_7": _minicpm("16x"),
@@ -502,7 +515,19 @@ def _projection_width(d: dict[str, Any]) -> None:
     d["projection_hidden_size"] = d["vision_config"]["hidden_size"]
 
 
+def _sam_then_encoder(d: dict[str, Any]) -> None:
+    """A SAM tower at :data:`HIGH_RES_SIZE` (16 x 16 patches, 4 x 4 after its neck) feeding an
+    encoder over those 4 x 4 positions (Unlimited-OCR's CLIP: 32 px of 8 px patches)."""
+    vision = d["vision_config"]
+    vision["sam_config"].update(image_size=HIGH_RES_SIZE, global_attn_indexes=[1])
+    encoder = vision.get("encoder_config", {})
+    if "image_size" in encoder:
+        encoder.update(image_size=IMAGE_SIZE, patch_size=8)
+
+
 CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "deepseek_ocr2": _sam_then_encoder,
+    "unlimited_ocr": _sam_then_encoder,
     "kimi_k25": _projection_width,
     "gemma4_unified": _embedder_widths,
     "fun_asr_nano": _adaptor_width,
