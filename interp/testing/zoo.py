@@ -273,13 +273,16 @@ def render(rows: list[Row]) -> str:
         "  no stock processor of these types builds offline; the llava one takes the type's own "
         "PIL image processor where",
         "  its feature site needs more than `pixel_values`, `interp/testing/builders/zoo_inputs.py`"
-        "), passes six checks against plain Hugging Face: residual reads",
+        "), passes eight checks against plain Hugging Face: residual reads",
         "  equal `output_hidden_states` (and a black image in place of each image changes "
         "them), the feature site gives",
         "  one vector per placeholder, greedy `generate` equals",
         "  `model.generate`, HF's own logits of a row alone equal the row's in the batch, "
         "`score` equals a teacher-forced",
-        "  forward, a `Steer` edit equals a forward hook adding the vector;",
+        "  forward, a `Steer` edit equals a forward hook adding the vector, a `SwapImage` to a "
+        "black image equals a forward",
+        "  of the black-image encoding, and the batch's reads and contrastive decoding equal "
+        "each row's alone;",
         "  `not tested: ...` — the structure is verified, the first of those steps that fails "
         "is named (run",
         "  `interp doctor --model <folder>` on a checkpoint); `text tested; not tested: ...` — "

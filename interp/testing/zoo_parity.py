@@ -40,7 +40,11 @@ LFM2-VL's image processors also need torchvision):
    its checks run on one row);
 5. ``score``: :func:`interp.score` equals a teacher-forced plain forward's log-softmax;
 6. ``steer``: a :class:`interventions.Steer` edit equals a plain forward with the vector added to
-   the layer's output by a torch hook.
+   the layer's output by a torch hook;
+7. ``swap`` (images): a :class:`interventions.SwapImage` to a black image equals a plain forward
+   of the black-image encoding;
+8. ``batch invariance``: the batch's reads equal each row's alone, and contrastive decoding
+   generates each row's tokens alone or in the batch.
 
 A type that fails any check keeps parity "not tested", with the reason in ``docs/families.md``;
 where its tiny model builds, :func:`text_check` then runs the reads and ``score`` checks on
@@ -143,6 +147,27 @@ def _hf_batch_invariant(vlm: Any, samples: list[Any], enc: Any) -> None:
             )
 
 
+def _batch_invariant(vlm: Any, samples: list[Any], states: torch.Tensor, amateur: str) -> None:
+    """The batch's reads equal each row's read alone, and contrastive decoding (against
+    ``amateur``) generates each row's tokens whether the row runs alone or in the batch (else
+    an AssertionError or a :class:`ParityError`)."""
+    import interp
+    from interventions import decoding
+
+    from .tolerance import assert_close
+
+    alone = torch.cat([interp.residual_stream(vlm, [s], progress_bar=False) for s in samples])
+    assert_close(alone, states, msg="reads alone against the batch's")
+    method = decoding.method("contrast", amateur=amateur)
+    kw = {"max_new_tokens": 3, "decoding": method, "progress_bar": False}
+    both = interp.generate(vlm, samples, batch_size=len(samples), **kw).token_ids
+    one = [interp.generate(vlm, [s], batch_size=1, **kw).token_ids[0] for s in samples]
+    if both != one:
+        raise ParityError(
+            "batch invariance fails (contrastive decoding generates other tokens in the batch)"
+        )
+
+
 def _text_samples() -> list[Any]:
     """Two rows of text alone (no image, no audio)."""
     from ..samples import Sample
@@ -177,9 +202,10 @@ def check(model_type: str) -> tuple[str, str]:
     """Run the checks of the module docstring on ``model_type``'s tiny model: returns the name of
     the borrowed processor and ``""``, or the name and the first failure's reason."""
     import interp
-    from interventions import Steer
+    from interventions import Steer, SwapImage
 
     from ..adapters.base import get_path
+    from ..encoding import encode
     from .reference import add_to_layer, hf_forward, hf_hidden_states
     from .samples import make_samples
 
@@ -240,6 +266,20 @@ def check(model_type: str) -> tuple[str, str]:
             torch.testing.assert_close(steered[:, :L], ref, atol=1e-4, rtol=0)
             if (steered[:, L] - states[:, L]).abs().max() <= 1e-3:
                 raise ParityError("steer fails (the edit changed nothing)")
+        if kind == "image":
+            with _step("swap"):  # the black image's vectors in place of each image's
+                swapped = interp.residual_stream(
+                    vlm, samples, edits=[SwapImage("null:black")], progress_bar=False
+                )
+                black = encode(vlm, samples, "null:black")
+                hidden = hf_hidden_states(hf_forward(vlm, black, output_hidden_states=True))
+                ref = torch.stack(
+                    [h[torch.arange(len(samples)), black.last_index] for h in hidden[:L]], 1
+                )
+                torch.testing.assert_close(swapped[:, :L], ref, rtol=0, atol=1e-5)
+        if len(samples) > 1:
+            with _step("batch invariance"):
+                _batch_invariant(vlm, samples, states, "blind" if kind == "image" else "no_audio")
     except ParityError as err:
         return name, str(err)
     return name, ""

@@ -429,7 +429,8 @@ def test_an_inferred_entry_reads_and_generates_at_hf_parity(build):
 
 def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
     """zoo_parity.check passes a type at parity and names the failing step when a measurement
-    departs from plain HF (a read off by 1e-3; a score off by 1e-3)."""
+    departs from plain HF (a read off by 1e-3; a score off by 1e-3; a swap that does nothing;
+    a batch that changes a row's generated tokens)."""
     from interp.testing.zoo_parity import check
 
     assert check("qwen3_vl_moe") == ("qwen3_vl", "")
@@ -448,6 +449,28 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
     monkeypatch.setattr(interp, "score", shifted)
     assert check("qwen3_vl_moe")[1] == (
         "score fails (log-probabilities 1e-03 from a teacher-forced forward's)"
+    )
+    monkeypatch.setattr(interp, "score", score)
+
+    # a swap that leaves the real image's vectors, and a batch that changes a row's tokens
+    def no_swap(*a, **k):
+        edits = [e for e in k.pop("edits", None) or [] if type(e).__name__ != "SwapImage"]
+        return read(*a, **k, edits=edits or None)
+
+    monkeypatch.setattr(interp, "residual_stream", no_swap)
+    assert check("qwen3_vl_moe")[1].startswith("swap fails (AssertionError")
+    monkeypatch.setattr(interp, "residual_stream", read)
+    generate = interp.generate
+
+    def batch_dependent(vlm, samples, *a, **k):
+        out = generate(vlm, samples, *a, **k)
+        if len(samples) > 1 and k.get("decoding") is not None:
+            out.token_ids[0] = [*out.token_ids[0][:-1], out.token_ids[0][-1] + 1]
+        return out
+
+    monkeypatch.setattr(interp, "generate", batch_dependent)
+    assert check("qwen3_vl_moe")[1] == (
+        "batch invariance fails (contrastive decoding generates other tokens in the batch)"
     )
 
 
