@@ -32,7 +32,8 @@ LFM2-VL's image processors also need torchvision):
    the same encoded inputs (:func:`interp.encoding.encode`), last token, every layer; and a black
    image in place of each image changes them (the image reaches the last token);
 2. ``features``: the feature site's output count (vectors of width ``d_model``) equals the number
-   of placeholder tokens in the batch;
+   of placeholder tokens in the batch, or the site gives one row per clip padded to the longest
+   clip's count (an audio site before the forward keeps each clip's valid frames);
 3. ``generate``: greedy :func:`interp.generate` equals ``model.generate`` token for token;
 4. ``batch``: plain HF's own last-token logits of each row alone equal the row's in the batch
    (the next check compares with one row's forward alone; a model whose forward depends on the
@@ -126,6 +127,24 @@ def _scores_match(vlm: Any, samples: list[Any], step: str) -> None:
             raise ParityError(
                 f"{step} fails (log-probabilities {gap:.0e} from a teacher-forced forward's)"
             )
+
+
+def _padded(seen: list[Any], per_row: list[int], width: int) -> bool:
+    """Whether a feature site's one output is ``[clips, longest, width]``: one row per clip (one
+    per batch row here), padded to the longest clip's placeholder count (an audio projector
+    before the forward keeps each clip's valid frames, as Qwen2-Audio's)."""
+    if len(seen) != 1:
+        return False
+    out = seen[0]
+    for name in ("pooler_output", "last_hidden_state"):
+        if getattr(out, name, None) is not None:
+            out = getattr(out, name)
+            break
+    return isinstance(out, torch.Tensor) and tuple(out.shape) == (
+        len(per_row),
+        max(per_row),
+        width,
+    )
 
 
 def _hf_batch_invariant(vlm: Any, samples: list[Any], enc: Any) -> None:
@@ -239,7 +258,8 @@ def check(model_type: str) -> tuple[str, str]:
                 hook.remove()
             got = sum(_count(o, vlm.d_model) for o in seen)
             want = int(enc.mask(kind).sum())
-            if got != want:
+            per_row = [int(n) for n in enc.mask(kind).sum(1).tolist() if n]
+            if got != want and not _padded(seen, per_row, vlm.d_model):
                 raise ParityError(f"features fails ({got} feature vectors, {want} placeholders)")
         with _step("generate"):
             gen = interp.generate(vlm, samples, max_new_tokens=3, progress_bar=False)

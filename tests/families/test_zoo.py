@@ -474,6 +474,22 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
     )
 
 
+def test_a_padded_audio_site_counts_as_one_row_per_clip():
+    """An audio site whose output is one row per clip padded to the longest clip's placeholders
+    (OmniASR's projector: 0.4 s and 0.6 s give 19 and 29 frames, [2, 29, d]) passes the
+    features step; a site padded to a whole window (GLM-ASR's [2, 15, d] for 5 and 7) does not,
+    nor does a flat output of another count."""
+    from interp.testing.zoo_parity import _padded, check
+
+    d = 8
+    assert _padded([torch.zeros(2, 29, d)], [19, 29], d)
+    assert not _padded([torch.zeros(2, 15, d)], [5, 7], d)
+    assert not _padded([torch.zeros(58, d)], [19, 29], d)
+    assert not _padded([torch.zeros(1, 29, d), torch.zeros(1, 29, d)], [19, 29], d)
+    assert not check("omniasr")[1].startswith("features fails")
+    assert check("glmasr")[1] == "features fails (30 feature vectors, 12 placeholders)"
+
+
 def test_text_rows_are_checked_where_the_media_steps_fail(monkeypatch):
     """Molmo2's image inputs need its own processor's pooling indices (not offline), so its image
     steps fail; text-only rows still pass reads and score against plain HF, and the row says

@@ -561,7 +561,23 @@ def _glmasr(borrowed: Any) -> Any:
 
 # type -> its stock processor class built around the borrowed processor's parts (where it
 # builds offline)
-STOCK_PROCESSORS: dict[str, Callable[[Any], Any]] = {"glmasr": _glmasr}
+def _omniasr(borrowed: Any) -> Any:
+    """OmniASR's own processor (it builds offline): its waveform feature extractor
+    (``input_values``, ``padding_mask``) and its count of encoder frames per audio, around the
+    borrowed tokenizer, template and audio token."""
+    from transformers import OmniASRFeatureExtractor, OmniASRProcessor
+
+    from .audio import AUDIO_TOKEN
+
+    return OmniASRProcessor(
+        feature_extractor=OmniASRFeatureExtractor(),
+        tokenizer=borrowed.tokenizer,
+        chat_template=borrowed.chat_template,
+        audio_token=AUDIO_TOKEN,
+    )
+
+
+STOCK_PROCESSORS: dict[str, Callable[[Any], Any]] = {"glmasr": _glmasr, "omniasr": _omniasr}
 
 
 def _one(inputs: dict[str, Any], idx: int, n: int) -> dict[str, Any]:
