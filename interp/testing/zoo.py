@@ -10,7 +10,7 @@ inferred entry's module paths are resolved on its tree, and every load-time inva
 A default config that declares its placeholder-token ids but leaves them None (Voxtral, MiniCPM-V)
 gets stand-ins first, as every checkpoint of the type sets them; a default config the model does
 not build from gets the fields it leaves unusable set
-(:data:`~interp.testing.builders.zoo_inputs.UNBUILT_DEFAULTS`); the row says so.
+(:data:`~interp.testing.builders.zoo_configs.UNBUILT_DEFAULTS`); the row says so.
 A type is *supported* when all of that holds; otherwise *refused* with the reason (the adapter's
 refusal, the build error, or the failing invariant and the field to set).
 
@@ -150,7 +150,7 @@ def classify(model_type: str) -> Row:
     from ..adapters.registry import ADAPTERS, adapter_for
     from ..errors import UnsupportedArchitectureError
     from ..thinker import inner_config, wrapper_of
-    from .builders.zoo_inputs import set_unbuilt_defaults, set_unset_ids
+    from .builders.zoo_configs import set_unbuilt_defaults, set_unset_ids
     from .zoo_parity import check as parity_check
     from .zoo_parity import text_check
 
@@ -272,7 +272,7 @@ def render(rows: list[Row]) -> str:
         "  tower with a spatial merge; hand-built inputs:",
         "  no stock processor of these types builds offline; the llava one takes the type's own "
         "PIL image processor where",
-        "  its feature site needs more than `pixel_values`, `interp/testing/builders/zoo_inputs.py`"
+        "  its feature site needs more than `pixel_values`, `interp/testing/builders/zoo_images.py`"
         "), passes eight checks against plain Hugging Face: residual reads",
         "  equal `output_hidden_states` (and a black image in place of each image changes "
         "them), the feature site gives",

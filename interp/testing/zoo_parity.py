@@ -10,8 +10,9 @@ LFM2-VL's image processors also need torchvision):
 - ``llava-like``: a ``LlavaProcessor`` around the tiny tokenizer and a 32 px CLIP image processor,
   or, for a type whose feature site takes more than ``pixel_values`` (``image_sizes``,
   ``spatial_shapes``, ``pixel_attention_mask``, ``image_merge_sizes`` ...), the type's own PIL
-  image processor sized to the tiny tower, with the per-type config fields its image size
-  decides (:mod:`interp.testing.builders.zoo_inputs`, the one place these are named); each
+  image processor sized to the tiny tower (or pixels cut by hand where it needs torchvision:
+  :mod:`interp.testing.builders.zoo_images`), with the per-type config fields its image size
+  decides (:mod:`interp.testing.builders.zoo_configs`); each
   ``<image>`` expands to as many tokens as the model's ``get_image_features`` gives for that
   image (counted on the model, so the expansion matches by construction; the count check below
   then checks what the feature site returns for the batch);

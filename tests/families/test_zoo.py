@@ -19,7 +19,7 @@ import interp
 from interp.adapters import ADAPTERS
 from interp.adapters.infer import invariants, pattern_of
 from interp.testing import build_tiny, shared_tiny_vlm
-from interp.testing.builders.zoo_inputs import set_unbuilt_defaults, set_unset_ids
+from interp.testing.builders.zoo_configs import set_unbuilt_defaults, set_unset_ids
 from interp.testing.pins import check_made_under
 from interp.testing.samples import make_samples
 from interp.testing.tolerance import assert_close

@@ -17,7 +17,7 @@ from .llava import VIDEO_TOKEN
 
 # above this many parameters a generic shrink left a tower at full size: too slow for the sweep
 MAX_PARAMS = 8_000_000
-from .zoo_inputs import IMAGE_SIZE  # noqa: E402
+from .zoo_images import IMAGE_SIZE  # noqa: E402
 
 _TEXT = {
     "hidden_size": TEXT_HIDDEN,
@@ -265,15 +265,9 @@ def tiny_inferred(
     from transformers import AutoConfig, AutoModelForMultimodalLM
 
     from ...adapters.infer import pattern_of
-    from .zoo_inputs import (
-        CONFIG_FIXES,
-        GRID_COUNTED,
-        IMAGE_PROCESSORS,
-        RENAMED,
-        STOCK_PROCESSORS,
-        set_unbuilt_defaults,
-        set_unset_ids,
-    )
+    from .zoo_configs import CONFIG_FIXES, set_unbuilt_defaults, set_unset_ids
+    from .zoo_images import IMAGE_PROCESSORS
+    from .zoo_inputs import GRID_COUNTED, RENAMED, STOCK_PROCESSORS
 
     config = AutoConfig.for_model(model_type)
     set_unset_ids(config)  # as a checkpoint sets them (Voxtral's audio_token_id)
