@@ -278,8 +278,7 @@ def _parity_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
     with torch.no_grad():
         out = vlm.hf(**enc.inputs, output_hidden_states=True)
     # Q-Former families return the language model's outputs inside theirs
-    hidden = out.hidden_states if getattr(out, "hidden_states", None) is not None else None
-    hidden = hidden or out.language_model_outputs.hidden_states
+    hidden = getattr(out, "hidden_states", None) or out.language_model_outputs.hidden_states
     last = int(enc.last_index[0])
     # hidden_states[L] is after the final norm; the library's index L is before it
     reference = torch.stack([hidden[layer][0, last].cpu() for layer in range(vlm.n_layers)])

@@ -39,13 +39,22 @@ def hf_hidden_states(out: Any) -> tuple[torch.Tensor, ...]:
     return out.language_model_outputs.hidden_states  # Q-Former families
 
 
+def hf_last_states(vlm: VLM, enc: Encoding) -> torch.Tensor:
+    """``[rows, L, d]``: a plain HF forward's ``output_hidden_states`` at each row's last token,
+    layers 0..L-1 (the residual stream's indices before the final norm)."""
+    hidden = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
+    rows = torch.arange(enc.inputs["input_ids"].shape[0])
+    return torch.stack([h[rows, enc.last_index] for h in hidden[: vlm.n_layers]], 1)
+
+
 def last_layer_raw(vlm: VLM, enc: Encoding) -> torch.Tensor:
     """Raw output of the last decoder layer (before the final norm), via a plain torch hook."""
     seen = {}
-    layer = vlm.adapter.layers(vlm.hf)[-1]
-    handle = layer.register_forward_hook(
-        lambda m, a, o: seen.setdefault("out", o[0] if isinstance(o, tuple) else o)
-    )
+
+    def keep(_module: Any, _args: Any, out: Any) -> None:  # returns None: the output stays
+        seen.setdefault("out", out[0] if isinstance(out, tuple) else out)
+
+    handle = vlm.adapter.layers(vlm.hf)[-1].register_forward_hook(keep)
     try:
         hf_forward(vlm, enc)
     finally:
@@ -214,6 +223,7 @@ __all__ = [
     "hf_answer_gradient",
     "hf_forward",
     "hf_hidden_states",
+    "hf_last_states",
     "hf_target_logprobs",
     "last_layer_raw",
     "reference_attention",

@@ -99,14 +99,12 @@ def _reads_match(vlm: Any, samples: list[Any]) -> tuple[torch.Tensor, Any]:
     import interp
 
     from ..encoding import encode
-    from .reference import hf_forward, hf_hidden_states
+    from .reference import hf_last_states
 
     states = interp.residual_stream(vlm, samples, progress_bar=False)
     enc = encode(vlm, samples, "full")
-    hidden = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
-    L = vlm.n_layers
-    ref = torch.stack([h[torch.arange(len(samples)), enc.last_index] for h in hidden[:L]], 1)
-    torch.testing.assert_close(states[:, :L], ref, rtol=0, atol=1e-5)
+    ref = hf_last_states(vlm, enc)
+    torch.testing.assert_close(states[:, : vlm.n_layers], ref, rtol=0, atol=1e-5)
     return states, enc
 
 
@@ -226,7 +224,7 @@ def check(model_type: str) -> tuple[str, str]:
 
     from ..adapters.base import get_path
     from ..encoding import encode
-    from .reference import add_to_layer, hf_forward, hf_hidden_states
+    from .reference import add_to_layer, hf_forward, hf_last_states
     from .samples import make_samples
 
     try:
@@ -280,10 +278,7 @@ def check(model_type: str) -> tuple[str, str]:
                 vlm, samples, edits=[Steer(1, v, "all")], progress_bar=False
             )
             with add_to_layer(vlm, 1, v, enc.attention_mask.bool()):
-                hidden = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
-            ref = torch.stack(
-                [h[torch.arange(len(samples)), enc.last_index] for h in hidden[:L]], 1
-            )
+                ref = hf_last_states(vlm, enc)
             torch.testing.assert_close(steered[:, :L], ref, atol=1e-4, rtol=0)
             if (steered[:, L] - states[:, L]).abs().max() <= 1e-3:
                 raise ParityError("steer fails (the edit changed nothing)")
@@ -292,11 +287,7 @@ def check(model_type: str) -> tuple[str, str]:
                 swapped = interp.residual_stream(
                     vlm, samples, edits=[SwapImage("null:black")], progress_bar=False
                 )
-                black = encode(vlm, samples, "null:black")
-                hidden = hf_hidden_states(hf_forward(vlm, black, output_hidden_states=True))
-                ref = torch.stack(
-                    [h[torch.arange(len(samples)), black.last_index] for h in hidden[:L]], 1
-                )
+                ref = hf_last_states(vlm, encode(vlm, samples, "null:black"))
                 torch.testing.assert_close(swapped[:, :L], ref, rtol=0, atol=1e-5)
         if len(samples) > 1:
             with _step("batch invariance"):

@@ -427,6 +427,19 @@ def test_an_inferred_entry_reads_and_generates_at_hf_parity(build):
         interp.residual_stream(vlm, samples, "distort:500", progress_bar=False)
 
 
+def shift_scores(monkeypatch, by: float) -> None:
+    """Make :func:`interp.score` return log-probabilities off by ``by`` (a departure the zoo's
+    score checks must name)."""
+    score = interp.score
+
+    def shifted(*a, **k):
+        out = score(*a, **k)
+        out.logprobs.add_(by)
+        return out
+
+    monkeypatch.setattr(interp, "score", shifted)
+
+
 def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
     """zoo_parity.check passes a type at parity and names the failing step when a measurement
     departs from plain HF (a read off by 1e-3; a score off by 1e-3; a swap that does nothing;
@@ -440,13 +453,7 @@ def test_the_zoo_parity_check_names_the_step_that_fails(monkeypatch):
     assert processor == "qwen3_vl" and why.startswith("reads fails (AssertionError")
     monkeypatch.setattr(interp, "residual_stream", read)
     score = interp.score
-
-    def shifted(*a, **k):
-        out = score(*a, **k)
-        out.logprobs.add_(1e-3)
-        return out
-
-    monkeypatch.setattr(interp, "score", shifted)
+    shift_scores(monkeypatch, 1e-3)
     assert check("qwen3_vl_moe")[1] == (
         "score fails (log-probabilities 1e-03 from a teacher-forced forward's)"
     )
@@ -499,14 +506,7 @@ def test_text_rows_are_checked_where_the_media_steps_fail(monkeypatch):
     assert check("molmo2")[1].startswith("its feature site does not take")
     assert text_check("molmo2") == ""
     assert row_of("molmo2").parity.startswith("text tested; not tested: its feature site")
-    score = interp.score
-
-    def shifted(*a, **k):
-        out = score(*a, **k)
-        out.logprobs.add_(1e-3)
-        return out
-
-    monkeypatch.setattr(interp, "score", shifted)
+    shift_scores(monkeypatch, 1e-3)
     assert text_check("molmo2") == (
         "text score fails (log-probabilities 1e-03 from a teacher-forced forward's)"
     )
@@ -519,7 +519,7 @@ def test_a_forward_that_depends_on_the_batch_runs_each_row_alone():
     declares it (``batch_dependent``): the library runs each row alone, with a warning, so a
     batch's reads equal plain HF's forward of each row by itself."""
     from interp.encoding import encode
-    from interp.testing.reference import hf_forward, hf_hidden_states
+    from interp.testing.reference import hf_last_states
     from interp.testing.zoo_parity import ParityError, _hf_batch_invariant, check
 
     vlm = shared_tiny_vlm("hunyuan_vl")
@@ -546,9 +546,7 @@ def test_a_forward_that_depends_on_the_batch_runs_each_row_alone():
     with pytest.warns(interp.BatchDependentWarning, match="each row runs alone"):
         states = interp.residual_stream(vlm, samples, batch_size=2, progress_bar=False)
     for i, sample in enumerate(samples):
-        one = encode(vlm, [sample], "full")
-        hidden = hf_hidden_states(hf_forward(vlm, one, output_hidden_states=True))
-        ref = torch.stack([h[0, one.last_index[0]] for h in hidden[: vlm.n_layers]])
+        ref = hf_last_states(vlm, encode(vlm, [sample], "full"))[0]
         assert_close(states[i, : vlm.n_layers], ref)
     assert check("hunyuan_vl") == ("qwen3_vl", "")
 
@@ -561,7 +559,7 @@ def test_logits_are_the_forwards_where_it_transforms_the_heads_output():
     but its forward does not apply it: nothing is transformed, and its checks pass too."""
     from interp.encoding import encode
     from interp.testing.builders.inferred import tiny_inferred
-    from interp.testing.reference import hf_forward
+    from interp.testing.reference import hf_forward, last_layer_raw
     from interp.testing.zoo_parity import check
 
     model, processor, _ = tiny_inferred("mistral_large4")
@@ -575,15 +573,8 @@ def test_logits_are_the_forwards_where_it_transforms_the_heads_output():
     gen = interp.generate(vlm, samples, max_new_tokens=1, output_scores=True, progress_bar=False)
     got = torch.stack([s[0] for s in gen.scores])
     assert_close(got, want)
-    last: list[torch.Tensor] = []  # the last layer's output (its hidden_states[-1] is normed)
-    hook = vlm.adapter.layers(model)[-1].register_forward_hook(
-        lambda _m, _a, o: last.append(o[0] if isinstance(o, tuple) else o)
-    )
-    try:
-        hf_forward(vlm, enc)
-    finally:
-        hook.remove()
-    lens = vlm.unembed(last[0][:, -1]).float()
+    # the last layer's output by a torch hook (its hidden_states[-1] is already normed)
+    lens = vlm.unembed(last_layer_raw(vlm, enc)[:, -1]).float()
     assert_close(lens, want)
     assert check("mistral_large4") == ("llava", "")
     model, processor, _ = tiny_inferred("cohere2_vision")
