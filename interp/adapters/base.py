@@ -102,6 +102,12 @@ class Modalities:
     video_in_image_tokens: bool = False
     stacked_videos: bool = False
     batch_dependent: str = ""
+    tower_configs: tuple[tuple[Modality, str], ...] = (
+        ("image", "vision_config"),
+        ("audio", "audio_config"),
+        ("video", "vision_config"),
+    )
+    dropped: tuple[tuple[Modality, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -234,6 +240,11 @@ class Adapter:
         stacked_videos: the processor stacks a forward's videos into one tensor (LLaVA-NeXT-Video,
             LLaVA-OneVision, InternVL), so videos of different frame counts cannot share a
             forward: batches group rows by their videos' frame counts under the condition.
+        tower_configs: per modality, the config attribute holding its tower's sub-config. A
+            checkpoint whose config declares that attribute but leaves it None has no such
+            tower (Gemma 4 31B: ``audio_config: null``): :meth:`narrowed` drops the modality.
+        dropped: the modalities :meth:`narrowed` dropped, each with the attribute left None
+            (named by :class:`~interp.errors.ModalityError`).
     """
 
     name: str
@@ -380,11 +391,51 @@ class Adapter:
     def require(self, modality: str) -> None:
         """Raise :class:`~interp.errors.ModalityError` unless the family takes ``modality``."""
         if modality not in self.modalities:
+            why = next((attr for kind, attr in self.dropped if kind == modality), None)
+            tower = f" (this checkpoint has no {modality} tower: {why} is None)" if why else ""
+            drop = "blind" if modality == "image" else f"no_{modality}"
             raise ModalityError(
-                f"{self.name} takes {', '.join(self.modalities)} inputs, not {modality}; remove "
-                f"the {modality} from the samples or drop it with a condition (no_{modality}), or "
-                "load a family that takes it"
+                f"{self.name} takes {', '.join(self.modalities)} inputs, not {modality}{tower}; "
+                f"remove the {modality} from the samples or drop it with a condition ({drop}), "
+                "or load a checkpoint that takes it"
             )
+
+    def narrowed(self, config: Any) -> Adapter:
+        """This entry for ``config``: the modalities whose tower the config leaves out (its
+        :attr:`tower_configs` attribute declared but None) dropped, with their feature sites.
+        Returns the entry itself when nothing is dropped.
+
+        Raises:
+            UnsupportedArchitectureError: no modality of the entry keeps its tower.
+        """
+        absent = {
+            kind: attr
+            for kind, attr in self.tower_configs
+            if kind in self.modalities and hasattr(config, attr) and getattr(config, attr) is None
+        }
+        if not absent:
+            return self
+        kept = tuple(k for k in self.modalities if k not in absent)
+        if not kept:
+            attrs = " / ".join(dict.fromkeys(absent.values()))
+            raise UnsupportedArchitectureError(
+                f"adapter {self.name!r}: its config has no tower for any input the family takes "
+                f"({attrs} None): a text-only checkpoint; load its language model alone"
+            )
+        sites: dict[str, Any] = {
+            "image_features": "" if "image" in absent else self.image_features,
+            "audio_features": None if "audio" in absent else self.audio_features,
+            "video_features": None if "video" in absent else self.video_features,
+        }
+        gone = ", ".join(f"{k} ({a} is None)" for k, a in absent.items())
+        notes = f"{self.notes}; " if self.notes else ""
+        return self.replace(
+            modalities=kept,
+            dropped=self.dropped + tuple(absent.items()),
+            notes=f"{notes}this checkpoint's config has no tower for {gone}: those inputs are "
+            "refused",
+            **sites,
+        )
 
     def mixed(self, modality: str) -> bool:
         """Whether rows with and without ``modality`` may share one forward."""

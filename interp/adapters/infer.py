@@ -12,7 +12,9 @@ it, such as a renamed or remote-code model, needs an entry). Three patterns cove
 The rules, in order (:func:`infer_adapter` reads the config, :func:`complete` the module tree):
 
 1. token ids: ``image_token_id`` / ``image_token_index`` (``audio_…``, ``video_…``) on the config
-   or its text config; a modality is taken when its id is set (not None); a config that declares
+   or its text config; a modality is taken when its id is set (not None) and the config does not
+   leave its tower out (``vision_config`` / ``audio_config`` declared but None: Gemma 4 Unified
+   without audio; :meth:`~interp.adapters.Adapter.narrowed`); a config that declares
    the fields but leaves them all None (transformers' default for Voxtral and MiniCPM-V, which
    their checkpoints set) is refused with the fields to set (:func:`unset_ids`);
 2. refused up front: encoder–decoder configs, Q-Former configs (``qformer_config``), decoders
@@ -71,6 +73,7 @@ AUDIO_SITES = (
     "model.audio_tower",
 )
 PATTERNS = ("llava-like", "qwen-vl-like", "audio-lm")
+TOWER_CONFIGS = ("vision_config", "audio_config")
 
 
 def _token(config: Any, kind: str) -> int | None:
@@ -127,6 +130,16 @@ def pattern_of(config: Any) -> tuple[str | None, str]:
             )
     image, audio = _token(config, "image"), _token(config, "audio")
     vision = getattr(config, "vision_config", None)
+    absent = _absent_towers(config)
+    if image is not None and "vision_config" in absent:  # an id, but no tower to fill it
+        image = None
+    if audio is not None and "audio_config" in absent:
+        audio = None
+    if absent and not any(getattr(config, t, None) is not None for t in TOWER_CONFIGS):
+        return None, (
+            f"its config has no tower ({' / '.join(absent)} None): a text-only checkpoint; "
+            "load its language model alone"
+        )
     if image is not None and vision is not None:
         if getattr(vision, "spatial_merge_size", None) and getattr(
             vision, "temporal_patch_size", None
@@ -144,6 +157,11 @@ def pattern_of(config: Any) -> tuple[str | None, str]:
             "does; a checkpoint sets it: set it to the placeholder token's id"
         )
     return None, _no_placeholder(config)
+
+
+def _absent_towers(config: Any) -> list[str]:
+    """The tower sub-configs ``config`` declares but leaves None (no such tower is built)."""
+    return [t for t in TOWER_CONFIGS if hasattr(config, t) and getattr(config, t) is None]
 
 
 def _no_placeholder(config: Any) -> str:
@@ -218,8 +236,9 @@ def infer_adapter(config: Any) -> tuple[Adapter | None, str]:
     if pattern is None:
         return None, why
     kinds = tuple(k for k in ("image", "audio", "video") if _token(config, k) is not None)
-    if pattern == "audio-lm":
-        kinds = ("audio",)
+    if pattern == "audio-lm":  # an id whose tower is left out stays, for narrowed() to name
+        absent = _absent_towers(config)
+        kinds = tuple(k for k in kinds if k == "audio" or "vision_config" in absent)
     model_type = str(config.model_type)
     return (
         Adapter(
@@ -261,12 +280,15 @@ def _projects_to(model: torch.nn.Module, path: str, width: int) -> bool:
 
 
 def complete(adapter: Adapter, model: torch.nn.Module) -> Adapter:
-    """Resolve an inferred adapter's module paths on ``model``'s module tree (rules 3-6); other
-    adapters are returned as they are.
+    """Narrow ``adapter`` to the towers ``model``'s config has (:meth:`Adapter.narrowed`; an
+    entry given to :func:`interp.load` too), then resolve an inferred adapter's module paths on
+    ``model``'s module tree (rules 3-6); other adapters are returned as they are.
 
     Raises:
         AdapterCheckError: a rule finds nothing; the message names the field to set.
+        UnsupportedArchitectureError: the config has none of the entry's towers.
     """
+    adapter = adapter.narrowed(getattr(model, "config", None))
     if not adapter.inferred:
         return adapter
     changes: dict[str, Any] = {}

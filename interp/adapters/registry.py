@@ -105,11 +105,14 @@ def _class_name(model: Any, config: Any) -> str:
 def adapter_for(model: PreTrainedModel | PretrainedConfig) -> Adapter:
     """The adapter for a loaded HF model (or its config), resolved from ``config.model_type``:
     a registered entry, else one inferred from the config's pattern
-    (:func:`interp.adapters.infer.infer_adapter`).
+    (:func:`interp.adapters.infer.infer_adapter`); either narrowed to the towers the config has
+    (:meth:`Adapter.narrowed`: Gemma 4 31B, whose ``audio_config`` is None, takes image and
+    video, not audio).
 
     Raises:
-        UnsupportedArchitectureError: no entry serves this model type and none can be inferred;
-            the message names the nearest supported pattern and how to register an entry.
+        UnsupportedArchitectureError: no entry serves this model type and none can be inferred
+            (the message names the nearest supported pattern and how to register an entry), or
+            the config has none of the entry's towers.
     """
     from ..thinker import inner_config
     from .infer import infer_adapter, nearest_pattern
@@ -122,10 +125,12 @@ def adapter_for(model: PreTrainedModel | PretrainedConfig) -> Adapter:
     if model_type in ADAPTERS:
         entry = ADAPTERS[model_type]
         refine = VARIANTS.get(model_type)
-        return refine(config, entry) if refine is not None and config is not None else entry
+        if refine is not None and config is not None:
+            entry = refine(config, entry)
+        return entry.narrowed(config)  # the towers this checkpoint has
     inferred, why = infer_adapter(config) if config is not None else (None, "no config")
     if inferred is not None:
-        return inferred
+        return inferred.narrowed(config)
     raise UnsupportedArchitectureError(
         f"{_class_name(model, config)} (config.model_type={model_type!r}) has no adapter: {why}. "
         f"Nearest supported pattern: {nearest_pattern(config)}. Registered model types: "

@@ -193,14 +193,15 @@ def _text_samples() -> list[Any]:
     return [Sample("what colour is a banana ?", id="t0"), Sample("how many legs ?", id="t1")]
 
 
-def text_check(model_type: str) -> str:
+def text_check(model_type: str, without: tuple[str, ...] = ()) -> str:
     """Where :func:`check` fails past the build: whether text-only rows (no image or audio) still
     run at HF parity — residual reads equal ``output_hidden_states`` and ``score`` equals a
-    teacher-forced forward. ``""`` if they do, else the reason."""
+    teacher-forced forward (``without``: as :func:`check`'s). ``""`` if they do, else the
+    reason."""
     import interp
 
     try:
-        model, processor, _ = tiny_inferred(model_type, probe_images=False)
+        model, processor, _ = tiny_inferred(model_type, probe_images=False, without=without)
     except ParityError as err:
         return str(err)
     try:
@@ -216,9 +217,10 @@ def text_check(model_type: str) -> str:
     return ""
 
 
-def check(model_type: str) -> tuple[str, str]:
-    """Run the checks of the module docstring on ``model_type``'s tiny model: returns the name of
-    the borrowed processor and ``""``, or the name and the first failure's reason."""
+def check(model_type: str, without: tuple[str, ...] = ()) -> tuple[str, str]:
+    """Run the checks of the module docstring on ``model_type``'s tiny model (``without``: tower
+    configs left None, :func:`tiny_inferred`): returns the name of the borrowed processor and
+    ``""``, or the name and the first failure's reason."""
     import interp
     from interventions import Steer, SwapImage
 
@@ -228,7 +230,7 @@ def check(model_type: str) -> tuple[str, str]:
     from .samples import make_samples
 
     try:
-        model, processor, name = tiny_inferred(model_type)
+        model, processor, name = tiny_inferred(model_type, without=without)
     except ParityError as err:
         return "", str(err)
     try:

@@ -19,7 +19,7 @@ import torch
 
 import interp
 from interp.adapters import get_path
-from interp.errors import ModelNotFoundError, ProcessorMissingError
+from interp.errors import ModalityError, ModelNotFoundError, ProcessorMissingError
 from interp.model import config_only
 
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
@@ -68,6 +68,12 @@ MODULE_PATHS = {
         "language_model.model.norm",
         "language_model.lm_head",
         "language_projection",
+    ),
+    "gemma4": (
+        "model.language_model.layers",
+        "model.language_model.norm",
+        "lm_head",
+        "model.embed_vision",
     ),
 }
 
@@ -157,3 +163,28 @@ def test_a_folder_with_a_tokenizer_is_not_config_only(tmp_path: Path) -> None:
     assert config_only(tmp_path)
     (tmp_path / "tokenizer_config.json").write_text("{}")
     assert not config_only(tmp_path)
+
+
+def test_a_tower_the_published_config_leaves_out_drops_its_modality(tmp_path: Path) -> None:
+    """google/gemma-4-31B-it publishes ``"audio_config": null``: transformers builds no audio
+    tower (``embed_audio`` is None), so the checkpoint takes images and video (its vision tower
+    embeds both), not audio; asking for the audio features or its token id is refused naming
+    the modality, and the command line reads the same modalities from the config."""
+    from interp.cli import model_modalities
+
+    fixture = CONFIGS / "google--gemma-4-31B-it.json"
+    raw = json.loads(fixture.read_text())
+    assert raw["audio_config"] is None and raw["vision_config"] is not None
+    assert raw["audio_token_id"] and raw["video_token_id"]  # the ids stay in the file
+    shutil.copy(fixture, tmp_path / "config.json")
+    vlm = interp.load(tmp_path, dispatch=False)
+    assert vlm.hf.model.embed_audio is None and vlm.hf.model.audio_tower is None
+    assert vlm.adapter.modalities == ("image", "video")
+    assert vlm.adapter.dropped == (("audio", "audio_config"),)
+    assert vlm.adapter.audio_features is None
+    assert vlm.features("video")._module is get_path(vlm.hf, "model.embed_vision")
+    with pytest.raises(ModalityError, match=r"not audio \(.*audio_config is None\)"):
+        vlm.features("audio")
+    with pytest.raises(ModalityError, match="not audio"):
+        vlm.adapter.token_id(vlm.hf, "audio")
+    assert model_modalities(str(tmp_path)) == ("image", "video")

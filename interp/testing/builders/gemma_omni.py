@@ -91,9 +91,12 @@ def build_gemma4(
     *,
     tokenizer: PreTrainedTokenizerBase | None = None,
     chat_template: str | None = None,
+    without: tuple[str, ...] = (),
 ) -> tuple[Gemma4ForConditionalGeneration, Gemma4Processor]:
     """Gemma 4 (E-series layout): 2-layer ViT with 2x2 pooling, 2-layer conformer audio encoder
-    and a 3-layer decoder (sliding, sliding, full) with per-layer input embeddings (width 8)."""
+    and a 3-layer decoder (sliding, sliding, full) with per-layer input embeddings (width 8).
+    ``without``: tower configs left None, as a checkpoint without that tower publishes them
+    (``("audio_config",)``: Gemma 4 31B); the processor stays the stock one."""
     tok = tokenizer or gemma4_tokenizer()
     ids = {name: tok.convert_tokens_to_ids(token) for name, token in GEMMA4_TOKENS.items()}
     text = text_kwargs(tok, head_dim=HEAD_DIM, tie_word_embeddings=True)
@@ -137,6 +140,8 @@ def build_gemma4(
         audio_token_id=ids["audio_token"],
         initializer_range=INIT_STD,
     )
+    for tower in without:
+        setattr(config, tower, None)
     config.architectures = [Gemma4ForConditionalGeneration.__name__]
     torch.manual_seed(seed)
     model = Gemma4ForConditionalGeneration._from_config(

@@ -252,12 +252,17 @@ def _count(out: Any, width: int) -> int:
 
 
 def tiny_inferred(
-    model_type: str, seed: int = 0, attn_implementation: str = "eager", probe_images: bool = True
+    model_type: str,
+    seed: int = 0,
+    attn_implementation: str = "eager",
+    probe_images: bool = True,
+    without: tuple[str, ...] = (),
 ) -> tuple[torch.nn.Module, Any, str]:
     """``(model, processor, processor name)``: ``model_type`` built tiny on CPU (``seed``) from its
     default config, shrunk, with the borrowed processor of its pattern (see the module docstring);
     ``probe_images``: first check the processor's image inputs reach the feature site (off for
-    text-only use).
+    text-only use); ``without``: tower configs left None, as a checkpoint without that tower
+    publishes them (Gemma 4 Unified's ``audio_config``).
 
     Raises:
         ParityError: the config does not shrink or build, or the model stays too large.
@@ -272,6 +277,8 @@ def tiny_inferred(
     config = AutoConfig.for_model(model_type)
     set_unset_ids(config)  # as a checkpoint sets them (Voxtral's audio_token_id)
     set_unbuilt_defaults(config)  # fields a default leaves unusable (Aya Vision's tower heads)
+    for tower in without:
+        setattr(config, tower, None)
     pattern, why = pattern_of(config)
     if pattern is None:
         raise ParityError(why)
@@ -367,7 +374,7 @@ def tiny_inferred(
         ids = {"audio": tok.convert_tokens_to_ids(processor.audio_token)}
     if model_type in CONFIG_FIXES:  # image-size-dependent fields, for the tiny tower
         CONFIG_FIXES[model_type](d)
-    if model_type in IMAGE_PROCESSORS:  # its own, sized to the tiny tower
+    if model_type in IMAGE_PROCESSORS and isinstance(vision, dict):  # its own, tiny-sized
         processor.image_processor = IMAGE_PROCESSORS[model_type](d["vision_config"])
     _set_ids(d, ids)
     try:

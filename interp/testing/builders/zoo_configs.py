@@ -159,12 +159,13 @@ def _embedder_widths(d: dict[str, Any]) -> None:
     model patches, a 32 px image is 2 x 2 of them), a small position table."""
     from .common import VISION_HIDDEN
 
-    d["vision_config"].update(
-        mm_embed_dim=VISION_HIDDEN,
-        output_proj_dims=VISION_HIDDEN,
-        mm_posemb_size=16,
-        pooling_kernel_size=2,
-    )
+    if isinstance(d.get("vision_config"), dict):  # None: a checkpoint without images
+        d["vision_config"].update(
+            mm_embed_dim=VISION_HIDDEN,
+            output_proj_dims=VISION_HIDDEN,
+            mm_posemb_size=16,
+            pooling_kernel_size=2,
+        )
     if isinstance(d.get("audio_config"), dict):
         d["audio_config"]["output_proj_dims"] = VISION_HIDDEN
 
