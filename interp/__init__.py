@@ -97,6 +97,8 @@ _LAZY: dict[str, str] = {
     "register_image_condition": "conditions",
     "register_question_condition": "conditions",
     "register_video_condition": "conditions",
+    "RemoteError": "errors",
+    "RunOptions": "options",
     "residual_stream": "residual",
     "score": "scoring",
     "score_contexts": "scoring",
@@ -153,6 +155,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
         PromptError,
         RecallError,
         RegionError,
+        RemoteError,
         StoreError,
         StoreLockedError,
         SupportError,
@@ -166,6 +169,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from .gradients import ImageGradients, image_gradients
     from .media import AUDIO_SLOT, VIDEO_SLOT, Audio
     from .model import VLM, load
+    from .options import RunOptions
     from .regions import TokenRegions, token_regions
     from .residual import GeneratedStates, generate_states, residual_stream
     from .samples import IMAGE_SLOT, Sample, ensure_samples, read_jsonl, write_jsonl
@@ -224,6 +228,8 @@ __all__ = [
     "ProcessorMissingError",
     "RecallError",
     "RegionError",
+    "RemoteError",
+    "RunOptions",
     "Sample",
     "Sampling",
     "StoreError",

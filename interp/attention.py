@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nnsight
@@ -23,8 +22,10 @@ from torch import Tensor
 from .conditions import Condition
 from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
 from .encoding import batches
+from .options import RunOptions
 from .residual import check_visual_attention
-from .runner import Job, RunOptions, Shard, run
+from .runner import Job
+from .runner import run as run_job
 from .samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -64,24 +65,25 @@ def attention_weights(
     condition: str | Condition = "full",
     *,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> AttentionWeights:
     """Attention weights of the last prompt position (the one that predicts the answer's first
     token) to every prompt position, for every decoder layer and head: one forward per batch.
 
     Args:
         edits: interventions applied during the forward.
-        store, overwrite, shard: see :func:`interp.residual_stream`.
+        run: how it runs (:class:`~interp.options.RunOptions`: batch size, store, shard,
+            progress bar, nnsight trace options); its fields may also be given as keywords, as
+            in :func:`interp.residual_stream`.
 
     Raises:
         InterpError: the model does not run eager attention (load it with
             ``interp.load(..., attn_implementation="eager")``), or its image enters through
             cross-attention.
     """
+    opts = RunOptions.resolve(run, **options)
+    trace_options = opts.trace_options()
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
     check_visual_attention(vlm)
@@ -90,12 +92,13 @@ def attention_weights(
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         parts: list[Tensor | None] = [None] * len(chunk)
-        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
-            batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "forward", samples)
+        for idx, enc in batches(vlm, chunk, cond, opts.batch_size, all_samples=samples):
+            picked = [chunk[i] for i in idx]
+            batch = Batch(vlm, enc, picked, cond, "forward", samples, trace_options=trace_options)
             rows = torch.arange(len(enc), device=enc.last_index.device)
             states = prepare_edits(vlm, batch, edits)
             skipped = batch.skipped_layers
-            trace, inputs = vlm.open_trace(enc)
+            trace, inputs = vlm.open_trace(enc, **trace_options)
             read: list[Any] = []
             with torch.no_grad(), trace as tracer:
                 apply_edits(tracer, vlm, batch, edits, states)
@@ -117,9 +120,7 @@ def attention_weights(
             out[i, :, :, : p.shape[-1]] = p
         return {"weights": out}, [{"n": int(p.shape[-1])} for p in parts if p is not None]
 
-    _, tensors, records = run(
-        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
-    )
+    _, tensors, records = run_job(vlm, samples, job, compute, opts)
     return AttentionWeights(
         weights=[tensors["weights"][i, :, :, : r["n"]] for i, r in enumerate(records)],
         sample_ids=[str(s.id) for s in samples],

@@ -92,7 +92,8 @@ def add_common_arguments(
     n_help: str = "number of samples (default: demo 600, a data file all)",
 ) -> None:
     """Options every study command takes: model, data, output folder, sample count, batching,
-    store handling, sharding, CPU threads and progress bars."""
+    store handling, sharding, CPU threads, progress bars and where the traces run
+    (``--remote``)."""
     parser.add_argument("--model", required=True, help=MODEL_HELP)
     parser.add_argument("--adapter", default=None, help=ADAPTER_HELP)
     parser.add_argument("--data", required=True, help=f"{data_help}; {DATA_FORMATS_HELP}")
@@ -134,6 +135,12 @@ def add_common_arguments(
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bars (transformers' included)"
+    )
+    parser.add_argument(
+        "--remote",
+        action="store_true",
+        help=f"{REMOTE_HELP}; no weights are read here. A study whose traces cannot run remotely "
+        "yet stops before anything is loaded",
     )
 
 
@@ -282,6 +289,8 @@ def model_layers(model: str) -> int:
 
     return _decoder_layers(model_config(model), model)
 
+
+REMOTE_HELP = "run every trace on NDIF (the API key from nnsight's config or NDIF_API_KEY)"
 
 ADAPTER_HELP = (
     "module:name of an interp.Adapter for a model type without a built-in entry (e.g. "

@@ -7,6 +7,8 @@ optional ``ALIASES``, ``DATA_HELP``, ...: see :func:`add_command`), adds its own
 cheapest first, so that a refused command loads no model and leaves no folder:
 
 1. the common options (:func:`interp.cli.check_common_arguments`) and ``--max-new-tokens`` >= 1;
+   ``--remote`` on a command whose traces cannot run remotely yet (a
+   :class:`~interp.errors.RemoteError`);
    ``--out`` is (or can become) a writable folder — nothing is created yet; the data's files
    (:func:`interp.data_spec.check_data_files`: the source exists, a JSONL's rows parse, every media
    file it names opens) — all without importing torch or transformers, so these errors print
@@ -53,6 +55,7 @@ from .cli import (
     use_adapter,
 )
 from .data_spec import check_data_files, load_data
+from .options import refuse_remote
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -60,6 +63,8 @@ if TYPE_CHECKING:
     from .model import VLM
 
 DPI = 130  # every figure a command writes
+REMOTE_REFUSED = "its traces still carry library objects (conditions, edits)"
+"""Why a study command without ``REMOTE = True`` refuses ``--remote``."""
 
 Hook = Callable[["Invocation"], Mapping[str, Any] | None]  # a check; what it resolved, for the run
 DataHook = Callable[["Invocation"], Sequence[Any]]  # the samples (or items), checked
@@ -134,17 +139,21 @@ class Invocation:
     vlm: VLM | None = None
 
     def run_options(self, store: str | None = None) -> dict[str, Any]:
-        """What every study's measurements take from the common options: ``batch_size``,
-        ``store`` (``<out>/store``, or its sub-folder ``store``), ``overwrite`` and
-        ``progress_bar``."""
+        """What every study's measurements take from the common options, as keywords of
+        :class:`~interp.options.RunOptions`: ``batch_size``, ``store`` (``<out>/store``, or its
+        sub-folder ``store``), ``overwrite``, ``progress_bar`` and, with ``--remote``,
+        ``remote=True``."""
         assert self.out is not None
         a = self.args
-        return {
+        out: dict[str, Any] = {
             "batch_size": a.batch_size,
             "store": self.out.store / store if store else self.out.store,
             "overwrite": a.overwrite,
             "progress_bar": not a.no_progress,
         }
+        if getattr(a, "remote", False):
+            out["remote"] = True
+        return out
 
     def load_data(
         self, default_qtypes: Sequence[str], *, spec: str | None = None, n: int | None = None
@@ -178,6 +187,7 @@ class StudyCommand:
     layers: Hook | None = None
     data: DataHook | None = None
     default_qtypes: Sequence[str] = ()
+    remote: bool = False  # whether its traces can run on NDIF (``--remote``)
 
     def _hook(self, hook: Hook | None, inv: Invocation) -> None:
         if hook is not None:
@@ -190,6 +200,8 @@ class StudyCommand:
         inv.shard = check_common_arguments(
             args, one_process=f"interp {self.name}" if self.one_process else None
         )
+        if getattr(args, "remote", False) and not self.remote:
+            refuse_remote({"remote": True}, f"interp {self.name}", REMOTE_REFUSED)
         at_least(getattr(args, "max_new_tokens", 1), "--max-new-tokens", 1)
         check_output_dir(args.out, create=False)
         check_data_files(args.data, args.n, args.seed, args.columns)  # no heavy import yet
@@ -213,7 +225,9 @@ class StudyCommand:
         from . import model
 
         run = _resolve(self.run)
-        inv.vlm = model.load(args.model, attn_implementation=inv.attn_implementation)
+        # --remote: a model skeleton here (no weights read), every trace on NDIF
+        remote = {"remote": True} if getattr(args, "remote", False) else {}
+        inv.vlm = model.load(args.model, attn_implementation=inv.attn_implementation, **remote)
         if self.noun is not None and (inv.shard is None or inv.shard[0] == 0):
             print(f"{inv.vlm}\n{len(inv.samples)} {self.noun} from {args.data!r}", flush=True)
         text = run(inv)
@@ -236,6 +250,8 @@ def add_command(sub: Any, name: str, module: str) -> argparse.ArgumentParser:
     - ``NOUN``: what the header line counts (``"samples"``; None: no header);
     - ``ONE_PROCESS``: False when the command can run sharded (default True);
     - ``DEFAULT_QTYPES``: the demo question types ``--data demo`` reads;
+    - ``REMOTE``: True when every trace the command opens can run on NDIF (``--remote``);
+      default False: ``--remote`` is refused before anything is loaded;
     - ``check_options(inv)``, ``check_layers(inv)``, ``load_samples(inv)``: the hooks of
       :class:`StudyCommand` (``options``, ``layers``, ``data``);
     - ``RUN``: the run, ``"module:function"`` (default ``<study package>.report:report``).
@@ -252,6 +268,7 @@ def add_command(sub: Any, name: str, module: str) -> argparse.ArgumentParser:
         layers=getattr(mod, "check_layers", None),
         data=getattr(mod, "load_samples", None),
         default_qtypes=getattr(mod, "DEFAULT_QTYPES", ()),
+        remote=bool(getattr(mod, "REMOTE", False)),
     )
     parser = sub.add_parser(
         name,

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from PIL import Image
 
-from .cli import ADAPTER_HELP, MODEL_HELP, use_adapter
+from .cli import ADAPTER_HELP, MODEL_HELP, REMOTE_HELP, use_adapter
 from .conditions import Condition
 from .encoding import Encoding, append_targets, encode, question_mask, target_ids
 from .encoding.locate import comparable
@@ -559,6 +559,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--lazy", action="store_true", help="load on the meta device; skip the forward checks"
     )
+    parser.add_argument(
+        "--remote",
+        action="store_true",
+        help=f"{REMOTE_HELP}: no weights are read, so the forward checks are skipped",
+    )
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     parser.add_argument("--batch-size", type=int, default=16, help="for the memory estimate")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -574,8 +579,10 @@ def run_command(args: argparse.Namespace) -> int:
         sample = Sample(image=args.image, question=args.question, id="doctor")
         sample.load_images()  # a missing or unreadable file is reported before loading
         image = sample.image
+    lazy = args.lazy or args.remote  # a remote model has no weights here
+    remote = {"remote": True} if args.remote else {}
     vlm = load(
-        args.model, dtype=getattr(torch, args.dtype), dispatch=not args.lazy, adapter=adapter
+        args.model, dtype=getattr(torch, args.dtype), dispatch=not lazy, adapter=adapter, **remote
     )
     sample = default_sample(vlm, args.question)
     if image is not None:
@@ -584,7 +591,7 @@ def run_command(args: argparse.Namespace) -> int:
         vlm,
         sample,
         answer=args.answer,
-        forward_checks=not args.lazy,
+        forward_checks=not lazy,
         batch_size=args.batch_size,
     )
     print(report.render())

@@ -36,9 +36,10 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -85,6 +86,10 @@ class Batch:
             inputs; the rows after them are the same samples under the amateur conditions
             (``conditions`` gives each row's). None: every row is the measurement's.
         conditions: each row's condition (default: ``condition`` for every row).
+        trace_options: the nnsight keywords of the measurement's traces
+            (:meth:`~interp.options.RunOptions.trace_options`: ``remote``, ``backend`` ...): an
+            edit whose ``prepare`` opens a trace of its own (a null image's features, a source
+            run) passes them on, so it runs where the measurement runs.
     """
 
     vlm: VLM
@@ -97,6 +102,7 @@ class Batch:
     answer_mask: Tensor | None = None
     experts: int | None = None
     conditions: list[Condition] = field(default_factory=list)
+    trace_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.conditions:
@@ -200,7 +206,9 @@ class Intervention:
         Raise :class:`~interp.errors.InterventionError`; the default accepts everything."""
 
     def prepare(self, vlm: VLM, batch: Batch) -> Any:
-        """Outside the trace, once per batch: return the state ``apply`` needs (default None)."""
+        """Outside the trace, once per batch: return the state ``apply`` needs (default None).
+        A trace opened here takes the measurement's options: ``vlm.trace_encoding(enc,
+        **batch.trace_options)``."""
         return None
 
     def apply(self, ctx: EditContext) -> None:
@@ -350,6 +358,24 @@ def apply_edits(
                 edit.apply(EditContext(vlm, batch, state, 0))
 
 
+def edit_hook(
+    vlm: VLM,
+    batch: Batch,
+    edits: Sequence[Intervention],
+    *,
+    generating: bool = False,
+) -> Callable[[Any], None] | None:
+    """Outside the trace: prepare ``edits`` for ``batch`` and return ``hook(tracer)`` that applies
+    them inside it (:func:`apply_edits`), or None without edits — so a trace holding no edit names
+    no library object (what a remote trace needs, :mod:`interp.plain`)."""
+    if not edits:
+        return None
+    states = prepare_edits(vlm, batch, edits)
+    return partial(
+        apply_edits, vlm=vlm, batch=batch, edits=edits, states=states, generating=generating
+    )
+
+
 @contextmanager
 def quiet_unreached() -> Iterator[None]:
     """Silence nnsight's notice that an open-ended step loop asked for a step the generation did
@@ -371,6 +397,7 @@ __all__ = [
     "check_edits",
     "check_position",
     "digest",
+    "edit_hook",
     "edits_fingerprint",
     "prepare_edits",
     "quiet_unreached",

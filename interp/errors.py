@@ -72,6 +72,11 @@ class MissingVideoError(VideoError, FileNotFoundError):
     """A video file path does not exist."""
 
 
+class RemoteError(InterpError, NotImplementedError):
+    """A step of a measurement cannot run where the model is remote (NDIF): raised before any
+    request is sent, naming the step."""
+
+
 class ModalityError(InterpError, ValueError):
     """Audio or video given where it cannot go: a family that does not take that modality, a
     ``{audio}`` / ``{video}`` slot count that does not match the sample's inputs, or placeholder

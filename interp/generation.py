@@ -15,9 +15,8 @@ probability reaches p, at least one).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nnsight
@@ -34,14 +33,16 @@ from .edits import (
     Batch,
     Decoding,
     Intervention,
-    apply_edits,
     check_edits,
-    prepare_edits,
+    edit_hook,
     quiet_unreached,
 )
 from .encoding import batch_indices, encode
 from .errors import ConditionError, DecodingError
-from .runner import Job, RunOptions, Shard, run
+from .options import RunOptions
+from .plain import head_transform, local_only
+from .runner import Job
+from .runner import run as run_job
 from .samples import Sample, ensure_samples
 from .store import stack_rows
 
@@ -266,6 +267,26 @@ def cut_at_eos(vlm: VLM, new_ids: Tensor) -> list[list[int]]:
     return out
 
 
+def plain_generate_kwargs(vlm: VLM, max_new_tokens: int) -> dict[str, Any]:
+    """:func:`plain_generation_config` as plain ``generate`` keywords (what a remote trace may
+    carry: no ``GenerationConfig`` object): every field where the model's own generation config
+    differs from the plain one, so that the config ``generate`` merges from them is the plain one."""
+    plain = plain_generation_config(vlm, max_new_tokens).to_dict()
+    own = getattr(vlm.hf, "generation_config", None)
+    model = (own if own is not None else GenerationConfig()).to_dict()
+    skip = {"transformers_version", "_from_model_config", "_commit_hash"}
+    missing = object()
+    # a field the plain config leaves unset (None) is filled from the model's, as generate does
+    return {
+        k: v
+        for k, v in plain.items()
+        if k not in skip and v is not None and model.get(k, missing) != v
+    }
+
+
+PromptRead = tuple[list[tuple[Any, str]], list[int], Tensor, Tensor, Tensor | None]
+
+
 def generate_batch(
     vlm: VLM,
     batch: Batch,
@@ -273,71 +294,107 @@ def generate_batch(
     *,
     sampling: Sampling = GREEDY,
     edits: Sequence[Intervention] = (),
-    on_prompt: Callable[[], Any] | None = None,
+    prompt_read: PromptRead | None = None,
     decoding: Decoding | None = None,
     output_scores: bool = False,
     **trace_kwargs: Any,
-) -> tuple[list[list[int]], Any, Tensor | None]:
+) -> tuple[list[list[int]], tuple[Tensor, Tensor | None] | None, Tensor | None]:
     """Generate for one batch inside one nnsight generate trace.
 
     With ``decoding``, ``batch`` holds ``batch.experts`` expert rows followed by one block of as
     many rows per amateur condition (see :func:`contrast_batch`); the token chosen for expert row
     i from ``decoding.combine`` is fed to row i of every block.
 
-    ``on_prompt``, if given, is called inside the trace during the prompt forward (before the
-    logits are read), e.g. to read residual states; whatever it returns (saved with
-    ``nnsight.save``) comes back as the second value.
+    ``prompt_read`` = ``(sites, order, rows, index, image_mask)`` (:func:`interp.plain.residual_sites`
+    and the positions to read) reads the residual stream during the prompt forward, and with
+    ``image_mask`` the attention mass on image tokens (as :func:`interp.tracing.forward_reads`).
+
+    The block holds only envoys, tensors and plain values (:mod:`interp.plain`): greedy
+    generation without edits or a decoding method runs here or on NDIF alike; edits, a decoding
+    method and seeded sampling are library objects and run here only.
 
     Returns:
-        the new token ids per expert row (cut at the end-of-sequence token), ``on_prompt``'s
-        value, and with ``output_scores`` the scores each token was chosen from,
-        ``[rows, steps, vocab]`` (else None).
+        the new token ids per expert row (cut at the end-of-sequence token), the prompt read
+        ``(states, mass)`` (None without ``prompt_read``), and with ``output_scores`` the scores
+        each token was chosen from, ``[rows, steps, vocab]`` (else None).
     """
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     n = batch.experts if batch.experts is not None else len(batch)
-    copies = len(batch) // n
+    n_rows = len(batch)
+    copies = n_rows // n
     if decoding is not None and copies != 1 + len(decoding.amateurs):
         raise ValueError(
             f"a batch for {decoding!r} holds {n} expert rows and one block per amateur; got "
             f"{len(batch)} rows"
         )
-    states = prepare_edits(vlm, batch, edits)
     generators = sampling.generators(batch.encoding.sample_ids[:n])
+    # plain data only inside the block; library objects only where this process runs it
+    head, (scale, cap) = vlm.lm_head, head_transform(vlm)
+    hook = edit_hook(vlm, batch, edits, generating=True)
+    combine = decoding.combine if decoding is not None else None
+    choose = sampling.choose if generators is not None else None
+    read = prompt_read
+    prompt_states = prompt_mass = None
     trace, inputs = vlm.open_trace(
         batch.encoding,
         generate=True,
-        generation_config=plain_generation_config(vlm, max_new_tokens),
+        plain=hook is None and combine is None and choose is None,
+        **plain_generate_kwargs(vlm, max_new_tokens),
         **trace_kwargs,
     )
-    chosen: list[Tensor] = []
-    kept: list[Tensor] = []
-    prompt_reads: dict[str, Any] = {}
     with torch.no_grad(), quiet_unreached(), trace as tracer:
-        # Edits first: at a shared site (the logits) they act before the token is chosen.
-        apply_edits(tracer, vlm, batch, edits, states, generating=True)
+        if (
+            hook is not None
+        ):  # edits first: at a shared site (the logits) they act before the choice
+            hook(tracer)
         with tracer.invoke(**inputs):
+            chosen = nnsight.save([])
+            kept = nnsight.save([])
             for step in tracer.iter[:]:
-                if step == 0 and on_prompt is not None:
-                    prompt_reads["value"] = nnsight.save(on_prompt())
-                out = vlm.lm_head.output
-                last = vlm.final_logits(out[:, -1])  # the forward's logits (soft-capped, ...)
-                if decoding is None:
+                if step == 0 and read is not None:  # the prompt's states, before the logits
+                    sites, order, rows, index, image_mask = read
+                    states, masses = [], []
+                    for s, k in sites:  # in execution order, each cut to the read rows at once
+                        if k == "attention":
+                            w = s.output[1][rows, :, index].float()
+                            masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
+                            continue
+                        v = (
+                            s.output
+                            if k == "output"
+                            else s.input
+                            if k == "input"
+                            else s.inputs[1][k]
+                        )
+                        states.append((v[0] if isinstance(v, tuple) else v)[rows, index])
+                    prompt_states = torch.stack(states, 1)[:, order].save()
+                    if masses:
+                        prompt_mass = torch.stack(masses, 1).mean(1).save()
+                out = head.output
+                last = out[:, -1]
+                if scale != 1.0:  # the forward's own transform of the head's output
+                    last = last * scale
+                if cap:
+                    last = torch.tanh(last / cap) * cap
+                if combine is None:
                     scores = last
                 else:
                     z = last.float()
-                    amateur = rearrange(z[n:], "(k n) v -> k n v", n=n)
-                    scores = decoding.combine(z[:n], amateur, int(step) + 1)
-                token = sampling.choose(scores, generators)
+                    scores = combine(
+                        z[:n], rearrange(z[n:], "(k n) v -> k n v", n=n), int(step) + 1
+                    )
+                token = scores.argmax(dim=-1) if choose is None else choose(scores, generators)
                 if output_scores:  # a copy: without a method, scores is a view of the logits
                     kept.append(scores.detach().to("cpu", torch.float32, copy=True))
                 forced = torch.full_like(last, float("-inf"))
-                forced[torch.arange(len(batch), device=forced.device), token.repeat(copies)] = 0.0
+                forced[torch.arange(n_rows, device=forced.device), token.repeat(copies)] = 0.0
                 out[:, -1] = forced
                 chosen.append(token.cpu())
     ids = torch.stack(chosen, dim=1) if chosen else torch.zeros(n, 0, dtype=torch.long)
     scores_out = torch.stack(kept, dim=1) if output_scores and kept else None
-    return cut_at_eos(vlm, ids), prompt_reads.get("value"), scores_out
+    prompt = None if read is None else (prompt_states, prompt_mass)
+    return cut_at_eos(vlm, ids), prompt, scores_out
 
 
 def contrast_batch(
@@ -346,9 +403,12 @@ def contrast_batch(
     condition: Condition,
     decoding: Decoding,
     all_samples: Sequence[Sample],
+    *,
+    trace_options: Mapping[str, Any] | None = None,
 ) -> Batch:
     """One batch of contrastive decoding: the samples under ``condition`` (the expert rows),
-    then the same samples under each amateur condition, encoded together."""
+    then the same samples under each amateur condition, encoded together (``trace_options``: the
+    measurement's nnsight keywords, see :attr:`Batch.trace_options`)."""
     rows = list(samples) * (1 + len(decoding.amateurs))
     conds = [condition] * len(samples)
     for amateur in decoding.amateurs:
@@ -363,6 +423,7 @@ def contrast_batch(
         list(all_samples),
         experts=len(samples),
         conditions=conds,
+        trace_options=dict(trace_options or {}),
     )
 
 
@@ -380,12 +441,8 @@ def generate(
     decoding: Decoding | None = None,
     edits: Sequence[Intervention] | None = None,
     output_scores: bool = False,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
-    **trace_kwargs: Any,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Generation:
     """Answers of every sample under ``condition``, batched, one nnsight generate trace per batch.
 
@@ -402,12 +459,15 @@ def generate(
             then decoded).
         output_scores: also return the scores each token was chosen from
             (:attr:`Generation.scores`).
-        store, overwrite, shard: see :func:`interp.residual_stream`.
-        **trace_kwargs: passed to nnsight untouched (e.g. ``remote=True``).
+        run: how it runs (:class:`~interp.options.RunOptions`: batch size, store, shard,
+            progress bar, nnsight trace options such as ``remote``); its fields may also be given
+            as keywords, as in :func:`interp.residual_stream`.
 
     Raises:
         DecodingError: ``decoding`` cannot run on this model or condition (before any compute).
     """
+    opts = RunOptions.resolve(run, **options)
+    trace = opts.trace_options()
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
     if cond.prefix == "removed":
@@ -416,6 +476,7 @@ def generate(
     if decoding is not None:
         check_decoding(vlm, cond, decoding, samples)
     edits = check_edits(vlm, [*(edits or []), *(decoding.edits if decoding else ())])
+    local_only(vlm, trace, "generate", edits=edits, decoding=decoding, sampling=do_sample)
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     settings: dict[str, Any] = {"max_new_tokens": max_new_tokens, "sampling": asdict(sampling)}
@@ -434,13 +495,13 @@ def generate(
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         records: list[dict[str, Any]] = [{} for _ in chunk]
         kept: list[Tensor | None] = [None] * len(chunk)
-        for idx in batch_indices(vlm, chunk, cond, batch_size, all_samples=samples):
+        for idx in batch_indices(vlm, chunk, cond, opts.batch_size, all_samples=samples):
             rows = [chunk[i] for i in idx]
             if decoding is None:
                 enc = encode(vlm, rows, cond, all_samples=samples)
-                batch = Batch(vlm, enc, rows, cond, "generate", samples)
+                batch = Batch(vlm, enc, rows, cond, "generate", samples, trace_options=trace)
             else:
-                batch = contrast_batch(vlm, rows, cond, decoding, samples)
+                batch = contrast_batch(vlm, rows, cond, decoding, samples, trace_options=trace)
             ids, _, scores = generate_batch(
                 vlm,
                 batch,
@@ -449,7 +510,7 @@ def generate(
                 edits=edits,
                 decoding=decoding,
                 output_scores=output_scores,
-                **trace_kwargs,
+                **trace,
             )
             for row, i in enumerate(idx):
                 records[i] = {"ids": ids[row]}
@@ -461,9 +522,7 @@ def generate(
             tensors["scores"] = stack_rows([t for t in kept if t is not None])
         return tensors, records
 
-    _, tensors, records = run(
-        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
-    )
+    _, tensors, records = run_job(vlm, samples, job, compute, opts)
     ids = [r["ids"] for r in records]
     texts = [vlm.tokenizer.decode(row, skip_special_tokens=True).strip() for row in ids]
     scores_list = None
@@ -491,6 +550,7 @@ __all__ = [
     "cut_at_eos",
     "generate",
     "generate_batch",
+    "plain_generate_kwargs",
     "plain_generation_config",
     "stop_ids",
 ]

@@ -25,7 +25,9 @@ from .conditions import Condition
 from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
 from .encoding import append_targets, batches, target_ids
 from .errors import ConditionError, EmptyInputError, InterpError
-from .runner import Job, RunOptions, run
+from .options import RunOptions, refuse_remote
+from .runner import Job
+from .runner import run as run_job
 from .samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -77,8 +79,8 @@ def image_gradients(
     layer: int,
     gradients: bool = True,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 8,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> ImageGradients:
     """The residual state at residual index ``layer`` on every image token, and (with
     ``gradients``) the gradient of the teacher-forced ``log p(target | prompt)`` with respect to
@@ -90,13 +92,27 @@ def image_gradients(
         targets: one per sample (text, tokenised without special tokens, or token ids); default
             each sample's answer. Unused without ``gradients``.
         layer: 0..L (0 = the decoder input: for token fusion the image embeddings themselves).
+        edits: interventions applied during the forward.
+        run: how it runs (:class:`~interp.options.RunOptions`: batch size, store, progress bar,
+            nnsight trace options); its fields may also be given as keywords, as in
+            :func:`interp.residual_stream`.
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set): the backward pass is not
+            lowered to a remote request (before any compute).
         InterpError: cross-attention fusion (no image tokens in the prompt); ``layer`` outside
             0..L.
         EmptyInputError: no targets and a sample without an answer.
         ConditionError: a ``no_prefix`` condition.
     """
+    opts = RunOptions.resolve(run, **options)
+    trace = opts.trace_options()
+    refuse_remote(
+        trace,
+        "image_gradients",
+        "gradients through the image are not lowered to a remote request",
+        vlm=vlm,
+    )
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
     if vlm.adapter.fusion != "tokens":
@@ -131,10 +147,12 @@ def image_gradients(
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         parts: list[tuple[Tensor, Tensor | None, float]] = [None] * len(chunk)  # type: ignore[list-item]
-        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
+        for idx, enc in batches(vlm, chunk, cond, opts.batch_size, all_samples=samples):
             rows = [chunk[i] for i in idx]
-            batch = Batch(vlm, enc, rows, cond, "score" if gradients else "forward", samples)
-            out = _one_batch(vlm, batch, [by_id[str(s.id)] for s in rows], layer, gradients, edits)
+            kind = "score" if gradients else "forward"
+            batch = Batch(vlm, enc, rows, cond, kind, samples, trace_options=trace)
+            answer_ids = [by_id[str(s.id)] for s in rows]
+            out = _one_batch(vlm, batch, answer_ids, layer, gradients, edits)
             for row, i in enumerate(idx):
                 parts[i] = out[row]
         width = max(int(p[0].shape[0]) for p in parts)
@@ -147,9 +165,7 @@ def image_gradients(
         records = [{"n": int(p[0].shape[0]), "logprob": p[2]} for p in parts]
         return {"states": states, "grads": grads}, records
 
-    _, tensors, records = run(
-        vlm, samples, job, compute, RunOptions(batch_size, progress_bar=progress_bar)
-    )
+    _, tensors, records = run_job(vlm, samples, job, compute, opts)
     n = [r["n"] for r in records]
     return ImageGradients(
         states=[tensors["states"][i, :k] for i, k in enumerate(n)],
@@ -173,7 +189,7 @@ def _one_batch(
     image = enc.image_mask
     if not gradients:
         states = prepare_edits(vlm, batch, edits)
-        trace, inputs = vlm.open_trace(enc)
+        trace, inputs = vlm.open_trace(enc, **batch.trace_options)
         with torch.no_grad(), trace as tracer:
             apply_edits(tracer, vlm, batch, edits, states)
             with tracer.invoke(**inputs):
@@ -191,7 +207,7 @@ def _one_batch(
     batch.traced, batch.answer_mask = traced, answer
     states = prepare_edits(vlm, batch, edits)
     mask = traced.image_mask
-    trace, inputs = vlm.open_trace(traced)
+    trace, inputs = vlm.open_trace(traced, **batch.trace_options)
     with _frozen(vlm), torch.enable_grad(), trace as tracer:
         apply_edits(tracer, vlm, batch, edits, states)
         with tracer.invoke(**inputs):

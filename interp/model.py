@@ -42,6 +42,7 @@ from .adapters import Adapter, adapter_for, get_path, module_path
 from .adapters.infer import complete, verify
 from .adapters.logits import head_transform
 from .errors import ModelConfigError, ModelNotFoundError, ProcessorMissingError
+from .options import is_remote, refuse_remote
 from .thinker import inner_config, wrapper_of
 from .threads import ensure_threads
 
@@ -55,6 +56,11 @@ class _TracedVLM(TransformersModel):
     nnsight re-collates text-only encodings and adds mask-derived ``position_ids``; an image batch it
     passes through untouched. Measurements compare conditions with and without an image, so every
     encoding must reach the model the way a plain HF call would get it.
+
+    A model loaded for NDIF (``load(..., remote=True)``) is traced through nnsight's own
+    ``TransformersModel`` instead: its key is the one NDIF serves, and NDIF's server, which cannot
+    import this library, re-collates a text-only batch with mask-derived positions (equal to the
+    local run within float tolerance for rotary decoders; declared in ``docs/remote.md``).
     """
 
     def _batch(self, invokes: list, fn: Any) -> tuple:
@@ -194,6 +200,7 @@ class VLM:
         adapter: Adapter | None = None,
         nn: TransformersModel | None = None,
         source: str | None = None,
+        remote: bool | str = False,
     ) -> None:
         self.processor = processor
         # an inferred entry gets its module paths from the tree; every entry's invariants are
@@ -201,6 +208,8 @@ class VLM:
         self.adapter = complete(adapter if adapter is not None else adapter_for(hf), hf)
         verify(self.adapter, hf)
         self.source = source
+        # where every trace runs unless a measurement says otherwise (load(..., remote=True))
+        self.remote = remote
         if nn is None:
             with _quiet_pipeline_check():
                 nn = _TracedVLM(hf, task="image-text-to-text", processor=processor)
@@ -308,7 +317,10 @@ class VLM:
         return input_ids == self.image_token_id
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
-        """``self.nn.trace``; nnsight options such as ``remote=True`` pass through untouched."""
+        """``self.nn.trace``; nnsight options such as ``remote=True`` pass through untouched (a
+        model loaded with ``remote=`` traces there unless they name another place)."""
+        if self.remote and not is_remote(kwargs):
+            kwargs["remote"] = self.remote
         return self.nn.trace(*args, **kwargs)
 
     def _call(self, enc: Encoding, generate: bool) -> tuple[dict[str, Any], Any]:
@@ -333,16 +345,36 @@ class VLM:
             return inputs, type(self.nn).generate.__wrapped__.__get__(self.nn)
         return inputs, None
 
-    def trace_encoding(self, enc: Encoding, *, generate: bool = False, **kwargs: Any) -> Any:
+    def trace_encoding(
+        self, enc: Encoding, *, generate: bool = False, plain: bool = False, **kwargs: Any
+    ) -> Any:
         """Open the nnsight trace of one encoded batch (one implicit invoke): a forward, or
-        ``generate`` (kwargs such as ``max_new_tokens`` go to it)."""
+        ``generate`` (kwargs such as ``max_new_tokens`` go to it). ``plain`` as in
+        :meth:`open_trace`."""
         inputs, fn = self._call(enc, generate)
+        self._check_remote(fn, plain, kwargs)
         if fn is not None:
             kwargs["fn"] = fn
         return self.nn.trace(**inputs, **kwargs)
 
+    def _check_remote(self, fn: Any, plain: bool, kwargs: dict[str, Any]) -> None:
+        """A model loaded for NDIF traces remotely by default; refuse, before a request is sent,
+        a remote trace whose block or call is not plain."""
+        if self.remote and not is_remote(kwargs):
+            kwargs["remote"] = self.remote
+        if not is_remote(kwargs):
+            return
+        if not plain:
+            refuse_remote(kwargs, "this trace", "its block holds library objects")
+        if fn is not None and getattr(fn, "__name__", "") == "<lambda>":
+            refuse_remote(
+                kwargs,
+                f"a text-only batch of {self.adapter.name}",
+                "it runs the text module alone (the adapter's text_only_module)",
+            )
+
     def open_trace(
-        self, enc: Encoding, *, generate: bool = False, **kwargs: Any
+        self, enc: Encoding, *, generate: bool = False, plain: bool = False, **kwargs: Any
     ) -> tuple[Any, dict[str, Any]]:
         """The trace of ``enc`` in nnsight's invoke mode, and the inputs of its data invoke.
 
@@ -354,8 +386,13 @@ class VLM:
                 with tracer.invoke(**inputs):
                     h = nnsight.save(vlm.residual[4][:, -1])
                 apply_edits(tracer, vlm, batch, edits, states)
+
+        ``plain=True`` declares that the block holds only nnsight, torch and plain data
+        (:mod:`interp.plain`), so it may run remotely; any other trace given ``remote=`` or
+        ``backend=`` raises :class:`~interp.errors.RemoteError` before a request is sent.
         """
         inputs, fn = self._call(enc, generate)
+        self._check_remote(fn, plain, kwargs)
         if fn is not None:
             kwargs["fn"] = fn
         return self.nn.trace(**kwargs), inputs
@@ -544,7 +581,7 @@ def load(
     attn_implementation: str | None = None,
     adapter: Adapter | None = None,
     dispatch: bool = True,
-    remote: bool = False,
+    remote: bool | str = False,
     **hf_kwargs: Any,
 ) -> VLM:
     """Load a VLM and standardise it.
@@ -574,8 +611,11 @@ def load(
             them (locally) — or never, for traces run remotely on NDIF. Adapter facts
             (``n_layers``, ``d_model``, module paths, the image-token id) come from the meta
             model; every measurement runs on it.
-        remote: the model will be traced on NDIF (pass ``remote=True`` to each measurement as
-            well); implies ``dispatch=False``, so no weights are needed on this machine.
+        remote: the model is traced on NDIF (``True``: the configured host; a URL: that host):
+            it is built on the meta device through nnsight's ``TransformersModel`` (the key NDIF
+            serves; implies ``dispatch=False``, no weights here), and every trace of every
+            measurement goes there unless its run options name another ``remote`` / ``backend``
+            (``docs/remote.md``).
         **hf_kwargs: further ``from_pretrained`` arguments (``revision``, ``trust_remote_code`` ...).
             Hub kernels are off unless ``use_kernels=True`` is passed (see ``PLAIN_FORWARDS``).
 
@@ -629,11 +669,11 @@ def load(
     if processor is None:
         processor = _load_processor(source, config_kwargs)
     if remote or not dispatch:
+        # remote: nnsight's own class, whose key NDIF serves and which its server can unpickle
+        traced = TransformersModel if remote else _TracedVLM
         with _quiet_pipeline_check():
-            nn = _TracedVLM(
-                source, task=_task(config), processor=processor, dispatch=False, **kwargs
-            )
-        return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model))
+            nn = traced(source, task=_task(config), processor=processor, dispatch=False, **kwargs)
+        return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model), remote=remote)
     hf = _auto_class(config).from_pretrained(source, **kwargs).eval()
     return VLM(hf, processor, adapter=adapter, source=str(model))
 

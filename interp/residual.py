@@ -5,23 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import nnsight
 import torch
 from jaxtyping import Float
 from torch import Tensor
 
 from . import generation
 from .conditions import Condition
-from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
+from .edits import Batch, Intervention, check_edits
 from .encoding import append_targets, batches
 from .errors import ConditionError, InterpError
-from .runner import Job, RunOptions, Shard, run
+from .options import RunOptions
+from .plain import local_only, residual_sites
+from .runner import Job
+from .runner import run as run_job
 from .samples import Sample, ensure_samples
-from .tracing import Position, read_states, resolve_layers, trace_states
+from .tracing import Position, forward_reads, resolve_layers, trace_states
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -38,12 +38,8 @@ def residual_stream(
     layers: Iterable[int] | None = None,
     position: Position = "last",
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
-    **trace_kwargs: Any,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Float[Tensor, "n layer d"]:
     """Residual-stream states of every sample at the chosen layers, one nnsight trace per batch.
 
@@ -55,21 +51,24 @@ def residual_stream(
         layers: indices in 0..L, increasing (None = all).
         position: ``"last"`` (last prompt token) or a negative offset from the end of the prompt.
         edits: interventions applied during the forward (see :mod:`interp.edits`).
-        batch_size: rows per forward; results do not depend on it (left padding is handled).
-        store: a folder to write results to batch by batch and resume from (see
-            :mod:`interp.store`); ``overwrite`` starts it over; ``shard`` splits the samples
-            across processes sharing the store (see :mod:`interp.runner`).
-        **trace_kwargs: passed to nnsight's ``trace`` untouched (e.g. ``remote=True``).
+        run: how it runs (:class:`~interp.options.RunOptions`: ``batch_size`` — results do not
+            depend on it —, a resumable ``store``, ``overwrite``, ``shard``, ``progress_bar``,
+            and the nnsight trace options ``remote``, ``backend``, ``trace``); its fields may
+            also be given as keywords (``batch_size=4``, ``remote=True``), and any other keyword
+            is passed to nnsight's ``trace`` untouched.
 
     Returns:
         float32 CPU tensor ``[N, len(layers), d_model]`` in the order of ``samples``.
     """
+    opts = RunOptions.resolve(run, **options)
+    trace = opts.trace_options()
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
     if cond.prefix == "removed":
         raise ConditionError("'no_prefix' applies to teacher-forced scoring (interp.score) only")
     wanted = resolve_layers(vlm, layers)
     edits = check_edits(vlm, edits)
+    local_only(vlm, trace, "residual_stream", edits=edits)
     job = Job(
         "residual_stream",
         {"layers": wanted, "position": position},
@@ -80,14 +79,13 @@ def residual_stream(
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         out = torch.empty(len(chunk), len(wanted), vlm.d_model)
-        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
-            batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "forward", samples)
-            out[idx] = trace_states(vlm, batch, wanted, position, edits, **trace_kwargs)
+        for idx, enc in batches(vlm, chunk, cond, opts.batch_size, all_samples=samples):
+            rows = [chunk[i] for i in idx]
+            batch = Batch(vlm, enc, rows, cond, "forward", samples, trace_options=trace)
+            out[idx] = trace_states(vlm, batch, wanted, position, edits, **trace)
         return {"states": out}, [{} for _ in chunk]
 
-    _, tensors, _ = run(
-        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
-    )
+    _, tensors, _ = run_job(vlm, samples, job, compute, opts)
     return tensors["states"]
 
 
@@ -157,14 +155,10 @@ def generate_states(
     token_logprobs: bool = False,
     visual_attention: bool = False,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
     measurement: str = "generate_states",
     labels: Mapping[str, Any] | None = None,
-    **trace_kwargs: Any,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> GeneratedStates:
     """Generate a greedy answer under each condition and read the residual stream at every chosen
     layer, at the last prompt token or at the last generated token.
@@ -202,17 +196,20 @@ def generate_states(
             ``attn_implementation="eager"`` and a model whose image tokens sit in the sequence).
         edits: interventions applied at the prompt forward and, for ``steps = "all"`` edits, at
             every generated step.
-        store, overwrite, shard: see :func:`residual_stream`.
         measurement, labels: the name and any further settings the store records as its
             configuration (a study names its runs; a store is only resumed by an equal
             configuration).
-        **trace_kwargs: passed to nnsight untouched.
+        run: how it runs (:class:`~interp.options.RunOptions`: batch size, store, shard,
+            progress bar, nnsight trace options); its fields may also be given as keywords, as
+            in :func:`residual_stream`.
 
     Raises:
         ConditionError: a ``no_prefix`` condition, or the same condition twice.
         InterpError: ``visual_attention`` on a model that cannot give attention weights.
         ValueError: ``read_at`` is neither ``"prompt"`` nor ``"generated"``.
     """
+    opts = RunOptions.resolve(run, **options)
+    trace = opts.trace_options()
     if read_at not in READ_AT:
         raise ValueError(
             f"read_at must be 'prompt' (the last prompt token) or 'generated' (the last "
@@ -229,6 +226,7 @@ def generate_states(
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     wanted = resolve_layers(vlm, layers)
+    local_only(vlm, trace, measurement, edits=edits or (), attention=visual_attention)
     if visual_attention:
         check_visual_attention(vlm)
     edits = check_edits(vlm, edits)
@@ -256,33 +254,30 @@ def generate_states(
             attend = visual_attention and k == 0
             states = torch.empty(len(chunk), len(wanted), vlm.d_model)
             attn = torch.full((len(chunk),), float("nan"))
-            for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
+            for idx, enc in batches(vlm, chunk, cond, opts.batch_size, all_samples=samples):
                 rows = [chunk[i] for i in idx]
-                batch = Batch(vlm, enc, rows, cond, "generate", samples)
-                read = partial(
-                    read_states,
-                    vlm,
-                    wanted,
+                batch = Batch(vlm, enc, rows, cond, "generate", samples, trace_options=trace)
+                read = (
+                    *residual_sites(vlm, wanted, skipped=batch.skipped_layers, attend=attend),
                     torch.arange(len(enc), device=enc.last_index.device),
                     enc.last_index,
-                    skipped=batch.skipped_layers,
-                    image_mask=enc.image_mask.to(torch.float32) if attend else None,
+                    enc.image_mask.to(torch.float32) if attend else None,
                 )
                 ids, prompt_read, scores = generation.generate_batch(
                     vlm,
                     batch,
                     max_new_tokens,
                     edits=edits,
-                    on_prompt=read if read_at == "prompt" else None,
+                    prompt_read=read if read_at == "prompt" else None,
                     output_scores=token_logprobs,
-                    **trace_kwargs,
+                    **trace,
                 )
                 if read_at == "prompt":
                     st, mass = prompt_read
                 else:
-                    fed = Batch(vlm, enc, rows, cond, "score", samples)
+                    fed = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
                     st, mass = read_after_answer(
-                        vlm, fed, ids, wanted, edits, attend=attend, **trace_kwargs
+                        vlm, fed, ids, wanted, edits, attend=attend, **trace
                     )
                 states[idx] = st.detach().to("cpu", torch.float32)
                 if mass is not None:
@@ -302,9 +297,7 @@ def generate_states(
                 tensors["visual_attention"] = attn
         return tensors, records
 
-    _, tensors, records = run(
-        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
-    )
+    _, tensors, records = run_job(vlm, samples, job, compute, opts)
     token_ids = {name: [r[f"ids:{name}"] for r in records] for name in names}
     return GeneratedStates(
         conditions=names,
@@ -349,24 +342,18 @@ def read_after_answer(
     batch.traced, batch.answer_mask = traced, answer
     # left padding: every row ends at the last position
     index = torch.full_like(traced.last_index, traced.input_ids.shape[1] - 1)
-    states = prepare_edits(vlm, batch, edits)
-    trace, inputs = vlm.open_trace(traced, **trace_kwargs)
-    with torch.no_grad(), trace as tracer:
-        apply_edits(tracer, vlm, batch, edits, states)  # first: the read sees edited states
-        with tracer.invoke(**inputs):
-            read = nnsight.save(
-                read_states(
-                    vlm,
-                    layers,
-                    rows.to(index.device),
-                    index,
-                    skipped=batch.skipped_layers,
-                    image_mask=traced.image_mask.to(torch.float32) if attend else None,
-                )
-            )
-            if not edits and not attend:
-                tracer.stop()
-    return read
+    return forward_reads(
+        vlm,
+        batch,
+        traced,
+        layers,
+        rows.to(index.device),
+        index,
+        edits,
+        image_mask=traced.image_mask.to(torch.float32) if attend else None,
+        stop=not edits,
+        **trace_kwargs,
+    )
 
 
 __all__ = [

@@ -29,6 +29,7 @@ from .edits import Intervention, edits_fingerprint
 from .encoding import warn_unknown_tokens
 from .errors import BatchDependentWarning, StoreError
 from .locks import lock_is_free
+from .options import RunOptions
 from .samples import Sample, ensure_samples
 from .shards import Shard, resolve_shard
 from .store import ResultStore, content_key, stack_rows
@@ -101,21 +102,6 @@ def store_config(vlm: VLM, job: Job) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """How a measurement runs, the same for every measurement: rows per forward, the result store
-    (None: keep results in memory), whether to discard a stored run, this process's shard, the
-    progress bar, and how long a sharded run waits for its peers."""
-
-    batch_size: int = 8
-    store: str | Path | None = None
-    overwrite: bool = False
-    shard: Shard = None
-    progress_bar: bool = True
-    wait_timeout: float = 24 * 3600.0
-    idle_timeout: float = 60.0
-
-
 def run(
     vlm: VLM,
     samples: Sequence[Sample] | Sample,
@@ -132,7 +118,7 @@ def run(
         DuplicateSampleError / EmptyInputError: bad sample list (before any compute).
         StoreError / StoreLockedError: see :class:`~interp.store.ResultStore`.
     """
-    opts = options if options is not None else RunOptions(**option_values)
+    opts = RunOptions.resolve(options, **option_values)
     batch_size, store, overwrite, shard = opts.batch_size, opts.store, opts.overwrite, opts.shard
     progress_bar, wait_timeout, idle_timeout = (
         opts.progress_bar,
@@ -255,6 +241,7 @@ def _wait_for_shards(
 __all__ = [
     "Job",
     "RunOptions",
+    "Shard",
     "resolve_shard",
     "run",
     "sample_keys",

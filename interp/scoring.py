@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import nnsight
 import pandas as pd
 import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
 from .conditions import Condition
-from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
+from .edits import Batch, Intervention, check_edits, edit_hook
 from .encoding import append_targets, batches, target_ids
 from .errors import ContextError, EmptyInputError
-from .runner import Job, RunOptions, Shard, run
+from .options import RunOptions
+from .plain import head_transform, local_only
+from .runner import Job
+from .runner import run as run_job
 from .samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -96,13 +97,20 @@ def trace_target_logprobs(
         answer = torch.zeros_like(traced.image_mask)
         answer[rows.expand_as(positions)[valid], positions[valid]] = True
     batch.traced, batch.answer_mask = traced, answer
-    states = prepare_edits(vlm, batch, edits)
-    trace, inputs = vlm.open_trace(traced, **trace_kwargs)
+    # plain data only inside the block (it runs here or on NDIF: interp.plain)
+    head, (scale, cap) = vlm.lm_head, head_transform(vlm)
+    hook = edit_hook(vlm, batch, edits)
+    trace, inputs = vlm.open_trace(traced, plain=hook is None, **trace_kwargs)
     with torch.no_grad(), trace as tracer:
-        apply_edits(tracer, vlm, batch, edits, states)  # first: the read sees edited logits
+        if hook is not None:  # edits first: the read sees edited logits
+            hook(tracer)
         with tracer.invoke(**inputs):
-            logits = vlm.final_logits(vlm.lm_head.output[rows, where]).float()
-            picked = nnsight.save(logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0])
+            z = head.output[rows, where]
+            if scale != 1.0:  # the forward's own transform of the head's output
+                z = z * scale
+            if cap:
+                z = torch.tanh(z / cap) * cap
+            picked = z.float().log_softmax(-1).gather(-1, tgt[..., None])[..., 0].save()
     return (picked * valid).detach().cpu()
 
 
@@ -113,12 +121,8 @@ def score(
     condition: str | Condition = "full",
     *,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
-    **trace_kwargs: Any,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> TokenScores:
     """Teacher-forced per-token log-probabilities of each target continuation, one trace per batch.
 
@@ -129,12 +133,16 @@ def score(
             scored right after the prompt, without the target tokens before it.
         edits: interventions applied during the teacher-forced forward (``ctx.positions("answer")``
             are the target positions).
-        store, overwrite, shard: see :func:`interp.residual_stream`.
+        run: how it runs (:class:`~interp.options.RunOptions`: batch size, store, shard,
+            progress bar, nnsight trace options); its fields may also be given as keywords, as
+            in :func:`interp.residual_stream`.
 
     Raises:
         EmptyTargetError: a target tokenises to nothing.
         EmptyInputError: no targets given and a sample has no answer.
     """
+    opts = RunOptions.resolve(run, **options)
+    trace = opts.trace_options()
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
     if targets is None:
@@ -147,23 +155,21 @@ def score(
     ids = target_ids(vlm, targets)
     by_id = {str(s.id): t for s, t in zip(samples, ids)}
     edits = check_edits(vlm, edits)
+    local_only(vlm, trace, "score", edits=edits)
     job = Job("score", {}, conditions=[cond], edits=edits, extras=ids, pool=samples)
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         chunk_ids = [by_id[str(s.id)] for s in chunk]
         out = torch.zeros(len(chunk), max(len(t) for t in chunk_ids))
-        for idx, enc in batches(vlm, chunk, cond, batch_size, all_samples=samples):
-            batch = Batch(vlm, enc, [chunk[i] for i in idx], cond, "score", samples)
-            lp = trace_target_logprobs(
-                vlm, batch, [chunk_ids[i] for i in idx], edits, **trace_kwargs
-            )
+        for idx, enc in batches(vlm, chunk, cond, opts.batch_size, all_samples=samples):
+            rows = [chunk[i] for i in idx]
+            batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
+            lp = trace_target_logprobs(vlm, batch, [chunk_ids[i] for i in idx], edits, **trace)
             for row, i in enumerate(idx):
                 out[i, : len(chunk_ids[i])] = lp[row, : len(chunk_ids[i])]
         return {"logprobs": out}, [{"n": len(t)} for t in chunk_ids]
 
-    _, tensors, records = run(
-        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
-    )
+    _, tensors, records = run_job(vlm, samples, job, compute, opts)
     width = max(len(t) for t in ids)
     logprobs = torch.zeros(len(samples), width)
     mask = torch.zeros(len(samples), width, dtype=torch.bool)
@@ -187,11 +193,13 @@ def score_rows(
     *,
     batch_size: int,
     edits: Sequence[Intervention] = (),
+    **trace_kwargs: Any,
 ) -> list[Tensor]:
     """Natural-log ``log p(a_t | a_<t, context)`` of each row's target token ids, one
     teacher-forced forward per row (the values :func:`score` gives each row alone), rows of one
     condition batched together (``batch_size`` rows a forward; similar lengths share a batch).
-    No store: see :func:`score_contexts` for stored, resumable runs.
+    No store: see :func:`score_contexts` for stored, resumable runs. ``trace_kwargs`` go to every
+    trace (the edits' preparation included), e.g. ``remote=True``.
 
     Returns:
         one float64 ``[T_row]`` tensor per row, in row order.
@@ -205,8 +213,12 @@ def score_rows(
         where = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
         group = [rows[j][0] for j in where]
         for sub, enc in batches(vlm, group, cond, batch_size, all_samples=group):
-            batch = Batch(vlm, enc, [group[r] for r in sub], cond, "score", group)
-            lp = trace_target_logprobs(vlm, batch, [targets[where[r]] for r in sub], edits)
+            batch = Batch(
+                vlm, enc, [group[r] for r in sub], cond, "score", group, trace_options=trace_kwargs
+            )
+            lp = trace_target_logprobs(
+                vlm, batch, [targets[where[r]] for r in sub], edits, **trace_kwargs
+            )
             for row, r in enumerate(sub):
                 j = where[r]
                 out[j] = lp[row, : len(targets[j])].double()
@@ -221,13 +233,10 @@ def score_contexts(
     *,
     extras: Sequence[Any] | None = None,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
     measurement: str = "score_contexts",
     labels: Mapping[str, Any] | None = None,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> list[Tensor]:
     """Teacher-forced log-probabilities of one target per sample under each of its contexts.
 
@@ -236,8 +245,8 @@ def score_contexts(
 
         out[i][c, t] = log p(a_t | a_<t, c)       (natural log; :func:`score` of that context)
 
-    A chunk of ``batch_size`` samples is scored at a time, so every condition's rows fill whole
-    forwards of ``batch_size`` rows (:func:`score_rows`).
+    A chunk of ``run.batch_size`` samples is scored at a time, so every condition's rows fill whole
+    forwards of as many rows (:func:`score_rows`).
 
     Args:
         targets: one per sample, text (tokenised without special tokens) or token ids.
@@ -248,9 +257,11 @@ def score_contexts(
         extras: per-sample values that enter each sample's store key (e.g. the fingerprint of a
             partner sample its contexts use).
         edits: interventions applied in every forward.
-        store, overwrite, shard: see :func:`interp.residual_stream`.
         measurement, labels: the name and further settings the store records as its
             configuration.
+        run: how it runs (:class:`~interp.options.RunOptions`: batch size, store, shard,
+            progress bar, nnsight trace options); its fields may also be given as keywords, as
+            in :func:`interp.residual_stream`.
 
     Returns:
         per sample a float64 CPU tensor ``[C, T_i]``, in sample order.
@@ -259,6 +270,8 @@ def score_contexts(
         EmptyTargetError: a target tokenises to nothing.
         ContextError: not one target per sample, or samples with different numbers of contexts.
     """
+    opts = RunOptions.resolve(run, **options)
+    trace = opts.trace_options()
     samples = ensure_samples(samples)
     if len(targets) != len(samples):
         raise ContextError(
@@ -266,6 +279,7 @@ def score_contexts(
         )
     ids = target_ids(vlm, targets)
     edits = check_edits(vlm, edits)
+    local_only(vlm, trace, measurement, edits=edits)
     probe = contexts(0, samples[0])
     conds = list(dict.fromkeys(Condition.parse(c) for _, c in probe))
     job = Job(
@@ -290,16 +304,14 @@ def score_contexts(
             counts.append(len(ctx))
         if len(set(counts)) != 1:
             raise ContextError("every sample must have the same number of contexts")
-        lps = score_rows(vlm, rows, tgts, batch_size=batch_size, edits=edits)
+        lps = score_rows(vlm, rows, tgts, batch_size=opts.batch_size, edits=edits, **trace)
         width = max(len(ids[index[str(s.id)]]) for s in chunk)
         out = torch.zeros(len(chunk), counts[0], width, dtype=torch.float64)
         for r, lp in enumerate(lps):
             out[r // counts[0], r % counts[0], : len(lp)] = lp
         return {"logprobs": out}, [{"n": len(ids[index[str(s.id)]])} for s in chunk]
 
-    _, tensors, records = run(
-        vlm, samples, job, compute, RunOptions(batch_size, store, overwrite, shard, progress_bar)
-    )
+    _, tensors, records = run_job(vlm, samples, job, compute, opts)
     return [tensors["logprobs"][i, :, : r["n"]] for i, r in enumerate(records)]
 
 

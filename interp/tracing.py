@@ -15,17 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import nnsight
 import torch
 from jaxtyping import Float, Int
 from nnsight.intervention.interleaver import OutOfOrderError
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from .edits import Batch, Intervention, apply_edits, prepare_edits
+from .edits import Batch, Intervention, edit_hook
 from .encoding.assemble import Encoding
 from .encoding.select import select
 from .errors import InterventionError
+from .plain import ATTENTION, residual_sites, stand_in
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -72,13 +72,6 @@ def resolve_positions(enc: Encoding, position: Position) -> Int[Tensor, " batch"
     return mask.to(torch.long).argmax(dim=1)
 
 
-def stand_in(layer: int, skipped: frozenset[int]) -> int:
-    """The residual index whose value ``layer`` has: a skipped decoder layer passes its input on."""
-    while layer > 0 and (layer - 1) in skipped:
-        layer -= 1
-    return layer
-
-
 def read_states(
     vlm: VLM,
     layers: Sequence[int],
@@ -98,24 +91,23 @@ def read_states(
     and heads of the attention weight of the read position on image tokens; this needs eager attention
     (the weights are the second output of each layer's ``self_attn``).
     """
-    source = {layer: stand_in(layer, skipped) for layer in layers}
-    wanted = set(source.values())
-    cache: dict[int, Tensor] = {}
-    masses: list[Tensor] = []
-    if 0 in wanted:
-        cache[0] = vlm.residual[0][rows, index]
-    top = vlm.n_layers if image_mask is not None else max(wanted)
-    for i in range(top):  # decoder layer i produces residual index i + 1
-        if i in skipped:
+    sites, order = residual_sites(vlm, layers, skipped=skipped, attend=image_mask is not None)
+    states, masses = [], []
+    for envoy, kind in sites:  # in execution order; each value cut to the read rows at once
+        if kind == ATTENTION:
+            weights = envoy.output[1][rows, :, index].float()  # [batch, head, key]
+            masses.append((weights * image_mask[:, None, :]).sum(-1).mean(-1))
             continue
-        if image_mask is not None:
-            weights = vlm.layers[i].self_attn.output[1][rows, :, index]  # [batch, head, key]
-            masses.append((weights.float() * image_mask[:, None, :]).sum(-1).mean(-1))
-        if i + 1 in wanted:
-            cache[i + 1] = vlm.residual[i + 1][rows, index]
-    states = torch.stack([cache[source[layer]] for layer in layers], dim=1)
+        value = (
+            envoy.output
+            if kind == "output"
+            else envoy.input
+            if kind == "input"
+            else envoy.inputs[1][kind]
+        )
+        states.append((value[0] if isinstance(value, tuple) else value)[rows, index])
     mass = torch.stack(masses, dim=1).mean(1) if masses else None
-    return states, mass
+    return torch.stack(states, dim=1)[:, order], mass
 
 
 def trace_states(
@@ -153,20 +145,60 @@ def _trace_states(
     stop: bool,
     trace_kwargs: dict[str, Any],
 ) -> Float[Tensor, "batch layer d"]:
-    enc = batch.encoding
-    index = resolve_positions(enc, position)
-    rows = torch.arange(len(enc), device=index.device)
-    skipped = batch.skipped_layers
-    states = prepare_edits(vlm, batch, edits)
-    trace, inputs = vlm.open_trace(enc, **trace_kwargs)
+    index = resolve_positions(batch.encoding, position)
+    rows = torch.arange(len(batch.encoding), device=index.device)
+    states, _ = forward_reads(
+        vlm, batch, batch.encoding, layers, rows, index, edits, stop=stop, **trace_kwargs
+    )
+    return states
+
+
+def forward_reads(
+    vlm: VLM,
+    batch: Batch,
+    enc: Encoding,
+    layers: Sequence[int],
+    rows: Tensor,
+    index: Tensor,
+    edits: Sequence[Intervention] = (),
+    *,
+    image_mask: Tensor | None = None,
+    stop: bool = True,
+    **trace_kwargs: Any,
+) -> tuple[Float[Tensor, "batch layer d"], Float[Tensor, " batch"] | None]:
+    """One forward of ``enc`` with ``edits``: the residual stream at ``layers`` for the (rows,
+    index) positions (float32, CPU) and, with ``image_mask`` (float ``[batch, seq]``, 1 at image
+    tokens), the mean over layers and heads of their attention on image tokens (Eq. 10 of the
+    chain-of-embedding paper; needs eager attention). With ``stop``, the run ends after the last
+    read (no edit, no attention read).
+
+    The block holds only envoys, tensors and ints (:mod:`interp.plain`), so it runs here or on
+    NDIF alike; edits are library objects and run here only.
+    """
+    sites, order = residual_sites(
+        vlm, layers, skipped=batch.skipped_layers, attend=image_mask is not None
+    )
+    hook = edit_hook(vlm, batch, edits)
+    mass = None
+    trace, inputs = vlm.open_trace(enc, plain=hook is None, **trace_kwargs)
     with torch.no_grad(), trace as tracer:
-        # Edits first: at a site they share with a read, the read sees the edited value.
-        apply_edits(tracer, vlm, batch, edits, states)
+        if hook is not None:  # edits first: at a site they share with a read, the read sees them
+            hook(tracer)
         with tracer.invoke(**inputs):
-            read = nnsight.save(read_states(vlm, layers, rows, index, skipped=skipped)[0])
-            if stop:
+            read, masses = [], []
+            for s, k in sites:  # in execution order; each value cut to the read rows at once
+                if k == "attention":
+                    w = s.output[1][rows, :, index].float()
+                    masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
+                    continue
+                v = s.output if k == "output" else s.input if k == "input" else s.inputs[1][k]
+                read.append((v[0] if isinstance(v, tuple) else v)[rows, index])
+            read = torch.stack(read, 1)[:, order].save()
+            if masses:
+                mass = torch.stack(masses, 1).mean(1).save()
+            if stop and image_mask is None:
                 tracer.stop()
-    return read.detach().to("cpu", torch.float32)
+    return read.detach().to("cpu", torch.float32), mass
 
 
 def progress(
@@ -200,6 +232,7 @@ def progress(
 
 __all__ = [
     "progress",
+    "forward_reads",
     "read_states",
     "resolve_layers",
     "resolve_positions",

@@ -234,9 +234,10 @@ class SwapFeatures(Intervention):
                 f"{type(self).__name__}({self.source!r}): the source {noun} of {len(bad)} "
                 f"sample(s) differ in layout from the traced ones ({'; '.join(bad[:5])})"
             )
+        # the source's read runs where the measurement's traces run (remote=..., backend=...)
         if self.kind != "image":
-            return read_media_features(vlm, src, self.kind)
-        inputs = read_image_inputs(vlm, src)
+            return read_media_features(vlm, src, self.kind, **batch.trace_options)
+        inputs = read_image_inputs(vlm, src, **batch.trace_options)
         if len(rows) == len(has):
             return inputs
         counts = [0] * len(has)

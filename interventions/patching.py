@@ -97,7 +97,15 @@ class Patch(Intervention):
             return [self.source[r][None] for r in rows]
         enc = encode(vlm, batch.samples, self.source, all_samples=batch.all_samples)
         cond = Condition.parse(self.source)
-        src = Batch(vlm, enc, batch.samples, cond, "forward", batch.all_samples)
+        src = Batch(
+            vlm,
+            enc,
+            batch.samples,
+            cond,
+            "forward",
+            batch.all_samples,
+            trace_options=batch.trace_options,
+        )
         mask = EditContext(vlm, src, None, 0).positions(self.positions)
         target = EditContext(vlm, batch, None, 0).positions(self.positions)
         src_counts, tgt_counts = mask.sum(1).tolist(), target.sum(1).tolist()
@@ -124,10 +132,10 @@ class Patch(Intervention):
 def _read_masked(
     vlm: VLM, batch: Batch, layers: list[int], mask: Tensor
 ) -> list[Float[Tensor, "pos layer d"]]:
-    """One forward of ``batch``: the residual states at ``layers`` at the masked positions, per
-    row (in position order)."""
+    """One forward of ``batch`` (with its trace options): the residual states at ``layers`` at the
+    masked positions, per row (in position order)."""
     rows, index = mask.nonzero(as_tuple=True)
-    trace, inputs = vlm.open_trace(batch.encoding)
+    trace, inputs = vlm.open_trace(batch.encoding, **batch.trace_options)
     with torch.no_grad(), trace as tracer:
         with tracer.invoke(**inputs):
             states = nnsight.save(

@@ -27,6 +27,7 @@ PACKAGES = ("interp", "interventions", "probes")
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("statistics", ("probes/",)),
     ("foundation", ("interp/errors.py", "interp/_lazy.py")),
+    ("run options", ("interp/options.py", "interp/shards.py")),
     ("inputs", ("interp/samples.py", "interp/media.py", "interp/datasets/")),
     (
         "adapters",
@@ -36,7 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("encoding", ("interp/encoding/",)),
     ("old import paths", ("interp/positions.py", "interp/targets.py")),
     ("model", ("interp/model.py", "interp/threads.py")),
-    ("edits and reads", ("interp/edits.py", "interp/tracing.py")),
+    ("edits and reads", ("interp/edits.py", "interp/tracing.py", "interp/plain.py")),
     ("token → region maps", ("interp/regions.py",)),
     (
         "the run loop",
@@ -44,7 +45,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "interp/runner.py",
             "interp/store.py",
             "interp/locks.py",
-            "interp/shards.py",
             "interp/outputs.py",
         ),
     ),

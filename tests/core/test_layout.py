@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 # the parts of the project, one folder each; fixtures/ holds data files
-SUBFOLDERS = {"core", "interventions", "studies", "probes", "families", "demo"}
+SUBFOLDERS = {"core", "interventions", "studies", "probes", "families", "demo", "remote"}
 
 
 def _python_files() -> list[Path]:

@@ -113,19 +113,3 @@ def test_score_equals_manual_log_softmax(vlm, samples):
         ref = hf_target_logprobs(vlm, encode(vlm, [s], "full"), tgt)
         assert_close(scores.logprobs[i, : len(tgt)], ref)
         assert scores.mask[i].sum() == len(tgt)
-
-
-def test_trace_options_pass_through_to_nnsight(samples, monkeypatch):
-    """nnsight options such as remote=True (NDIF) reach nnsight's trace untouched."""
-    vlm = interp.testing.tiny_vlm("llava")
-    seen = {}
-    original = type(vlm.nn).trace
-
-    def recording(self, *args, **kwargs):
-        seen.update({k: v for k, v in kwargs.items() if k in ("remote", "backend", "scan")})
-        kwargs = {k: v for k, v in kwargs.items() if k not in ("remote", "backend")}
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(type(vlm.nn), "trace", recording)
-    interp.residual_stream(vlm, samples[:2], remote=True, backend="sentinel", progress_bar=False)
-    assert seen == {"remote": True, "backend": "sentinel"}

@@ -33,6 +33,7 @@ HELP = "no-image ablation across question wordings: accuracy with vs without the
 DESCRIPTION = sys.modules[__package__].__doc__
 ALIASES = ("ablate",)
 NOUN = "items"
+REMOTE = True  # remote: runs through residual_stream / score / generate (no edits)
 WORDED = ("color", "identify", "count", "position", "digit", "describe")
 
 

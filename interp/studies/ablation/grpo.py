@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from interp.errors import EmptyInputError, MissingExtraError
+from interp.options import RunOptions, refuse_remote
 from interp.samples import IMAGE_SLOT, Sample, ensure_samples
 
 from .judge import Judge, _check_judge, _judged, default_judge
@@ -112,18 +113,32 @@ def grpo_lora(
     temperature: float = 1.0,
     judge: Judge = default_judge,
     seed: int = 0,
-    progress_bar: bool = False,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> GRPOResult:
     """GRPO with LoRA on a copy of ``vlm`` (the original is not changed), rewarded by accuracy on
     ``samples`` (each one image and an ``answer``; the paper trains on items that need the
     image). Each step draws ``prompts_per_step`` items and samples ``num_generations``
     completions for each at ``temperature``.
 
+    ``run`` (:class:`~interp.options.RunOptions`, its fields also as keywords) gives the
+    trainer's progress bar (``progress_bar``, default off here); training runs on this
+    machine's weights, so a remote run is refused.
+
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any training.
         MissingExtraError: ``trl`` or ``peft`` not installed (``pip install 'vlm-interp[grpo]'``).
         EmptyInputError: no samples, or a sample without an answer or with other than one image.
         ValueError: ``steps``, ``prompts_per_step`` < 1 or ``num_generations`` < 2.
     """
+    opts = RunOptions.resolve(run if run is not None else RunOptions(progress_bar=False), **options)
+    refuse_remote(
+        opts.trace_options(),
+        "grpo_lora",
+        "it trains a copy of the weights on this machine",
+        vlm=vlm,
+    )
+    progress_bar = opts.progress_bar
     samples = ensure_samples(samples)
     judge = _check_judge(judge)
     if steps < 1 or prompts_per_step < 1:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from interp.conditions import Condition
 from interp.encoding import encode
 from interp.errors import ConditionError
 from interp.generation import generate
+from interp.options import RunOptions
 from interp.samples import Sample
 from interp.store import substore
 from probes.text import normalize_text
@@ -35,6 +37,13 @@ def _store(store: str | Path | None, name: str) -> Path | None:
     return substore(store, name.replace(":", "-").replace("+", "_").replace("/", "_"))
 
 
+def _options(run: RunOptions | None, options: dict[str, Any]) -> RunOptions:
+    """The run options of an entry point (default ``batch_size`` 16).
+
+    remote: runs through generate (no edits): a remote run is left to it."""
+    return RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
+
+
 def no_image_ablation(
     vlm: VLM,
     samples: Sequence[Sample],
@@ -47,13 +56,11 @@ def no_image_ablation(
     group_key: str | None = "group",
     judge: Judge = default_judge,
     max_new_tokens: int = 12,
-    batch_size: int = 16,
     ci: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Ablation:
     """Greedy answers of the same items with the image and under each condition without it.
 
@@ -71,12 +78,16 @@ def no_image_ablation(
             category, and the image a wording belongs to.
         judge: ``judge(prediction, sample) -> bool`` (default: :data:`default_judge`).
         ci, n_boot, seed: bootstrap settings of every interval (the same seed for every cell).
-        store: a folder; each condition keeps its own resumable store under it.
+        run: how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 16): a
+            ``store`` folder keeps each condition's resumable store under it; ``remote=True``
+            generates on NDIF; its fields may also be given as keywords (``batch_size=8``).
 
     Raises:
         MissingLabelError, UnknownVariantError, ConditionError, ImageShownError, JudgeError,
         AblationError: before any compute.
     """
+    # remote: runs through residual_stream / score / generate
+    opts = _options(run, options)
     judge = _check_judge(judge)
     _check_bootstrap(ci, n_boot)
     items = select_items(
@@ -92,10 +103,7 @@ def no_image_ablation(
             items.samples,
             cond,
             max_new_tokens=max_new_tokens,
-            batch_size=batch_size,
-            store=_store(store, cond),
-            overwrite=overwrite,
-            progress_bar=progress_bar,
+            run=replace(opts, store=_store(opts.store, cond)),
         )
         if cond == "full":
             full_texts = list(gen.texts)
@@ -181,13 +189,11 @@ def in_context(
     group_key: str | None = "group",
     judge: Judge = default_judge,
     max_new_tokens: int = 12,
-    batch_size: int = 16,
     ci: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> InContext:
     """Accuracy with ``k`` in-context examples matched to the variant (the paper's recovery
     analysis), with and without the image.
@@ -198,11 +204,17 @@ def in_context(
     always run; ``sources`` may add ``"mismatched"`` (examples from the other variants) as a
     control for "matched to the variant".
 
+    ``run`` is how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 16; a
+    ``store`` folder keeps each (condition, k, source) run's store under it; ``remote=True``
+    generates on NDIF); its fields may also be given as keywords.
+
     Raises:
         TooFewExamplesError: an item with fewer eligible examples than the largest k.
         MissingLabelError, UnknownVariantError, ConditionError, ImageShownError, JudgeError,
         AblationError: before any compute.
     """
+    # remote: runs through residual_stream / score / generate
+    opts = _options(run, options)
     judge = _check_judge(judge)
     _check_bootstrap(ci, n_boot)
     ks = sorted({0, *(int(k) for k in shots)})
@@ -249,10 +261,7 @@ def in_context(
                 prompts,
                 cond,
                 max_new_tokens=max_new_tokens,
-                batch_size=batch_size,
-                store=_store(store, f"{cond}-k{k}-{src}"),
-                overwrite=overwrite,
-                progress_bar=progress_bar,
+                run=replace(opts, store=_store(opts.store, f"{cond}-k{k}-{src}")),
             )
             correct = [_judged(judge, a, s) for a, s in zip(gen.texts, items.samples)]
             for source in srcs if k == 0 else (src,):

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
 import interp
 from interp.errors import EmptyInputError, RegionError
+from interp.options import RunOptions, refuse_remote
 from interp.regions import Box, TokenRegions
 from interp.samples import Sample, ensure_samples
 
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from interp.model import VLM
 
 Hide = Literal["ablate", "swap"]
+REMOTE_REASON = "its traces still carry library objects (conditions, edits)"
+"""Why the maps refuse a remote run (:func:`interp.options.refuse_remote`)."""
 
 
 @dataclass
@@ -129,15 +131,20 @@ def answers_for(
     condition: str,
     *,
     max_new_tokens: int = 8,
-    batch_size: int = 8,
-    progress_bar: bool = False,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> list[str]:
     """The answers to attribute: each sample's own (``"given"``), the model's greedy answer
     (``"greedy"``) or one string per sample.
 
+    ``run``: how the greedy answers are generated (:class:`~interp.options.RunOptions`; default
+    no progress bar); its fields may also be given as keywords.
+
     Raises:
         EmptyInputError: ``"given"`` and a sample without an answer; an empty greedy answer.
     """
+    # remote: runs through residual_stream / score / generate
+    opts = RunOptions.resolve(run if run is not None else RunOptions(progress_bar=False), **options)
     if answers == "given":
         missing = [s.id for s in samples if not s.answer]
         if missing:
@@ -147,14 +154,7 @@ def answers_for(
             )
         return [str(s.answer) for s in samples]
     if answers == "greedy":
-        gen = interp.generate(
-            vlm,
-            samples,
-            condition,
-            max_new_tokens=max_new_tokens,
-            batch_size=batch_size,
-            progress_bar=progress_bar,
-        )
+        gen = interp.generate(vlm, samples, condition, max_new_tokens=max_new_tokens, run=opts)
         empty = [s.id for s, t in zip(samples, gen.texts) if not t]
         if empty:
             raise EmptyInputError(f"the model's greedy answer to samples {empty[:5]} is empty")
@@ -238,10 +238,8 @@ def occlusion(
     answers: Literal["given", "greedy"] | Sequence[str] = "given",
     condition: str = "full",
     max_new_tokens: int = 8,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Attribution:
     """Occlusion scores of every region of every sample (see the module docstring).
 
@@ -253,14 +251,19 @@ def occlusion(
             or ``"swap"`` (replaced by the ``source`` image's tokens, by default a black image's).
         answers: ``"given"`` (each sample's answer), ``"greedy"`` (the model's, generated under
             ``condition``) or one string per sample.
-        store, overwrite: the resumable store of the scoring run (see :func:`interp.score`).
+        run: how it runs (:class:`~interp.options.RunOptions`): batch size, progress bar, and
+            the resumable ``store`` of the scoring run (see :func:`interp.score`; the greedy
+            answers are not stored); its fields may also be given as keywords.
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         NoSpatialLayoutError, LayoutNotMappedError: the family has no (mapped) token layout.
         RegionError: bad boxes or grid.
     """
     from interventions import AblateImageTokens, SwapImageTokens
 
+    opts = RunOptions.resolve(run, **options)
+    refuse_remote(opts.trace_options(), "occlusion", REMOTE_REASON, vlm=vlm)
     samples = ensure_samples(samples)
     if hide not in ("ablate", "swap"):
         raise RegionError(f"hide must be 'ablate' or 'swap', got {hide!r}")
@@ -271,8 +274,7 @@ def occlusion(
         answers,
         condition,
         max_new_tokens=max_new_tokens,
-        batch_size=batch_size,
-        progress_bar=progress_bar,
+        run=replace(opts, store=None, shard=None),  # not stored: every process makes them
     )
     rows: list[Sample] = []
     targets: list[str] = []
@@ -295,10 +297,7 @@ def occlusion(
         targets,
         condition,
         edits=[edit],
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        progress_bar=progress_bar,
+        run=opts,
     )
     total = scored.total.double().numpy()
     width = len(lay.groups[0]) + 1  # the same for every sample (a grid, or as many boxes each)
@@ -333,34 +332,28 @@ def attention(
     grid: tuple[int, int] = (4, 4),
     boxes: Sequence[Box] | Sequence[Sequence[Box]] | None = None,
     condition: str = "full",
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Attribution:
     """The descriptive baseline: the attention mass of the last prompt position (the one that
     predicts the answer) on the image tokens of each region, per layer and head
     (:attr:`Attribution.per_head`, ``[n, R, L, heads]``); the score is its mean over layers and
     heads. One forward per sample (:func:`interp.attention_weights`); the answer plays no part.
+    ``run``: how it runs (:class:`~interp.options.RunOptions`, its fields also as keywords).
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         InterpError: the model does not run eager attention (checked before any compute).
         NoSpatialLayoutError, LayoutNotMappedError, RegionError: as :func:`occlusion`.
     """
     from interp.residual import check_visual_attention
 
+    opts = RunOptions.resolve(run, **options)
+    refuse_remote(opts.trace_options(), "attention", REMOTE_REASON, vlm=vlm)
     samples = ensure_samples(samples)
     check_visual_attention(vlm)
     lay = _layout(vlm, samples, condition, grid, boxes)
-    weights = interp.attention_weights(
-        vlm,
-        samples,
-        condition,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        progress_bar=progress_bar,
-    )
+    weights = interp.attention_weights(vlm, samples, condition, run=opts)
     per_head = np.stack(
         [
             np.stack([weights.mass(i, g).numpy() for g in groups])
@@ -393,8 +386,8 @@ def gradient(
     answers: Literal["given", "greedy"] | Sequence[str] = "given",
     condition: str = "full",
     max_new_tokens: int = 8,
-    batch_size: int = 8,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Attribution:
     """Attribution patching, the fast approximation of occlusion by a null-swap: per region r,
 
@@ -403,13 +396,23 @@ def gradient(
     at residual index ``layer`` (0 = the decoder input, where it approximates
     :func:`occlusion` with ``hide="swap"``), ``h^null`` the states of the ``null`` image's run.
     One forward and one backward per sample, plus the null image's forward
-    (:func:`interp.image_gradients`). :attr:`Attribution.per_head` stays None.
+    (:func:`interp.image_gradients`). :attr:`Attribution.per_head` stays None. ``run``: how it
+    runs (:class:`~interp.options.RunOptions`, its fields also as keywords; a ``store`` keeps
+    the greedy answers, the gradients and the null image's states in sub-folders).
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         ImageTokenMismatchError: the null image has another number of image tokens.
         NoSpatialLayoutError, LayoutNotMappedError, RegionError: as :func:`occlusion`.
     """
     from interp.errors import ImageTokenMismatchError
+    from interp.store import substore
+
+    opts = RunOptions.resolve(run, **options)
+    refuse_remote(opts.trace_options(), "gradient", REMOTE_REASON, vlm=vlm)
+
+    def part(name: str) -> RunOptions:
+        return replace(opts, store=substore(opts.store, name))
 
     samples = ensure_samples(samples)
     lay = _layout(vlm, samples, condition, grid, boxes)
@@ -419,12 +422,12 @@ def gradient(
         answers,
         condition,
         max_new_tokens=max_new_tokens,
-        batch_size=batch_size,
-        progress_bar=progress_bar,
+        run=part("answers"),
     )
-    kw = {"layer": layer, "batch_size": batch_size, "progress_bar": progress_bar}
-    real = interp.image_gradients(vlm, samples, texts, condition, **kw)
-    base = interp.image_gradients(vlm, samples, None, null, gradients=False, **kw)
+    real = interp.image_gradients(vlm, samples, texts, condition, layer=layer, run=part("real"))
+    base = interp.image_gradients(
+        vlm, samples, None, null, layer=layer, gradients=False, run=part("null")
+    )
     assert real.grads is not None and real.logprobs is not None
     scores = np.zeros((len(samples), len(lay.groups[0])))
     for i, s in enumerate(samples):

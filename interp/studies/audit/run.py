@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interp.errors import InterpError
+from interp.options import RunOptions, refuse_remote
 from interp.samples import Sample, ensure_samples
 
 from .registry import AuditOptions, AuditStudy, plan
@@ -46,8 +48,9 @@ def audit(
     command: str = "",
     studies: Sequence[str] | None = None,
     options: AuditOptions | None = None,
-    progress_bar: bool = True,
     n_per_kind: int | None = None,
+    run: RunOptions | None = None,
+    **run_options: Any,
 ) -> dict[str, Any]:
     """Run every study the samples support; write ``report.html`` and ``summary.json`` into
     ``out``; return the summary.
@@ -56,21 +59,41 @@ def audit(
     agreement split leaves a group empty) becomes a section saying why: the report and the
     summary are written whatever happens to the studies (``summary["studies"][key]["status"]``
     is ``ran``, ``skipped`` or ``failed``). ``n_per_kind`` is the ``--n`` the data was drawn
-    with, for the page's header."""
+    with, for the page's header.
+
+    ``options`` are the settings every section receives (:class:`AuditOptions`); ``run`` is how
+    the audit runs (:class:`~interp.options.RunOptions`; its fields may also be given as
+    keywords): its ``progress_bar``, and its ``batch_size``, ``store`` and ``overwrite`` where
+    given (they replace ``options``'). The studies' traces carry library objects, so a remote
+    run is refused (:class:`~interp.errors.RemoteError`) before any compute."""
     from interp.runner import weights_fingerprint
     from interp.tracing import progress
 
+    ro = RunOptions.resolve(run, **run_options)
+    refuse_remote(
+        ro.trace_options(),
+        "audit",
+        "its traces still carry library objects (conditions, edits)",
+        vlm=vlm,
+    )
     samples = ensure_samples(samples)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    opts = options or AuditOptions()
+    given = {
+        k: getattr(ro, k)
+        for k in ("batch_size", "store", "overwrite")
+        if run is not None or k in run_options
+    }
+    if given.get("store") is not None:
+        given["store"] = Path(given["store"])
+    opts = dataclasses.replace(options or AuditOptions(), **given)  # the caller's is unchanged
     if opts.store is None:
         opts.store = out / "store"
     planned = plan(samples, studies)
     todo = [(st, chosen) for st, chosen, _ in planned if chosen]
     results: dict[str, Section] = {}
     for study, chosen in progress(
-        todo, total=len(todo), desc="audit", enabled=progress_bar, unit="study"
+        todo, total=len(todo), desc="audit", enabled=ro.progress_bar, unit="study"
     ):
         try:
             results[study.key] = study.section(vlm, chosen, opts)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +43,7 @@ from torch import Tensor
 from interp.conditions import Condition
 from interp.edits import Intervention
 from interp.errors import InterpError, ModalityError
+from interp.options import RunOptions, refuse_remote
 from interp.residual import READ_AT, ReadAt, generate_states
 from interp.samples import Sample, ensure_samples
 from probes.distances import get_distance, to_numpy
@@ -51,7 +51,6 @@ from probes.split import agreement_split
 
 if TYPE_CHECKING:
     from interp.model import VLM
-    from interp.runner import Shard
 
 LOGIT_LENS_METRICS = ("kl", "js")
 
@@ -199,12 +198,8 @@ def chain_of_embedding(
     max_new_tokens: int = 8,
     visual_attention: bool = False,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
-    **trace_kwargs: Any,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> ChainOfEmbedding:
     """States of both conditions at every layer at the read position, plus each condition's
     greedy answer.
@@ -224,11 +219,22 @@ def chain_of_embedding(
         edits: interventions applied in both conditions' traces (prompt forward and, for
             ``steps = "all"`` edits, every generated step; with ``read_at="generated"`` also the
             teacher-forced forward, as in :func:`interp.score`).
-        store: a folder to write results to batch by batch; a re-run with the same settings
-            resumes where the last one stopped (``overwrite`` starts over, ``shard`` splits the
-            samples across processes; see :mod:`interp.runner`).
-        **trace_kwargs: passed to nnsight untouched.
+        run: how it runs (:class:`~interp.options.RunOptions`): ``batch_size``, a ``store`` to
+            write results to batch by batch (a re-run with the same settings resumes where the
+            last one stopped; ``overwrite`` starts over, ``shard`` splits the samples across
+            processes; see :mod:`interp.runner`), ``progress_bar`` and the nnsight trace
+            options; its fields may also be given as keywords (``batch_size=16``).
+
+    Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
     """
+    opts = RunOptions.resolve(run, **options)
+    refuse_remote(
+        opts.trace_options(),
+        "chain_of_embedding",
+        "its traces still carry library objects (conditions, edits)",
+        vlm=vlm,
+    )
     if read_at not in READ_AT:
         raise ValueError(
             f"read_at must be 'prompt' (the last prompt token) or 'generated' (the last "
@@ -248,13 +254,8 @@ def chain_of_embedding(
         read_at=read_at,
         visual_attention=visual_attention,
         edits=edits,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
         measurement="chain_of_embedding",
-        **trace_kwargs,
+        run=opts,
     )
     va = gen.visual_attention
     final = None

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 import interp
+from interp.options import RunOptions, refuse_remote
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions.decoding import contrast
@@ -42,10 +43,8 @@ def conflict_responses(
     synonyms: dict[str, Sequence[str]] | None = None,
     judge: Judge | None = None,
     max_new_tokens: int = 4,
-    batch_size: int = 16,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> ConflictResponses:
     """Greedy responses of every item under each configuration (and each decoding method),
     labelled with :func:`bias_label` against the sources the configuration shows.
@@ -63,12 +62,26 @@ def conflict_responses(
         judge: ``judge(response, labels, sample) -> label`` in place of :func:`bias_label`:
             :func:`rule_judge` for free-form responses, :class:`LLMJudge` for a language-model
             judge (give a larger ``max_new_tokens`` so free-form answers are not cut).
-        store: a folder; each (configuration, decoding) run keeps its own store under it.
+        run: how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 16): a
+            ``store`` folder keeps each (configuration, decoding) run's store under it;
+            ``remote=True`` generates on NDIF (plain decoding only); its fields may also be
+            given as keywords.
 
     Raises:
+        RemoteError: a remote run with a contrastive decoding method (before any compute).
         DataFormatError: an item without a source label, with a bad order, or a caption that is
             not in its question (before any compute).
     """
+    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
+    # remote: plain decoding runs through residual_stream / score / generate; a decoding
+    # method's combine runs inside the trace
+    if any(dec is not None for dec in (decodings or {}).values()):
+        refuse_remote(
+            opts.trace_options(),
+            "conflict_responses",
+            "its traces still carry library objects (conditions, edits)",
+            vlm=vlm,
+        )
     samples = ensure_samples(samples)
     if judge is not None and not callable(judge):
         raise TypeError(f"judge must be a function (response, labels, sample) -> label: {judge!r}")
@@ -79,17 +92,14 @@ def conflict_responses(
     rows = []
     for config, condition in configurations.items():
         for dname, dec in decodings.items():
-            where = substore(store, f"{_slug(config)}-{_slug(dname)}")
+            where = substore(opts.store, f"{_slug(config)}-{_slug(dname)}")
             gen = interp.generate(
                 vlm,
                 samples,
                 condition,
                 decoding=dec,
                 max_new_tokens=max_new_tokens,
-                batch_size=batch_size,
-                store=where,
-                overwrite=overwrite,
-                progress_bar=progress_bar,
+                run=replace(opts, store=where),
             )
             for s, text in zip(samples, gen.texts):
                 labels = _config_labels(s, condition, sources)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 import interp
 from interp.errors import EmptyInputError
+from interp.options import RunOptions
 from interp.samples import Sample
 from probes.layerwise import LayerwiseProbe
 
@@ -205,19 +206,23 @@ def bias_probe(
     agreement: str | None = "all_differ",
     cv: int = 5,
     layers: Sequence[int] | None = None,
-    batch_size: int = 16,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> BiasProbe:
     """Fit a :class:`probes.LayerwiseProbe` of the response label on the residual stream at the
     last prompt token, every layer (0 = embeddings … L), folds grouped by ``meta["group"]``.
 
     ``configuration``: which run's responses (default: the first, the full input); ``evidence``:
     only items of that evidence type (default: all). Labels with fewer items than ``cv`` are left
-    out (recorded in ``BiasProbe.dropped``).
+    out (recorded in ``BiasProbe.dropped``). ``run``: how the states are read
+    (:class:`~interp.options.RunOptions`, default ``batch_size`` 16; ``remote=True`` reads them
+    on NDIF); its fields may also be given as keywords.
 
     Raises:
         EmptyInputError: no responses for the configuration, or fewer than two labels left.
     """
+    # remote: runs through residual_stream / score / generate
+    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
     frame = responses.frame
     if configuration is None:  # the first configuration run (the full input)
         configuration = str(frame["configuration"].iloc[0]) if len(frame) else "full"
@@ -239,9 +244,7 @@ def bias_probe(
         condition = str(part["condition"].iloc[0])
     else:
         condition = CONFIGURATIONS.get(configuration, configuration)
-    states = interp.residual_stream(
-        vlm, chosen, condition, batch_size=batch_size, progress_bar=progress_bar
-    )
+    states = interp.residual_stream(vlm, chosen, condition, run=opts)
     probe = LayerwiseProbe(layers=layers, cv=cv)
     probe.fit(states.numpy(), part["label"].to_numpy(), groups=part["group"].astype(str).to_numpy())
     groups = part["group"].astype(str).tolist()

@@ -10,8 +10,7 @@ validates the method objects before any compute.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -21,6 +20,7 @@ from interp.conditions import Condition
 from interp.edits import check_edits
 from interp.errors import DecodingError, EmptyInputError
 from interp.generation import check_decoding
+from interp.options import RunOptions, refuse_remote
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions.decoding import PLAIN
@@ -141,10 +141,8 @@ def evaluate_decoding(
     top_p: float | None = None,
     max_new_tokens: int = 4,
     setting_label: str = "pope_negative",
-    batch_size: int = 16,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> DecodingRuns:
     """Generate the answers of every method, greedy and with each seed, and read them as POPE.
 
@@ -154,13 +152,17 @@ def evaluate_decoding(
         params: per-method parameters overriding the defaults, e.g. ``{"vcd": {"alpha": 0.5}}``.
         greedy, seeds: run greedy decoding, and sampled decoding once per seed (VCD's scripts
             sample with temperature 1, no top-k or top-p).
-        store: a folder; each run keeps its own resumable store under it.
+        run: how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 16): a
+            ``store`` folder keeps each run's resumable store under it; its fields may also be
+            given as keywords (``batch_size=8``, ``store=...``).
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         DecodingError: an unknown method or bad parameter, or a method the model cannot run
             (checked for every method before any compute).
         EmptyInputError: answers that are not yes/no, or no run asked for.
     """
+    opts = _options(vlm, run, options, "evaluate_decoding")
     samples = ensure_samples(samples)
     settings = pope_settings(samples, setting_label)
     decoders = resolve_methods(methods, params)
@@ -182,12 +184,14 @@ def evaluate_decoding(
                 top_k=top_k,
                 top_p=top_p,
                 max_new_tokens=max_new_tokens,
-                batch_size=batch_size,
                 # plain decoding's store keeps the name it had before its label followed the
                 # name asked for: an earlier run resumes
-                store=substore(store, f"{'plain' if dec is None else name}-{mode}-{max(seed, 0)}"),
-                overwrite=overwrite,
-                progress_bar=progress_bar,
+                run=replace(
+                    opts,
+                    store=substore(
+                        opts.store, f"{'plain' if dec is None else name}-{mode}-{max(seed, 0)}"
+                    ),
+                ),
             )
             frames.append(
                 pd.DataFrame(
@@ -204,6 +208,19 @@ def evaluate_decoding(
             )
     reprs = {k: "plain decoding" if v is None else repr(v) for k, v in decoders.items()}
     return DecodingRuns(pd.concat(frames, ignore_index=True), settings, reprs)
+
+
+def _options(vlm: VLM, run: RunOptions | None, options: dict[str, Any], step: str) -> RunOptions:
+    """The run options of an entry point (default ``batch_size`` 16), refused for a remote run
+    before any compute (the methods run library code inside the trace)."""
+    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
+    refuse_remote(
+        opts.trace_options(),
+        step,
+        "its traces still carry library objects (conditions, edits)",
+        vlm=vlm,
+    )
+    return opts
 
 
 def _check_all(vlm: VLM, samples: Sequence[Sample], decoders: dict[str, Any]) -> None:
@@ -225,11 +242,21 @@ def parameter_sweep(
     beta: float = 0.1,
     max_new_tokens: int = 4,
     setting_label: str = "pope_negative",
-    batch_size: int = 16,
-    progress_bar: bool = False,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Greedy POPE metrics of ``method`` over ``alphas`` (β fixed at ``beta``) and over ``betas``
-    (α fixed at ``alpha``): one row per (swept parameter, value, setting)."""
+    (α fixed at ``alpha``): one row per (swept parameter, value, setting).
+
+    ``run`` is how each point runs (:class:`~interp.options.RunOptions`; default ``batch_size``
+    16, no progress bar; a ``store`` folder keeps each point's runs under it); its fields may also
+    be given as keywords.
+
+    Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
+    """
+    default = RunOptions(batch_size=16, progress_bar=False)
+    opts = _options(vlm, run if run is not None else default, options, "parameter_sweep")
     rows = []
     plan = [("alpha", a, {"alpha": a, "beta": beta}) for a in alphas]
     plan += [("beta", b, {"alpha": alpha, "beta": b}) for b in betas]
@@ -242,8 +269,7 @@ def parameter_sweep(
             seeds=(),
             max_new_tokens=max_new_tokens,
             setting_label=setting_label,
-            batch_size=batch_size,
-            progress_bar=progress_bar,
+            run=replace(opts, store=substore(opts.store, f"{swept}-{value}")),
         )
         for _, r in runs.metrics().iterrows():
             rows.append({"parameter": swept, "value": value, **r.to_dict()})

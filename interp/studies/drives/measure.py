@@ -5,7 +5,7 @@ sample)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,6 +14,7 @@ from interp.edits import check_edits
 from interp.encoding import target_ids, warn_unknown_tokens
 from interp.errors import DriveError, EmptyTargetError
 from interp.generation import generate
+from interp.options import RunOptions, refuse_remote
 from interp.samples import Sample, ensure_samples
 from interp.scoring import score_contexts as score_contexts_of
 from interp.scoring import score_rows
@@ -37,7 +38,19 @@ from .result import CausalDrives
 if TYPE_CHECKING:
     from interp.edits import Intervention
     from interp.model import VLM
-    from interp.runner import Shard
+
+REMOTE_REASON = "its traces still carry library objects (conditions, edits)"
+"""Why the drives' measurements refuse a remote run (:func:`interp.options.refuse_remote`)."""
+
+
+def drives_options(
+    vlm: VLM, run: RunOptions | None, options: dict[str, Any], step: str
+) -> RunOptions:
+    """The run options of one of the study's entry points (default ``batch_size`` 32), refused
+    for a remote run before any compute."""
+    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=32), **options)
+    refuse_remote(opts.trace_options(), step, REMOTE_REASON, vlm=vlm)
+    return opts
 
 
 def _resolve_targets(
@@ -64,21 +77,17 @@ def _greedy_targets(
     *,
     max_new_tokens: int,
     edits: Sequence[Intervention],
-    batch_size: int,
-    store: Path | None,
-    overwrite: bool,
-    progress_bar: bool,
+    run: RunOptions,
 ) -> list[list[int]]:
+    """The greedy answers under ``full`` (in ``run``'s store, ``<store>/answers``; every
+    process computes them all: they are not sharded)."""
     gen = generate(
         vlm,
         samples,
         "full",
         max_new_tokens=max_new_tokens,
         edits=list(edits),
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        progress_bar=progress_bar,
+        run=replace(run, store=substore(run.store, "answers"), shard=None),
     )
     empty = [sid for sid, ids in zip(gen.sample_ids, gen.token_ids) if not ids]
     if empty:
@@ -106,15 +115,11 @@ def _measure(
     settings: dict[str, Any],
     extras: Sequence[Any] | None = None,
     edits: Sequence[Intervention] = (),
-    batch_size: int,
-    store: Path | None,
-    overwrite: bool,
-    shard: Shard,
-    progress_bar: bool,
+    run: RunOptions,
 ) -> list[np.ndarray]:
     """Per sample, the ``[C, T]`` natural-log probabilities of its target under its C contexts
     (``contexts(i, sample)``, the same C for every sample): :func:`interp.scoring.score_contexts`
-    under the study's run name and settings."""
+    under the study's run name and settings (``run``: its options, store included)."""
     lps = score_contexts_of(
         vlm,
         samples,
@@ -122,13 +127,9 @@ def _measure(
         contexts,
         extras=extras,
         edits=edits,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
         measurement=name,
         labels=settings,
+        run=run,
     )
     return [lp.numpy() for lp in lps]
 
@@ -146,13 +147,10 @@ def causal_drives(
     pmi: bool = True,
     max_new_tokens: int = 24,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 32,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
     visual: str = "image",
     pmi_marginal: bool = False,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> CausalDrives:
     r"""Per-token question, visual and prefix drives (the paper's QCD, VCD, PCD) and the PMI
     baselines of each sample's answer, in bits.
@@ -189,10 +187,13 @@ def causal_drives(
             support pairs are (video, question); V = ∅ is ``"blind"`` (``no_video``),
             ``"black"`` / ``"mean"`` (``null_video`` frames) or ``"mismatched"``).
         edits: interventions applied in every forward (and in the greedy generation).
-        batch_size: rows per forward; store, overwrite, shard: see :func:`interp.residual_stream`
-            (the greedy answers get their own store under ``store/answers``).
+        run: how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 32, rows
+            per forward): store, overwrite, shard as in :func:`interp.residual_stream` (the
+            greedy answers get their own store under ``store/answers``); its fields may also be
+            given as keywords (``batch_size=8``, ``store=...``).
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         SupportError: ``k`` < 1, ``k`` larger than the samples, an empty support.
         ImageError: a sample or support sample without an image.
         EmptyTargetError: a target that tokenises to nothing (or an empty greedy answer).
@@ -201,13 +202,14 @@ def causal_drives(
             counterpart (``"white"``, ``"noise"``) with ``visual="video"``.
         DriveError: not one target per sample, or bad ``batch_size`` / ``max_new_tokens``.
     """
+    opts = drives_options(vlm, run, options, "causal_drives")
     samples = ensure_samples(samples)
     visual = _visual_name(visual)
     _check_images(samples, visual=visual)
     nimg = _null_image_name(null_image)
     _check_null_visual(nimg, visual)
     qpart = _question_part(null_question)
-    _check_common(batch_size, max_new_tokens)
+    _check_common(opts.batch_size, max_new_tokens)
     sup = _resolve_support(samples, support, k, seed, visual)
     ids = _resolve_targets(vlm, samples, targets)
     edits = check_edits(vlm, edits)
@@ -215,16 +217,7 @@ def causal_drives(
     if qpart.arg:
         warn_unknown_tokens(vlm, [Sample(qpart.arg)])
     if ids is None:
-        ids = _greedy_targets(
-            vlm,
-            samples,
-            max_new_tokens=max_new_tokens,
-            edits=edits,
-            batch_size=batch_size,
-            store=substore(store, "answers"),
-            overwrite=overwrite,
-            progress_bar=progress_bar,
-        )
+        ids = _greedy_targets(vlm, samples, max_new_tokens=max_new_tokens, edits=edits, run=opts)
     K = len(sup)
     marginal = bool(pmi and pmi_marginal)
     contexts = drive_contexts(
@@ -259,11 +252,7 @@ def causal_drives(
         settings=settings,
         extras=extras,
         edits=edits,
-        batch_size=batch_size,
-        store=substore(store, "drives"),
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        run=replace(opts, store=substore(opts.store, "drives")),
     )
     arrays = _drive_arrays(lps, K, pmi, marginal)
     width = max(len(t) for t in ids)

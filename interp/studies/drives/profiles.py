@@ -18,7 +18,7 @@ statement about these profiles (:meth:`DriveProfiles.trend`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +26,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from interp.figures import subplots
+from interp.options import RunOptions
 from interp.samples import Sample, ensure_samples
 from probes.stats import block_bootstrap, pearson
 
@@ -173,9 +174,8 @@ def support_stability(
     draws: int = 2,
     targets: Sequence[str | Sequence[int]] | None = None,
     seed: int = 0,
-    batch_size: int = 32,
-    progress_bar: bool = True,
-    **kw: Any,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> pd.DataFrame:
     """Stability of the drives over the support size K (Supplementary Sec. 9.1): for each of
     ``draws`` independent supports (drawn from ``pool`` with seeds ``seed``, ``seed + 1``, ...,
@@ -185,16 +185,26 @@ def support_stability(
     as :func:`causal_drives`; default the greedy answers, computed once). The paper
     (8 targets, K ∈ {4, 8, 16}, two supports) reports QCD 1.000 and PCD 0.997 at K = 4.
 
+    ``run`` is how each :func:`causal_drives` runs (:class:`~interp.options.RunOptions`, default
+    ``batch_size`` 32); its fields may also be given as keywords, and the other keywords are
+    :func:`causal_drives`'s (``null_image=``, ``edits=`` ...).
+
     Returns:
         One row per (draw, k): ``r_question_drive``, ``r_prefix_drive`` (means over samples of
         the per-sample Pearson r; a constant trajectory — one-token answers — gives no r and is
         left out), ``n`` (samples with an r) and ``mean_abs_diff_*`` (mean |D − D_ref| in bits).
 
     Raises:
-        SupportError: a K larger than the pool; other errors as :func:`causal_drives`.
+        SupportError: a K larger than the pool; other errors as :func:`causal_drives` (a
+            remote run: RemoteError, before any compute).
     """
-    from .measure import causal_drives
+    from .measure import causal_drives, drives_options
 
+    names = {f.name for f in fields(RunOptions)}
+    opts = drives_options(
+        vlm, run, {k: v for k, v in options.items() if k in names}, "support_stability"
+    )
+    kw = {k: v for k, v in options.items() if k not in names}
     samples = ensure_samples(samples)
     pool = ensure_samples(pool) if pool is not None else samples
     ks = sorted(int(k) for k in ks)
@@ -209,8 +219,7 @@ def support_stability(
                 support=sup[:k],
                 targets=targets,
                 pmi=False,
-                batch_size=batch_size,
-                progress_bar=progress_bar,
+                run=opts,
                 **kw,
             )
             targets = res.token_ids if targets is None else targets  # fixed after the first

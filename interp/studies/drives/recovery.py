@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,13 +30,13 @@ from .contexts import (
     _compose,
     _visual_of,
 )
-from .measure import _measure
+from .measure import _measure, drives_options
 from .result import CausalDrives
 
 if TYPE_CHECKING:
     from interp.edits import Intervention
     from interp.model import VLM
-    from interp.runner import Shard
+    from interp.options import RunOptions
 
 # (intervention, drive, its PMI baseline) of Fig. 5; the table names the drive by its symbol
 RECOVERED: tuple[tuple[str, str, str], ...] = (
@@ -156,12 +155,9 @@ def recovery_error(
     m: int = 100,
     seed: int = 1,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 32,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
     visual: str | None = None,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Recovery:
     """Randomized-intervention recovery (Sec. 5.4, Eq. 15, Fig. 5): a held-out reference G(t)
     from M contexts outside the drives' support, and Err(D) = (1/T) Σ_t |D(t) − G(t)| for QCD vs
@@ -175,12 +171,16 @@ def recovery_error(
             from ``samples`` outside the drives' support.
         visual: what V is; default: as in ``drives`` (``"video"``: the contexts' videos are
             reassigned). A value other than the drives' is refused.
+        run: how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 32; the
+            store gets the sub-folder ``recovery``); its fields may also be given as keywords.
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         DriveError: other samples than the drives', drives without PMI, or another ``visual``
             than the drives'.
         SupportError: ``m`` < 1 or more than the held-out samples available.
     """
+    opts = drives_options(vlm, run, options, "recovery_error")
     samples = ensure_samples(samples)
     _check_matches(samples, drives)
     visual = _visual_of(drives, visual)
@@ -189,7 +189,7 @@ def recovery_error(
             "recovery_error compares the drives with the PMI baselines: compute the drives with "
             "pmi=True"
         )
-    _check_common(batch_size, 1)
+    _check_common(opts.batch_size, 1)
     if contexts is None:
         held = [s for s in samples if str(s.id) not in set(drives.support_ids)]
         if not isinstance(m, (int, np.integer)) or m < 1:
@@ -232,11 +232,7 @@ def recovery_error(
         settings={"contexts": [c.fingerprint() for c in ctx]}
         | ({"visual": visual} if visual == "video" else {}),
         edits=edits,
-        batch_size=batch_size,
-        store=substore(store, "recovery"),
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        run=replace(opts, store=substore(opts.store, "recovery")),
     )
     logw = -math.log(M)
     width = drives.mask.shape[1]

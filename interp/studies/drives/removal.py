@@ -4,9 +4,8 @@ question, the image or the generated prefix removed."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,12 +32,12 @@ from .contexts import (
     _question_part,
     _visual_name,
 )
-from .measure import _greedy_targets, _measure, _resolve_targets
+from .measure import _greedy_targets, _measure, _resolve_targets, drives_options
 
 if TYPE_CHECKING:
     from interp.edits import Intervention
     from interp.model import VLM
-    from interp.runner import Shard
+    from interp.options import RunOptions
 
 
 REMOVALS: tuple[tuple[str, str], ...] = (
@@ -104,12 +103,9 @@ def source_removal(
     null_question: str = "",
     max_new_tokens: int = 24,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 32,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    shard: Shard = None,
-    progress_bar: bool = True,
     visual: str = "image",
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> SourceRemoval:
     """Source-removal sanity check (Sec. 5.4, Table 3, Fig. 4): the fixed answer's token
     probabilities P(a_t | a_<t, v, q) under the full input, without Q (the null question),
@@ -117,33 +113,27 @@ def source_removal(
     teacher-forced forwards per sample.
 
     Args: as :func:`causal_drives` (``targets`` default to the greedy answers; with
-    ``visual="video"`` "without V" removes or nulls the video).
+    ``visual="video"`` "without V" removes or nulls the video; ``run``: the
+    :class:`~interp.options.RunOptions`, default ``batch_size`` 32, whose fields may also be
+    given as keywords).
 
-    Raises: as :func:`causal_drives`.
+    Raises: as :func:`causal_drives` (a remote run: RemoteError, before any compute).
     """
+    opts = drives_options(vlm, run, options, "source_removal")
     samples = ensure_samples(samples)
     visual = _visual_name(visual)
     _check_images(samples, visual=visual)
     nimg = _null_image_name(null_image)
     _check_null_visual(nimg, visual)
     qpart = _question_part(null_question)
-    _check_common(batch_size, max_new_tokens)
+    _check_common(opts.batch_size, max_new_tokens)
     ids = _resolve_targets(vlm, samples, targets)
     edits = check_edits(vlm, edits)
     partners = _mismatched_partners(samples, visual) if nimg == "mismatched" else None
     if qpart.arg:
         warn_unknown_tokens(vlm, [Sample(qpart.arg)])
     if ids is None:
-        ids = _greedy_targets(
-            vlm,
-            samples,
-            max_new_tokens=max_new_tokens,
-            edits=edits,
-            batch_size=batch_size,
-            store=substore(store, "answers"),
-            overwrite=overwrite,
-            progress_bar=progress_bar,
-        )
+        ids = _greedy_targets(vlm, samples, max_new_tokens=max_new_tokens, edits=edits, run=opts)
 
     def contexts(i: int, s: Sample) -> list[Context]:
         v = s.video if visual == "video" else None
@@ -168,11 +158,7 @@ def source_removal(
         | ({"visual": visual} if visual == "video" else {}),
         extras=extras,
         edits=edits,
-        batch_size=batch_size,
-        store=substore(store, "removal"),
-        overwrite=overwrite,
-        shard=shard,
-        progress_bar=progress_bar,
+        run=replace(opts, store=substore(opts.store, "removal")),
     )
     width = max(len(t) for t in ids)
     mask = np.zeros((len(samples), width), dtype=bool)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,12 +34,13 @@ from .contexts import (
     _question_part,
     _visual_of,
 )
-from .measure import _measure
+from .measure import _measure, drives_options
 from .result import CausalDrives
 
 if TYPE_CHECKING:
     from interp.edits import Intervention
     from interp.model import VLM
+    from interp.options import RunOptions
 
 
 @dataclass
@@ -89,11 +89,9 @@ def drive_sensitivity(
     null_images: Sequence[str] = ("black", "mismatched"),
     null_questions: Sequence[str] = (NEUTRAL_PROMPT,),
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 32,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
     visual: str | None = None,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Sensitivity:
     """Reference and prompt sensitivity (Supplementary Sec. 10): the drives with V = ∅ replaced
     by each of ``null_images`` (the base null question kept), and with Q = ∅ replaced by each of
@@ -105,11 +103,17 @@ def drive_sensitivity(
     videos (``"blind"``: ``no_video``, ``"black"`` / ``"mean"``: ``null_video`` frames,
     ``"mismatched"``: the next sample's different video), as in :func:`causal_drives`.
 
+    ``run`` is how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 32; each
+    setting keeps its own store under ``store``, not sharded); its fields may also be given as
+    keywords.
+
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         DriveError: other samples than the base's, or another ``visual`` than the base's;
         ConditionError: an unknown null image, or one without a video counterpart
         (``"white"``, ``"noise"``) when V is the video.
     """
+    opts = drives_options(vlm, run, options, "drive_sensitivity")
     samples = ensure_samples(samples)
     _check_matches(samples, base)
     visual = _visual_of(base, visual)
@@ -122,7 +126,7 @@ def drive_sensitivity(
         if q.strip():
             warn_unknown_tokens(vlm, [Sample(q.strip())])
     settings = [s for s in dict.fromkeys(settings) if s != (base.null_image, base.null_question)]
-    _check_common(batch_size, 1)
+    _check_common(opts.batch_size, 1)
     edits = check_edits(vlm, edits)
     if any(n == "mismatched" for n, _ in settings):
         partners = _mismatched_partners(samples, visual)
@@ -158,11 +162,11 @@ def drive_sensitivity(
             | ({"visual": visual} if visual == "video" else {}),
             extras=extras,
             edits=edits,
-            batch_size=batch_size,
-            store=substore(store, f"sensitivity-{nimg}-{stable_seed(nq):08x}"),
-            overwrite=overwrite,
-            shard=None,
-            progress_bar=progress_bar,
+            run=replace(
+                opts,
+                store=substore(opts.store, f"sensitivity-{nimg}-{stable_seed(nq):08x}"),
+                shard=None,
+            ),
         )
         p0 = _pad([np.cumsum(lp[1]) / LN2 for lp in lps], width)
         visual_num = _pad([np.cumsum(lp[0]) / LN2 for lp in lps], width)

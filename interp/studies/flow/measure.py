@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import interp
 from interp.edits import POSITION_NAMES, PositionSpec, check_position
 from interp.errors import EmptyTargetError, InterventionError, PositionError
+from interp.options import RunOptions, refuse_remote
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions import Knockout
@@ -153,10 +153,8 @@ def information_flow(
     answer: str = "given",
     split: str | None = "agreement",
     max_new_tokens: int = 8,
-    batch_size: int = 8,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Flow:
     """Attention-knockout information flow: Δ per sample, edge and window.
 
@@ -169,14 +167,24 @@ def information_flow(
         split: how samples are grouped: ``"agreement"`` (D_VT: the greedy answer changes without
             the image, D_T: it does not — the chain-of-embedding study's split), a ``meta``
             label, or None (one group ``"all"``).
-        store: a folder; every scoring pass keeps its own resumable store under it.
+        run: how it runs (:class:`~interp.options.RunOptions`): batch size, progress bar, and a
+            ``store`` folder under which every scoring pass keeps its own resumable store; its
+            fields may also be given as keywords (``batch_size=8``, ``store=...``).
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         InterventionError: non-eager attention, a window larger than the model, an unknown edge
             (before any compute).
         EmptyTargetError: a sample without an answer (``"given"``) or whose greedy answer is
             empty.
     """
+    opts = RunOptions.resolve(run, **options)
+    refuse_remote(
+        opts.trace_options(),
+        "information_flow",
+        "its traces still carry library objects (conditions, edits)",
+        vlm=vlm,
+    )
     samples = ensure_samples(samples)
     parsed = [parse_edge(e) for e in edges]
     names = [e.name for e in parsed]
@@ -195,18 +203,20 @@ def information_flow(
         missing = [s.id for s in samples if split not in s.meta]
         if missing:
             raise ValueError(f"samples {missing[:5]} have no meta label {split!r} to group by")
-    run = {"batch_size": batch_size, "overwrite": overwrite, "progress_bar": progress_bar}
+
+    def part(name: str) -> RunOptions:
+        """The run options of one pass: its own store under ``store``."""
+        return replace(opts, store=substore(opts.store, name))
+
     full = blind = None
     if answer == "greedy" or split == "agreement":
         full = interp.generate(
-            vlm, samples, "full", max_new_tokens=max_new_tokens,
-            store=substore(store, "generate_full"), **run,
-        )  # fmt: skip
+            vlm, samples, "full", max_new_tokens=max_new_tokens, run=part("generate_full")
+        )
     if split == "agreement":
         blind = interp.generate(
-            vlm, samples, "blind", max_new_tokens=max_new_tokens,
-            store=substore(store, "generate_blind"), **run,
-        )  # fmt: skip
+            vlm, samples, "blind", max_new_tokens=max_new_tokens, run=part("generate_blind")
+        )
     if answer == "greedy":
         assert full is not None
         empty = [s.id for s, ids in zip(samples, full.token_ids) if not ids]
@@ -220,16 +230,14 @@ def information_flow(
     else:
         targets = [str(s.answer) for s in samples]
         texts = list(targets)  # type: ignore[arg-type]
-    base = interp.score(vlm, samples, targets, edits=[], store=substore(store, "base"), **run)
+    base = interp.score(vlm, samples, targets, edits=[], run=part("base"))
     base_total = base.total.double().numpy()
     delta: dict[str, np.ndarray] = {}
     for edge in parsed:
         rows = []
         for w in found:
-            where = substore(store, f"{_slug(edge.name)}-{w[0]}-{w[-1]}")
-            knocked = interp.score(
-                vlm, samples, targets, edits=edge.knockouts(w), store=where, **run
-            )
+            where = part(f"{_slug(edge.name)}-{w[0]}-{w[-1]}")
+            knocked = interp.score(vlm, samples, targets, edits=edge.knockouts(w), run=where)
             rows.append(knocked.total.double().numpy() - base_total)
         delta[edge.name] = np.stack(rows, axis=1)
     if split == "agreement":

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,6 +16,7 @@ from jaxtyping import Float, Int
 from interp.edits import check_edits
 from interp.errors import EmptyInputError, RecallError
 from interp.generation import generate
+from interp.options import RunOptions, refuse_remote
 from interp.residual import generate_states
 from interp.samples import Sample
 from interp.store import substore
@@ -84,10 +84,7 @@ def _generate_states(
     *,
     max_new_tokens: int,
     edits: Sequence[Intervention],
-    batch_size: int,
-    store: Path | None,
-    overwrite: bool,
-    progress_bar: bool,
+    run: RunOptions,
 ) -> _Generated:
     """Greedy answers, last-prompt-token states at every layer and the log-probability of each
     chosen token (:func:`interp.residual.generate_states`: one generate trace per batch)."""
@@ -98,12 +95,9 @@ def _generate_states(
         max_new_tokens=max_new_tokens,
         token_logprobs=True,
         edits=edits,
-        batch_size=batch_size,
-        store=store,
-        overwrite=overwrite,
-        progress_bar=progress_bar,
         measurement="recall_generate",
         labels={"setting": name},
+        run=run,
     )
     assert gen.logprobs is not None and gen.first_token is not None
     return _Generated(
@@ -131,10 +125,8 @@ def run_recall(
     whole_words: bool = True,
     seed: int = 0,
     edits: Sequence[Intervention] | None = None,
-    batch_size: int = 16,
-    store: str | Path | None = None,
-    overwrite: bool = False,
-    progress_bar: bool = True,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> RecallRun:
     """Run every setting of the visual-reference study (greedy decoding, as Appendix B).
 
@@ -161,12 +153,22 @@ def run_recall(
             inflates accuracy, so whole words by default (``False``: the paper's exact rule).
         seed: seeds the majority vote's tie-break.
         edits: interventions applied in every pass.
-        store: a folder; each pass keeps its own resumable store under it.
+        run: how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 16): a
+            ``store`` folder keeps each pass's resumable store under it; its fields may also be
+            given as keywords (``batch_size=8``, ``store=...``).
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         RecallError, UnknownFamilyError, ConditionError: bad data or settings (before any
             compute).
     """
+    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
+    refuse_remote(
+        opts.trace_options(),
+        "run_recall",
+        "its traces still carry library objects (conditions, edits)",
+        vlm=vlm,
+    )
     if data and all(isinstance(d, RecallItem) for d in data):
         items = select_families(list(data), families)  # type: ignore[arg-type]
         if identify is not None:
@@ -187,38 +189,23 @@ def run_recall(
     edits = check_edits(vlm, edits)
     if max_new_tokens < 1:
         raise RecallError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    common = {
-        "edits": edits,
-        "batch_size": batch_size,
-        "overwrite": overwrite,
-        "progress_bar": progress_bar,
-    }
 
-    def where(*parts: str) -> Path | None:
-        return substore(store, *parts)
+    def where(*parts: str) -> RunOptions:
+        """The run options of one pass: its own store under ``store``."""
+        return replace(opts, store=substore(opts.store, *parts))
 
     visual = [item.sample("visual") for item in items]
     textual = [item.sample("full_info") for item in items]
-    gen_v = _generate_states(
-        vlm, visual, "visual", max_new_tokens=max_new_tokens, store=where("visual"), **common
-    )
-    gen_f = _generate_states(
-        vlm, textual, "full_info", max_new_tokens=max_new_tokens, store=where("full_info"), **common
-    )
+    common = {"max_new_tokens": max_new_tokens, "edits": edits}
+    gen_v = _generate_states(vlm, visual, "visual", run=where("visual"), **common)
+    gen_f = _generate_states(vlm, textual, "full_info", run=where("full_info"), **common)
     answers: dict[str, list[str | None]] = {"visual": list(gen_v.texts)}
     answers["full_info"] = list(gen_f.texts)
 
     def trivial_answers(samples: list[Sample], setting: str) -> None:
         for cond in conds:
             answers[f"{setting}:{cond}"] = list(
-                generate(
-                    vlm,
-                    samples,
-                    cond,
-                    max_new_tokens=max_new_tokens,
-                    store=where(setting, _slug(cond)),
-                    **common,
-                ).texts
+                generate(vlm, samples, cond, run=where(setting, _slug(cond)), **common).texts
             )
         answers[setting] = [
             majority_vote(
@@ -233,17 +220,13 @@ def run_recall(
     asked = [i for i, item in enumerate(items) if item.identify is not None]
     if asked:
         said = generate(
-            vlm,
-            [items[i].sample("identify") for i in asked],
-            max_new_tokens=max_new_tokens,
-            store=where("identify"),
-            **common,
+            vlm, [items[i].sample("identify") for i in asked], run=where("identify"), **common
         ).texts
         answers["identify"] = [None] * len(items)
         for i, text in zip(asked, said):
             answers["identify"][i] = text
     first = torch.tensor(gen_v.first, dtype=torch.long)
-    lens = logit_lens(vlm, gen_v.states, first, batch_size=batch_size)
+    lens = logit_lens(vlm, gen_v.states, first, batch_size=opts.batch_size)
     ppl = [answer_perplexity_of(lp, len(t)) for lp, t in zip(gen_v.logprobs, gen_v.ids)]
     return RecallRun(
         items=items,

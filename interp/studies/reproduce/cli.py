@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from interp.cli import MODEL_HELP, UsageError
+from interp.cli import MODEL_HELP, REMOTE_HELP, UsageError
 
 PAPERS = ("coe", "recall", "drives", "ablation", "conflict")
 
@@ -48,6 +48,11 @@ def register(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--overwrite", action="store_true", help="start every run afresh")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--remote",
+        action="store_true",
+        help=f"{REMOTE_HELP}; refused for now: the recipes' studies cannot run remotely yet",
+    )
     p.set_defaults(func=run_command)
 
 
@@ -69,6 +74,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--data-root {args.data_root!r} is not a folder")
     from .run import reproduce
 
+    # the commands' own batch size unless --batch-size is given
+    given = {} if args.batch_size is None else {"batch_size": args.batch_size}
     result = reproduce(
         args.paper,
         args.model,
@@ -76,9 +83,10 @@ def run_command(args: argparse.Namespace) -> int:
         data_root=args.data_root,
         data=_data(args.data),
         n=args.n,
-        batch_size=args.batch_size,
         overwrite=args.overwrite,
-        progress=not args.no_progress,
+        progress_bar=not args.no_progress,
+        remote=args.remote,
+        **given,
     )
     sys.stdout.write(result.markdown())
     print(f"wrote table.csv, published.csv, table.md to {result.out}")

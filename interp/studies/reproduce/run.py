@@ -12,10 +12,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from interp.errors import InterpError
+from interp.options import RunOptions, refuse_remote
 
 from .published import PUBLISHED, model_key
 from .recipes import RECIPES, Recipe, Run, is_demo
@@ -107,10 +109,9 @@ def reproduce(
     data_root: str | Path | None = None,
     data: Mapping[str, str] | None = None,
     n: int | None = None,
-    batch_size: int | None = None,
-    overwrite: bool = False,
-    progress: bool = False,
     extra: list[str] | None = None,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Reproduction:
     """Run ``paper``'s recipe (:data:`~.recipes.RECIPES`) on ``model`` and write its table beside
     the paper's published rows (see the module docstring).
@@ -121,11 +122,32 @@ def reproduce(
             ``DIR/MME``); None: the hub by dataset id, or ``$INTERP_DATA_ROOT``.
         data: ``{run label: --data spec}`` overriding a run's data (``"*"``: the only run's).
         n: samples per run (default: all). extra: more options for every study command.
+        run: how every study command runs (:class:`~interp.options.RunOptions`; its fields may
+            also be given as keywords): ``batch_size`` (default: the commands' own, 16),
+            ``overwrite`` (start every run afresh) and ``progress_bar`` (default off; the former
+            keyword ``progress`` is still read). Each run keeps its store in its own folder.
 
     Raises:
+        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         ReproduceError: an unknown paper, unpublished data not given, or a failed study run.
+        TypeError: a keyword that is neither an option of the commands nor of this function.
     """
     from interp import cli
+
+    if "progress" in options:  # its former name
+        options["progress_bar"] = options.pop("progress")
+    if "batch_size" in options and options["batch_size"] is None:  # the commands' own
+        del options["batch_size"]
+    batch_given = run is not None or "batch_size" in options  # else the command's default
+    default = RunOptions(batch_size=16, progress_bar=False)
+    opts = RunOptions.resolve(run if run is not None else default, **options)
+    refuse_remote(
+        opts.trace_options(),
+        "reproduce",
+        "its traces still carry library objects (conditions, edits)",
+    )
+    if opts.trace:  # a study command takes no nnsight keyword: a misspelt option
+        raise TypeError(f"reproduce() got unexpected keyword arguments {sorted(opts.trace)}")
 
     recipe = RECIPES.get(paper)
     if recipe is None:
@@ -139,11 +161,11 @@ def reproduce(
         argv += recipe.args(model) + (extra or [])
         if n is not None:
             argv += ["--n", str(n)]
-        if batch_size is not None:
-            argv += ["--batch-size", str(batch_size)]
-        if overwrite:
+        if batch_given:
+            argv += ["--batch-size", str(opts.batch_size)]
+        if opts.overwrite:
             argv.append("--overwrite")
-        if not progress:
+        if not opts.progress_bar:
             argv.append("--no-progress")
         status = cli.main(argv)
         if status != 0:

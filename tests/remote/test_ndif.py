@@ -1,0 +1,166 @@
+"""Measurements on the loopback NDIF (tests/remote/conftest.py): the request names a model key the
+server serves, carries no object of this library, and the results equal a local run."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import interp
+from interp.testing import build_tiny, make_samples
+from interp.testing.tolerance import assert_close
+
+
+@pytest.fixture(scope="module")
+def demo() -> tuple[interp.VLM, interp.VLM]:
+    """The demo model loaded twice: locally, and for NDIF (on the meta device, no weights)."""
+    return interp.load("demo"), interp.load("demo", remote=True)
+
+
+def test_residual_stream_runs_on_the_loopback_and_equals_local(ndif, demo):
+    local, remote = demo
+    samples = make_samples()[:4]
+    before = ndif.requests()
+    got = interp.residual_stream(
+        remote, samples, layers=[0, 3, 12], batch_size=2, remote=ndif.url, progress_bar=False
+    )
+    assert ndif.requests() - before == 2  # one request per batch
+    assert not remote.dispatched  # nothing local touched the weights
+    want = interp.residual_stream(local, samples, layers=[0, 3, 12], progress_bar=False)
+    assert_close(got, want)
+    keys = set(ndif.stats()["model_keys"])
+    assert all(k.startswith("nnsight.modeling.transformers.TransformersModel:") for k in keys)
+
+
+def test_score_runs_on_the_loopback_and_equals_local(ndif, demo):
+    local, remote = demo
+    samples = make_samples()[:4]
+    targets = ["a red square", "blue", "two", "a circle"]
+    before = ndif.requests()
+    got = interp.score(remote, samples, targets, batch_size=2, remote=ndif.url, progress_bar=False)
+    assert ndif.requests() - before == 2
+    want = interp.score(local, samples, targets, progress_bar=False)
+    assert_close(got.logprobs, want.logprobs)
+    assert torch.equal(got.mask, want.mask)
+
+
+def test_generate_runs_on_the_loopback_and_equals_local(ndif, demo):
+    """A model loaded with remote=<host> traces there by default: no run option needed."""
+    local, _ = demo
+    remote = interp.load("demo", remote=ndif.url)
+    samples = make_samples()[:4]
+    before = ndif.requests()
+    got = interp.generate(remote, samples, max_new_tokens=5, batch_size=2, progress_bar=False)
+    assert ndif.requests() - before == 2
+    want = interp.generate(local, samples, max_new_tokens=5, progress_bar=False)
+    assert got.token_ids == want.token_ids
+    assert not remote.dispatched
+
+
+def test_generate_states_reads_the_prompt_and_the_answer_on_the_loopback(ndif, demo):
+    local, remote = demo
+    samples = make_samples()[:2]
+    for read_at in ("prompt", "generated"):
+        got = interp.generate_states(
+            remote,
+            samples,
+            ["full", "blind"],
+            layers=[1, 6],
+            max_new_tokens=4,
+            read_at=read_at,
+            remote=ndif.url,
+            progress_bar=False,
+        )
+        want = interp.generate_states(
+            local,
+            samples,
+            ["full", "blind"],
+            layers=[1, 6],
+            max_new_tokens=4,
+            read_at=read_at,
+            progress_bar=False,
+        )
+        assert got.token_ids == want.token_ids
+        for name in want.conditions:
+            assert_close(got.states[name], want.states[name])
+
+
+@pytest.fixture(scope="module")
+def qwen(tmp_path_factory: pytest.TempPathFactory) -> tuple[interp.VLM, interp.VLM]:
+    """A tiny Qwen2-VL checkpoint in a folder (M-RoPE positions), loaded locally and for NDIF.
+
+    Its processor is handed over rather than read back: Qwen2-VL's video processor needs
+    torchvision, which this machine cannot import (the server stands in for it)."""
+    folder = tmp_path_factory.mktemp("qwen2_vl")
+    model, processor = build_tiny("qwen2_vl")
+    model.save_pretrained(folder)
+    processor.image_processor.save_pretrained(folder)
+    processor.tokenizer.save_pretrained(folder)
+    (folder / "chat_template.jinja").write_text(processor.chat_template)
+    local = interp.load(str(folder), processor=processor)
+    return local, interp.load(str(folder), processor=processor, remote=True)
+
+
+@pytest.mark.parametrize("condition", ["full", "blind"])
+def test_a_qwen_vl_family_runs_on_the_loopback_and_equals_local(ndif, qwen, condition):
+    local, remote = qwen
+    samples = make_samples()[:3]
+    run = interp.RunOptions(batch_size=3, progress_bar=False)
+    got = interp.residual_stream(remote, samples, condition, run=run, remote=ndif.url)
+    want = interp.residual_stream(local, samples, condition, run=run)
+    assert_close(got, want)
+    targets = ["a cat", "blue", "two"]
+    got_scores = interp.score(remote, samples, targets, condition, run=run, remote=ndif.url)
+    want_scores = interp.score(local, samples, targets, condition, run=run)
+    assert_close(got_scores.logprobs, want_scores.logprobs)
+    g = interp.generate(remote, samples, condition, max_new_tokens=4, run=run, remote=ndif.url)
+    assert (
+        g.token_ids
+        == interp.generate(local, samples, condition, max_new_tokens=4, run=run).token_ids
+    )
+
+
+def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
+    """Edits, decoding methods and sampling are library objects or local state: a remote run
+    holding one raises RemoteError naming the step, and the server never hears of it — also
+    where the model itself was loaded for NDIF and the call names no remote option."""
+    from interp.studies.coe import chain_of_embedding
+    from interventions import Steer
+    from interventions.decoding import vcd
+
+    _, remote = demo
+    samples = make_samples()[:2]
+    before = ndif.requests()
+    steer = Steer(3, torch.zeros(remote.d_model))
+    home = interp.load("demo", remote=ndif.url)  # traces remotely by default
+    calls = {
+        "residual_stream": lambda: interp.residual_stream(
+            remote, samples, edits=[steer], remote=ndif.url
+        ),
+        "score": lambda: interp.score(remote, samples, ["a", "b"], edits=[steer], remote=ndif.url),
+        "generate": lambda: interp.generate(remote, samples, decoding=vcd(), remote=ndif.url),
+        "generate ": lambda: interp.generate(home, samples, do_sample=True),
+        "generate_states": lambda: interp.generate_states(home, samples, visual_attention=True),
+        "chain_of_embedding": lambda: chain_of_embedding(home, samples),
+    }
+    for step, call in calls.items():
+        with pytest.raises(interp.RemoteError, match=f"^{step.strip()} cannot run remotely"):
+            call()
+    assert ndif.requests() == before
+
+
+def test_a_users_own_plain_trace_runs_on_the_loopback(ndif, demo):
+    """docs/remote.md's own-trace example: envoys bound before the block, plain=True."""
+    local, remote = demo
+    enc = interp.encode(remote, make_samples()[:2], "full")
+    layer, head = remote.layers[6], remote.lm_head
+    with remote.trace_encoding(enc, plain=True, remote=ndif.url):
+        h = layer.output[:, -1].save()
+        logits = head.output[:, -1].save()
+    want = interp.testing.hf_forward(
+        local, interp.encode(local, make_samples()[:2], "full"), output_hidden_states=True
+    )
+    assert_close(logits, want.logits[:, -1])
+    assert_close(h, want.hidden_states[7][:, -1])
+    with pytest.raises(interp.RemoteError, match="cannot run remotely"):
+        remote.trace_encoding(enc, remote=ndif.url)  # not declared plain
