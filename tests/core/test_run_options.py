@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 
@@ -252,38 +251,6 @@ def test_a_study_passes_its_run_options_to_the_measurement(monkeypatch):
     assert got["run"].progress_bar is True  # a given run= keeps its own
 
 
-def _no_drives(samples: Any) -> Any:
-    """Drives of ``samples`` that were never computed (the refusal comes first)."""
-    from interp.studies.drives import CausalDrives
-
-    empty = np.zeros((len(samples), 1))
-    return CausalDrives(
-        sample_ids=[str(s.id) for s in samples],
-        token_ids=[[1] for _ in samples],
-        tokens=[["a"] for _ in samples],
-        answers=["a" for _ in samples],
-        p0=empty,
-        prefix_drive=empty,
-        question_drive=empty,
-        visual_drive=empty,
-        mask=empty > 0,
-        pmi_q=empty,
-        pmi_p=empty,
-    )
-
-
-def _drives(vlm: Any, samples: Any, **kw: Any) -> Any:
-    from interp.studies.drives import recovery_error
-
-    return recovery_error(vlm, samples, _no_drives(samples), **kw)
-
-
-def _sensitivity(vlm: Any, samples: Any, **kw: Any) -> Any:
-    from interp.studies.drives import drive_sensitivity
-
-    return drive_sensitivity(vlm, samples, _no_drives(samples), **kw)
-
-
 def _conflict_with_decoding(vlm: Any, samples: Any, **kw: Any) -> Any:
     from interp.studies.conflict import conflict_responses
     from interventions.decoding import vcd
@@ -304,11 +271,6 @@ REFUSING = [
     ("image_gradients", lambda vlm, s, **kw: interp.image_gradients(vlm, s, layer=1, **kw)),
     ("chain_of_embedding", _study("coe", "chain_of_embedding")),
     ("run_recall", _study("recall", "run_recall")),
-    ("causal_drives", _study("drives", "causal_drives")),
-    ("source_removal", _study("drives", "source_removal")),
-    ("recovery_error", _drives),
-    ("drive_sensitivity", _sensitivity),
-    ("support_stability", _study("drives", "support_stability")),
     ("information_flow", _study("flow", "information_flow")),
     ("evaluate_decoding", _study("decoding", "evaluate_decoding")),
     ("parameter_sweep", _study("decoding", "parameter_sweep")),
@@ -363,7 +325,7 @@ def _demo_argv(command: str, out: Path) -> list[str]:
     return [command, "--model", "demo", "--data", "demo", "--n", "8", "--out", str(out)]
 
 
-@pytest.mark.parametrize("command", ["coe", "drives", "flow", "recall", "attribute", "audit"])
+@pytest.mark.parametrize("command", ["coe", "flow", "recall", "attribute", "audit"])
 def test_remote_on_a_refusing_command_is_one_error_line(command, tmp_path, capsys, no_model):
     out = tmp_path / "out"
     capsys.readouterr()

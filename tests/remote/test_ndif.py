@@ -164,3 +164,48 @@ def test_a_users_own_plain_trace_runs_on_the_loopback(ndif, demo):
     assert_close(h, want.hidden_states[7][:, -1])
     with pytest.raises(interp.RemoteError, match="cannot run remotely"):
         remote.trace_encoding(enc, remote=ndif.url)  # not declared plain
+
+
+def test_causal_drives_run_on_the_loopback_and_equal_local(ndif, demo):
+    """The drives study: greedy answers, then 2K + 2 teacher-forced contexts per sample (null
+    image and removed question encoded here), every model run a plain request."""
+    from interp.studies.drives import causal_drives, source_removal
+
+    local, remote = demo
+    samples = make_samples()[:3]
+    run = interp.RunOptions(batch_size=4, progress_bar=False)
+    got = causal_drives(remote, samples, k=2, max_new_tokens=3, run=run, remote=ndif.url)
+    want = causal_drives(local, samples, k=2, max_new_tokens=3, run=run)
+    assert got.token_ids == want.token_ids
+    for name in ("p0", "visual_drive", "question_drive", "prefix_drive"):
+        # fp32 log-probabilities, combined in float64
+        assert_close(getattr(got, name), getattr(want, name), dtype=torch.float32)
+    got_r = source_removal(remote, samples, targets=want.token_ids, run=run, remote=ndif.url)
+    want_r = source_removal(local, samples, targets=want.token_ids, run=run)
+    numbers = [f.to_frame().select_dtypes("number").to_numpy() for f in (got_r, want_r)]
+    assert_close(*numbers, dtype=torch.float32)  # fp32 probabilities, tabled in float64
+
+
+def test_interp_drives_remote_writes_what_a_local_run_writes(ndif, tmp_path, monkeypatch, capsys):
+    """The command line: --remote loads the demo for NDIF (the configured host, here the
+    loopback) and every trace of the drives study goes there; its tables equal a local run's."""
+    import pandas as pd
+    from nnsight import CONFIG
+
+    from interp.cli import main
+
+    monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)
+    argv = ["drives", "--model", "demo", "--data", "demo", "--n", "4", "--k", "2", "--m", "0"]
+    argv += ["--max-new-tokens", "3", "--no-progress"]
+    before = ndif.requests()
+    assert main([*argv, "--out", str(tmp_path / "remote"), "--remote"]) == 0
+    assert ndif.requests() > before
+    assert main([*argv, "--out", str(tmp_path / "local")]) == 0
+    capsys.readouterr()
+    for table in ("tokens.csv", "source_removal.csv"):
+        got, want = (pd.read_csv(tmp_path / side / table) for side in ("remote", "local"))
+        assert list(got.columns) == list(want.columns)
+        numbers = [t.select_dtypes("number").to_numpy() for t in (got, want)]
+        assert_close(*numbers, dtype=torch.float32)
+        text = [t.select_dtypes(exclude="number") for t in (got, want)]
+        pd.testing.assert_frame_equal(*text)

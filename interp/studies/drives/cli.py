@@ -30,6 +30,7 @@ HELP = "temporal causal drives (QCD, VCD, PCD) of each generated token"
 # the package is loaded before its modules: its docstring, without importing it back
 DESCRIPTION = sys.modules[__package__].__doc__
 DATA_HELP = DEMO_HELP + " (default question type for demo: describe)"
+REMOTE = True  # remote: runs through generate / score_contexts (no edits)
 
 
 def check_options(inv: Invocation) -> None:

@@ -14,7 +14,7 @@ from interp.edits import check_edits
 from interp.encoding import target_ids, warn_unknown_tokens
 from interp.errors import DriveError, EmptyTargetError
 from interp.generation import generate
-from interp.options import RunOptions, refuse_remote
+from interp.options import RunOptions
 from interp.samples import Sample, ensure_samples
 from interp.scoring import score_contexts as score_contexts_of
 from interp.scoring import score_rows
@@ -39,18 +39,15 @@ if TYPE_CHECKING:
     from interp.edits import Intervention
     from interp.model import VLM
 
-REMOTE_REASON = "its traces still carry library objects (conditions, edits)"
-"""Why the drives' measurements refuse a remote run (:func:`interp.options.refuse_remote`)."""
 
+def drives_options(run: RunOptions | None, options: dict[str, Any]) -> RunOptions:
+    """The run options of one of the study's entry points (default ``batch_size`` 32).
 
-def drives_options(
-    vlm: VLM, run: RunOptions | None, options: dict[str, Any], step: str
-) -> RunOptions:
-    """The run options of one of the study's entry points (default ``batch_size`` 32), refused
-    for a remote run before any compute."""
-    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=32), **options)
-    refuse_remote(opts.trace_options(), step, REMOTE_REASON, vlm=vlm)
-    return opts
+    The drives run remotely (NDIF) as they are: every model run is :func:`interp.generate` or
+    :func:`interp.scoring.score_contexts` under conditions (null images, removed questions and
+    prefixes are encoded here), both lowered to plain data; edits are refused by those
+    measurements before any request."""
+    return RunOptions.resolve(run if run is not None else RunOptions(batch_size=32), **options)
 
 
 def _resolve_targets(
@@ -193,7 +190,7 @@ def causal_drives(
             given as keywords (``batch_size=8``, ``store=...``).
 
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
+        RemoteError: a remote run holding edits (before any request).
         SupportError: ``k`` < 1, ``k`` larger than the samples, an empty support.
         ImageError: a sample or support sample without an image.
         EmptyTargetError: a target that tokenises to nothing (or an empty greedy answer).
@@ -202,7 +199,7 @@ def causal_drives(
             counterpart (``"white"``, ``"noise"``) with ``visual="video"``.
         DriveError: not one target per sample, or bad ``batch_size`` / ``max_new_tokens``.
     """
-    opts = drives_options(vlm, run, options, "causal_drives")
+    opts = drives_options(run, options)
     samples = ensure_samples(samples)
     visual = _visual_name(visual)
     _check_images(samples, visual=visual)

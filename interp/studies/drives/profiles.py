@@ -196,14 +196,12 @@ def support_stability(
 
     Raises:
         SupportError: a K larger than the pool; other errors as :func:`causal_drives` (a
-            remote run: RemoteError, before any compute).
+            remote run holding edits: RemoteError, before any request).
     """
     from .measure import causal_drives, drives_options
 
     names = {f.name for f in fields(RunOptions)}
-    opts = drives_options(
-        vlm, run, {k: v for k, v in options.items() if k in names}, "support_stability"
-    )
+    opts = drives_options(run, {k: v for k, v in options.items() if k in names})
     kw = {k: v for k, v in options.items() if k not in names}
     samples = ensure_samples(samples)
     pool = ensure_samples(pool) if pool is not None else samples

@@ -175,12 +175,12 @@ def recovery_error(
             store gets the sub-folder ``recovery``); its fields may also be given as keywords.
 
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
+        RemoteError: a remote run holding edits (before any request).
         DriveError: other samples than the drives', drives without PMI, or another ``visual``
             than the drives'.
         SupportError: ``m`` < 1 or more than the held-out samples available.
     """
-    opts = drives_options(vlm, run, options, "recovery_error")
+    opts = drives_options(run, options)
     samples = ensure_samples(samples)
     _check_matches(samples, drives)
     visual = _visual_of(drives, visual)

@@ -117,9 +117,9 @@ def source_removal(
     :class:`~interp.options.RunOptions`, default ``batch_size`` 32, whose fields may also be
     given as keywords).
 
-    Raises: as :func:`causal_drives` (a remote run: RemoteError, before any compute).
+    Raises: as :func:`causal_drives` (a remote run holding edits: RemoteError, before any request).
     """
-    opts = drives_options(vlm, run, options, "source_removal")
+    opts = drives_options(run, options)
     samples = ensure_samples(samples)
     visual = _visual_name(visual)
     _check_images(samples, visual=visual)

@@ -108,12 +108,12 @@ def drive_sensitivity(
     keywords.
 
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
+        RemoteError: a remote run holding edits (before any request).
         DriveError: other samples than the base's, or another ``visual`` than the base's;
         ConditionError: an unknown null image, or one without a video counterpart
         (``"white"``, ``"noise"``) when V is the video.
     """
-    opts = drives_options(vlm, run, options, "drive_sensitivity")
+    opts = drives_options(run, options)
     samples = ensure_samples(samples)
     _check_matches(samples, base)
     visual = _visual_of(base, visual)
