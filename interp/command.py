@@ -55,7 +55,7 @@ from .cli import (
     use_adapter,
 )
 from .data_spec import check_data_files, load_data
-from .options import refuse_remote
+from .options import NOT_LOWERED, refuse_remote
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,8 +63,6 @@ if TYPE_CHECKING:
     from .model import VLM
 
 DPI = 130  # every figure a command writes
-REMOTE_REFUSED = "its traces still carry library objects (conditions, edits)"
-"""Why a study command without ``REMOTE = True`` refuses ``--remote``."""
 
 Hook = Callable[["Invocation"], Mapping[str, Any] | None]  # a check; what it resolved, for the run
 DataHook = Callable[["Invocation"], Sequence[Any]]  # the samples (or items), checked
@@ -201,7 +199,7 @@ class StudyCommand:
             args, one_process=f"interp {self.name}" if self.one_process else None
         )
         if getattr(args, "remote", False) and not self.remote:
-            refuse_remote({"remote": True}, f"interp {self.name}", REMOTE_REFUSED)
+            refuse_remote({"remote": True}, f"interp {self.name}", NOT_LOWERED)
         at_least(getattr(args, "max_new_tokens", 1), "--max-new-tokens", 1)
         check_output_dir(args.out, create=False)
         check_data_files(args.data, args.n, args.seed, args.columns)  # no heavy import yet

@@ -95,6 +95,10 @@ class RunOptions:
         return dataclasses.replace(self, remote=False, backend=None)
 
 
+NOT_LOWERED = "its traces still carry library objects (conditions, edits)"
+"""Why a study whose traces are not lowered to plain data yet refuses a remote run."""
+
+
 def is_remote(trace_options: Mapping[str, Any]) -> bool:
     """Whether trace keywords send the trace away (``remote`` set, or a backend given)."""
     return bool(trace_options.get("remote")) or trace_options.get("backend") is not None
@@ -113,4 +117,21 @@ def refuse_remote(
         )
 
 
-__all__ = ["RunOptions", "is_remote", "refuse_remote"]
+def local_options(
+    vlm: Any,
+    step: str,
+    run: RunOptions | None,
+    options: Mapping[str, Any],
+    *,
+    batch_size: int | None = None,
+) -> RunOptions:
+    """The run options of a study entry point whose traces are not lowered to plain data yet
+    (``batch_size``: its default where not 8): refused, naming ``step``, when they or ``vlm``
+    send traces away — before any compute."""
+    base = run if run is not None else RunOptions(batch_size=batch_size or 8)
+    opts = RunOptions.resolve(base, **options)
+    refuse_remote(opts.trace_options(), step, NOT_LOWERED, vlm=vlm)
+    return opts
+
+
+__all__ = ["NOT_LOWERED", "RunOptions", "is_remote", "local_options", "refuse_remote"]

@@ -344,16 +344,20 @@ def test_remote_on_reproduce_is_one_error_line(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_remote_on_a_command_that_can_run_remotely_loads_the_model_remote(
-    tmp_path, capsys, monkeypatch
-):
-    loaded: dict[str, Any] = {}
+@pytest.fixture
+def loaded(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The keywords a command loads its model with (the load itself stops the command)."""
+    seen: dict[str, Any] = {}
 
     def load(*args: Any, **kwargs: Any) -> None:
-        loaded.update(kwargs)
+        seen.update(kwargs)
         raise interp.InterpError("stop here")
 
     monkeypatch.setattr(interp.model, "load", load)
+    return seen
+
+
+def test_remote_on_a_command_that_can_run_remotely_loads_the_model_remote(tmp_path, capsys, loaded):
     capsys.readouterr()
     assert main([*_demo_argv("ablation", tmp_path / "out"), "--remote"]) == 2
     assert one_error_line(capsys.readouterr().err) == "error: InterpError: stop here"
@@ -370,14 +374,7 @@ def test_every_study_command_documents_remote(command, capsys):
     assert "run every trace on NDIF (the API key from nnsight's config or NDIF_API_KEY)" in text
 
 
-def test_doctor_remote_loads_no_weights_and_skips_the_forward_checks(capsys, monkeypatch):
-    loaded: dict[str, Any] = {}
-
-    def load(*args: Any, **kwargs: Any) -> None:
-        loaded.update(kwargs)
-        raise interp.InterpError("stop here")
-
-    monkeypatch.setattr(interp.model, "load", load)
+def test_doctor_remote_loads_no_weights(capsys, loaded):
     capsys.readouterr()
     assert main(["doctor", "--model", "demo", "--remote"]) == 2
     assert one_error_line(capsys.readouterr().err) == "error: InterpError: stop here"

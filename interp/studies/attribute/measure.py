@@ -25,7 +25,7 @@ import pandas as pd
 
 import interp
 from interp.errors import EmptyInputError, RegionError
-from interp.options import RunOptions, refuse_remote
+from interp.options import RunOptions, local_options
 from interp.regions import Box, TokenRegions
 from interp.samples import Sample, ensure_samples
 
@@ -33,8 +33,6 @@ if TYPE_CHECKING:
     from interp.model import VLM
 
 Hide = Literal["ablate", "swap"]
-REMOTE_REASON = "its traces still carry library objects (conditions, edits)"
-"""Why the maps refuse a remote run (:func:`interp.options.refuse_remote`)."""
 
 
 @dataclass
@@ -262,8 +260,7 @@ def occlusion(
     """
     from interventions import AblateImageTokens, SwapImageTokens
 
-    opts = RunOptions.resolve(run, **options)
-    refuse_remote(opts.trace_options(), "occlusion", REMOTE_REASON, vlm=vlm)
+    opts = local_options(vlm, "occlusion", run, options)
     samples = ensure_samples(samples)
     if hide not in ("ablate", "swap"):
         raise RegionError(f"hide must be 'ablate' or 'swap', got {hide!r}")
@@ -348,8 +345,7 @@ def attention(
     """
     from interp.residual import check_visual_attention
 
-    opts = RunOptions.resolve(run, **options)
-    refuse_remote(opts.trace_options(), "attention", REMOTE_REASON, vlm=vlm)
+    opts = local_options(vlm, "attention", run, options)
     samples = ensure_samples(samples)
     check_visual_attention(vlm)
     lay = _layout(vlm, samples, condition, grid, boxes)
@@ -408,8 +404,7 @@ def gradient(
     from interp.errors import ImageTokenMismatchError
     from interp.store import substore
 
-    opts = RunOptions.resolve(run, **options)
-    refuse_remote(opts.trace_options(), "gradient", REMOTE_REASON, vlm=vlm)
+    opts = local_options(vlm, "gradient", run, options)
 
     def part(name: str) -> RunOptions:
         return replace(opts, store=substore(opts.store, name))

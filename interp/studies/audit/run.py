@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interp.errors import InterpError
-from interp.options import RunOptions, refuse_remote
+from interp.options import RunOptions, local_options
 from interp.samples import Sample, ensure_samples
 
 from .registry import AuditOptions, AuditStudy, plan
@@ -69,13 +69,7 @@ def audit(
     from interp.runner import weights_fingerprint
     from interp.tracing import progress
 
-    ro = RunOptions.resolve(run, **run_options)
-    refuse_remote(
-        ro.trace_options(),
-        "audit",
-        "its traces still carry library objects (conditions, edits)",
-        vlm=vlm,
-    )
+    ro = local_options(vlm, "audit", run, run_options)
     samples = ensure_samples(samples)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

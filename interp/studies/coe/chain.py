@@ -43,7 +43,7 @@ from torch import Tensor
 from interp.conditions import Condition
 from interp.edits import Intervention
 from interp.errors import InterpError, ModalityError
-from interp.options import RunOptions, refuse_remote
+from interp.options import RunOptions, local_options
 from interp.residual import READ_AT, ReadAt, generate_states
 from interp.samples import Sample, ensure_samples
 from probes.distances import get_distance, to_numpy
@@ -228,13 +228,7 @@ def chain_of_embedding(
     Raises:
         RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
     """
-    opts = RunOptions.resolve(run, **options)
-    refuse_remote(
-        opts.trace_options(),
-        "chain_of_embedding",
-        "its traces still carry library objects (conditions, edits)",
-        vlm=vlm,
-    )
+    opts = local_options(vlm, "chain_of_embedding", run, options)
     if read_at not in READ_AT:
         raise ValueError(
             f"read_at must be 'prompt' (the last prompt token) or 'generated' (the last "

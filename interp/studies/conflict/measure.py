@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 import interp
-from interp.options import RunOptions, refuse_remote
+from interp.options import NOT_LOWERED, RunOptions, refuse_remote
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions.decoding import contrast
@@ -79,7 +79,7 @@ def conflict_responses(
         refuse_remote(
             opts.trace_options(),
             "conflict_responses",
-            "its traces still carry library objects (conditions, edits)",
+            NOT_LOWERED,
             vlm=vlm,
         )
     samples = ensure_samples(samples)

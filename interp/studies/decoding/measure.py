@@ -20,7 +20,7 @@ from interp.conditions import Condition
 from interp.edits import check_edits
 from interp.errors import DecodingError, EmptyInputError
 from interp.generation import check_decoding
-from interp.options import RunOptions, refuse_remote
+from interp.options import RunOptions, local_options
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions.decoding import PLAIN
@@ -213,14 +213,7 @@ def evaluate_decoding(
 def _options(vlm: VLM, run: RunOptions | None, options: dict[str, Any], step: str) -> RunOptions:
     """The run options of an entry point (default ``batch_size`` 16), refused for a remote run
     before any compute (the methods run library code inside the trace)."""
-    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
-    refuse_remote(
-        opts.trace_options(),
-        step,
-        "its traces still carry library objects (conditions, edits)",
-        vlm=vlm,
-    )
-    return opts
+    return local_options(vlm, step, run, options, batch_size=16)
 
 
 def _check_all(vlm: VLM, samples: Sequence[Sample], decoders: dict[str, Any]) -> None:

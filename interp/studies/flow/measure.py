@@ -18,7 +18,7 @@ import numpy as np
 import interp
 from interp.edits import POSITION_NAMES, PositionSpec, check_position
 from interp.errors import EmptyTargetError, InterventionError, PositionError
-from interp.options import RunOptions, refuse_remote
+from interp.options import RunOptions, local_options
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions import Knockout
@@ -178,13 +178,7 @@ def information_flow(
         EmptyTargetError: a sample without an answer (``"given"``) or whose greedy answer is
             empty.
     """
-    opts = RunOptions.resolve(run, **options)
-    refuse_remote(
-        opts.trace_options(),
-        "information_flow",
-        "its traces still carry library objects (conditions, edits)",
-        vlm=vlm,
-    )
+    opts = local_options(vlm, "information_flow", run, options)
     samples = ensure_samples(samples)
     parsed = [parse_edge(e) for e in edges]
     names = [e.name for e in parsed]

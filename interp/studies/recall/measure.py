@@ -16,7 +16,7 @@ from jaxtyping import Float, Int
 from interp.edits import check_edits
 from interp.errors import EmptyInputError, RecallError
 from interp.generation import generate
-from interp.options import RunOptions, refuse_remote
+from interp.options import RunOptions, local_options
 from interp.residual import generate_states
 from interp.samples import Sample
 from interp.store import substore
@@ -162,13 +162,7 @@ def run_recall(
         RecallError, UnknownFamilyError, ConditionError: bad data or settings (before any
             compute).
     """
-    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
-    refuse_remote(
-        opts.trace_options(),
-        "run_recall",
-        "its traces still carry library objects (conditions, edits)",
-        vlm=vlm,
-    )
+    opts = local_options(vlm, "run_recall", run, options, batch_size=16)
     if data and all(isinstance(d, RecallItem) for d in data):
         items = select_families(list(data), families)  # type: ignore[arg-type]
         if identify is not None:

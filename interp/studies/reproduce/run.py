@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from interp.errors import InterpError
-from interp.options import RunOptions, refuse_remote
+from interp.options import NOT_LOWERED, RunOptions, refuse_remote
 
 from .published import PUBLISHED, model_key
 from .recipes import RECIPES, Recipe, Run, is_demo
@@ -144,7 +144,7 @@ def reproduce(
     refuse_remote(
         opts.trace_options(),
         "reproduce",
-        "its traces still carry library objects (conditions, edits)",
+        NOT_LOWERED,
     )
     if opts.trace:  # a study command takes no nnsight keyword: a misspelt option
         raise TypeError(f"reproduce() got unexpected keyword arguments {sorted(opts.trace)}")
