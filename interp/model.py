@@ -406,7 +406,18 @@ class VLM:
     def unembed(self, hidden: Tensor) -> Tensor:
         """Logit lens: the forward's logits of residual-stream states, ``lm_head(final_norm(h))``
         (then the forward's own transform of the head's output, where it has one; plain torch,
-        no trace)."""
+        no trace).
+
+        Raises:
+            RemoteError: a model loaded for NDIF (its weights are not on this machine).
+        """
+        if self.remote:
+            refuse_remote(
+                {"remote": self.remote},
+                "the logit lens",
+                "it applies the final norm and the head on this machine, where a model loaded "
+                "for NDIF has no weights",
+            )
         norm = self.adapter.final_norm(self.hf)
         head = self.adapter.lm_head(self.hf)
         with torch.no_grad():

@@ -43,6 +43,7 @@ def residual_sites(
     *,
     skipped: frozenset[int] = frozenset(),
     attend: bool = False,
+    normed: bool = False,
 ) -> tuple[list[tuple[Any, str]], list[int]]:
     """The sites a trace reads for residual indices ``layers``, as plain data.
 
@@ -53,7 +54,8 @@ def residual_sites(
     every running layer's) — and ``order[j]`` is the index among the non-attention sites of
     ``layers[j]``'s value. Decoder layers in ``skipped`` do not run (Mllama's cross-attention
     layers in a text-only batch): their output is their input, so such an index reads the site
-    before it.
+    before it. With ``normed``, the decoder's final norm is read last (after every layer) and
+    ``order`` gets one more entry: ``norm(h^L)``, the forward's own input to the head.
     """
     source = [stand_in(layer, skipped) for layer in layers]
     wanted = sorted(set(source))
@@ -70,7 +72,11 @@ def residual_sites(
         if i + 1 in wanted:
             sites.append((vlm.layers[i], "output"))
     slot = {index: k for k, index in enumerate(wanted)}
-    return sites, [slot[s] for s in source]
+    order = [slot[s] for s in source]
+    if normed:
+        sites.append((vlm.final_norm, "output"))
+        order.append(len(wanted))
+    return sites, order
 
 
 def head_transform(vlm: VLM) -> tuple[float, float]:

@@ -111,6 +111,9 @@ class GeneratedStates:
             condition, the read position's attention mass on image tokens, averaged over heads
             and layers; else None.
         read_at: ``"prompt"`` or ``"generated"`` (see :func:`generate_states`).
+        final_states: with ``final_norm=True``, condition → float32 ``[N, d]``: the decoder's
+            final norm's output at the read position, ``norm(h^L)`` (read in the trace, so on
+            the model's machine); else None.
     """
 
     conditions: list[str]
@@ -123,6 +126,7 @@ class GeneratedStates:
     first_token: dict[str, list[int]] | None = None
     visual_attention: Float[Tensor, " n"] | None = None
     read_at: ReadAt = "prompt"
+    final_states: dict[str, Float[Tensor, "n d"]] | None = None
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -154,6 +158,7 @@ def generate_states(
     read_at: str = "prompt",
     token_logprobs: bool = False,
     visual_attention: bool = False,
+    final_norm: bool = False,
     edits: Sequence[Intervention] | None = None,
     measurement: str = "generate_states",
     labels: Mapping[str, Any] | None = None,
@@ -194,6 +199,8 @@ def generate_states(
         visual_attention: also measure, under the first condition, the attention mass of the read
             position on image tokens (mean over heads and layers; needs
             ``attn_implementation="eager"`` and a model whose image tokens sit in the sequence).
+        final_norm: also read the decoder's final norm's output at the read position
+            (``GeneratedStates.final_states``), in the same trace.
         edits: interventions applied at the prompt forward and, for ``steps = "all"`` edits, at
             every generated step.
         measurement, labels: the name and any further settings the store records as its
@@ -239,6 +246,8 @@ def generate_states(
         settings["token_logprobs"] = True
     if read_at != "prompt":  # stores of prompt reads keep their configuration
         settings["read_at"] = read_at
+    if final_norm:  # stores without it keep their configuration
+        settings["final_norm"] = True
     job = Job(
         measurement,
         {**settings, **(labels or {})},
@@ -254,11 +263,15 @@ def generate_states(
             attend = visual_attention and k == 0
             states = torch.empty(len(chunk), len(wanted), vlm.d_model)
             attn = torch.full((len(chunk),), float("nan"))
+            normed = torch.empty(len(chunk), vlm.d_model)
             for idx, enc in batches(vlm, chunk, cond, opts.batch_size, all_samples=samples):
                 rows = [chunk[i] for i in idx]
                 batch = Batch(vlm, enc, rows, cond, "generate", samples, trace_options=trace)
+                sites = residual_sites(
+                    vlm, wanted, skipped=batch.skipped_layers, attend=attend, normed=final_norm
+                )
                 read = (
-                    *residual_sites(vlm, wanted, skipped=batch.skipped_layers, attend=attend),
+                    *sites,
                     torch.arange(len(enc), device=enc.last_index.device),
                     enc.last_index,
                     enc.image_mask.to(torch.float32) if attend else None,
@@ -277,9 +290,12 @@ def generate_states(
                 else:
                     fed = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
                     st, mass = read_after_answer(
-                        vlm, fed, ids, wanted, edits, attend=attend, **trace
+                        vlm, fed, ids, wanted, edits, attend=attend, normed=final_norm, **trace
                     )
-                states[idx] = st.detach().to("cpu", torch.float32)
+                st = st.detach().to("cpu", torch.float32)
+                if final_norm:  # the final norm's output, read after the layers
+                    st, normed[idx] = st[:, :-1], st[:, -1]
+                states[idx] = st
                 if mass is not None:
                     attn[idx] = mass.detach().cpu().float()
                 for row, i in enumerate(idx):
@@ -293,6 +309,8 @@ def generate_states(
                         records[i][f"logprobs:{name}"] = best[row, :steps].tolist()
                         records[i][f"first:{name}"] = int(first[row])
             tensors[f"states:{name}"] = states
+            if final_norm:
+                tensors[f"final:{name}"] = normed
             if attend:
                 tensors["visual_attention"] = attn
         return tensors, records
@@ -317,6 +335,7 @@ def generate_states(
         else None,
         visual_attention=tensors.get("visual_attention"),
         read_at=read_at,
+        final_states={n: tensors[f"final:{n}"] for n in names} if final_norm else None,
     )
 
 
@@ -328,6 +347,7 @@ def read_after_answer(
     edits: Sequence[Intervention] = (),
     *,
     attend: bool = False,
+    normed: bool = False,
     **trace_kwargs: Any,
 ) -> tuple[Float[Tensor, "batch layer d"], Float[Tensor, " batch"] | None]:
     """One teacher-forced forward of each row's prompt followed by its answer tokens: the residual
@@ -351,6 +371,7 @@ def read_after_answer(
         index,
         edits,
         image_mask=traced.image_mask.to(torch.float32) if attend else None,
+        normed=normed,
         stop=not edits,
         **trace_kwargs,
     )

@@ -163,20 +163,22 @@ def forward_reads(
     edits: Sequence[Intervention] = (),
     *,
     image_mask: Tensor | None = None,
+    normed: bool = False,
     stop: bool = True,
     **trace_kwargs: Any,
 ) -> tuple[Float[Tensor, "batch layer d"], Float[Tensor, " batch"] | None]:
     """One forward of ``enc`` with ``edits``: the residual stream at ``layers`` for the (rows,
     index) positions (float32, CPU) and, with ``image_mask`` (float ``[batch, seq]``, 1 at image
     tokens), the mean over layers and heads of their attention on image tokens (Eq. 10 of the
-    chain-of-embedding paper; needs eager attention). With ``stop``, the run ends after the last
-    read (no edit, no attention read).
+    chain-of-embedding paper; needs eager attention). With ``normed``, one more state at the end:
+    the final norm's output there (:func:`interp.plain.residual_sites`). With ``stop``, the run
+    ends after the last read (no edit, no attention read).
 
     The block holds only envoys, tensors and ints (:mod:`interp.plain`), so it runs here or on
     NDIF alike; edits are library objects and run here only.
     """
     sites, order = residual_sites(
-        vlm, layers, skipped=batch.skipped_layers, attend=image_mask is not None
+        vlm, layers, skipped=batch.skipped_layers, attend=image_mask is not None, normed=normed
     )
     hook = edit_hook(vlm, batch, edits)
     mass = None

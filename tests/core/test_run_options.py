@@ -269,7 +269,6 @@ def _study(module: str, name: str, *args: Any, **fixed: Any) -> Callable[..., An
 # (the step the error names, the call): every entry point that refuses a remote run
 REFUSING = [
     ("image_gradients", lambda vlm, s, **kw: interp.image_gradients(vlm, s, layer=1, **kw)),
-    ("chain_of_embedding", _study("coe", "chain_of_embedding")),
     ("run_recall", _study("recall", "run_recall")),
     ("information_flow", _study("flow", "information_flow")),
     ("evaluate_decoding", _study("decoding", "evaluate_decoding")),
@@ -325,7 +324,7 @@ def _demo_argv(command: str, out: Path) -> list[str]:
     return [command, "--model", "demo", "--data", "demo", "--n", "8", "--out", str(out)]
 
 
-@pytest.mark.parametrize("command", ["coe", "flow", "recall", "attribute", "audit"])
+@pytest.mark.parametrize("command", ["flow", "recall", "attribute", "audit"])
 def test_remote_on_a_refusing_command_is_one_error_line(command, tmp_path, capsys, no_model):
     out = tmp_path / "out"
     capsys.readouterr()

@@ -141,10 +141,11 @@ def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
         "generate": lambda: interp.generate(remote, samples, decoding=vcd(), remote=ndif.url),
         "generate ": lambda: interp.generate(home, samples, do_sample=True),
         "generate_states": lambda: interp.generate_states(home, samples, visual_attention=True),
-        "chain_of_embedding": lambda: chain_of_embedding(home, samples),
+        "chain_of_embedding": lambda: chain_of_embedding(home, samples, visual_attention=True),
+        "the logit lens": lambda: home.unembed(torch.zeros(1, home.d_model)),
     }
     for step, call in calls.items():
-        with pytest.raises(interp.RemoteError, match=f"^{step.strip()} cannot run remotely"):
+        with pytest.raises(interp.RemoteError, match=f"^{step.strip()}.* cannot run remotely"):
             call()
     assert ndif.requests() == before
 
@@ -209,3 +210,30 @@ def test_interp_drives_remote_writes_what_a_local_run_writes(ndif, tmp_path, mon
         assert_close(*numbers, dtype=torch.float32)
         text = [t.select_dtypes(exclude="number") for t in (got, want)]
         pd.testing.assert_frame_equal(*text)
+
+
+def test_interp_coe_remote_writes_what_a_local_run_writes(ndif, tmp_path, monkeypatch, capsys):
+    """The main job on NDIF: greedy answers and residual reads under full and blind in each
+    request, the final norm read in the trace; the per-sample table and the summary equal a local
+    run's (--metric kl, which needs the logit lens here, is refused up front)."""
+    import pandas as pd
+    from nnsight import CONFIG
+
+    from interp.cli import main
+
+    monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)
+    argv = ["coe", "--model", "demo", "--data", "demo", "--n", "8", "--max-new-tokens", "4"]
+    argv += ["--no-progress", "--group-by", "counterfactual"]
+    before = ndif.requests()
+    assert main([*argv, "--out", str(tmp_path / "remote"), "--remote"]) == 0
+    assert ndif.requests() > before
+    assert main([*argv, "--out", str(tmp_path / "local")]) == 0
+    got, want = (pd.read_csv(tmp_path / side / "per_sample.csv") for side in ("remote", "local"))
+    pd.testing.assert_frame_equal(
+        got.select_dtypes(exclude="number"), want.select_dtypes(exclude="number")
+    )
+    numbers = [t.select_dtypes("number").to_numpy() for t in (got, want)]
+    assert_close(*numbers, dtype=torch.float32, equal_nan=True)
+    capsys.readouterr()
+    assert main([*argv, "--out", str(tmp_path / "kl"), "--metric", "kl", "--remote"]) == 2
+    assert "interp coe --metric kl cannot run remotely" in capsys.readouterr().err

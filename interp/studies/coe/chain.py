@@ -43,9 +43,10 @@ from torch import Tensor
 from interp.conditions import Condition
 from interp.edits import Intervention
 from interp.errors import InterpError, ModalityError
-from interp.options import RunOptions, local_options
+from interp.options import RunOptions
 from interp.residual import READ_AT, ReadAt, generate_states
 from interp.samples import Sample, ensure_samples
+from interp.tracing import resolve_layers
 from probes.distances import get_distance, to_numpy
 from probes.split import agreement_split
 
@@ -228,7 +229,9 @@ def chain_of_embedding(
     Raises:
         RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
     """
-    opts = local_options(vlm, "chain_of_embedding", run, options)
+    opts = RunOptions.resolve(run, **options)
+    # remote (NDIF): generate_states is lowered, and the final norm is read in its trace
+    remote = opts.is_remote or bool(vlm.remote)
     if read_at not in READ_AT:
         raise ValueError(
             f"read_at must be 'prompt' (the last prompt token) or 'generated' (the last "
@@ -247,13 +250,14 @@ def chain_of_embedding(
         max_new_tokens=max_new_tokens,
         read_at=read_at,
         visual_attention=visual_attention,
+        final_norm=remote and resolve_layers(vlm, layers)[-1] == vlm.n_layers,
         edits=edits,
         measurement="chain_of_embedding",
         run=opts,
     )
     va = gen.visual_attention
-    final = None
-    if gen.layers[-1] == vlm.n_layers:
+    final = gen.final_states  # read in the trace where the weights are not here (NDIF)
+    if final is None and gen.layers[-1] == vlm.n_layers:
         final = {name: final_norm(vlm, gen.states[name][:, -1]) for name in names}
     return ChainOfEmbedding(
         states=gen.states,

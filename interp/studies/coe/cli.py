@@ -53,6 +53,7 @@ ALIASES = ("diagnose",)
 ONE_PROCESS = False  # a sharded run: each process computes its share, process 0 writes
 DEFAULT_QTYPES = ("color",)
 MIN_SAMPLES = 4  # two groups of at least two samples (each group's variance is needed)
+REMOTE = True  # remote: generate_states is lowered (final norm read in its trace)
 
 
 def check_options(inv: Invocation) -> dict[str, Any]:
@@ -86,6 +87,16 @@ def check_options(inv: Invocation) -> dict[str, Any]:
     if args.vip_rule == "effect" and not (args.min_fraction or args.min_effect):
         raise UsageError(
             "--vip-rule effect needs an effect-size floor: --min-fraction above 0 or --min-effect"
+        )
+    if getattr(args, "remote", False) and (args.visual_attention or args.metric in ("kl", "js")):
+        from interp.options import refuse_remote
+
+        what = "--visual-attention" if args.visual_attention else f"--metric {args.metric}"
+        refuse_remote(
+            {"remote": True},
+            f"interp coe {what}",
+            "attention weights and the logit lens (final norm and head on this machine) are "
+            "not lowered to a remote request yet",
         )
     inv.attn_implementation = "eager" if args.visual_attention else None
     return {"conditions": conds}
