@@ -344,9 +344,8 @@ def generate_batch(
         **trace_kwargs,
     )
     with torch.no_grad(), quiet_unreached(), trace as tracer:
-        if (
-            hook is not None
-        ):  # edits first: at a shared site (the logits) they act before the choice
+        # edits first: at a shared site (the logits) they act before the choice
+        if hook is not None:
             hook(tracer)
         with tracer.invoke(**inputs):
             chosen = nnsight.save([])
