@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +41,7 @@ from .adapters import Adapter, adapter_for, get_path, module_path
 from .adapters.infer import complete, verify
 from .adapters.logits import head_transform
 from .errors import ModelConfigError, ModelNotFoundError, ProcessorMissingError
+from .hub import looks_like_path, offline_kwargs
 from .options import is_remote, refuse_remote
 from .thinker import inner_config, wrapper_of
 from .threads import ensure_threads
@@ -468,61 +468,6 @@ def _load_processor(source: str, kwargs: dict[str, Any]) -> Any:
     return AutoProcessor.from_pretrained(source, **kwargs)
 
 
-def _looks_like_path(text: str) -> bool:
-    return (
-        text.startswith((".", "/", "~"))
-        or text.count("/") > 1
-        or os.sep != "/"
-        and os.sep in text
-        or "/" not in text
-    )
-
-
-_HUB: list[bool] = []
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the Hugging Face hub can be reached, checked once per process (a TCP connection
-    to its host, name lookup included, within ``timeout`` seconds). ``HF_HUB_OFFLINE=1`` means
-    no. Without network, hub ids then fail at once instead of after the hub client's retries."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return False
-    if not _HUB:
-        import socket
-        import threading
-        from urllib.parse import urlparse
-
-        from huggingface_hub import constants
-
-        url = urlparse(constants.ENDPOINT)
-        host, port = (
-            url.hostname or "huggingface.co",
-            url.port or (443 if url.scheme == "https" else 80),
-        )
-        answer: list[bool] = []
-
-        def probe() -> None:
-            try:
-                socket.create_connection((host, port), timeout=timeout).close()
-                answer.append(True)
-            except OSError:
-                answer.append(False)
-
-        thread = threading.Thread(target=probe, daemon=True)  # the name lookup has no timeout
-        thread.start()
-        thread.join(timeout)
-        _HUB.append(bool(answer and answer[0]))
-    return _HUB[0]
-
-
-def _offline_kwargs(source: str) -> dict[str, Any]:
-    """``local_files_only=True`` for a hub id when the hub cannot be reached (the local cache
-    still serves it), else nothing."""
-    if Path(source).expanduser().is_dir() or hub_reachable():
-        return {}
-    return {"local_files_only": True}
-
-
 def _check_config_json(path: Path, source: str) -> None:
     """A local folder's ``config.json`` must be a JSON object (transformers would report a broken
     file as a hub failure).
@@ -559,7 +504,7 @@ def model_config(model: str | Path, *, whole: bool = False, **kwargs: Any) -> Pr
         path = Path(source).expanduser()
     except RuntimeError as err:  # '~user' with no such user
         raise ModelNotFoundError(f"model folder not found: {source!r} ({err})") from None
-    if not path.is_dir() and _looks_like_path(source):
+    if not path.is_dir() and looks_like_path(source):
         raise ModelNotFoundError(
             f"model folder not found: {source!r}. Give an existing folder holding config.json "
             "(and the weights), a hub id such as 'llava-hf/llava-1.5-7b-hf', or 'demo'."
@@ -571,7 +516,7 @@ def model_config(model: str | Path, *, whole: bool = False, **kwargs: Any) -> Pr
     if path.is_dir():
         _check_config_json(path / "config.json", source)
     else:
-        kwargs = {**_offline_kwargs(source), **kwargs}
+        kwargs = {**offline_kwargs(source), **kwargs}
     try:
         config = AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
     except OSError as err:
@@ -649,7 +594,7 @@ def load(
             model.set_attn_implementation(attn_implementation)
         return VLM(model.eval(), processor, adapter=adapter)
     source = _resolve_source(model)
-    hf_kwargs = {**_offline_kwargs(source), **hf_kwargs}
+    hf_kwargs = {**offline_kwargs(source), **hf_kwargs}
     config_kwargs = {
         k: v
         for k, v in hf_kwargs.items()
