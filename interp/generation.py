@@ -334,7 +334,6 @@ def generate_batch(
     hook = edit_hook(vlm, batch, edits, generating=True)
     combine = decoding.combine if decoding is not None else None
     choose = sampling.choose if generators is not None else None
-    read = prompt_read
     prompt_states = prompt_mass = None
     trace, inputs = vlm.open_trace(
         batch.encoding,
@@ -351,8 +350,8 @@ def generate_batch(
             chosen = nnsight.save([])
             kept = nnsight.save([])
             for step in tracer.iter[:]:
-                if step == 0 and read is not None:  # the prompt's states, before the logits
-                    sites, order, rows, index, image_mask = read
+                if step == 0 and prompt_read is not None:  # the prompt's states, before the logits
+                    sites, order, rows, index, image_mask = prompt_read
                     states, masses = [], []
                     for s, k in sites:  # in execution order, each cut to the read rows at once
                         if k == "attention":
@@ -392,7 +391,7 @@ def generate_batch(
                 chosen.append(token.cpu())
     ids = torch.stack(chosen, dim=1) if chosen else torch.zeros(n, 0, dtype=torch.long)
     scores_out = torch.stack(kept, dim=1) if output_scores and kept else None
-    prompt = None if read is None else (prompt_states, prompt_mass)
+    prompt = None if prompt_read is None else (prompt_states, prompt_mass)
     return cut_at_eos(vlm, ids), prompt, scores_out
 
 

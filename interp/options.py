@@ -78,7 +78,7 @@ class RunOptions:
     @property
     def is_remote(self) -> bool:
         """Whether traces leave this process (``remote`` set, or a backend given)."""
-        return bool(self.remote) or self.backend is not None
+        return is_remote(self.trace_options())
 
     def trace_options(self) -> dict[str, Any]:
         """The keywords every nnsight trace of the run gets (only those set)."""
@@ -88,11 +88,6 @@ class RunOptions:
         if self.backend is not None:
             out["backend"] = self.backend
         return out
-
-    def local(self) -> RunOptions:
-        """The same options with traces run in this process (for work that never reaches the
-        model: e.g. a store's bookkeeping)."""
-        return dataclasses.replace(self, remote=False, backend=None)
 
 
 NOT_LOWERED = "its traces still carry library objects (conditions, edits)"

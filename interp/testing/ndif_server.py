@@ -125,7 +125,6 @@ class ImportGuard:
 
     def __init__(self) -> None:
         self.original = builtins.__import__
-        self.depth = threading.local()
 
     def __call__(
         self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
