@@ -27,6 +27,24 @@ two edits on the same site apply in list order). A user-written edit is a subcla
 
     interp.generate(vlm, samples, edits=[Steer5(v)])
 
+To run on NDIF an edit *lowers* itself to plain data instead of defining ``apply``:
+``lower(ctx)`` returns the writes this forward makes (:mod:`interp.plain`: a site, a position
+mask, ``x ← keep · x + value``), and each measurement's block applies them with lines of its own —
+locally and remotely alike, since a remote block may name no library object. The built-in edits
+that touch the residual stream or the modality features (``Steer``, ``Patch``, ``SwapFeatures``,
+``AblateFeatures`` and their image and region forms) lower; an edit with only ``apply`` runs in this
+process only. The same ``Steer5`` as writes::
+
+    class Steer5(interp.Intervention):
+        steps = "all"
+
+        def __init__(self, vector):
+            self.vector = vector
+
+        def lower(self, ctx):
+            site = interp.plain.residual_site(ctx.vlm, 5)
+            return [interp.plain.write(site, ctx.positions("all"), keep=1.0, value=self.vector)]
+
 Stores key their results on ``fingerprint()``, which by default hashes the edit's class and its
 attributes (tensors by content): override it if an edit holds something it cannot hash.
 """
@@ -36,7 +54,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -58,12 +76,16 @@ from .encoding.select import (
     select,
 )
 from .errors import InterventionError
+from .options import refuse_remote
+from .plain import Write, run_writes
 from .samples import Sample
 
 if TYPE_CHECKING:
     from .model import VLM
 
 Steps = Literal["prompt", "all"]
+# a contrastive rule as plain data: (log-probabilities?, α_t per generated token, log β)
+Contrast = tuple[bool, list[float], float]
 Kind = Literal["forward", "generate", "score"]
 
 
@@ -211,9 +233,22 @@ class Intervention:
         **batch.trace_options)``."""
         return None
 
+    def lower(self, ctx: EditContext) -> list[Write]:
+        """Outside the trace: the edit as plain data, the writes (:func:`interp.plain.write`) of
+        the forward ``ctx`` describes — the prompt forward (``ctx.step == 0``) or, for ``steps =
+        "all"`` edits in generation, any generated step (``ctx.step == 1``: every generated step
+        gets the same writes). An edit that defines it runs on NDIF as well as here, and needs no
+        ``apply``; the default (not defined) keeps the edit in this process."""
+        raise NotImplementedError(f"{type(self).__name__} does not lower to plain writes")
+
     def apply(self, ctx: EditContext) -> None:
-        """Inside the trace: edit the model's tensors (``ctx.vlm.residual[l]`` ...)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement apply(ctx)")
+        """Inside the trace: edit the model's tensors (``ctx.vlm.residual[l]`` ...). The default
+        applies :meth:`lower`'s writes."""
+        if not lowers(self):
+            raise NotImplementedError(
+                f"{type(self).__name__} must implement apply(ctx) or lower(ctx)"
+            )
+        run_writes(self.lower(ctx))
 
     def fingerprint(self) -> dict[str, Any]:
         """What identifies this edit in a result store (class and attributes, tensors by
@@ -262,6 +297,14 @@ class Decoding:
         """The scores the next token is chosen from, given the expert's and the amateurs'
         next-token logits (float32) at generated token ``t`` (1 for the first)."""
         raise NotImplementedError(f"{type(self).__name__} must implement combine()")
+
+    def lower(self, max_new_tokens: int) -> Contrast | None:
+        """The rule as plain data, for a generation block that may run remotely: ``(logprobs,
+        weights, log_beta)`` stands for ``s = log_softmax`` (else the identity), ``scores =
+        (1 + α_t)·s(z) − α_t·mean_k s(z'_k)`` with ``α_t = weights[t − 1]``, −inf where ``s(z) <
+        log_beta + max s(z)``. None (the default): ``combine`` is library code and runs in this
+        process only."""
+        return None
 
     def fingerprint(self) -> dict[str, Any]:
         """What identifies the method in a result store (class and attributes)."""
@@ -358,22 +401,85 @@ def apply_edits(
                 edit.apply(EditContext(vlm, batch, state, 0))
 
 
+def lowers(edit: Intervention) -> bool:
+    """Whether ``edit`` lowers to plain writes (its class defines :meth:`Intervention.lower`),
+    so it may run remotely."""
+    return type(edit).lower is not Intervention.lower
+
+
+# per edit, the writes of the prompt forward and those of every generated step
+Lowered = list[tuple[list[Write], list[Write]]]
+
+
 def edit_hook(
     vlm: VLM,
     batch: Batch,
     edits: Sequence[Intervention],
     *,
     generating: bool = False,
-) -> Callable[[Any], None] | None:
-    """Outside the trace: prepare ``edits`` for ``batch`` and return ``hook(tracer)`` that applies
-    them inside it (:func:`apply_edits`), or None without edits — so a trace holding no edit names
-    no library object (what a remote trace needs, :mod:`interp.plain`)."""
+) -> tuple[Lowered, Callable[[Any], None] | None]:
+    """Outside the trace: prepare ``edits`` for ``batch``, and return ``(writes, hook)``.
+
+    Where every edit lowers, ``writes`` holds per edit ``(prompt writes, generated-step
+    writes)`` — plain data the block applies in one empty invoke per edit — and ``hook`` is None:
+    the block names no library object and may run remotely (:mod:`interp.plain`). Otherwise
+    ``writes`` is empty and ``hook(tracer)`` applies the edits in this process
+    (:func:`apply_edits`, list order kept). Without edits: ``([], None)``."""
     if not edits:
-        return None
+        return [], None
     states = prepare_edits(vlm, batch, edits)
-    return partial(
-        apply_edits, vlm=vlm, batch=batch, edits=edits, states=states, generating=generating
-    )
+    if not all(lowers(edit) for edit in edits):
+        hook = partial(
+            apply_edits, vlm=vlm, batch=batch, edits=edits, states=states, generating=generating
+        )
+        return [], hook
+    lowered: Lowered = []
+    for edit, state in zip(edits, states):
+        prompt = _nonempty(edit.lower(EditContext(vlm, batch, state, 0)))
+        steps: list[Write] = []
+        if generating and edit.steps == "all":
+            steps = _nonempty(edit.lower(EditContext(vlm, batch, state, 1)))
+        lowered.append((prompt, steps))
+    return lowered, None
+
+
+def _nonempty(writes: Sequence[Write]) -> list[Write]:
+    """The writes that select at least one position (a mask with none writes nothing)."""
+    return [w for w in writes if bool(w[2].any())]
+
+
+def local_only(
+    vlm: VLM | None,
+    trace_options: Mapping[str, Any],
+    step: str,
+    *,
+    edits: Sequence[Any] = (),
+    decoding: Any = None,
+    sampling: bool = False,
+    attention: bool = False,
+) -> None:
+    """Refuse, before any request, a remote run of ``step`` (its options or ``vlm`` remote) that
+    holds what is not lowered: interventions that do not lower to writes (a library object runs
+    inside the trace), a decoding method that does not lower (pass it only then), seeded sampling (a generator per row), or
+    attention weights (they need eager attention, which the server's deployment decides)."""
+    why = []
+    kept = [type(e).__name__ for e in edits if isinstance(e, Intervention) and not lowers(e)]
+    if kept:
+        why.append(
+            f"its edits {', '.join(kept)} do not lower to plain writes (they define apply, not "
+            "lower; docs/remote.md)"
+        )
+    if decoding is not None:
+        why.append(
+            f"the decoding method {type(decoding).__name__} does not lower to plain data (its "
+            "combine() is library code)"
+        )
+    if sampling:
+        why.append("seeded sampling draws with a generator per row, kept in this process")
+    if attention:
+        why.append("attention weights need eager attention, which the server's model may not use")
+    if why:
+        refuse_remote(trace_options, step, "; ".join(why), vlm=vlm)
 
 
 @contextmanager
@@ -390,6 +496,7 @@ __all__ = [
     "SLOT_KINDS",
     "PositionSpec",
     "Batch",
+    "Contrast",
     "Decoding",
     "EditContext",
     "Intervention",
@@ -399,6 +506,8 @@ __all__ = [
     "digest",
     "edit_hook",
     "edits_fingerprint",
+    "local_only",
+    "lowers",
     "prepare_edits",
     "quiet_unreached",
 ]

@@ -35,12 +35,13 @@ from .edits import (
     Intervention,
     check_edits,
     edit_hook,
+    local_only,
     quiet_unreached,
 )
 from .encoding import batch_indices, encode
 from .errors import ConditionError, DecodingError
 from .options import RunOptions
-from .plain import head_transform, local_only
+from .plain import head_transform
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -331,8 +332,10 @@ def generate_batch(
     generators = sampling.generators(batch.encoding.sample_ids[:n])
     # plain data only inside the block; library objects only where this process runs it
     head, (scale, cap) = vlm.lm_head, head_transform(vlm)
-    hook = edit_hook(vlm, batch, edits, generating=True)
-    combine = decoding.combine if decoding is not None else None
+    writes, hook = edit_hook(vlm, batch, edits, generating=True)
+    # a contrastive rule as plain data where it lowers (its formula is repeated in the block)
+    contrast = decoding.lower(max_new_tokens) if decoding is not None else None
+    combine = decoding.combine if decoding is not None and contrast is None else None
     choose = sampling.choose if generators is not None else None
     prompt_states = prompt_mass = None
     trace, inputs = vlm.open_trace(
@@ -346,6 +349,27 @@ def generate_batch(
         # edits first: at a shared site (the logits) they act before the choice
         if hook is not None:
             hook(tracer)
+        for prompt_writes, step_writes in writes:  # interp.plain.run_writes, inline
+            with tracer.invoke():  # one invoke per edit; every step when it edits generated steps
+                for step in tracer.iter[:] if step_writes else [0]:
+                    for s, path, where, keep, value, groups in (
+                        prompt_writes if step == 0 else step_writes
+                    ):
+                        v = getattr(s, path[0])
+                        for key in path[1:]:
+                            v = v[key]
+                        v = v[0] if isinstance(v, tuple) else v
+                        where = where.to(v.device)
+                        x = v[where]
+                        new = x * keep.to(x) + value.to(x)
+                        if groups is not None:
+                            g, count, weight = groups
+                            g = g.to(x.device)
+                            m = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x)
+                            new = new + (m / count.to(x))[g] * weight.to(x)
+                        v[where] = new
+                    if step_writes:  # every step waits for the model (see apply_edits)
+                        _ = head.output
         with tracer.invoke(**inputs):
             chosen = nnsight.save([])
             kept = nnsight.save([])
@@ -375,7 +399,15 @@ def generate_batch(
                     last = last * scale
                 if cap:
                     last = torch.tanh(last / cap) * cap
-                if combine is None:
+                if contrast is not None:  # Decoding.lower's formula
+                    logprobs, weights, log_beta = contrast
+                    z = last.float().log_softmax(-1) if logprobs else last.float()
+                    expert, amateur = z[:n], z[n:].reshape(copies - 1, n, -1).mean(0)
+                    w = weights[step]
+                    scores = (1.0 + w) * expert - w * amateur
+                    cut = expert < log_beta + expert.max(dim=-1, keepdim=True).values
+                    scores = scores.masked_fill(cut, float("-inf"))
+                elif combine is None:
                     scores = last
                 else:
                     z = last.float()
@@ -473,8 +505,11 @@ def generate(
     sampling = Sampling(do_sample, temperature, top_k, top_p, seed)
     if decoding is not None:
         check_decoding(vlm, cond, decoding, samples)
-    edits = check_edits(vlm, [*(edits or []), *(decoding.edits if decoding else ())])
-    local_only(vlm, trace, "generate", edits=edits, decoding=decoding, sampling=do_sample)
+    edits = [*(edits or []), *(decoding.edits if decoding else ())]
+    kept = decoding if decoding is not None and decoding.lower(1) is None else None
+    # a remote run is refused first: the edits' own checks may ask for what the server decides
+    local_only(vlm, trace, "generate", edits=edits, decoding=kept, sampling=do_sample)
+    edits = check_edits(vlm, edits)
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     settings: dict[str, Any] = {"max_new_tokens": max_new_tokens, "sampling": asdict(sampling)}

@@ -11,18 +11,36 @@ position is, the head's transform — is computed here, on the client, into such
 - :func:`residual_sites`: which envoy holds each residual index (0 = the decoder's input
   embeddings, l = the output of decoder layer l), in execution order, with the attention sites
   of the visual-attention read;
-- :func:`head_transform`: the forward's transform of the head's output as two floats.
+- :func:`head_transform`: the forward's transform of the head's output as two floats;
+- *writes*: an intervention lowered to plain data (:meth:`interp.Intervention.lower`). A write is
+  the tuple ``(envoy, path, where, keep, value, groups)``: the tensor at ``path`` of the envoy
+  (``("output",)``, ``("input",)``, ``("inputs", 1, "inputs_embeds")``,
+  ``("output", "deepstack_features", k)`` ...; a tuple found there stands for its first element)
+  gets, at the positions of the boolean mask ``where``,
 
-Interventions (``edits``) and contrastive decoding are library objects: they run in this process
-only, and a remote run that holds them is refused before any request is sent (:func:`local_only`).
+      x ← keep · x + value  [+ weight · mean of x over its group]
+
+  (``keep`` and ``value`` broadcast against the ``[n, d]`` selected vectors; ``groups`` = ``(g,
+  count, weight)`` or None: ``g[i]`` the group of selected position i, ``count[G, 1]`` each
+  group's size, ``weight[n, 1]``). Setting is ``keep = 0``, adding is ``keep = 1``, a row-mean
+  ablation is ``keep = 0, weight = 1`` with the rows as groups. Each measurement's block applies
+  its edits' writes itself, with the same lines as :func:`run_writes` (a remote block may call no
+  library function), one empty invoke per edit.
+
+Interventions that do not lower (``lower`` returns None: a user's edit that only defines
+``apply``, attention-score edits), contrastive decoding methods and seeded sampling are library
+objects: they run in this process only, and a remote run that holds them is refused before any
+request is sent (:func:`interp.edits.local_only`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .options import refuse_remote
+import torch
+from jaxtyping import Bool, Int
+from torch import Tensor
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -79,6 +97,72 @@ def residual_sites(
     return sites, order
 
 
+Write = tuple[Any, tuple[Any, ...], Tensor, Tensor, Tensor, "tuple[Tensor, Tensor, Tensor] | None"]
+
+
+def residual_site(vlm: VLM, index: int, skipped: frozenset[int] = frozenset()) -> tuple[Any, tuple]:
+    """Where ``vlm.residual[index]`` lives, as ``(envoy, path)`` for a write: the decoder's
+    embeddings keyword or the first layer's input for 0, decoder layer l's output for l (a
+    skipped layer's index: the site whose value it has, :func:`stand_in`)."""
+    index = stand_in(index, skipped)
+    if index > 0:
+        return vlm.layers[index - 1], ("output",)
+    kwarg = vlm.adapter.embeddings_kwarg
+    return (vlm.decoder, ("inputs", 1, kwarg)) if kwarg is not None else (vlm.layers[0], ("input",))
+
+
+def write(
+    site: tuple[Any, tuple],
+    where: Bool[Tensor, ...],
+    *,
+    keep: float | Tensor = 0.0,
+    value: float | Tensor = 0.0,
+    groups: tuple[Tensor, Tensor, Tensor] | None = None,
+) -> Write:
+    """One write (see the module docstring) at ``site`` = ``(envoy, path)``: ``x ← keep · x +
+    value [+ weight · group mean]`` at the positions ``where``. Plain data only."""
+    envoy, path = site
+    return (
+        envoy,
+        tuple(path),
+        where.bool(),
+        torch.as_tensor(keep, dtype=torch.float32),
+        torch.as_tensor(value) if isinstance(value, Tensor) else torch.tensor(float(value)),
+        groups,
+    )
+
+
+def mean_groups(
+    group: Int[Tensor, " n"], weight: Tensor | float = 1.0
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``groups`` for a write that adds ``weight`` times the mean over each group (e.g. the batch
+    row of each selected position: a row-mean ablation)."""
+    group = group.long()
+    count = torch.bincount(group).clamp(min=1) if group.numel() else torch.zeros(0)
+    weight = torch.as_tensor(weight, dtype=torch.float32)
+    return group, count.float()[:, None], weight.reshape(-1, 1).expand(len(group), 1)
+
+
+def run_writes(writes: Sequence[Write]) -> None:
+    """Inside a trace, in this process: apply ``writes`` in order (what
+    :meth:`interp.Intervention.apply` does for an edit that lowers; every measurement's block
+    repeats these lines, since a remote block may call no library function)."""
+    for s, path, where, keep, value, groups in writes:
+        v = getattr(s, path[0])
+        for key in path[1:]:
+            v = v[key]
+        v = v[0] if isinstance(v, tuple) else v
+        where = where.to(v.device)
+        x = v[where]
+        new = x * keep.to(x) + value.to(x)
+        if groups is not None:  # + weight · the mean of x over each group
+            g, count, weight = groups
+            g = g.to(x.device)
+            mean = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x) / count.to(x)
+            new = new + mean[g] * weight.to(x)
+        v[where] = new
+
+
 def head_transform(vlm: VLM) -> tuple[float, float]:
     """The forward's transform of the head's output as ``(scale, cap)``: logits =
     ``cap · tanh(scale · z / cap)``, or ``scale · z`` where ``cap`` is 0
@@ -89,31 +173,14 @@ def head_transform(vlm: VLM) -> tuple[float, float]:
     return float(t.scale), float(t.softcap or 0.0)
 
 
-def local_only(
-    vlm: VLM,
-    trace_options: Mapping[str, Any],
-    step: str,
-    *,
-    edits: Sequence[Any] = (),
-    decoding: Any = None,
-    sampling: bool = False,
-    attention: bool = False,
-) -> None:
-    """Refuse, before any request, a remote run of ``step`` (its options or ``vlm`` remote) that
-    holds what is not lowered yet: interventions or a contrastive decoding method (library
-    objects run inside the trace), seeded sampling (a generator per row), or attention weights
-    (they need eager attention, which the server's deployment decides)."""
-    why = []
-    if edits:
-        why.append(f"its edits ({', '.join(type(e).__name__ for e in edits)}) are library objects")
-    if decoding is not None:
-        why.append(f"the decoding method {type(decoding).__name__} is a library object")
-    if sampling:
-        why.append("seeded sampling draws with a generator per row, kept in this process")
-    if attention:
-        why.append("attention weights need eager attention, which the server's model may not use")
-    if why:
-        refuse_remote(trace_options, step, "; ".join(why), vlm=vlm)
-
-
-__all__ = ["ATTENTION", "head_transform", "local_only", "residual_sites", "stand_in"]
+__all__ = [
+    "ATTENTION",
+    "Write",
+    "head_transform",
+    "mean_groups",
+    "residual_site",
+    "residual_sites",
+    "run_writes",
+    "stand_in",
+    "write",
+]

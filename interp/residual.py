@@ -13,11 +13,11 @@ from torch import Tensor
 
 from . import generation
 from .conditions import Condition
-from .edits import Batch, Intervention, check_edits
+from .edits import Batch, Intervention, check_edits, local_only
 from .encoding import append_targets, batches
 from .errors import ConditionError, InterpError
 from .options import RunOptions
-from .plain import local_only, residual_sites
+from .plain import residual_sites
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -67,8 +67,8 @@ def residual_stream(
     if cond.prefix == "removed":
         raise ConditionError("'no_prefix' applies to teacher-forced scoring (interp.score) only")
     wanted = resolve_layers(vlm, layers)
+    local_only(vlm, trace, "residual_stream", edits=edits or ())  # refused before any check
     edits = check_edits(vlm, edits)
-    local_only(vlm, trace, "residual_stream", edits=edits)
     job = Job(
         "residual_stream",
         {"layers": wanted, "position": position},

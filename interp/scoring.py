@@ -13,11 +13,11 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from .conditions import Condition
-from .edits import Batch, Intervention, check_edits, edit_hook
+from .edits import Batch, Intervention, check_edits, edit_hook, local_only
 from .encoding import append_targets, batches, target_ids
 from .errors import ContextError, EmptyInputError
 from .options import RunOptions
-from .plain import head_transform, local_only
+from .plain import head_transform
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -99,11 +99,27 @@ def trace_target_logprobs(
     batch.traced, batch.answer_mask = traced, answer
     # plain data only inside the block (it runs here or on NDIF: interp.plain)
     head, (scale, cap) = vlm.lm_head, head_transform(vlm)
-    hook = edit_hook(vlm, batch, edits)
+    writes, hook = edit_hook(vlm, batch, edits)
     trace, inputs = vlm.open_trace(traced, plain=hook is None, **trace_kwargs)
     with torch.no_grad(), trace as tracer:
         if hook is not None:  # edits first: the read sees edited logits
             hook(tracer)
+        for edit_writes, _ in writes:  # interp.plain.run_writes, inline: one invoke per edit
+            with tracer.invoke():
+                for s, path, where, keep, value, groups in edit_writes:
+                    v = getattr(s, path[0])
+                    for key in path[1:]:
+                        v = v[key]
+                    v = v[0] if isinstance(v, tuple) else v
+                    where = where.to(v.device)
+                    x = v[where]
+                    new = x * keep.to(x) + value.to(x)
+                    if groups is not None:
+                        g, count, weight = groups
+                        g = g.to(x.device)
+                        m = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x)
+                        new = new + (m / count.to(x))[g] * weight.to(x)
+                    v[where] = new
         with tracer.invoke(**inputs):
             z = head.output[rows, where]
             if scale != 1.0:  # the forward's own transform of the head's output
@@ -154,8 +170,8 @@ def score(
         raise ValueError(f"{len(targets)} targets for {len(samples)} samples: give one per sample")
     ids = target_ids(vlm, targets)
     by_id = {str(s.id): t for s, t in zip(samples, ids)}
+    local_only(vlm, trace, "score", edits=edits or ())  # refused before any check
     edits = check_edits(vlm, edits)
-    local_only(vlm, trace, "score", edits=edits)
     job = Job("score", {}, conditions=[cond], edits=edits, extras=ids, pool=samples)
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
@@ -278,8 +294,8 @@ def score_contexts(
             f"{len(targets)} targets for {len(samples)} samples: give one per sample"
         )
     ids = target_ids(vlm, targets)
+    local_only(vlm, trace, measurement, edits=edits or ())  # refused before any check
     edits = check_edits(vlm, edits)
-    local_only(vlm, trace, measurement, edits=edits)
     probe = contexts(0, samples[0])
     conds = list(dict.fromkeys(Condition.parse(c) for _, c in probe))
     job = Job(

@@ -175,17 +175,34 @@ def forward_reads(
     ends after the last read (no edit, no attention read).
 
     The block holds only envoys, tensors and ints (:mod:`interp.plain`), so it runs here or on
-    NDIF alike; edits are library objects and run here only.
+    NDIF alike, with the edits that lower to plain writes (the others run here only).
     """
     sites, order = residual_sites(
         vlm, layers, skipped=batch.skipped_layers, attend=image_mask is not None, normed=normed
     )
-    hook = edit_hook(vlm, batch, edits)
+    writes, hook = edit_hook(vlm, batch, edits)
     mass = None
     trace, inputs = vlm.open_trace(enc, plain=hook is None, **trace_kwargs)
     with torch.no_grad(), trace as tracer:
-        if hook is not None:  # edits first: at a site they share with a read, the read sees them
+        # edits first: at a site they share with a read, the read sees them
+        if hook is not None:
             hook(tracer)
+        for edit_writes, _ in writes:  # interp.plain.run_writes, inline: one invoke per edit
+            with tracer.invoke():
+                for s, path, where, keep, value, groups in edit_writes:
+                    v = getattr(s, path[0])
+                    for key in path[1:]:
+                        v = v[key]
+                    v = v[0] if isinstance(v, tuple) else v
+                    where = where.to(v.device)
+                    x = v[where]
+                    new = x * keep.to(x) + value.to(x)
+                    if groups is not None:
+                        g, count, weight = groups
+                        g = g.to(x.device)
+                        m = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x)
+                        new = new + (m / count.to(x))[g] * weight.to(x)
+                    v[where] = new
         with tracer.invoke(**inputs):
             read, masses = [], []
             for s, k in sites:  # in execution order; each value cut to the read rows at once

@@ -53,7 +53,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from interp.conditions import Condition
-from interp.edits import Intervention, digest
+from interp.edits import Contrast, Intervention, digest
 from interp.errors import ConditionError, DecodingError
 from interp.generation import Decoding
 
@@ -202,6 +202,12 @@ class ContrastiveDecoding(Decoding):
         scores = (1.0 + a) * z - a * zp
         cutoff = math.log(self.beta) + z.max(dim=-1, keepdim=True).values
         return scores.masked_fill(z < cutoff, float("-inf"))
+
+    def lower(self, max_new_tokens: int) -> Contrast:
+        """The same rule as plain data (see :meth:`interp.Decoding.lower`): α_t for t = 1 ..
+        ``max_new_tokens`` computed here, so any schedule lowers."""
+        weights = [self.weight(t) for t in range(1, max_new_tokens + 1)]
+        return self.space == "logprobs", weights, math.log(self.beta)
 
     def fingerprint(self) -> dict[str, Any]:
         schedule = self.schedule

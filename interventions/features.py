@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-import nnsight
 import torch
 from jaxtyping import Float
 from torch import Tensor
@@ -40,16 +39,16 @@ from interp.conditions import Condition
 from interp.edits import Batch, EditContext, Intervention, digest
 from interp.encoding import Encoding, encode
 from interp.errors import ConditionError, ImageTokenMismatchError, InterventionError
+from interp.plain import Write, mean_groups, residual_site, run_writes, write
 
 from .image import (
     ABLATION_MODES,
     AblationMode,
     ImageInputs,
-    _row_mean,
+    _check_values,
     _swap_layout,
-    ablate_image_tokens,
+    image_writes,
     read_image_inputs,
-    replace_image_embeddings,
 )
 
 if TYPE_CHECKING:
@@ -115,24 +114,32 @@ def read_media_features(
     mask = enc.mask(kind)
     if not bool(mask.any()):
         return torch.empty(0, vlm.d_model, device=vlm.device, dtype=vlm.dtype)
-    with torch.no_grad(), vlm.trace_encoding(enc, **trace_kwargs) as tracer:
-        site = vlm.residual[0]
-        values = nnsight.save(site[mask.to(site.device)].detach().clone())
+    site, path = residual_site(vlm, 0)  # plain data only inside the block (interp.plain)
+    with torch.no_grad(), vlm.trace_encoding(enc, plain=True, **trace_kwargs) as tracer:
+        v = getattr(site, path[0])
+        for key in path[1:]:
+            v = v[key]
+        v = v[0] if isinstance(v, tuple) else v
+        values = v[mask.to(v.device)].detach().clone().save()
         tracer.stop()
     return values.reshape(-1, vlm.d_model).to(vlm.device)
 
 
-def _edit_media(vlm: VLM, enc: Encoding, kind: str, transform: Any) -> None:
-    """Inside a trace of ``enc``: ``transform(values [n, d], rows [n])`` → new values at the
-    ``kind`` positions of the decoder input."""
+def media_writes(
+    vlm: VLM,
+    enc: Encoding,
+    kind: str,
+    *,
+    value: float | Tensor = 0.0,
+    mean: float | None = None,
+) -> list[Write]:
+    """``x ← value [+ mean · the row's mean of x]`` at the ``kind`` positions of the decoder input,
+    lowered to writes (:mod:`interp.plain`); none where the batch has no such position."""
     mask = enc.mask(kind)
     if not bool(mask.any()):
-        return
-    site = vlm.residual[0]
-    mask = mask.to(site.device)
-    rows = mask.nonzero()[:, 0]
-    new = transform(site[mask].reshape(-1, site.shape[-1]), rows)
-    site[mask] = new.to(site.device, site.dtype)
+        return []
+    groups = None if mean is None else mean_groups(mask.nonzero()[:, 0], mean)
+    return [write(residual_site(vlm, 0), mask, value=value, groups=groups)]
 
 
 def replace_media_features(vlm: VLM, enc: Encoding, kind: str, values: Tensor) -> None:
@@ -142,24 +149,32 @@ def replace_media_features(vlm: VLM, enc: Encoding, kind: str, values: Tensor) -
     Raises:
         ImageTokenMismatchError: ``values`` does not have one vector per position.
     """
+    _check_media(vlm, enc, kind, values)
+    run_writes(media_writes(vlm, enc, kind, value=values))
+
+
+def _check_media(vlm: VLM, enc: Encoding, kind: str, values: Tensor) -> None:
     n = int(enc.mask(kind).sum())
     if tuple(values.shape) != (n, vlm.d_model):
         raise ImageTokenMismatchError(
             f"replacement {kind} features have shape {tuple(values.shape)}, but the batch has {n} "
             f"{kind} positions of width {vlm.d_model}"
         )
-    _edit_media(vlm, enc, kind, lambda x, rows: values)
 
 
 def ablate_media_features(vlm: VLM, enc: Encoding, kind: str, mode: AblationMode = "zero") -> None:
     """Inside a trace of ``enc``: ``"zero"`` sets every ``kind`` position's vector to 0, ``"mean"``
     replaces each by the mean over its row's ``kind`` positions."""
-    if mode == "zero":
-        _edit_media(vlm, enc, kind, lambda x, rows: torch.zeros_like(x))
-    elif mode == "mean":
-        _edit_media(vlm, enc, kind, _row_mean)
-    else:
+    run_writes(_ablation_writes(vlm, enc, kind, mode))
+
+
+def _ablation_writes(vlm: VLM, enc: Encoding, kind: str, mode: str) -> list[Write]:
+    if mode not in ABLATION_MODES:
         raise InterventionError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
+    mean = 1.0 if mode == "mean" else None
+    if kind == "image":
+        return image_writes(vlm, enc, mean=mean)
+    return media_writes(vlm, enc, kind, mean=mean)
 
 
 # -- the interventions -----------------------------------------------------------------------------
@@ -245,14 +260,16 @@ class SwapFeatures(Intervention):
             counts[i] = c
         return ImageInputs(inputs.embeddings, tuple(counts), inputs.deepstack)
 
-    def apply(self, ctx: EditContext) -> None:
+    def lower(self, ctx: EditContext) -> list[Write]:
+        enc = ctx.batch.traced
+        assert enc is not None
         if ctx.state is None:
-            return
-        assert ctx.batch.traced is not None
-        if self.kind == "image":
-            replace_image_embeddings(ctx.vlm, ctx.batch.traced, ctx.state)
-        else:
-            replace_media_features(ctx.vlm, ctx.batch.traced, self.kind, ctx.state)
+            return []
+        if self.kind != "image":
+            _check_media(ctx.vlm, enc, self.kind, ctx.state)
+            return media_writes(ctx.vlm, enc, self.kind, value=ctx.state)
+        _check_values(ctx.vlm, enc, ctx.state)
+        return image_writes(ctx.vlm, enc, value=ctx.state.embeddings, deep=ctx.state.deepstack)
 
 
 class AblateFeatures(Intervention):
@@ -282,12 +299,9 @@ class AblateFeatures(Intervention):
             vlm, self.kind, name if name != "AblateFeatures" else f"{name}({self.kind!r})"
         )
 
-    def apply(self, ctx: EditContext) -> None:
+    def lower(self, ctx: EditContext) -> list[Write]:
         assert ctx.batch.traced is not None
-        if self.kind == "image":
-            ablate_image_tokens(ctx.vlm, ctx.batch.traced, self.mode)
-        else:
-            ablate_media_features(ctx.vlm, ctx.batch.traced, self.kind, self.mode)
+        return _ablation_writes(ctx.vlm, ctx.batch.traced, self.kind, self.mode)
 
 
 class SwapImage(SwapFeatures):
@@ -339,6 +353,7 @@ __all__ = [
     "ablate_media_features",
     "check_modality",
     "feature_counts",
+    "media_writes",
     "read_media_features",
     "replace_media_features",
     "require_modality",

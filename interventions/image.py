@@ -53,7 +53,7 @@ whose inputs hold image positions; later steps reuse the cached keys and values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,6 +66,7 @@ from torch import Tensor
 from interp.conditions import Condition
 from interp.encoding import Encoding, encode
 from interp.errors import ConditionError, ImageTokenMismatchError, InterventionError
+from interp.plain import Write, mean_groups, residual_site, run_writes, write
 from interp.samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -142,18 +143,19 @@ def image_counts(vlm: VLM, enc: Encoding) -> tuple[int, ...]:
     return tuple(int(c) for c in reduce(mask.long(), "batch ... -> batch", "sum").tolist())
 
 
-def _site(vlm: VLM) -> Any:
-    """Inside a trace: the tensor the image enters through (edited in place)."""
+def _site(vlm: VLM) -> tuple[Any, tuple]:
+    """The tensor the image enters through, as ``(envoy, path)`` (:mod:`interp.plain`): the
+    projector's output for cross-attention fusion, else the decoder's input embeddings."""
     if _cross_attention(vlm):
-        return vlm.image_features.output
-    return vlm.residual[0]
+        return vlm.image_features, ("output",)
+    return residual_site(vlm, 0)
 
 
-def _deepstack_site(vlm: VLM) -> Sequence[Tensor]:
-    """Inside a trace: the DeepStack features, ``[n, d]`` each, in image-position order. They are
-    read at the vision model's output, before the model splits them per image, so in-place edits
-    reach the decoder."""
-    return vlm.image_features.output.deepstack_features
+def _deepstack_site(vlm: VLM, k: int) -> tuple[Any, tuple]:
+    """DeepStack feature set ``k`` (``[n, d]``, image-position order), as ``(envoy, path)``: read
+    at the vision model's output, before the model splits it per image, so in-place edits reach
+    the decoder."""
+    return vlm.image_features, ("output", "deepstack_features", k)
 
 
 def _rows(mask: Tensor) -> Int[Tensor, " n"]:
@@ -175,13 +177,19 @@ def read_image_inputs(vlm: VLM, enc: Encoding, **trace_kwargs: Any) -> ImageInpu
         empty = torch.empty(0, d, device=vlm.device, dtype=vlm.dtype)
         return ImageInputs(empty, counts, tuple(empty for _ in range(_deepstack_layers(vlm))))
     mask = image_position_mask(vlm, enc)
-    deep: list[Tensor] = []
-    with torch.no_grad(), vlm.trace_encoding(enc, **trace_kwargs) as tracer:
-        if _deepstack_layers(vlm):
-            for feat in _deepstack_site(vlm):
+    # plain data only inside the block (interp.plain): it runs here or on NDIF
+    (site, path), features = _site(vlm), vlm.image_features
+    stacked = _deepstack_layers(vlm) > 0
+    with torch.no_grad(), vlm.trace_encoding(enc, plain=True, **trace_kwargs) as tracer:
+        deep = nnsight.save([])
+        if stacked:  # the vision model runs first
+            for feat in features.output["deepstack_features"]:
                 deep.append(feat.detach().clone())
-        site = _site(vlm)
-        embeddings = nnsight.save(site[mask.to(site.device)].detach().clone())
+        v = getattr(site, path[0])
+        for key in path[1:]:
+            v = v[key]
+        v = v[0] if isinstance(v, tuple) else v
+        embeddings = v[mask.to(v.device)].detach().clone().save()
         tracer.stop()
     moved = tuple(f.to(vlm.device) for f in deep)
     return ImageInputs(embeddings.reshape(-1, d).to(vlm.device), counts, moved)
@@ -199,34 +207,39 @@ def image_embeddings(vlm: VLM, enc: Encoding, **trace_kwargs: Any) -> Float[Tens
 
 # -- editing inside a trace ----------------------------------------------------------------------
 
-# (values [n, d], batch row of each [n]) -> new values [n, d]
-Transform = Callable[[Tensor, Tensor], Tensor]
-# the same for DeepStack feature set k: (values, rows, k) -> new values
-DeepstackTransform = Callable[[Tensor, Tensor, int], Tensor]
 
-
-def _edit(
-    vlm: VLM, enc: Encoding, transform: Transform, deepstack: DeepstackTransform | None
-) -> None:
-    """Inside a trace: rewrite the image positions in place, DeepStack features first (the vision
-    model runs before the decoder, and nnsight needs edits in execution order).
-
-    ``transform(values, rows)`` maps the ``[n, d]`` image-position vectors and their batch rows to
-    the new ``[n, d]`` vectors; ``deepstack(values, rows, k)`` does the same for DeepStack feature
-    set k (None leaves them untouched).
-    """
+def image_writes(
+    vlm: VLM,
+    enc: Encoding,
+    *,
+    keep: float | Tensor = 0.0,
+    value: float | Tensor = 0.0,
+    deep: Sequence[Tensor] | None = None,
+    mean: float | Tensor | None = None,
+    deepstack: bool = True,
+) -> list[Write]:
+    """The image edit ``x ← keep · x + value [+ mean · the row's mean]`` at every image position
+    of ``enc``, lowered to writes (:mod:`interp.plain`), DeepStack features first (execution
+    order). ``keep``, ``value`` and ``mean`` are scalars or per-position (``[n, 1]``, ``[n, d]``);
+    ``deep`` gives DeepStack set k its own ``value`` (None: the same edit as the image
+    positions; ``deepstack=False`` leaves them alone). No writes for a batch without images."""
     if not any(enc.has_image):
-        return  # no image position, and for some families no vision forward to hook
+        return []
     mask = image_position_mask(vlm, enc)
     rows = _rows(mask)
-    if deepstack is not None and _deepstack_layers(vlm):
-        for k, feat in enumerate(_deepstack_site(vlm)):
-            new = deepstack(feat, rows.to(feat.device), k)
-            feat[:] = new.to(feat.device, feat.dtype)
-    site = _site(vlm)
-    mask, rows = mask.to(site.device), rows.to(site.device)  # layers may sit on other devices
-    new = transform(site[mask].reshape(-1, site.shape[-1]), rows)
-    site[mask] = new.to(site.device, site.dtype)
+    groups = None if mean is None else mean_groups(rows, mean)
+    out = [
+        write(
+            _deepstack_site(vlm, k),
+            torch.ones(len(rows), dtype=torch.bool),
+            keep=keep,
+            value=value if deep is None else deep[k],
+            groups=groups,
+        )
+        for k in range(_deepstack_layers(vlm) if deepstack else 0)
+    ]
+    out.append(write(_site(vlm), mask, keep=keep, value=value, groups=groups))
+    return out
 
 
 def _check_values(vlm: VLM, enc: Encoding, values: Tensor | ImageInputs) -> None:
@@ -274,18 +287,10 @@ def replace_image_embeddings(vlm: VLM, enc: Encoding, values: Tensor | ImageInpu
     """
     _check_values(vlm, enc, values)
     if isinstance(values, ImageInputs):
-        main, deep = values.embeddings, values.deepstack
-        _edit(vlm, enc, lambda x, rows: main, lambda x, rows, k: deep[k])
+        writes = image_writes(vlm, enc, value=values.embeddings, deep=values.deepstack)
     else:
-        _edit(vlm, enc, lambda x, rows: values, None)
-
-
-def _row_mean(values: Float[Tensor, "n d"], rows: Int[Tensor, " n"]) -> Float[Tensor, "n d"]:
-    """Each vector replaced by the mean of the vectors of its row."""
-    batch = int(rows.max()) + 1 if rows.numel() else 0
-    sums = values.new_zeros(batch, values.shape[-1]).index_add_(0, rows, values)
-    counts = torch.bincount(rows, minlength=batch).to(values.dtype)
-    return (sums / counts.clamp(min=1)[:, None])[rows]
+        writes = image_writes(vlm, enc, value=values, deepstack=False)
+    run_writes(writes)
 
 
 def ablate_image_tokens(vlm: VLM, enc: Encoding, mode: AblationMode = "zero") -> None:
@@ -297,13 +302,9 @@ def ablate_image_tokens(vlm: VLM, enc: Encoding, mode: AblationMode = "zero") ->
     For Mllama all cross-attention states are ablated (the mean is over the row's states, padding
     tiles included).
     """
-    if mode == "zero":
-        transform: Transform = lambda x, rows: torch.zeros_like(x)  # noqa: E731
-    elif mode == "mean":
-        transform = _row_mean
-    else:
+    if mode not in ABLATION_MODES:
         raise InterventionError(f"unknown ablation mode {mode!r}; use one of {ABLATION_MODES}")
-    _edit(vlm, enc, transform, lambda x, rows, k: transform(x, rows))
+    run_writes(image_writes(vlm, enc, mean=1.0 if mode == "mean" else None))
 
 
 # -- swapping ------------------------------------------------------------------------------------
@@ -396,6 +397,7 @@ __all__ = [
     "image_counts",
     "image_embeddings",
     "image_position_mask",
+    "image_writes",
     "read_image_inputs",
     "replace_image_embeddings",
     "swap_image",

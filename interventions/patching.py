@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import nnsight
 import torch
 from jaxtyping import Float
 from torch import Tensor
@@ -31,7 +30,8 @@ from interp.conditions import Condition
 from interp.edits import Batch, EditContext, Intervention, PositionSpec, check_position
 from interp.encoding import encode
 from interp.errors import InterventionError
-from interp.tracing import read_states, stand_in
+from interp.plain import Write, residual_site, write
+from interp.tracing import forward_reads
 
 from .common import residual_indices
 
@@ -117,33 +117,33 @@ class Patch(Intervention):
             )
         return _read_masked(vlm, src, layers, mask)
 
-    def apply(self, ctx: EditContext) -> None:
+    def lower(self, ctx: EditContext) -> list[Write]:
         vlm = ctx.vlm
         layers = residual_indices(vlm, self.layers)
         target = ctx.positions(self.positions)
         skipped = ctx.batch.skipped_layers
-        for k, layer in enumerate(layers):
-            h = vlm.residual[stand_in(layer, skipped)]
-            for row, values in enumerate(ctx.state):
-                where = target[row].nonzero()[:, 0].to(h.device)
-                h[row, where] = values[:, k].to(h.device, h.dtype)
+        return [  # the rows' values in mask order (row, then position), layer by layer
+            write(
+                residual_site(vlm, layer, skipped),
+                target,
+                value=torch.cat([values[:, k] for values in ctx.state]),
+            )
+            for k, layer in enumerate(layers)
+        ]
 
 
 def _read_masked(
     vlm: VLM, batch: Batch, layers: list[int], mask: Tensor
 ) -> list[Float[Tensor, "pos layer d"]]:
     """One forward of ``batch`` (with its trace options): the residual states at ``layers`` at the
-    masked positions, per row (in position order)."""
+    masked positions, per row (in position order), in the model's dtype (read as float32, which
+    holds every value of a half-precision model exactly)."""
     rows, index = mask.nonzero(as_tuple=True)
-    trace, inputs = vlm.open_trace(batch.encoding, **batch.trace_options)
-    with torch.no_grad(), trace as tracer:
-        with tracer.invoke(**inputs):
-            states = nnsight.save(
-                read_states(vlm, layers, rows, index, skipped=batch.skipped_layers)[0]
-            )
-            tracer.stop()
+    states, _ = forward_reads(
+        vlm, batch, batch.encoding, layers, rows, index, **batch.trace_options
+    )
     counts = mask.sum(1).tolist()
-    return list(torch.split(states.detach(), counts))
+    return list(torch.split(states.to(vlm.device, vlm.dtype), counts))
 
 
 __all__ = ["Patch"]

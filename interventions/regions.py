@@ -33,9 +33,10 @@ from torch import Tensor
 from interp.edits import EditContext, digest
 from interp.encoding import Encoding
 from interp.errors import InterventionError
+from interp.plain import Write
 
 from .features import AblateImage, SwapImage
-from .image import ABLATION_MODES, ImageInputs, _edit, _row_mean, image_position_mask
+from .image import ABLATION_MODES, ImageInputs, image_position_mask, image_writes
 
 if TYPE_CHECKING:
     from interp.edits import Batch
@@ -116,19 +117,15 @@ class AblateImageTokens(AblateImage):
             "params": digest({"mode": self.mode, "tokens": self.tokens}),
         }
 
-    def apply(self, ctx: EditContext) -> None:
+    def lower(self, ctx: EditContext) -> list[Write]:
         enc = ctx.batch.traced
         assert enc is not None
         sel = selected_tokens(enc, ctx.batch.samples, self.tokens, "AblateImageTokens")
         if not bool(sel.any()):
-            return
-        mode = self.mode
-
-        def transform(x: Tensor, rows: Tensor) -> Tensor:
-            new = torch.zeros_like(x) if mode == "zero" else _row_mean(x, rows)
-            return torch.where(sel.to(x.device)[:, None], new, x)
-
-        _edit(ctx.vlm, enc, transform, lambda x, rows, k: transform(x, rows))
+            return []
+        chosen = sel.float()[:, None]  # the chosen tokens take 0 or their row's mean; others kept
+        mean = chosen if self.mode == "mean" else None
+        return image_writes(ctx.vlm, enc, keep=1.0 - chosen, mean=mean)
 
 
 class SwapImageTokens(SwapImage):
@@ -162,30 +159,31 @@ class SwapImageTokens(SwapImage):
             return None
         return super().prepare(vlm, batch)
 
-    def apply(self, ctx: EditContext) -> None:
+    def lower(self, ctx: EditContext) -> list[Write]:
         state: ImageInputs | None = ctx.state
         if state is None:
-            return
+            return []
         enc = ctx.batch.traced
         assert enc is not None
         sel = selected_tokens(enc, ctx.batch.samples, self.tokens, "SwapImageTokens")
         if not bool(sel.any()):
-            return
+            return []
         n = int(image_position_mask(ctx.vlm, enc).sum())
         if len(state) != n:
             raise InterventionError(
                 f"SwapImageTokens: the source has {len(state)} image vectors for {n} positions"
             )
-        main, deep = state.embeddings, state.deepstack
+        chosen = sel[:, None]  # the chosen tokens take the source's vectors, the others their own
 
-        def pick(x: Tensor, src: Tensor) -> Tensor:
-            return torch.where(sel.to(x.device)[:, None], src.to(x.device, x.dtype), x)
+        def pick(src: Tensor) -> Tensor:
+            return torch.where(chosen.to(src.device), src, torch.zeros((), dtype=src.dtype))
 
-        _edit(
+        return image_writes(
             ctx.vlm,
             enc,
-            lambda x, rows: pick(x, main),
-            lambda x, rows, k: pick(x, deep[k]),
+            keep=1.0 - chosen.float(),
+            value=pick(state.embeddings),
+            deep=[pick(f) for f in state.deepstack],
         )
 
 

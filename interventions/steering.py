@@ -19,7 +19,7 @@ from torch import Tensor
 
 from interp.edits import EditContext, Intervention, PositionSpec, check_position
 from interp.errors import InterventionError
-from interp.tracing import stand_in
+from interp.plain import Write, residual_site, write
 
 from .common import residual_indices
 
@@ -79,13 +79,13 @@ class Steer(Intervention):
                     f"{tuple(vec.shape)}"
                 )
 
-    def apply(self, ctx: EditContext) -> None:
-        vlm = ctx.vlm
-        mask = ctx.positions(self.positions)
+    def lower(self, ctx: EditContext) -> list[Write]:
+        vlm, mask = ctx.vlm, ctx.positions(self.positions)
         skipped = ctx.batch.skipped_layers
-        for layer, vec in self._plan(vlm):  # nnsight needs execution order
-            h = vlm.residual[stand_in(layer, skipped)]
-            h[mask.to(h.device)] += (self.scale * vec).to(h.device, h.dtype)
+        return [  # in execution order, as nnsight needs
+            write(residual_site(vlm, layer, skipped), mask, keep=1.0, value=self.scale * vec)
+            for layer, vec in self._plan(vlm)
+        ]
 
 
 def difference_of_means(

@@ -120,25 +120,49 @@ def test_a_qwen_vl_family_runs_on_the_loopback_and_equals_local(ndif, qwen, cond
     )
 
 
+def test_image_edits_on_a_qwen_vl_family_run_on_the_loopback(ndif, qwen):
+    """The swap's source read and the writes at the decoder input, with M-RoPE positions."""
+    from interventions import AblateImage, SwapImage
+
+    local, remote = qwen
+    samples = make_samples()[:3]
+    run = interp.RunOptions(batch_size=3, progress_bar=False)
+    for edit in (SwapImage("null:white"), AblateImage("mean")):
+        got = interp.residual_stream(remote, samples, edits=[edit], run=run, remote=ndif.url)
+        want = interp.residual_stream(local, samples, edits=[edit], run=run)
+        assert_close(got, want)
+    real = interp.residual_stream(local, samples, "null:white", run=run)
+    assert_close(
+        interp.residual_stream(
+            remote, samples, edits=[SwapImage("null:white")], run=run, remote=ndif.url
+        ),
+        real,
+    )
+
+
 def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
-    """Edits, decoding methods and sampling are library objects or local state: a remote run
-    holding one raises RemoteError naming the step, and the server never hears of it — also
-    where the model itself was loaded for NDIF and the call names no remote option."""
+    """Edits that do not lower to plain writes, decoding methods and sampling are library
+    objects or local state: a remote run holding one raises RemoteError naming the step, and the
+    server never hears of it — also where the model itself was loaded for NDIF and the call names
+    no remote option."""
     from interp.studies.coe import chain_of_embedding
-    from interventions import Steer
-    from interventions.decoding import vcd
+    from interventions.decoding import pai
+
+    class Zero3(interp.Intervention):  # defines apply only: it runs in this process
+        def apply(self, ctx):
+            ctx.vlm.residual[3][:] = 0
 
     _, remote = demo
     samples = make_samples()[:2]
     before = ndif.requests()
-    steer = Steer(3, torch.zeros(remote.d_model))
+    steer = Zero3()
     home = interp.load("demo", remote=ndif.url)  # traces remotely by default
     calls = {
         "residual_stream": lambda: interp.residual_stream(
             remote, samples, edits=[steer], remote=ndif.url
         ),
         "score": lambda: interp.score(remote, samples, ["a", "b"], edits=[steer], remote=ndif.url),
-        "generate": lambda: interp.generate(remote, samples, decoding=vcd(), remote=ndif.url),
+        "generate": lambda: interp.generate(remote, samples, decoding=pai(), remote=ndif.url),
         "generate ": lambda: interp.generate(home, samples, do_sample=True),
         "generate_states": lambda: interp.generate_states(home, samples, visual_attention=True),
         "chain_of_embedding": lambda: chain_of_embedding(home, samples, visual_attention=True),

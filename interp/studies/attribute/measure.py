@@ -253,14 +253,17 @@ def occlusion(
             the resumable ``store`` of the scoring run (see :func:`interp.score`; the greedy
             answers are not stored); its fields may also be given as keywords.
 
+    Runs remotely (``remote=`` / a model loaded for NDIF): the region edits lower to plain
+    writes, one scoring request per batch (with ``hide="swap"`` one more per batch reads the
+    source image's tokens), and greedy answers one generation request per batch.
+
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         NoSpatialLayoutError, LayoutNotMappedError: the family has no (mapped) token layout.
         RegionError: bad boxes or grid.
     """
     from interventions import AblateImageTokens, SwapImageTokens
 
-    opts = local_options(vlm, "occlusion", run, options)
+    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=8), **options)
     samples = ensure_samples(samples)
     if hide not in ("ablate", "swap"):
         raise RegionError(f"hide must be 'ablate' or 'swap', got {hide!r}")

@@ -29,6 +29,7 @@ HELP = "POPE-style evaluation of contrastive decoding methods (greedy and sample
 DESCRIPTION = __doc__
 ALIASES = ("decode",)
 NOUN = "questions"
+REMOTE = True  # remote: greedy runs (--seeds '') of the methods that lower (all but pai)
 DATA_HELP = (
     "'pope' (the demo world's POPE-style existence questions), 'demo:<qtype,...>' with yes/no "
     "answers, or a JSONL file (image, question, answer yes/no, and a 'pope_negative' label "
@@ -78,6 +79,21 @@ def check_options(inv: Invocation) -> dict[str, Any]:
             raise DecodingError(
                 f"{name}: the amateur condition 'full' equals the expert's input; give an "
                 "amateur that removes or degrades something (e.g. --amateur blind)"
+            )
+    if getattr(args, "remote", False):  # greedy runs of the methods that lower, before loading
+        from interp.edits import local_only
+
+        for name, dec in decoders.items():
+            kept = dec if dec is not None and dec.lower(1) is None else None
+            edits = dec.edits if dec is not None else ()
+            local_only(
+                None,
+                {"remote": True},
+                f"interp decoding --methods {name}"
+                + (f" --seeds {args.seeds} (give --seeds '' for greedy only)" if seeds else ""),
+                edits=edits,
+                decoding=kept,
+                sampling=bool(seeds),
             )
     if any(d is not None and d.edits for d in decoders.values()):
         inv.attn_implementation = "eager"

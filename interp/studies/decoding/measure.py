@@ -17,10 +17,10 @@ import pandas as pd
 
 import interp
 from interp.conditions import Condition
-from interp.edits import check_edits
+from interp.edits import check_edits, local_only
 from interp.errors import DecodingError, EmptyInputError
 from interp.generation import check_decoding
-from interp.options import RunOptions, local_options
+from interp.options import RunOptions
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions.decoding import PLAIN
@@ -156,17 +156,23 @@ def evaluate_decoding(
             ``store`` folder keeps each run's resumable store under it; its fields may also be
             given as keywords (``batch_size=8``, ``store=...``).
 
+    Runs remotely (``remote=`` / a model loaded for NDIF) greedy only (``seeds=()``) and with
+    methods that lower to plain data (all but ``pai``): one generation request per batch, the
+    expert and amateur rows together.
+
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
+        RemoteError: a remote run with sampled runs or ``pai``, before any compute.
         DecodingError: an unknown method or bad parameter, or a method the model cannot run
             (checked for every method before any compute).
         EmptyInputError: answers that are not yes/no, or no run asked for.
     """
-    opts = _options(vlm, run, options, "evaluate_decoding")
-    samples = ensure_samples(samples)
-    settings = pope_settings(samples, setting_label)
+    opts = _options(run, options)
     decoders = resolve_methods(methods, params)
     runs = _runs(seeds, greedy)
+    sampled = [seed for mode, seed in runs if mode == "sampled"]
+    _check_remote(vlm, opts, decoders, sampled, "evaluate_decoding")
+    samples = ensure_samples(samples)
+    settings = pope_settings(samples, setting_label)
     if not runs:
         raise EmptyInputError("nothing to run: greedy=False and no seeds")
     _check_all(vlm, samples, decoders)
@@ -210,10 +216,26 @@ def evaluate_decoding(
     return DecodingRuns(pd.concat(frames, ignore_index=True), settings, reprs)
 
 
-def _options(vlm: VLM, run: RunOptions | None, options: dict[str, Any], step: str) -> RunOptions:
-    """The run options of an entry point (default ``batch_size`` 16), refused for a remote run
-    before any compute (the methods run library code inside the trace)."""
-    return local_options(vlm, step, run, options, batch_size=16)
+def _options(run: RunOptions | None, options: dict[str, Any]) -> RunOptions:
+    """The run options of an entry point (default ``batch_size`` 16)."""
+    return RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
+
+
+def _check_remote(
+    vlm: VLM, opts: RunOptions, decoders: dict[str, Any], seeds: Sequence[int], step: str
+) -> None:
+    """Before any compute: a remote run holds no sampled runs (a generator per row, kept in this
+    process) and only methods that lower to plain data (greedy, vcd, icd, vdd, m3id, contrast;
+    not pai, whose attention boost edits the attention scores)."""
+    trace = opts.trace_options()
+    if seeds:
+        local_only(
+            vlm, trace, f"{step} with seeds {list(seeds)} (seeds=(): greedy only)", sampling=True
+        )
+    for name, dec in decoders.items():
+        kept = dec if dec is not None and dec.lower(1) is None else None
+        edits = dec.edits if dec is not None else ()
+        local_only(vlm, trace, f"{step} ({name})", edits=edits, decoding=kept)
 
 
 def _check_all(vlm: VLM, samples: Sequence[Sample], decoders: dict[str, Any]) -> None:
@@ -246,10 +268,11 @@ def parameter_sweep(
     be given as keywords.
 
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
+        RemoteError: a remote run of ``pai``, before any compute.
     """
     default = RunOptions(batch_size=16, progress_bar=False)
-    opts = _options(vlm, run if run is not None else default, options, "parameter_sweep")
+    opts = _options(run if run is not None else default, options)
+    _check_remote(vlm, opts, resolve_methods([method]), (), "parameter_sweep")
     rows = []
     plan = [("alpha", a, {"alpha": a, "beta": beta}) for a in alphas]
     plan += [("beta", b, {"alpha": alpha, "beta": b}) for b in betas]

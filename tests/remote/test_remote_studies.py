@@ -1,0 +1,74 @@
+"""Studies whose edits or decoding rules lower to plain data, on the loopback NDIF
+(tests/remote/conftest.py): occlusion maps and the decoding study equal local runs, and what
+cannot run there is refused before any request."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import interp
+from interp.datasets import demo_world
+from interp.testing import make_samples
+from interp.testing.tolerance import assert_close
+
+
+@pytest.fixture(scope="module")
+def demo() -> tuple[interp.VLM, interp.VLM]:
+    return interp.load("demo"), interp.load("demo", remote=True)
+
+
+@pytest.mark.parametrize("hide", ["ablate", "swap"])
+def test_occlusion_runs_on_the_loopback_and_equals_local(ndif, demo, hide):
+    """Region edits as writes: one scoring request per batch (a swap reads its source first)."""
+    from interp.studies.attribute import occlusion
+
+    local, remote = demo
+    samples = make_samples()[:2]
+    run = interp.RunOptions(batch_size=5, progress_bar=False)
+    before = ndif.requests()
+    got = occlusion(remote, samples, grid=(2, 2), hide=hide, mode="mean", run=run, remote=ndif.url)
+    assert ndif.requests() - before == 2 * (2 if hide == "swap" else 1)  # 10 rows: 2 batches
+    want = occlusion(local, samples, grid=(2, 2), hide=hide, mode="mean", run=run)
+    assert_close(got.scores, want.scores, dtype=torch.float32)  # fp32 sums, tabled in float64
+    assert not remote.dispatched
+
+
+def test_the_decoding_study_runs_greedy_on_the_loopback_and_equals_local(ndif, demo):
+    from interp.studies.decoding import evaluate_decoding
+
+    local, remote = demo
+    samples = demo_world("test", n=8, seed=5, qtypes=["exist"])
+    methods = ["greedy", "vcd", "m3id"]
+    run = interp.RunOptions(batch_size=4, progress_bar=False)
+    before = ndif.requests()
+    got = evaluate_decoding(remote, samples, methods, seeds=(), run=run, remote=ndif.url)
+    assert ndif.requests() - before == 3 * 2  # per method, one request per batch
+    want = evaluate_decoding(local, samples, methods, seeds=(), run=run)
+    assert got.answers.equals(want.answers)
+
+
+def test_the_decoding_study_refuses_sampled_runs_and_pai_before_any_request(ndif, demo):
+    from interp.studies.decoding import evaluate_decoding
+
+    _, remote = demo
+    samples = demo_world("test", n=4, seed=5, qtypes=["exist"])
+    before = ndif.requests()
+    with pytest.raises(
+        interp.RemoteError, match=r"evaluate_decoding with seeds \[0\].*seeded sampling"
+    ):
+        evaluate_decoding(remote, samples, ["greedy", "vcd"], seeds=(0,), remote=ndif.url)
+    with pytest.raises(interp.RemoteError, match=r"evaluate_decoding \(pai\).*AttentionBoost"):
+        evaluate_decoding(remote, samples, ["vcd", "pai"], seeds=(), remote=ndif.url)
+    assert ndif.requests() == before
+
+
+def test_interp_decoding_remote_is_checked_before_the_model_loads(capsys, tmp_path):
+    from interp.cli import main
+
+    argv = ["decoding", "--model", "demo", "--data", "pope", "--n", "4", "--remote"]
+    argv += ["--out", str(tmp_path / "out")]
+    assert main([*argv, "--methods", "greedy,vcd"]) == 2
+    assert "--seeds 0,1,2 (give --seeds '' for greedy only)" in capsys.readouterr().err
+    assert main([*argv, "--methods", "pai", "--seeds", ""]) == 2
+    assert "interp decoding --methods pai cannot run remotely" in capsys.readouterr().err
