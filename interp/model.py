@@ -403,25 +403,40 @@ class VLM:
         (``vlm.head_transform``: ``cap · tanh(scale · z / cap)``, :mod:`interp.adapters.logits`)."""
         return head_output if self.head_transform is None else self.head_transform(head_output)
 
-    def unembed(self, hidden: Tensor) -> Tensor:
+    def unembed(self, hidden: Tensor, **trace_options: Any) -> Tensor:
         """Logit lens: the forward's logits of residual-stream states, ``lm_head(final_norm(h))``
-        (then the forward's own transform of the head's output, where it has one; plain torch,
-        no trace).
+        (then the forward's own transform of the head's output, where it has one).
 
-        Raises:
-            RemoteError: a model loaded for NDIF (its weights are not on this machine).
+        Locally plain torch, no trace. On a model loaded for NDIF, or with ``trace_options``
+        that send traces away (``remote=``, ``backend=``), one plain request: a trace of a
+        one-token text input, stopped at once, in which the server applies its final norm and
+        head to ``hidden`` (the states travel up, the ``[..., vocab]`` logits come back).
         """
-        if self.remote:
-            refuse_remote(
-                {"remote": self.remote},
-                "the logit lens",
-                "it applies the final norm and the head on this machine, where a model loaded "
-                "for NDIF has no weights",
-            )
+        if self.remote and not is_remote(trace_options):
+            trace_options = {**trace_options, "remote": self.remote}
+        if is_remote(trace_options):
+            return self._remote_unembed(hidden, trace_options)
         norm = self.adapter.final_norm(self.hf)
         head = self.adapter.lm_head(self.hf)
         with torch.no_grad():
             return self.final_logits(head(norm(hidden.to(self.device, self.dtype))))
+
+    def _remote_unembed(self, hidden: Tensor, trace_options: dict[str, Any]) -> Tensor:
+        # plain data only inside the block (interp.plain)
+        norm, head = self.final_norm, self.lm_head
+        scale, cap = (1.0, 0.0) if self.head_transform is None else self.head_transform.floats()
+        ids = torch.tensor([[getattr(self.tokenizer, "bos_token_id", None) or 0]])
+        states = hidden.to(self.dtype)
+        trace = self.nn.trace(input_ids=ids, attention_mask=torch.ones_like(ids), **trace_options)
+        with torch.no_grad(), trace as tracer:
+            z = head(norm(states.to(head.weight.device)))
+            if scale != 1.0:  # the forward's own transform of the head's output
+                z = z * scale
+            if cap:
+                z = torch.tanh(z / cap) * cap
+            z = z.save()
+            tracer.stop()
+        return z.detach()
 
     def __repr__(self) -> str:
         name = self.source or type(self.hf).__name__

@@ -167,10 +167,7 @@ def head_transform(vlm: VLM) -> tuple[float, float]:
     """The forward's transform of the head's output as ``(scale, cap)``: logits =
     ``cap · tanh(scale · z / cap)``, or ``scale · z`` where ``cap`` is 0
     (:mod:`interp.adapters.logits`)."""
-    t = vlm.head_transform
-    if t is None:
-        return 1.0, 0.0
-    return float(t.scale), float(t.softcap or 0.0)
+    return (1.0, 0.0) if vlm.head_transform is None else vlm.head_transform.floats()
 
 
 __all__ = [

@@ -47,6 +47,10 @@ class HeadTransform:
             z = torch.tanh(z / self.softcap) * self.softcap
         return z
 
+    def floats(self) -> tuple[float, float]:
+        """``(scale, cap)`` as plain floats (cap 0: none), what a remote trace block may hold."""
+        return float(self.scale), float(self.softcap or 0.0)
+
     def __str__(self) -> str:
         inner = f"{self.scale:g} · z" if self.scale != 1.0 else "z"
         return f"{self.softcap:g} · tanh({inner} / {self.softcap:g})" if self.softcap else inner

@@ -254,9 +254,9 @@ def test_a_study_passes_its_run_options_to_the_measurement(monkeypatch):
 
 def _conflict_with_decoding(vlm: Any, samples: Any, **kw: Any) -> Any:
     from interp.studies.conflict import conflict_responses
-    from interventions.decoding import vcd
+    from interventions.decoding import pai
 
-    return conflict_responses(vlm, samples, decodings={"vcd": vcd()}, **kw)
+    return conflict_responses(vlm, samples, decodings={"pai": pai()}, **kw)
 
 
 def _study(module: str, name: str, *args: Any, **fixed: Any) -> Callable[..., Any]:
@@ -270,14 +270,13 @@ def _study(module: str, name: str, *args: Any, **fixed: Any) -> Callable[..., An
 # (the step the error names, the call): every entry point that refuses a remote run
 REFUSING = [
     ("image_gradients", lambda vlm, s, **kw: interp.image_gradients(vlm, s, layer=1, **kw)),
-    ("run_recall", _study("recall", "run_recall")),
     ("information_flow", _study("flow", "information_flow")),
     ("evaluate_decoding with seeds", _study("decoding", "evaluate_decoding")),  # sampled runs
     ("parameter_sweep (pai)", _study("decoding", "parameter_sweep", "pai")),
     ("attention", _study("attribute", "attention")),
     ("gradient", _study("attribute", "gradient", layer=1)),
     ("grpo_lora", _study("ablation", "grpo_lora")),
-    ("conflict_responses", _conflict_with_decoding),
+    ("conflict_responses (pai)", _conflict_with_decoding),
 ]
 
 
@@ -327,7 +326,7 @@ def _demo_argv(command: str, out: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "command,extra",
-    [("flow", []), ("recall", []), ("attribute", ["--method", "gradient"]), ("audit", [])],
+    [("flow", []), ("attribute", ["--method", "gradient"]), ("audit", [])],
 )
 def test_remote_on_a_refusing_command_is_one_error_line(command, extra, tmp_path, capsys, no_model):
     out = tmp_path / "out"

@@ -166,7 +166,6 @@ def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
         "generate ": lambda: interp.generate(home, samples, do_sample=True),
         "generate_states": lambda: interp.generate_states(home, samples, visual_attention=True),
         "chain_of_embedding": lambda: chain_of_embedding(home, samples, visual_attention=True),
-        "the logit lens": lambda: home.unembed(torch.zeros(1, home.d_model)),
     }
     for step, call in calls.items():
         with pytest.raises(interp.RemoteError, match=f"^{step.strip()}.* cannot run remotely"):
@@ -239,7 +238,7 @@ def test_interp_drives_remote_writes_what_a_local_run_writes(ndif, tmp_path, mon
 def test_interp_coe_remote_writes_what_a_local_run_writes(ndif, tmp_path, monkeypatch, capsys):
     """The main job on NDIF: greedy answers and residual reads under full and blind in each
     request, the final norm read in the trace; the per-sample table and the summary equal a local
-    run's (--metric kl, which needs the logit lens here, is refused up front)."""
+    run's (--visual-attention, which needs eager attention, is refused up front)."""
     import pandas as pd
     from nnsight import CONFIG
 
@@ -259,5 +258,5 @@ def test_interp_coe_remote_writes_what_a_local_run_writes(ndif, tmp_path, monkey
     numbers = [t.select_dtypes("number").to_numpy() for t in (got, want)]
     assert_close(*numbers, dtype=torch.float32, equal_nan=True)
     capsys.readouterr()
-    assert main([*argv, "--out", str(tmp_path / "kl"), "--metric", "kl", "--remote"]) == 2
-    assert "interp coe --metric kl cannot run remotely" in capsys.readouterr().err
+    assert main([*argv, "--out", str(tmp_path / "va"), "--visual-attention", "--remote"]) == 2
+    assert "interp coe --visual-attention cannot run remotely" in capsys.readouterr().err

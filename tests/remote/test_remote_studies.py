@@ -72,3 +72,78 @@ def test_interp_decoding_remote_is_checked_before_the_model_loads(capsys, tmp_pa
     assert "--seeds 0,1,2 (give --seeds '' for greedy only)" in capsys.readouterr().err
     assert main([*argv, "--methods", "pai", "--seeds", ""]) == 2
     assert "interp decoding --methods pai cannot run remotely" in capsys.readouterr().err
+
+
+def test_the_logit_lens_runs_on_the_loopback_and_equals_local(ndif, demo):
+    """vlm.unembed on a model loaded for NDIF: one request, the server's norm and head."""
+    local, remote = demo
+    states = interp.residual_stream(local, make_samples()[:3], progress_bar=False)
+    before = ndif.requests()
+    got = remote.unembed(states, remote=ndif.url)
+    assert ndif.requests() - before == 1
+    assert_close(got, local.unembed(states))
+    assert not remote.dispatched
+
+
+def test_the_recall_study_runs_on_the_loopback_and_equals_local(ndif, demo):
+    """Every pass greedy on the server, the lens of the first token through vlm.unembed."""
+    from interp.studies.recall import RecallItem, run_recall
+
+    local, remote = demo
+    images = [s.image for s in make_samples(4)]
+    items = [
+        RecallItem(
+            id=f"it{i}",
+            image=images[i],
+            textual=f"what colour is thing number {i}?",
+            visual="what colour is the object in the image?",
+            answer=["red", "blue"][i % 2],
+            family=["alpha", "beta"][i % 2],
+            entity=["circle", "square"][i % 2],
+            identify="which object is in the image?",
+        )
+        for i in range(4)
+    ]
+    run = interp.RunOptions(batch_size=4, progress_bar=False)
+    got = run_recall(remote, items, max_new_tokens=3, run=run, remote=ndif.url)
+    want = run_recall(local, items, max_new_tokens=3, run=run)
+    assert got.answers == want.answers
+    assert_close(got.lens, want.lens, dtype=torch.float32)  # fp32 probabilities, in float64
+    for name in ("visual", "full_info"):
+        assert_close(got.states[name], want.states[name])
+
+
+def test_conflict_responses_with_a_lowered_method_run_on_the_loopback(ndif, demo):
+    from interp.studies.conflict import conflict_responses
+    from interventions.decoding import vcd
+
+    local, remote = demo
+    items = demo_world("test", n=8, seed=4, qtypes=["conflict"])
+    kw = {"configurations": {"both": "full"}, "decodings": {"greedy": None, "vcd": vcd()}}
+    kw |= {"max_new_tokens": 3, "progress_bar": False}
+    got = conflict_responses(remote, items, **kw, remote=ndif.url)
+    want = conflict_responses(local, items, **kw)
+    assert got.frame.equals(want.frame)
+
+
+def test_interp_coe_metric_kl_remote_writes_what_a_local_run_writes(
+    ndif, tmp_path, monkeypatch, capsys
+):
+    """The logit-lens metric remotely: the lens through vlm.unembed, one request per batch."""
+    import pandas as pd
+    from nnsight import CONFIG
+
+    from interp.cli import main
+
+    monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)
+    argv = ["coe", "--model", "demo", "--data", "demo", "--n", "6", "--max-new-tokens", "3"]
+    argv += ["--no-progress", "--metric", "kl", "--vip", "6"]
+    assert main([*argv, "--out", str(tmp_path / "remote"), "--remote"]) == 0
+    assert main([*argv, "--out", str(tmp_path / "local")]) == 0
+    capsys.readouterr()
+    got, want = (pd.read_csv(tmp_path / side / "per_sample.csv") for side in ("remote", "local"))
+    pd.testing.assert_frame_equal(
+        got.select_dtypes(exclude="number"), want.select_dtypes(exclude="number")
+    )
+    numbers = [t.select_dtypes("number").to_numpy() for t in (got, want)]
+    assert_close(*numbers, dtype=torch.float32, equal_nan=True)

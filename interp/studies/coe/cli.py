@@ -53,7 +53,7 @@ ALIASES = ("diagnose",)
 ONE_PROCESS = False  # a sharded run: each process computes its share, process 0 writes
 DEFAULT_QTYPES = ("color",)
 MIN_SAMPLES = 4  # two groups of at least two samples (each group's variance is needed)
-REMOTE = True  # remote: generate_states is lowered (final norm read in its trace)
+REMOTE = True  # remote: generate_states is lowered (final norm read in its trace; kl/js: the lens)
 
 
 def check_options(inv: Invocation) -> dict[str, Any]:
@@ -88,15 +88,13 @@ def check_options(inv: Invocation) -> dict[str, Any]:
         raise UsageError(
             "--vip-rule effect needs an effect-size floor: --min-fraction above 0 or --min-effect"
         )
-    if getattr(args, "remote", False) and (args.visual_attention or args.metric in ("kl", "js")):
+    if getattr(args, "remote", False) and args.visual_attention:
         from interp.options import refuse_remote
 
-        what = "--visual-attention" if args.visual_attention else f"--metric {args.metric}"
         refuse_remote(
             {"remote": True},
-            f"interp coe {what}",
-            "attention weights and the logit lens (final norm and head on this machine) are "
-            "not lowered to a remote request yet",
+            "interp coe --visual-attention",
+            "attention weights need eager attention, which the server's model may not use",
         )
     inv.attn_implementation = "eager" if args.visual_attention else None
     return {"conditions": conds}

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 import interp
-from interp.options import NOT_LOWERED, RunOptions, refuse_remote
+from interp.edits import local_only
+from interp.options import RunOptions
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions.decoding import contrast
@@ -64,23 +65,22 @@ def conflict_responses(
             judge (give a larger ``max_new_tokens`` so free-form answers are not cut).
         run: how it runs (:class:`~interp.options.RunOptions`; default ``batch_size`` 16): a
             ``store`` folder keeps each (configuration, decoding) run's store under it;
-            ``remote=True`` generates on NDIF (plain decoding only); its fields may also be
-            given as keywords.
+            ``remote=True`` generates on NDIF (with the decoding methods that lower: all but
+            pai); its fields may also be given as keywords.
 
     Raises:
-        RemoteError: a remote run with a contrastive decoding method (before any compute).
+        RemoteError: a remote run with a decoding method that does not lower (before any
+            compute).
         DataFormatError: an item without a source label, with a bad order, or a caption that is
             not in its question (before any compute).
     """
     opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
-    # remote: plain decoding runs through residual_stream / score / generate; a decoding
-    # method's combine runs inside the trace
-    if any(dec is not None for dec in (decodings or {}).values()):
-        refuse_remote(
-            opts.trace_options(),
-            "conflict_responses",
-            NOT_LOWERED,
-            vlm=vlm,
+    # remote: runs through generate, with the decoding methods that lower to plain data
+    for dname, dec in (decodings or {}).items():
+        kept = dec if dec is not None and dec.lower(1) is None else None
+        edits = dec.edits if dec is not None else ()
+        local_only(
+            vlm, opts.trace_options(), f"conflict_responses ({dname})", edits=edits, decoding=kept
         )
     samples = ensure_samples(samples)
     if judge is not None and not callable(judge):

@@ -22,6 +22,7 @@ DATA_HELP = (
     "entity (and optionally identify: the question asking what the image shows)"
 )
 NOUN = "recall items"
+REMOTE = True  # remote: greedy generation per pass, the logit lens through vlm.unembed
 
 
 def check_options(inv: Invocation) -> dict[str, Any]:

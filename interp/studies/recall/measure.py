@@ -16,7 +16,7 @@ from jaxtyping import Float, Int
 from interp.edits import check_edits
 from interp.errors import EmptyInputError, RecallError
 from interp.generation import generate
-from interp.options import RunOptions, local_options
+from interp.options import RunOptions
 from interp.residual import generate_states
 from interp.samples import Sample
 from interp.store import substore
@@ -40,6 +40,7 @@ def logit_lens(
     tokens: Int[TensorLike, " n"],
     *,
     batch_size: int = 16,
+    **trace_options: Any,
 ) -> Float[TensorLike, "n layer"]:
     """The probability of token ``tokens[i]`` read off every layer (Sec. 6.1, Fig. 4 top):
     ``p_i^(l) = softmax(U · norm(h_i^(l)))[t_i]`` with ``norm`` the final norm and ``U`` the
@@ -50,6 +51,8 @@ def logit_lens(
     Args:
         states: residual-stream states ``[N, L+1, d]`` (e.g. of :func:`interp.residual_stream`).
         tokens: ``[N]`` token ids (the eventual output token of each row).
+        trace_options: where the lens runs on a model loaded for NDIF (``remote=``, ...; one
+            request per batch, :meth:`interp.VLM.unembed`).
 
     Returns:
         float32 CPU tensor ``[N, L+1]``.
@@ -62,7 +65,7 @@ def logit_lens(
     out = torch.empty(states.shape[:2])
     for start in range(0, len(states), batch_size):
         sl = slice(start, start + batch_size)
-        probs = vlm.unembed(states[sl]).float().softmax(-1).cpu()  # [b, L+1, V]
+        probs = vlm.unembed(states[sl], **trace_options).float().softmax(-1).cpu()  # [b, L+1, V]
         idx = tokens[sl].long().cpu()[:, None, None].expand(-1, probs.shape[1], 1)
         out[sl] = probs.gather(-1, idx)[..., 0]
     return out
@@ -157,12 +160,16 @@ def run_recall(
             ``store`` folder keeps each pass's resumable store under it; its fields may also be
             given as keywords (``batch_size=8``, ``store=...``).
 
+    Runs remotely (``remote=`` / a model loaded for NDIF): every pass is greedy generation (one
+    request per batch and condition), and the logit lens one more request per batch
+    (:meth:`interp.VLM.unembed`).
+
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
+        RemoteError: a remote run with edits that do not lower, before any compute.
         RecallError, UnknownFamilyError, ConditionError: bad data or settings (before any
             compute).
     """
-    opts = local_options(vlm, "run_recall", run, options, batch_size=16)
+    opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
     if data and all(isinstance(d, RecallItem) for d in data):
         items = select_families(list(data), families)  # type: ignore[arg-type]
         if identify is not None:
@@ -220,7 +227,7 @@ def run_recall(
         for i, text in zip(asked, said):
             answers["identify"][i] = text
     first = torch.tensor(gen_v.first, dtype=torch.long)
-    lens = logit_lens(vlm, gen_v.states, first, batch_size=opts.batch_size)
+    lens = logit_lens(vlm, gen_v.states, first, batch_size=opts.batch_size, **opts.trace_options())
     ppl = [answer_perplexity_of(lp, len(t)) for lp, t in zip(gen_v.logprobs, gen_v.ids)]
     return RecallRun(
         items=items,
