@@ -301,8 +301,8 @@ def test_the_audit_and_reproduce_refuse_before_writing_anything(tmp_path, record
 
     with pytest.raises(interp.RemoteError, match="^audit cannot run remotely"):
         audit(shared_tiny_vlm("llava"), make_samples(3), tmp_path / "audit", remote=True)
-    with pytest.raises(interp.RemoteError, match="^reproduce cannot run remotely"):
-        reproduce("coe", "demo", out=tmp_path / "reproduce", remote=True)
+    with pytest.raises(interp.RemoteError, match="^reproduce with a backend cannot run remotely"):
+        reproduce("coe", "demo", out=tmp_path / "reproduce", backend=object())
     assert not list(tmp_path.iterdir()) and recorded == []
 
 
@@ -313,7 +313,9 @@ def test_reproduce_refuses_a_keyword_no_command_takes(tmp_path):
         reproduce("coe", "demo", out=tmp_path / "o", batch_szie=4)
     # its former keywords still read (the refusal shows they got past the check)
     with pytest.raises(interp.RemoteError):
-        reproduce("coe", "demo", out=tmp_path / "o", progress=True, batch_size=None, remote=True)
+        reproduce(
+            "coe", "demo", out=tmp_path / "o", progress=True, batch_size=None, backend=object()
+        )
     assert not (tmp_path / "o").exists()
 
 
@@ -326,7 +328,7 @@ def _demo_argv(command: str, out: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "command,extra",
-    [("flow", []), ("attribute", ["--method", "gradient"]), ("audit", [])],
+    [("flow", []), ("attribute", ["--method", "gradient"])],
 )
 def test_remote_on_a_refusing_command_is_one_error_line(command, extra, tmp_path, capsys, no_model):
     out = tmp_path / "out"
@@ -336,15 +338,6 @@ def test_remote_on_a_refusing_command_is_one_error_line(command, extra, tmp_path
     named = " ".join(["interp", command, *extra])
     assert line.startswith(f"error: RemoteError: {named} cannot run remotely")
     assert not out.exists(), "a refused command created its output folder"
-
-
-def test_remote_on_reproduce_is_one_error_line(tmp_path, capsys):
-    out = tmp_path / "out"
-    capsys.readouterr()
-    assert main(["reproduce", "coe", "--model", "demo", "--out", str(out), "--remote"]) == 2
-    line = one_error_line(capsys.readouterr().err)
-    assert line.startswith("error: RemoteError: reproduce cannot run remotely")
-    assert not out.exists()
 
 
 @pytest.fixture

@@ -147,3 +147,84 @@ def test_interp_coe_metric_kl_remote_writes_what_a_local_run_writes(
     )
     numbers = [t.select_dtypes("number").to_numpy() for t in (got, want)]
     assert_close(*numbers, dtype=torch.float32, equal_nan=True)
+
+
+def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
+    ndif, tmp_path, monkeypatch, capsys
+):
+    """One command on NDIF: the chain of embedding, the decoding study (greedy; pai left out)
+    and occlusion maps give the numbers a local audit gives; the flow study (attention
+    knockout) is skipped with the reason, before any request."""
+    import json
+
+    from nnsight import CONFIG
+
+    from interp.cli import main
+
+    monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)
+    argv = ["audit", "--model", "demo", "--data", "demo", "--n", "8", "--seeds", ""]
+    argv += ["--studies", "coe,decoding,attribute,flow", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "remote"), "--remote"]) == 0
+    assert main([*argv, "--out", str(tmp_path / "local")]) == 0
+    capsys.readouterr()
+    got, want = (
+        json.loads((tmp_path / side / "summary.json").read_text())["studies"]
+        for side in ("remote", "local")
+    )
+    assert not got["flow"]["ran"] and "not on NDIF" in got["flow"]["reason"]
+    assert want["flow"]["ran"]
+    assert "pai_f1" in want["decoding"]["numbers"] and "pai_f1" not in got["decoding"]["numbers"]
+    for key in ("coe", "decoding"):  # the local audit loads eager attention: pai is in it
+        assert got[key]["ran"] and got[key]["numbers"].keys() <= want[key]["numbers"].keys()
+        for name, value in got[key]["numbers"].items():
+            if isinstance(value, float):
+                assert_close(value, want[key]["numbers"][name], dtype=torch.float32)
+            else:
+                assert value == want[key]["numbers"][name]
+    assert got["attribute"]["numbers"]["inside"] == want["attribute"]["numbers"]["inside"]
+    assert "occlusion only" in got["attribute"]["reason"]
+
+
+def test_interp_reproduce_remote_gives_the_local_table_less_what_stays_local(
+    ndif, tmp_path, monkeypatch, capsys
+):
+    """A paper's recipe on NDIF: every study command with --remote; the chain of embedding's
+    visual attention (eager attention) is left out and said in the notes."""
+    import pandas as pd
+    from nnsight import CONFIG
+
+    from interp.cli import main
+
+    monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)
+    argv = ["reproduce", "coe", "--model", "demo", "--n", "8", "--no-progress"]
+    before = ndif.requests()
+    assert main([*argv, "--out", str(tmp_path / "remote"), "--remote"]) == 0
+    assert ndif.requests() > before
+    assert main([*argv, "--out", str(tmp_path / "local")]) == 0
+    assert "left out: the visual attention" in (tmp_path / "remote" / "table.md").read_text()
+    capsys.readouterr()
+    got, want = (pd.read_csv(tmp_path / side / "table.csv") for side in ("remote", "local"))
+    want = want[want["metric"] != "Visual Attention"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(
+        got.select_dtypes(exclude="number"), want.select_dtypes(exclude="number")
+    )
+    numbers = [t.select_dtypes("number").to_numpy() for t in (got, want)]
+    assert_close(*numbers, dtype=torch.float32, equal_nan=True)
+
+
+def test_interp_conflict_remote_writes_what_a_local_run_writes(ndif, tmp_path, monkeypatch, capsys):
+    """Greedy answers per configuration, the contrastive diagnostic (its methods lower) and the
+    layer-wise probe's residual reads, all on the server."""
+    import pandas as pd
+    from nnsight import CONFIG
+
+    from interp.cli import main
+
+    monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)
+    argv = ["conflict", "--model", "demo", "--data", "demo", "--n", "24", "--max-new-tokens", "3"]
+    argv += ["--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "remote"), "--remote"]) == 0
+    assert main([*argv, "--out", str(tmp_path / "local")]) == 0
+    capsys.readouterr()
+    got, want = (pd.read_csv(tmp_path / side / "responses.csv") for side in ("remote", "local"))
+    pd.testing.assert_frame_equal(got, want)

@@ -32,6 +32,7 @@ N_HELP = (
     f"{DEMO_N // 3} descriptions, 520 in all)"
 )
 NOUN = None  # the run prints its own plan
+REMOTE = True  # remote: each study where it can, the others skipped with the reason
 RUN = "interp.studies.audit.cli:run_command"
 
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from interp.errors import InterpError
-from interp.options import RunOptions, local_options
+from interp.errors import InterpError, RemoteError
+from interp.options import RunOptions, refuse_remote
 from interp.samples import Sample, ensure_samples
 
 from .registry import AuditOptions, AuditStudy, plan
@@ -64,12 +64,27 @@ def audit(
     ``options`` are the settings every section receives (:class:`AuditOptions`); ``run`` is how
     the audit runs (:class:`~interp.options.RunOptions`; its fields may also be given as
     keywords): its ``progress_bar``, and its ``batch_size``, ``store`` and ``overwrite`` where
-    given (they replace ``options``'). The studies' traces carry library objects, so a remote
-    run is refused (:class:`~interp.errors.RemoteError`) before any compute."""
+    given (they replace ``options``').
+
+    On a model loaded for NDIF (``interp.load(name, remote=True)``) every study runs remotely
+    where it can (``docs/remote.md``); one that cannot is skipped with the reason (its refusal
+    comes before any request), and the decoding and attribution sections leave out sampled runs,
+    PAI and the gradient and attention maps.
+
+    Raises:
+        RemoteError: ``run`` asks for a remote run of a model loaded here (its traces name this
+            library's model class, which NDIF cannot build): load it with ``remote=True``.
+    """
     from interp.runner import weights_fingerprint
     from interp.tracing import progress
 
-    ro = local_options(vlm, "audit", run, run_options)
+    ro = RunOptions.resolve(run, **run_options)
+    if ro.is_remote and not vlm.remote:
+        refuse_remote(
+            ro.trace_options(),
+            "audit",
+            "a remote audit runs on a model loaded for NDIF: interp.load(name, remote=True)",
+        )
     samples = ensure_samples(samples)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -91,6 +106,10 @@ def audit(
     ):
         try:
             results[study.key] = study.section(vlm, chosen, opts)
+        except RemoteError as err:  # refused before any request: nothing ran
+            results[study.key] = Section(
+                study.key, study.title, ran=False, n=len(chosen), reason=f"not on NDIF: {err}"
+            )
         except Exception as err:  # one study's failure must not cost the whole report
             if not isinstance(err, InterpError):
                 logger.debug("the %s study failed", study.key, exc_info=True)

@@ -15,6 +15,7 @@ from interp.command import Invocation, UsageError, add_command, at_least, split_
 HELP = "modality conflict: bias labels per evidence form and order, probes, contrastive decoding"
 # the package is loaded before its modules: its docstring, without importing it back
 DESCRIPTION = sys.modules[__package__].__doc__
+REMOTE = True  # remote: greedy and the contrastive diagnostic (its methods lower), the probe reads
 DATA_HELP = (
     "'demo' (the demo world's two-image conflict items, all six orders; for a model that takes "
     "audio, its image + audio + caption items unless --sources demo), 'demo:trimodal' (those "

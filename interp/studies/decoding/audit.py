@@ -57,14 +57,19 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     yes-ratio; the per-setting tables and figure."""
     sec = STUDY.new_section("Does contrastive decoding reduce hallucination? (POPE)", samples)
     eager = getattr(vlm.hf.config, "_attn_implementation", None) == "eager"
-    methods = ["greedy", "vcd", "icd", "vdd", "m3id"] + (["pai"] if eager else [])
-    if not eager:
+    methods = ["greedy", "vcd", "icd", "vdd", "m3id"] + (
+        ["pai"] if eager and not vlm.remote else []
+    )
+    seeds = () if vlm.remote else opts.seeds
+    if vlm.remote:  # sampling and attention edits stay in this process (docs/remote.md)
+        sec.reason = "on NDIF: greedy runs only, pai left out"
+    elif not eager:
         sec.reason = "pai left out: it needs eager attention"
     runs = evaluate_decoding(
         vlm,
         samples,
         methods,
-        seeds=opts.seeds,
+        seeds=seeds,
         max_new_tokens=min(opts.max_new_tokens, 4),
         batch_size=opts.batch_size,
         store=opts.store_for("decoding"),

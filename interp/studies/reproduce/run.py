@@ -9,7 +9,8 @@ when it has some).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from interp.errors import InterpError
-from interp.options import NOT_LOWERED, RunOptions, refuse_remote
+from interp.options import RunOptions, refuse_remote
 
 from .published import PUBLISHED, model_key
 from .recipes import RECIPES, Recipe, Run, is_demo
@@ -39,6 +40,7 @@ class Reproduction:
     published: pd.DataFrame
     model_key: str | None
     out: Path
+    remote_notes: tuple[str, ...] = ()
 
     def markdown(self) -> str:
         lines = [f"# {self.paper}: {RECIPES[self.paper].title}", f"model: {self.model}", ""]
@@ -50,7 +52,8 @@ class Reproduction:
         ):
             lines.append("(the paper has no row for this model; its rows for its own models:)")
         lines += ["", _md(self.published)]
-        lines += ["", "## notes", ""] + [f"- {n}" for n in RECIPES[self.paper].notes]
+        notes = (*RECIPES[self.paper].notes, *self.remote_notes)
+        lines += ["", "## notes", ""] + [f"- {n}" for n in notes]
         return "\n".join(lines) + "\n"
 
 
@@ -127,12 +130,17 @@ def reproduce(
             ``overwrite`` (start every run afresh) and ``progress_bar`` (default off; the former
             keyword ``progress`` is still read). Each run keeps its store in its own folder.
 
+    ``remote`` (``True``: the configured NDIF host; a URL: that host) runs every study command
+    with ``--remote`` on a model loaded for NDIF; what a command cannot run remotely is left out
+    and said in the notes (the chain of embedding's visual attention, which needs eager
+    attention).
+
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
+        RemoteError: a ``backend=`` (the study commands take ``--remote`` only), before any
+            compute.
         ReproduceError: an unknown paper, unpublished data not given, or a failed study run.
         TypeError: a keyword that is neither an option of the commands nor of this function.
     """
-    from interp import cli
 
     if "progress" in options:  # its former name
         options["progress_bar"] = options.pop("progress")
@@ -141,11 +149,12 @@ def reproduce(
     batch_given = run is not None or "batch_size" in options  # else the command's default
     default = RunOptions(batch_size=16, progress_bar=False)
     opts = RunOptions.resolve(run if run is not None else default, **options)
-    refuse_remote(
-        opts.trace_options(),
-        "reproduce",
-        NOT_LOWERED,
-    )
+    if opts.backend is not None:
+        refuse_remote(
+            opts.trace_options(),
+            "reproduce with a backend",
+            "its study commands take --remote (the configured host, or a URL given as remote=)",
+        )
     if opts.trace:  # a study command takes no nnsight keyword: a misspelt option
         raise TypeError(f"reproduce() got unexpected keyword arguments {sorted(opts.trace)}")
 
@@ -154,26 +163,17 @@ def reproduce(
         raise ReproduceError(f"no recipe for {paper!r}; the papers are {', '.join(RECIPES)}")
     out = Path(out)
     specs = [run_data(recipe, run, model, data_root, data) for run in recipe.runs]  # before compute
+    args, remote_notes = recipe.args(model), ()
+    if opts.remote:
+        args = [a for a in args if a not in LOCAL_ONLY_ARGS] + ["--remote"]
+        left = [LOCAL_ONLY_ARGS[a] for a in recipe.args(model) if a in LOCAL_ONLY_ARGS]
+        remote_notes = ("run on NDIF" + (f"; left out: {', '.join(left)}" if left else ""),)
     rows = []
-    for run, spec in zip(recipe.runs, specs):
-        folder = out / run.label.replace(" ", "_").replace("/", "_")
-        argv = [recipe.study, "--model", model, "--data", spec, "--out", str(folder)]
-        argv += recipe.args(model) + (extra or [])
-        if n is not None:
-            argv += ["--n", str(n)]
-        if batch_given:
-            argv += ["--batch-size", str(opts.batch_size)]
-        if opts.overwrite:
-            argv.append("--overwrite")
-        if not opts.progress_bar:
-            argv.append("--no-progress")
-        status = cli.main(argv)
-        if status != 0:
-            raise ReproduceError(
-                f"{recipe.paper}: the run on {run.label!r} failed (interp {' '.join(argv)} "
-                f"returned {status}; its error is printed above)"
+    with _host(opts.remote):
+        for run, spec in zip(recipe.runs, specs):
+            rows += _one_run(
+                recipe, run, spec, model, out, args + (extra or []), n, opts, batch_given
             )
-        rows += [{"dataset": run.label, **r} for r in recipe.collect(folder, run)]
     table = pd.DataFrame(rows)
     key = model_key(model)
     published = pd.DataFrame(PUBLISHED.get(paper, []))
@@ -181,9 +181,65 @@ def reproduce(
         published = pd.concat(
             [published[published["model"] == key], published[published["model"] != key]]
         )
-    result = Reproduction(paper, model, table, published.reset_index(drop=True), key, out)
+    result = Reproduction(
+        paper, model, table, published.reset_index(drop=True), key, out, remote_notes
+    )
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "table.csv", index=False)
     result.published.to_csv(out / "published.csv", index=False)
     (out / "table.md").write_text(result.markdown())
     return result
+
+
+# study-command options a remote run leaves out, and what they add (said in the notes)
+LOCAL_ONLY_ARGS = {"--visual-attention": "the visual attention (it needs eager attention)"}
+
+
+@contextmanager
+def _host(remote: bool | str) -> Iterator[None]:
+    """While open, ``--remote`` goes to ``remote`` where it is a URL (nnsight's configured host
+    is set for the run, then restored)."""
+    if not isinstance(remote, str):
+        yield
+        return
+    from nnsight import CONFIG
+
+    saved = CONFIG.API.HOST
+    CONFIG.API.HOST = remote
+    try:
+        yield
+    finally:
+        CONFIG.API.HOST = saved
+
+
+def _one_run(
+    recipe: Recipe,
+    run: Run,
+    spec: str,
+    model: str,
+    out: Path,
+    args: list[str],
+    n: int | None,
+    opts: RunOptions,
+    batch_given: bool,
+) -> list[dict]:
+    """One study command of the recipe (its own output folder), and the rows it gives."""
+    from interp import cli
+
+    folder = out / run.label.replace(" ", "_").replace("/", "_")
+    argv = [recipe.study, "--model", model, "--data", spec, "--out", str(folder), *args]
+    if n is not None:
+        argv += ["--n", str(n)]
+    if batch_given:
+        argv += ["--batch-size", str(opts.batch_size)]
+    if opts.overwrite:
+        argv.append("--overwrite")
+    if not opts.progress_bar:
+        argv.append("--no-progress")
+    status = cli.main(argv)
+    if status != 0:
+        raise ReproduceError(
+            f"{recipe.paper}: the run on {run.label!r} failed (interp {' '.join(argv)} "
+            f"returned {status}; its error is printed above)"
+        )
+    return [{"dataset": run.label, **r} for r in recipe.collect(folder, run)]
