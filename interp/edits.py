@@ -455,12 +455,11 @@ def local_only(
     *,
     edits: Sequence[Any] = (),
     decoding: Any = None,
-    sampling: bool = False,
     attention: bool = False,
 ) -> None:
     """Refuse, before any request, a remote run of ``step`` (its options or ``vlm`` remote) that
     holds what is not lowered: interventions that do not lower to writes (a library object runs
-    inside the trace), a decoding method that does not lower (pass it only then), seeded sampling (a generator per row), or
+    inside the trace), a decoding method that does not lower (pass it only then), or
     attention weights (they need eager attention, which the server's deployment decides)."""
     why = []
     kept = [type(e).__name__ for e in edits if isinstance(e, Intervention) and not lowers(e)]
@@ -474,8 +473,6 @@ def local_only(
             f"the decoding method {type(decoding).__name__} does not lower to plain data (its "
             "combine() is library code)"
         )
-    if sampling:
-        why.append("seeded sampling draws with a generator per row, kept in this process")
     if attention:
         why.append("attention weights need eager attention, which the server's model may not use")
     if why:

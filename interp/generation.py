@@ -23,7 +23,6 @@ import nnsight
 import pandas as pd
 import torch
 from einops import rearrange
-from jaxtyping import Float, Int
 from torch import Tensor
 from transformers import GenerationConfig
 
@@ -78,41 +77,17 @@ class Sampling:
         if self.top_p is not None and not 0.0 < self.top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
 
-    def warp(self, logits: Float[Tensor, "batch vocab"]) -> Float[Tensor, "batch vocab"]:
-        """Temperature, top-k and top-p filtering (−inf outside the kept set), as Hugging Face's
-        ``TemperatureLogitsWarper``, ``TopKLogitsWarper`` and ``TopPLogitsWarper`` do."""
-        scores = logits.float() / self.temperature
-        if self.top_k:
-            k = min(int(self.top_k), scores.shape[-1])
-            kth = torch.topk(scores, k, dim=-1).values[..., -1:]
-            scores = scores.masked_fill(scores < kth, float("-inf"))
-        if self.top_p is not None and self.top_p < 1.0:
-            sorted_scores, order = torch.sort(scores, descending=False, dim=-1)
-            cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
-            remove_sorted = cumulative <= (1 - self.top_p)
-            remove_sorted[..., -1:] = False  # keep at least the most likely token
-            remove = remove_sorted.scatter(-1, order, remove_sorted)
-            scores = scores.masked_fill(remove, float("-inf"))
-        return scores
-
-    def generators(self, sample_ids: Sequence[str]) -> list[torch.Generator] | None:
-        """One generator per row, seeded by ``(seed, sample id)`` (None when greedy)."""
+    def seeds(self, sample_ids: Sequence[str]) -> list[int] | None:
+        """Each row's seed, from ``(seed, sample id)`` (None when greedy): the generation block
+        draws row r's tokens with ``torch.Generator().manual_seed(seeds[r])`` on the CPU, so a
+        sample's draws depend on neither its batch nor the device."""
         if not self.do_sample:
             return None
-        return [
-            torch.Generator().manual_seed(stable_seed(f"{self.seed}:{sid}")) for sid in sample_ids
-        ]
+        return [stable_seed(f"{self.seed}:{sid}") for sid in sample_ids]
 
-    def choose(
-        self, logits: Float[Tensor, "batch vocab"], generators: list[torch.Generator] | None
-    ) -> Int[Tensor, " batch"]:
-        """The next token of each row: the argmax, or a draw from the warped distribution with
-        the row's own generator."""
-        if generators is None:
-            return logits.argmax(dim=-1)
-        probs = self.warp(logits).softmax(dim=-1).cpu()
-        draws = [torch.multinomial(probs[r], 1, generator=g) for r, g in enumerate(generators)]
-        return torch.cat(draws).to(logits.device)
+    def plain(self) -> tuple[float, int, float]:
+        """``(temperature, top_k, top_p)`` as plain numbers (0 and 1.0: no cut), for the block."""
+        return float(self.temperature), int(self.top_k or 0), float(self.top_p or 1.0)
 
 
 GREEDY = Sampling()
@@ -329,19 +304,19 @@ def generate_batch(
             f"a batch for {decoding!r} holds {n} expert rows and one block per amateur; got "
             f"{len(batch)} rows"
         )
-    generators = sampling.generators(batch.encoding.sample_ids[:n])
+    seeds = sampling.seeds(batch.encoding.sample_ids[:n])
+    temperature, top_k, top_p = sampling.plain()
     # plain data only inside the block; library objects only where this process runs it
     head, (scale, cap) = vlm.lm_head, head_transform(vlm)
     writes, hook = edit_hook(vlm, batch, edits, generating=True)
     # a contrastive rule as plain data where it lowers (its formula is repeated in the block)
     contrast = decoding.lower(max_new_tokens) if decoding is not None else None
     combine = decoding.combine if decoding is not None and contrast is None else None
-    choose = sampling.choose if generators is not None else None
     prompt_states = prompt_mass = None
     trace, inputs = vlm.open_trace(
         batch.encoding,
         generate=True,
-        plain=hook is None and combine is None and choose is None,
+        plain=hook is None and combine is None,
         **plain_generate_kwargs(vlm, max_new_tokens),
         **trace_kwargs,
     )
@@ -414,7 +389,27 @@ def generate_batch(
                     scores = combine(
                         z[:n], rearrange(z[n:], "(k n) v -> k n v", n=n), int(step) + 1
                     )
-                token = scores.argmax(dim=-1) if choose is None else choose(scores, generators)
+                if seeds is None:
+                    token = scores.argmax(dim=-1)
+                else:  # temperature, top-k, top-p (as HF's warpers), a draw per row on the CPU
+                    if step == 0:
+                        gens = []
+                        for s in seeds:
+                            gens.append(torch.Generator().manual_seed(s))
+                    z = scores.float() / temperature
+                    if top_k:
+                        kth = torch.topk(z, min(top_k, z.shape[-1]), dim=-1).values[..., -1:]
+                        z = z.masked_fill(z < kth, float("-inf"))
+                    if top_p < 1.0:
+                        ordered, order = torch.sort(z, descending=False, dim=-1)
+                        cut = ordered.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p)
+                        cut[..., -1:] = False  # keep at least the most likely token
+                        z = z.masked_fill(cut.scatter(-1, order, cut), float("-inf"))
+                    probs = z.softmax(dim=-1).cpu()
+                    draws = []
+                    for r in range(n):
+                        draws.append(torch.multinomial(probs[r], 1, generator=gens[r]))
+                    token = torch.cat(draws).to(scores.device)
                 if output_scores:  # a copy: without a method, scores is a view of the logits
                     kept.append(scores.detach().to("cpu", torch.float32, copy=True))
                 forced = torch.full_like(last, float("-inf"))
@@ -508,7 +503,7 @@ def generate(
     edits = [*(edits or []), *(decoding.edits if decoding else ())]
     kept = decoding if decoding is not None and decoding.lower(1) is None else None
     # a remote run is refused first: the edits' own checks may ask for what the server decides
-    local_only(vlm, trace, "generate", edits=edits, decoding=kept, sampling=do_sample)
+    local_only(vlm, trace, "generate", edits=edits, decoding=kept)
     edits = check_edits(vlm, edits)
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -24,7 +25,6 @@ import interp
 from interp.conditions import Condition, diffusion_alphas_cumprod, prepare
 from interp.datasets import demo_world
 from interp.encoding import encode, question_mask
-from interp.generation import Sampling
 from interp.testing import (
     ARCHITECTURES,
     build_tiny,
@@ -289,24 +289,51 @@ def test_question_positions_hold_the_question(arch, samples):
 # -- generation ---------------------------------------------------------------------------------
 
 
-def test_sampling_warpers_equal_huggingface():
-    gen = torch.Generator().manual_seed(0)
-    logits = torch.randn(6, 50, generator=gen) * 3
-    for temperature, top_k, top_p in [
-        (0.7, None, None),
-        (1.3, 5, None),
-        (1.0, None, 0.8),
-        (0.9, 10, 0.6),
-        (1.0, 1, None),
-    ]:
-        ours = Sampling(True, temperature, top_k, top_p).warp(logits)
-        ref = TemperatureLogitsWarper(temperature)(None, logits.clone())
-        if top_k:
-            ref = TopKLogitsWarper(top_k)(None, ref)
-        if top_p is not None:
-            ref = TopPLogitsWarper(top_p)(None, ref)
-        assert torch.equal(torch.isinf(ours), torch.isinf(ref))
-        torch.testing.assert_close(ours[~torch.isinf(ours)], ref[~torch.isinf(ref)])
+@pytest.mark.parametrize(
+    "temperature,top_k,top_p", [(0.7, None, None), (1.3, 5, None), (1.0, None, 0.8), (0.9, 10, 0.6)]
+)
+def test_sampled_tokens_equal_a_brute_force_loop_with_huggingfaces_warpers(
+    temperature, top_k, top_p
+):
+    """Each step by hand: a plain HF forward of the sequence so far (no cache), HF's
+    temperature / top-k / top-p warpers, and a draw from the row's own CPU generator seeded by
+    (seed, sample id)."""
+    vlm = interp.load("demo")
+    samples = demo_world("test", n=3, seed=2, qtypes=["describe"])
+    steps, seed = 5, 4
+    got = interp.generate(
+        vlm,
+        samples,
+        max_new_tokens=steps,
+        do_sample=True,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        batch_size=1,
+        progress_bar=False,
+    )
+    eos = vlm.hf.generation_config.eos_token_id
+    eos = {eos} if isinstance(eos, int) else set(eos or [])
+    for sample, ids in zip(samples, got.token_ids):
+        enc = encode(vlm, [sample], "full")
+        inputs, seq = dict(enc.inputs), enc.input_ids
+        gen = torch.Generator().manual_seed(zlib.crc32(f"{seed}:{sample.id}".encode()))
+        want: list[int] = []
+        for _ in range(steps):
+            with torch.no_grad():
+                out = vlm.hf(**{**inputs, "input_ids": seq, "attention_mask": torch.ones_like(seq)})
+            z = TemperatureLogitsWarper(temperature)(None, out.logits[:, -1].float())
+            if top_k:
+                z = TopKLogitsWarper(top_k)(None, z)
+            if top_p is not None:
+                z = TopPLogitsWarper(top_p)(None, z)
+            token = torch.multinomial(z.softmax(-1)[0], 1, generator=gen)
+            want.append(int(token))
+            if int(token) in eos:
+                break
+            seq = torch.cat([seq, token[None]], dim=1)
+        assert ids == [t for t in want if t not in eos]
 
 
 def test_sampling_is_seeded_per_sample_and_batch_independent():

@@ -271,7 +271,7 @@ def _study(module: str, name: str, *args: Any, **fixed: Any) -> Callable[..., An
 REFUSING = [
     ("image_gradients", lambda vlm, s, **kw: interp.image_gradients(vlm, s, layer=1, **kw)),
     ("information_flow", _study("flow", "information_flow")),
-    ("evaluate_decoding with seeds", _study("decoding", "evaluate_decoding")),  # sampled runs
+    ("evaluate_decoding (pai)", _study("decoding", "evaluate_decoding", ["greedy", "pai"])),
     ("parameter_sweep (pai)", _study("decoding", "parameter_sweep", "pai")),
     ("attention", _study("attribute", "attention")),
     ("gradient", _study("attribute", "gradient", layer=1)),

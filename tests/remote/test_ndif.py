@@ -163,7 +163,6 @@ def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
         ),
         "score": lambda: interp.score(remote, samples, ["a", "b"], edits=[steer], remote=ndif.url),
         "generate": lambda: interp.generate(remote, samples, decoding=pai(), remote=ndif.url),
-        "generate ": lambda: interp.generate(home, samples, do_sample=True),
         "generate_states": lambda: interp.generate_states(home, samples, visual_attention=True),
         "chain_of_embedding": lambda: chain_of_embedding(home, samples, visual_attention=True),
     }

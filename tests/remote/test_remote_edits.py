@@ -115,6 +115,17 @@ def test_a_users_lowered_edit_runs_on_the_loopback(ndif, demo):
     assert_close(got, want)
 
 
+def test_sampled_generation_runs_on_the_loopback_and_equals_local(ndif, demo):
+    """Temperature, top-k and top-p in the block, a draw per row with its own CPU generator."""
+    local, remote = demo
+    samples = make_samples()[:4]
+    kw = dict(max_new_tokens=6, do_sample=True, temperature=1.4, top_k=20, top_p=0.9, seed=7)
+    got = interp.generate(remote, samples, batch_size=2, remote=ndif.url, **kw)
+    want = interp.generate(local, samples, batch_size=4, **kw)
+    assert got.token_ids == want.token_ids
+    assert got.token_ids != interp.generate(local, samples, max_new_tokens=6).token_ids
+
+
 @pytest.mark.parametrize("name", ["vcd", "m3id", "vdd"])
 def test_contrastive_decoding_runs_on_the_loopback_and_equals_local(ndif, demo, name):
     """The rule lowers to plain data (log-probabilities or not, α_t per token, log β) and the

@@ -60,16 +60,15 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     methods = ["greedy", "vcd", "icd", "vdd", "m3id"] + (
         ["pai"] if eager and not vlm.remote else []
     )
-    seeds = () if vlm.remote else opts.seeds
-    if vlm.remote:  # sampling and attention edits stay in this process (docs/remote.md)
-        sec.reason = "on NDIF: greedy runs only, pai left out"
+    if vlm.remote:  # attention edits stay in this process (docs/remote.md)
+        sec.reason = "on NDIF: pai left out (it edits eager attention's scores)"
     elif not eager:
         sec.reason = "pai left out: it needs eager attention"
     runs = evaluate_decoding(
         vlm,
         samples,
         methods,
-        seeds=seeds,
+        seeds=opts.seeds,
         max_new_tokens=min(opts.max_new_tokens, 4),
         batch_size=opts.batch_size,
         store=opts.store_for("decoding"),

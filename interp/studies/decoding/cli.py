@@ -29,7 +29,7 @@ HELP = "POPE-style evaluation of contrastive decoding methods (greedy and sample
 DESCRIPTION = __doc__
 ALIASES = ("decode",)
 NOUN = "questions"
-REMOTE = True  # remote: greedy runs (--seeds '') of the methods that lower (all but pai)
+REMOTE = True  # remote: the methods that lower (all but pai), greedy and sampled
 DATA_HELP = (
     "'pope' (the demo world's POPE-style existence questions), 'demo:<qtype,...>' with yes/no "
     "answers, or a JSONL file (image, question, answer yes/no, and a 'pope_negative' label "
@@ -80,7 +80,7 @@ def check_options(inv: Invocation) -> dict[str, Any]:
                 f"{name}: the amateur condition 'full' equals the expert's input; give an "
                 "amateur that removes or degrades something (e.g. --amateur blind)"
             )
-    if getattr(args, "remote", False):  # greedy runs of the methods that lower, before loading
+    if getattr(args, "remote", False):  # the methods that lower, before the model loads
         from interp.edits import local_only
 
         for name, dec in decoders.items():
@@ -89,11 +89,9 @@ def check_options(inv: Invocation) -> dict[str, Any]:
             local_only(
                 None,
                 {"remote": True},
-                f"interp decoding --methods {name}"
-                + (f" --seeds {args.seeds} (give --seeds '' for greedy only)" if seeds else ""),
+                f"interp decoding --methods {name}",
                 edits=edits,
                 decoding=kept,
-                sampling=bool(seeds),
             )
     if any(d is not None and d.edits for d in decoders.values()):
         inv.attn_implementation = "eager"

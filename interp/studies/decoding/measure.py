@@ -156,12 +156,12 @@ def evaluate_decoding(
             ``store`` folder keeps each run's resumable store under it; its fields may also be
             given as keywords (``batch_size=8``, ``store=...``).
 
-    Runs remotely (``remote=`` / a model loaded for NDIF) greedy only (``seeds=()``) and with
-    methods that lower to plain data (all but ``pai``): one generation request per batch, the
+    Runs remotely (``remote=`` / a model loaded for NDIF) with the methods that lower to plain
+    data (all but ``pai``), greedy and sampled: one generation request per batch and run, the
     expert and amateur rows together.
 
     Raises:
-        RemoteError: a remote run with sampled runs or ``pai``, before any compute.
+        RemoteError: a remote run with ``pai``, before any compute.
         DecodingError: an unknown method or bad parameter, or a method the model cannot run
             (checked for every method before any compute).
         EmptyInputError: answers that are not yes/no, or no run asked for.
@@ -169,8 +169,7 @@ def evaluate_decoding(
     opts = _options(run, options)
     decoders = resolve_methods(methods, params)
     runs = _runs(seeds, greedy)
-    sampled = [seed for mode, seed in runs if mode == "sampled"]
-    _check_remote(vlm, opts, decoders, sampled, "evaluate_decoding")
+    _check_remote(vlm, opts, decoders, "evaluate_decoding")
     samples = ensure_samples(samples)
     settings = pope_settings(samples, setting_label)
     if not runs:
@@ -221,17 +220,10 @@ def _options(run: RunOptions | None, options: dict[str, Any]) -> RunOptions:
     return RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
 
 
-def _check_remote(
-    vlm: VLM, opts: RunOptions, decoders: dict[str, Any], seeds: Sequence[int], step: str
-) -> None:
-    """Before any compute: a remote run holds no sampled runs (a generator per row, kept in this
-    process) and only methods that lower to plain data (greedy, vcd, icd, vdd, m3id, contrast;
-    not pai, whose attention boost edits the attention scores)."""
+def _check_remote(vlm: VLM, opts: RunOptions, decoders: dict[str, Any], step: str) -> None:
+    """Before any compute: a remote run holds only methods that lower to plain data (greedy,
+    vcd, icd, vdd, m3id, contrast; not pai, whose attention boost edits the attention scores)."""
     trace = opts.trace_options()
-    if seeds:
-        local_only(
-            vlm, trace, f"{step} with seeds {list(seeds)} (seeds=(): greedy only)", sampling=True
-        )
     for name, dec in decoders.items():
         kept = dec if dec is not None and dec.lower(1) is None else None
         edits = dec.edits if dec is not None else ()
@@ -272,7 +264,7 @@ def parameter_sweep(
     """
     default = RunOptions(batch_size=16, progress_bar=False)
     opts = _options(run if run is not None else default, options)
-    _check_remote(vlm, opts, resolve_methods([method]), (), "parameter_sweep")
+    _check_remote(vlm, opts, resolve_methods([method]), "parameter_sweep")
     rows = []
     plan = [("alpha", a, {"alpha": a, "beta": beta}) for a in alphas]
     plan += [("beta", b, {"alpha": alpha, "beta": b}) for b in betas]
