@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from .model import VLM
 
 Steps = Literal["prompt", "all"]
+GENERATED = ("all", "answer")  # the position names that include a generated step's new token
 # a contrastive rule as plain data: (log-probabilities?, α_t per generated token, log β)
 Contrast = tuple[bool, list[float], float]
 Kind = Literal["forward", "generate", "score"]
@@ -186,22 +187,39 @@ class EditContext:
         assert self.batch.traced is not None
         return int(self.batch.traced.input_ids.shape[1]) if self.step == 0 else 1
 
+    def reaches(self, spec: PositionSpec) -> bool:
+        """Whether ``spec`` names positions of this forward: every spec at the prompt forward;
+        at a generated step (one new token, the prompt in the KV cache) only ``"all"`` and
+        ``"answer"``, which name the token being read. Ask it before :meth:`positions` in an edit
+        that runs at every step (``steps = "all"``) with a prompt position."""
+        return self.step == 0 or (isinstance(spec, str) and spec in GENERATED)
+
     def positions(self, spec: PositionSpec) -> Bool[Tensor, "batch seq"]:
         """A ``[batch, seq]`` boolean mask over this forward's positions: at the prompt forward,
         :func:`interp.encoding.select.select` of the traced encoding (names ``"all"``,
         ``"prompt"``, ``"last"``, ``"image"``, ``"image:k"``, ``"audio"``, ``"video"``,
         ``"text"``, ``"question"``, ``"answer"`` — the teacher-forced target tokens —, prompt
-        offsets, or a bool mask). At generated steps (seq = 1) only ``"all"`` and ``"answer"``
-        select the position (the token being read).
+        offsets, or a bool mask). At a generated step (seq = 1) ``"all"`` and ``"answer"`` are
+        the token being read; every other spec names prompt tokens, which that forward does not
+        hold, and raises (see :meth:`reaches`).
+
+        Raises:
+            InterventionError: a prompt position asked for at a generated step.
         """
         batch = self.batch
         enc = batch.traced
         assert enc is not None and batch.answer_mask is not None
         if self.step > 0:
-            on = isinstance(spec, str) and spec in ("all", "answer")
             if isinstance(spec, str):
                 check_position(spec)
-            return torch.full((len(batch), 1), on, dtype=torch.bool, device=enc.input_ids.device)
+            if not self.reaches(spec):
+                raise InterventionError(
+                    f"positions({spec!r}) at generated step {self.step}: it names prompt "
+                    "tokens, and a generated step's forward holds only the new token (the prompt "
+                    "is in the KV cache). Use 'all' or 'answer' for the new token, or check "
+                    "ctx.reaches(spec) / ctx.is_prompt first (or set steps = 'prompt')"
+                )
+            return torch.ones((len(batch), 1), dtype=torch.bool, device=enc.input_ids.device)
         if isinstance(spec, str) and spec == "question":
             return batch.question_mask()
         return select(enc, spec, answer_mask=batch.answer_mask)

@@ -118,12 +118,12 @@ class _AttentionEdit(Intervention):
     def _edit(self, scores: Tensor, queries: Tensor, keys: Tensor) -> None:
         raise NotImplementedError
 
-    def _queries(self, ctx: EditContext) -> Tensor:
-        return ctx.positions(self.queries)
+    def _queries(self, ctx: EditContext) -> Tensor | None:
+        return ctx.positions(self.queries) if ctx.reaches(self.queries) else None
 
     def apply(self, ctx: EditContext) -> None:
         queries = self._queries(ctx)
-        if not bool(queries.any()):
+        if queries is None or not bool(queries.any()):
             return
         skipped = ctx.batch.skipped_layers
         for layer in self._layers(ctx.vlm):
@@ -209,10 +209,10 @@ class AttentionBoost(_AttentionEdit):
     def _keys(self, ctx: EditContext, n_keys: int) -> Tensor:
         return key_mask(ctx, self.keys, n_keys)
 
-    def _queries(self, ctx: EditContext) -> Tensor:
+    def _queries(self, ctx: EditContext) -> Tensor | None:
         if ctx.step > 0 and self.queries == "last":
             return ctx.positions("all")  # PAI boosts the token being generated at every step
-        return ctx.positions(self.queries)
+        return super()._queries(ctx)
 
     def _edit(self, scores: Tensor, queries: Tensor, keys: Tensor) -> None:
         where = queries[:, None, :, None] & keys[:, None, None, :]

@@ -80,6 +80,8 @@ class Steer(Intervention):
                 )
 
     def lower(self, ctx: EditContext) -> list[Write]:
+        if not ctx.reaches(self.positions):  # a prompt position: nothing at generated steps
+            return []
         vlm, mask = ctx.vlm, ctx.positions(self.positions)
         skipped = ctx.batch.skipped_layers
         return [  # in execution order, as nnsight needs

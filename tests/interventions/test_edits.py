@@ -465,3 +465,23 @@ def test_reads_with_edits_stop_before_the_head(samples):
         hs = hf_hidden_states(hf_forward(vlm, enc, output_hidden_states=True))
     ref = torch.stack([h[torch.arange(3), enc.last_index] for h in hs[:-1]], 1)
     assert_close(steered[:, :-1], ref)
+
+
+@pytest.mark.parametrize("name", [*interp.edits.POSITION_NAMES, "image:0", -2])
+def test_every_named_position_means_one_thing_at_a_generated_step(name):
+    """At a generated step (one new token) 'all' and 'answer' are that token; every other spec
+    names prompt tokens, which that forward does not hold: it raises rather than selecting
+    nothing, and ctx.reaches says so beforehand."""
+    vlm = shared_tiny_vlm("llava")
+    samples = make_samples(2)
+    batch = interp.edits.Batch(vlm, encode(vlm, samples, "full"), samples, Condition.parse("full"))
+    prompt = interp.EditContext(vlm, batch, None, 0)
+    assert prompt.reaches(name) and prompt.positions(name).shape == batch.encoding.input_ids.shape
+    step = interp.EditContext(vlm, batch, None, 3)
+    if name in ("all", "answer"):
+        assert step.reaches(name)
+        assert step.positions(name).tolist() == [[True], [True]]
+    else:
+        assert not step.reaches(name)
+        with pytest.raises(interp.InterventionError, match="at generated step 3: it names prompt"):
+            step.positions(name)
