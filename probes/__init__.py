@@ -56,6 +56,8 @@ _LAZY: dict[str, str] = {
     "bin_weights": "trajectories",
     "bleu": "text",
     "block_bootstrap": "stats",
+    "clustered_spearman": "stats",
+    "ClusteredCorrelation": "stats",
     "bootstrap_ci": "stats",
     "cliffs_delta": "stats",
     "cohens_d": "stats",
@@ -103,6 +105,7 @@ if TYPE_CHECKING:
         selective_table,
     )
     from .stats import (
+        ClusteredCorrelation,
         ConstantInputWarning,
         CorrelationResult,
         Estimate,
@@ -111,6 +114,7 @@ if TYPE_CHECKING:
         block_bootstrap,
         bootstrap_ci,
         cliffs_delta,
+        clustered_spearman,
         cohens_d,
         estimate,
         mean_ci,
@@ -174,6 +178,8 @@ __all__ = [
     "bin_weights",
     "bleu",
     "block_bootstrap",
+    "clustered_spearman",
+    "ClusteredCorrelation",
     "bootstrap_ci",
     "cliffs_delta",
     "cohens_d",

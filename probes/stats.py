@@ -121,6 +121,72 @@ def spearman(
     return CorrelationResult(rho=rho, p_value=p, n=n)
 
 
+@dataclass(frozen=True)
+class ClusteredCorrelation:
+    """Spearman's ρ with its interval at the level of the independent unit.
+
+    Attributes:
+        rho: Spearman's ρ over all pairs.
+        low, high: the percentile interval of ρ over resamples of whole clusters (a cluster's
+            pairs move together: the wordings of one image are not independent).
+        n: pairs; n_clusters: clusters (the independent units).
+        ci: the interval's level.
+    """
+
+    rho: float
+    low: float
+    high: float
+    n: int
+    n_clusters: int
+    ci: float = 0.95
+
+    @property
+    def conclusive(self) -> bool:
+        """Whether the interval excludes 0 (no correlation)."""
+        return bool(self.low > 0 or self.high < 0)
+
+
+def clustered_spearman(
+    x: Float[ArrayLike, " n"] | Sequence[float],
+    y: Float[ArrayLike, " n"] | Sequence[float],
+    clusters: Sequence[Any] | np.ndarray | None = None,
+    *,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> ClusteredCorrelation:
+    """Spearman's ρ of ``x`` and ``y`` with a cluster-bootstrap interval: each resample draws as
+    many clusters as there are, with replacement, and takes all of each drawn cluster's pairs
+    (:func:`block_bootstrap`); a resample where ρ is undefined (constant ranks) is left out.
+    ``clusters=None``: every pair its own cluster (the ordinary bootstrap).
+
+    Raises:
+        TooFewSamplesError: fewer than 3 pairs or 2 clusters.
+        ValueError: lengths differ, NaN present.
+    """
+    xa, ya = _vector(x, "x"), _vector(y, "y")
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y differ in length: {xa.shape[0]} vs {ya.shape[0]}")
+    rho = spearman(xa, ya).rho
+    labels = np.arange(len(xa)) if clusters is None else np.asarray(clusters, dtype=object)
+
+    def resampled(rows: np.ndarray) -> np.ndarray:
+        a, b = xa[rows], ya[rows]
+        if np.all(a == a[0]) or np.all(b == b[0]):
+            return np.array([np.nan])
+        return np.array([_rank_pearson(a, b)])
+
+    low, high = block_bootstrap(resampled, len(xa), labels, n_boot=n_boot, ci=ci, seed=seed)
+    return ClusteredCorrelation(
+        rho=rho,
+        low=float(low[0]),
+        high=float(high[0]),
+        n=len(xa),
+        n_clusters=len(set(labels.tolist())),
+        ci=ci,
+    )
+
+
 def _as_rows(a: ArrayLike | Sequence[Any]) -> np.ndarray:
     return to_numpy(a)
 
@@ -612,7 +678,9 @@ def pearson(
 
 
 __all__ = [
+    "ClusteredCorrelation",
     "block_bootstrap",
+    "clustered_spearman",
     "ConstantInputWarning",
     "CorrelationResult",
     "Estimate",

@@ -39,7 +39,10 @@ LABELS = Labels(
         "accuracy_with_image": "accuracy with the image",
         "accuracy_without_image": "accuracy without the image",
         "rho_tvi_correct": "Spearman ρ, post-VIP TVI vs correct",
-        "p_tvi_correct": "p-value of that ρ",
+        "p_tvi_correct": "p-value of that ρ (pairs taken as independent, the paper's)",
+        "rho_tvi_correct_low": "95% interval of that ρ, low end (resampling whole images)",
+        "rho_tvi_correct_high": "95% interval of that ρ, high end (resampling whole images)",
+        "n_clusters": "independent units (images) behind that interval",
         "rho_pre_vip_tvi_correct": "Spearman ρ, pre-VIP TVI vs correct",
         "rule": "VIP rule",
         "used": "used here",
@@ -136,6 +139,9 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
             accuracy_without_image=headline(acc_blind),
             rho_tvi_correct=headline(post["rho"]),
             p_tvi_correct=headline(post["p_value"]),
+            rho_tvi_correct_low=headline(post["ci_low"]),
+            rho_tvi_correct_high=headline(post["ci_high"]),
+            n_clusters=int(post["n_clusters"]),
             rho_pre_vip_tvi_correct=headline(pre["rho"]),
         )
         sec.add_table("Spearman ρ of each score with correctness", corr, index=False)
@@ -171,7 +177,15 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
             f" Accuracy is {show(sec.numbers['accuracy_with_image'])} with the image and "
             f"{show(sec.numbers['accuracy_without_image'])} without; how much the image is "
             f"integrated after the VIP (TVI) tracks correctness with Spearman ρ = "
-            f"{show(sec.numbers['rho_tvi_correct'])} (p = {show(sec.numbers['p_tvi_correct'])})."
+            f"{show(sec.numbers['rho_tvi_correct'])} (95% interval "
+            f"[{show(sec.numbers['rho_tvi_correct_low'])}, "
+            f"{show(sec.numbers['rho_tvi_correct_high'])}] over {sec.numbers['n_clusters']} "
+            "images, resampling whole images"
+            + (
+                ": inconclusive, it holds 0)."
+                if post["ci_low"] <= 0 <= post["ci_high"]
+                else f"; p = {show(sec.numbers['p_tvi_correct'])} taking pairs as independent)."
+            )
         )
     sec.verdict = words
     sec.add_figure(
