@@ -147,9 +147,9 @@ def test_interp_coe_metric_kl_remote_writes_what_a_local_run_writes(
 def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
     ndif, tmp_path, monkeypatch, capsys
 ):
-    """One command on NDIF: the chain of embedding, the decoding study (greedy; pai left out)
-    and occlusion maps give the numbers a local audit gives; the flow study (attention
-    knockout) is skipped with the reason, before any request."""
+    """One command on NDIF: the chain of embedding and the decoding study (pai left out) give
+    the numbers a local audit gives; the flow study (attention knockout) is skipped with the
+    reason, before any request. (The attribution section's occlusion maps: the occlusion test.)"""
     import json
 
     from nnsight import CONFIG
@@ -157,8 +157,8 @@ def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
     from interp.cli import main
 
     monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)
-    argv = ["audit", "--model", "demo", "--data", "demo", "--n", "8", "--seeds", ""]
-    argv += ["--studies", "coe,decoding,attribute,flow", "--no-progress"]
+    argv = ["audit", "--model", "demo", "--data", "demo", "--n", "6", "--seeds", ""]
+    argv += ["--studies", "coe,decoding,flow", "--no-progress"]
     assert main([*argv, "--out", str(tmp_path / "remote"), "--remote"]) == 0
     assert main([*argv, "--out", str(tmp_path / "local")]) == 0
     capsys.readouterr()
@@ -176,8 +176,6 @@ def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
                 assert_close(value, want[key]["numbers"][name], dtype=torch.float32)
             else:
                 assert value == want[key]["numbers"][name]
-    assert got["attribute"]["numbers"]["inside"] == want["attribute"]["numbers"]["inside"]
-    assert "occlusion only" in got["attribute"]["reason"]
 
 
 def test_interp_reproduce_remote_gives_the_local_table_less_what_stays_local(
@@ -223,3 +221,20 @@ def test_interp_conflict_remote_writes_what_a_local_run_writes(ndif, tmp_path, m
     capsys.readouterr()
     got, want = (pd.read_csv(tmp_path / side / "responses.csv") for side in ("remote", "local"))
     pd.testing.assert_frame_equal(got, want)
+
+
+def test_the_audits_attribution_section_keeps_occlusion_only_on_ndif(ndif, demo, monkeypatch):
+    """Gradient and attention maps stay in this process: a remote audit maps by occlusion
+    alone, equal to the local occlusion map."""
+    from nnsight import CONFIG
+
+    from interp.studies.attribute.audit import _methods
+    from interp.studies.audit.registry import AuditOptions
+
+    monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)  # where a model loaded for NDIF goes
+    local, remote = demo
+    samples = make_samples()[:1]
+    got = _methods(remote, samples, AuditOptions(batch_size=17))
+    assert list(got) == ["occlusion"]
+    want = _methods(local, samples, AuditOptions(batch_size=17))["occlusion"]
+    assert_close(got["occlusion"].scores, want.scores, dtype=torch.float32)
