@@ -477,16 +477,19 @@ def local_only(
 ) -> None:
     """Refuse, before any request, a remote run of ``step`` (its options or ``vlm`` remote) that
     holds what is not lowered: interventions that do not lower to writes (a library object runs
-    inside the trace), a decoding method that does not lower (pass it only then), or
-    attention weights (they need eager attention, which the server's deployment decides)."""
+    inside the trace) — ``edits`` and the ``decoding`` method's own —, a decoding method whose
+    :meth:`Decoding.lower` gives None, or attention weights (they need eager attention, which the
+    server's deployment decides)."""
     why = []
+    if decoding is not None:
+        edits = [*edits, *(e for e in decoding.edits if e not in edits)]
     kept = [type(e).__name__ for e in edits if isinstance(e, Intervention) and not lowers(e)]
     if kept:
         why.append(
             f"its edits {', '.join(kept)} do not lower to plain writes (they define apply, not "
             "lower; docs/remote.md)"
         )
-    if decoding is not None:
+    if decoding is not None and decoding.lower(1) is None:
         why.append(
             f"the decoding method {type(decoding).__name__} does not lower to plain data (its "
             "combine() is library code)"

@@ -327,22 +327,22 @@ def generate_batch(
         for prompt_writes, step_writes in writes:  # interp.plain.run_writes, inline
             with tracer.invoke():  # one invoke per edit; every step when it edits generated steps
                 for step in tracer.iter[:] if step_writes else [0]:
-                    for s, path, where, keep, value, groups in (
+                    for s, path, at, keep, value, groups in (
                         prompt_writes if step == 0 else step_writes
                     ):
                         v = getattr(s, path[0])
                         for key in path[1:]:
                             v = v[key]
                         v = v[0] if isinstance(v, tuple) else v
-                        where = where.to(v.device)
-                        x = v[where]
+                        at = at.to(v.device)
+                        x = v[at]
                         new = x * keep.to(x) + value.to(x)
                         if groups is not None:
                             g, count, weight = groups
                             g = g.to(x.device)
                             m = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x)
                             new = new + (m / count.to(x))[g] * weight.to(x)
-                        v[where] = new
+                        v[at] = new
                     if step_writes:  # every step waits for the model (see apply_edits)
                         _ = head.output
         with tracer.invoke(**inputs):
@@ -500,11 +500,9 @@ def generate(
     sampling = Sampling(do_sample, temperature, top_k, top_p, seed)
     if decoding is not None:
         check_decoding(vlm, cond, decoding, samples)
-    edits = [*(edits or []), *(decoding.edits if decoding else ())]
-    kept = decoding if decoding is not None and decoding.lower(1) is None else None
     # a remote run is refused first: the edits' own checks may ask for what the server decides
-    local_only(vlm, trace, "generate", edits=edits, decoding=kept)
-    edits = check_edits(vlm, edits)
+    local_only(vlm, trace, "generate", edits=edits or (), decoding=decoding)
+    edits = check_edits(vlm, [*(edits or []), *(decoding.edits if decoding else ())])
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     settings: dict[str, Any] = {"max_new_tokens": max_new_tokens, "sampling": asdict(sampling)}

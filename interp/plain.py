@@ -27,10 +27,11 @@ position is, the head's transform — is computed here, on the client, into such
   its edits' writes itself, with the same lines as :func:`run_writes` (a remote block may call no
   library function), one empty invoke per edit.
 
-Interventions that do not lower (``lower`` returns None: a user's edit that only defines
-``apply``, attention-score edits), contrastive decoding methods and seeded sampling are library
-objects: they run in this process only, and a remote run that holds them is refused before any
-request is sent (:func:`interp.edits.local_only`).
+Interventions that do not lower (a user's edit that only defines ``apply``, the attention-score
+edits) and decoding methods whose ``lower`` gives None are library objects: they run in this
+process only, and a remote run that holds them is refused before any request is sent
+(:func:`interp.edits.local_only`). A contrastive method's rule and seeded sampling reach the
+generation block as plain numbers (:meth:`interp.Decoding.lower`, :meth:`interp.Sampling.seeds`).
 """
 
 from __future__ import annotations
@@ -147,20 +148,20 @@ def run_writes(writes: Sequence[Write]) -> None:
     """Inside a trace, in this process: apply ``writes`` in order (what
     :meth:`interp.Intervention.apply` does for an edit that lowers; every measurement's block
     repeats these lines, since a remote block may call no library function)."""
-    for s, path, where, keep, value, groups in writes:
+    for s, path, at, keep, value, groups in writes:
         v = getattr(s, path[0])
         for key in path[1:]:
             v = v[key]
         v = v[0] if isinstance(v, tuple) else v
-        where = where.to(v.device)
-        x = v[where]
+        at = at.to(v.device)
+        x = v[at]
         new = x * keep.to(x) + value.to(x)
         if groups is not None:  # + weight · the mean of x over each group
             g, count, weight = groups
             g = g.to(x.device)
             mean = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x) / count.to(x)
             new = new + mean[g] * weight.to(x)
-        v[where] = new
+        v[at] = new
 
 
 def head_transform(vlm: VLM) -> tuple[float, float]:

@@ -106,20 +106,20 @@ def trace_target_logprobs(
             hook(tracer)
         for edit_writes, _ in writes:  # interp.plain.run_writes, inline: one invoke per edit
             with tracer.invoke():
-                for s, path, where, keep, value, groups in edit_writes:
+                for s, path, at, keep, value, groups in edit_writes:
                     v = getattr(s, path[0])
                     for key in path[1:]:
                         v = v[key]
                     v = v[0] if isinstance(v, tuple) else v
-                    where = where.to(v.device)
-                    x = v[where]
+                    at = at.to(v.device)
+                    x = v[at]
                     new = x * keep.to(x) + value.to(x)
                     if groups is not None:
                         g, count, weight = groups
                         g = g.to(x.device)
                         m = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x)
                         new = new + (m / count.to(x))[g] * weight.to(x)
-                    v[where] = new
+                    v[at] = new
         with tracer.invoke(**inputs):
             z = head.output[rows, where]
             if scale != 1.0:  # the forward's own transform of the head's output

@@ -77,11 +77,7 @@ def conflict_responses(
     opts = RunOptions.resolve(run if run is not None else RunOptions(batch_size=16), **options)
     # remote: runs through generate, with the decoding methods that lower to plain data
     for dname, dec in (decodings or {}).items():
-        kept = dec if dec is not None and dec.lower(1) is None else None
-        edits = dec.edits if dec is not None else ()
-        local_only(
-            vlm, opts.trace_options(), f"conflict_responses ({dname})", edits=edits, decoding=kept
-        )
+        local_only(vlm, opts.trace_options(), f"conflict_responses ({dname})", decoding=dec)
     samples = ensure_samples(samples)
     if judge is not None and not callable(judge):
         raise TypeError(f"judge must be a function (response, labels, sample) -> label: {judge!r}")

@@ -84,15 +84,7 @@ def check_options(inv: Invocation) -> dict[str, Any]:
         from interp.edits import local_only
 
         for name, dec in decoders.items():
-            kept = dec if dec is not None and dec.lower(1) is None else None
-            edits = dec.edits if dec is not None else ()
-            local_only(
-                None,
-                {"remote": True},
-                f"interp decoding --methods {name}",
-                edits=edits,
-                decoding=kept,
-            )
+            local_only(None, {"remote": True}, f"interp decoding --methods {name}", decoding=dec)
     if any(d is not None and d.edits for d in decoders.values()):
         inv.attn_implementation = "eager"
     return {"methods": methods, "params": params, "seeds": seeds}

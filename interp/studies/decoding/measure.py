@@ -225,9 +225,7 @@ def _check_remote(vlm: VLM, opts: RunOptions, decoders: dict[str, Any], step: st
     vcd, icd, vdd, m3id, contrast; not pai, whose attention boost edits the attention scores)."""
     trace = opts.trace_options()
     for name, dec in decoders.items():
-        kept = dec if dec is not None and dec.lower(1) is None else None
-        edits = dec.edits if dec is not None else ()
-        local_only(vlm, trace, f"{step} ({name})", edits=edits, decoding=kept)
+        local_only(vlm, trace, f"{step} ({name})", decoding=dec)
 
 
 def _check_all(vlm: VLM, samples: Sequence[Sample], decoders: dict[str, Any]) -> None:
