@@ -1,17 +1,18 @@
 """Cost of the information-flow sweep (``interp.studies.flow``) vs bare HF forwards with a 4-D mask.
 
 The sweep scores the answer teacher-forced once without an edit and once per (edge, window) with
-an attention knockout (nnsight edits of the pre-softmax scores in the window's layers): 1 + E·W
-batched passes. The bare-HF reference does the same number of teacher-forced forwards per batch
+an attention knockout (a cut of the attention mask in the window's layers, ``interp.plain.cut``):
+1 + E·W batched passes. The bare-HF reference does the same number of teacher-forced forwards per batch
 of the same encoding (prompt + answer, encoded once), each with a hand-built 4-D additive
 attention mask (causal, padding, and the edge's targets blocked from its sources) passed as
 ``attention_mask`` — the cheapest way to run the same sweep without the library (a 4-D mask
 blocks in every layer; the cost is the same as blocking in a window). Prints both times and the
-ratio, on the demo model and on tiny random models (eager attention). Families that derive
+ratio, on the demo model (eager attention, and SDPA with ``--attn eager sdpa``) and on tiny random
+models (eager attention). Families that derive
 positions from the 2-D mask inside the forward (Qwen-VL's 3-D rope) cannot take a 4-D mask: the
 reference is reported as not applicable for them.
 
-    python bench/flow.py [--n 64] [--window 1] [--arch llava idefics3]
+    python bench/flow.py [--n 64] [--window 1] [--attn eager sdpa] [--arch llava idefics3]
 """
 
 from __future__ import annotations
@@ -78,9 +79,13 @@ def main() -> None:
     parser = bench_parser(__doc__, n=64, batch_size=16)
     parser.add_argument("--window", type=int, default=1)
     parser.add_argument("--arch", nargs="*", default=["llava"])
+    parser.add_argument("--attn", nargs="*", default=["eager", "sdpa"])
     args = parse(parser)
     samples = demo_world(split="test", n=args.n, seed=0)
-    models = [(args.model, interp.load(args.model, attn_implementation="eager"))]
+    models = [
+        (f"{args.model} {impl}", interp.load(args.model, attn_implementation=impl))
+        for impl in args.attn
+    ]
     models += [(f"tiny {a}", interp.testing.tiny_vlm(a)) for a in args.arch]
     for name, vlm in models:
         passes = 1 + len(EDGES) * len(windows(vlm.n_layers, args.window))

@@ -513,7 +513,11 @@ def doctor(
             + (
                 "attention knockout, PAI and attention maps can run"
                 if attention == "eager"
-                else "attention knockout, PAI and attention maps need attn_implementation='eager'"
+                else "attention knockout can run; PAI and attention maps need "
+                "attn_implementation='eager'"
+                if attention == "sdpa"
+                else "attention knockout needs attn_implementation='sdpa' or 'eager', PAI and "
+                "attention maps 'eager'"
             ),
         )
     )

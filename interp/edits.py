@@ -266,7 +266,7 @@ class Intervention:
             raise NotImplementedError(
                 f"{type(self).__name__} must implement apply(ctx) or lower(ctx)"
             )
-        run_writes(self.lower(ctx))
+        run_writes(self.lower(ctx), ctx.step)
 
     def fingerprint(self) -> dict[str, Any]:
         """What identifies this edit in a result store (class and attributes, tensors by

@@ -330,6 +330,29 @@ def generate_batch(
                     for s, path, at, keep, value, groups in (
                         prompt_writes if step == 0 else step_writes
                     ):
+                        if path[-1] == "attention_mask":  # a cut (interp.plain.cut)
+                            args, kw = s.inputs
+                            m = kw["attention_mask"]
+                            h = kw["hidden_states"] if "hidden_states" in kw else args[0]
+                            if m is not None and m.dim() != 4:
+                                raise ValueError(
+                                    f"a knockout needs eager or SDPA attention ({m.dim()}-D mask)"
+                                )
+                            n = keep.shape[1] + step if m is None else m.shape[-1]
+                            if m is None:  # SDPA's causal shortcut: the causal mask it stands for
+                                m = torch.ones(at.shape[1], n, dtype=torch.bool, device=h.device)
+                                m = m.tril(n - at.shape[1])
+                            if m.dtype == torch.bool:  # attend where True, as an additive mask
+                                m = torch.zeros(
+                                    m.shape, dtype=h.dtype, device=h.device
+                                ).masked_fill(~m, torch.finfo(h.dtype).min)
+                            k = torch.cat(
+                                [keep, value.expand(keep.shape[0], max(n - keep.shape[1], 0))], 1
+                            )
+                            blocked = (at[:, None, :, None] & k[:, None, None, -n:]).to(m.device)
+                            kw["attention_mask"] = m.masked_fill(blocked, torch.finfo(m.dtype).min)
+                            s.inputs = (args, kw)
+                            continue
                         v = getattr(s, path[0])
                         for key in path[1:]:
                             v = v[key]

@@ -25,10 +25,16 @@ position is, the head's transform — is computed here, on the client, into such
   group's size, ``weight[n, 1]``). Setting is ``keep = 0``, adding is ``keep = 1``, a row-mean
   ablation is ``keep = 0, weight = 1`` with the rows as groups. Each measurement's block applies
   its edits' writes itself, with the same lines as :func:`run_writes` (a remote block may call no
-  library function), one empty invoke per edit.
+  library function), one empty invoke per edit;
+- *cuts*: an attention knockout lowered to plain data (:func:`cut`), a write whose path ends in
+  :data:`MASK`: the attention module's ``attention_mask`` keyword becomes an additive
+  ``[batch, 1, query, key]`` mask with the dtype's minimum where the chosen queries meet the chosen
+  keys. Eager and SDPA attention both take such a mask (SDPA's causal shortcut, no mask at all,
+  is replaced by the causal mask it stands for), so a knockout needs neither eager attention nor
+  the attention function's source.
 
-Interventions that do not lower (a user's edit that only defines ``apply``, the attention-score
-edits) and decoding methods whose ``lower`` gives None are library objects: they run in this
+Interventions that do not lower (a user's edit that only defines ``apply``, the edits of the
+pre-softmax scores such as PAI's boost) and decoding methods whose ``lower`` gives None are library objects: they run in this
 process only, and a remote run that holds them is refused before any request is sent
 (:func:`interp.edits.local_only`). A contrastive method's rule and seeded sampling reach the
 generation block as plain numbers (:meth:`interp.Decoding.lower`, :meth:`interp.Sampling.seeds`).
@@ -47,6 +53,7 @@ if TYPE_CHECKING:
     from .model import VLM
 
 ATTENTION = "attention"  # a site whose output[1] holds the attention weights
+MASK = "attention_mask"  # the last key of a cut's path: the attention module's mask keyword
 
 
 def stand_in(layer: int, skipped: frozenset[int]) -> int:
@@ -144,11 +151,61 @@ def mean_groups(
     return group, count.float()[:, None], weight.reshape(-1, 1).expand(len(group), 1)
 
 
-def run_writes(writes: Sequence[Write]) -> None:
-    """Inside a trace, in this process: apply ``writes`` in order (what
-    :meth:`interp.Intervention.apply` does for an edit that lowers; every measurement's block
-    repeats these lines, since a remote block may call no library function)."""
+def cut(
+    attention: Any,
+    queries: Bool[Tensor, "batch query"],
+    keys: Bool[Tensor, "batch prompt"],
+    generated: bool = False,
+) -> Write:
+    """An attention knockout of one layer as plain data: in the attention module ``attention``
+    (an envoy), the ``queries`` of this forward may not attend to the ``keys``.
+
+    ``keys`` covers the prompt's positions (the traced encoding's, teacher-forced answer tokens
+    included); at a generated step the forward's keys are those followed by the generated tokens,
+    cut too where ``generated``. Where the forward holds fewer keys than that (a sliding-window
+    cache), the last ones count. In the write's tuple the query mask is ``where``, the key mask
+    ``keep`` and ``generated`` ``value``; the path ends in :data:`MASK`.
+
+    The block makes the module's mask additive ``[batch, 1, query, key]`` (a boolean mask:
+    0 where True, the dtype's minimum elsewhere; none — SDPA's causal shortcut — the causal mask)
+    and sets the minimum at ``queries × keys``: ``a[q, k] + min`` is ``min`` to the dtype's
+    precision, so the softmax gives those keys weight 0, as eager attention's own mask does.
+    """
+    return (
+        attention,
+        ("inputs", 1, MASK),
+        queries.bool(),
+        keys.bool(),
+        torch.tensor(bool(generated)),
+        None,
+    )
+
+
+def run_writes(writes: Sequence[Write], step: int = 0) -> None:
+    """Inside a trace, in this process: apply ``writes`` (and cuts) in order, at generated step
+    ``step`` (0: the prompt forward) — what :meth:`interp.Intervention.apply` does for an edit
+    that lowers; every measurement's block repeats these lines, since a remote block may call no
+    library function."""
     for s, path, at, keep, value, groups in writes:
+        if path[-1] == MASK:  # a cut: queries `at` may not read keys `keep` (+ generated: `value`)
+            args, kw = s.inputs
+            m, h = kw[MASK], kw["hidden_states"] if "hidden_states" in kw else args[0]
+            if m is not None and m.dim() != 4:
+                raise ValueError(f"a knockout needs eager or SDPA attention (a {m.dim()}-D mask)")
+            n = keep.shape[1] + step if m is None else m.shape[-1]
+            if m is None:  # SDPA's causal shortcut: the causal mask it stands for
+                m = torch.ones(at.shape[1], n, dtype=torch.bool, device=h.device).tril(
+                    n - at.shape[1]
+                )
+            if m.dtype == torch.bool:  # attend where True, as an additive mask
+                m = torch.zeros(m.shape, dtype=h.dtype, device=h.device).masked_fill(
+                    ~m, torch.finfo(h.dtype).min
+                )
+            k = torch.cat([keep, value.expand(keep.shape[0], max(n - keep.shape[1], 0))], 1)
+            blocked = at[:, None, :, None] & k[:, None, None, -n:]
+            kw[MASK] = m.masked_fill(blocked.to(m.device), torch.finfo(m.dtype).min)
+            s.inputs = (args, kw)
+            continue
         v = getattr(s, path[0])
         for key in path[1:]:
             v = v[key]
@@ -173,7 +230,9 @@ def head_transform(vlm: VLM) -> tuple[float, float]:
 
 __all__ = [
     "ATTENTION",
+    "MASK",
     "Write",
+    "cut",
     "head_transform",
     "mean_groups",
     "residual_site",

@@ -1,19 +1,19 @@
 """Edits inside attention: :class:`Knockout` and PAI's image-attention boost :class:`AttentionBoost`.
 
-Both edit the pre-softmax attention scores ``a`` (``[batch, heads, query, key]``, after the
-scaling and the attention mask are applied) of the chosen decoder layers, reached through nnsight's
-``.source`` at the site the architecture's adapter names (``Adapter.attention_scores_site``: the
-input of the softmax inside transformers' eager attention). They need the model loaded with
-``attn_implementation="eager"``.
-
 - **Knockout** (attention knockout, as in studies of information flow): chosen query positions may
-  not attend to chosen key positions — ``a[q, k] = min`` (the dtype's most negative value), so the
-  softmax gives them weight 0. Equal to a plain forward whose attention function applies the same
-  mask (tested).
+  not attend to chosen key positions. It lowers to plain data (:func:`interp.plain.cut`): in the
+  chosen decoder layers the attention module's mask gets the dtype's most negative value at
+  ``[q, k]``, so the softmax gives those keys weight 0. Eager and SDPA attention both take that
+  mask, so it runs with either and on NDIF. Equal to a plain forward whose eager attention sets
+  the scores there to the minimum (tested, eager and SDPA).
 - **Boost** (PAI, "Paying More Attention to Image", Liu et al., ECCV 2024, arXiv:2407.21771): on the
   chosen query rows (PAI: the last position, i.e. the token being generated), image-token columns
   get ``a ← a + α·|a|`` before the softmax (α = 0.2 by default), at every decoding step, in the
-  chosen layers (PAI's code: every layer from the third on).
+  chosen layers (PAI's code: every layer from the third on). It edits the pre-softmax scores
+  ``a`` (``[batch, heads, query, key]``, after the scaling and the mask), reached through
+  nnsight's ``.source`` at the site the adapter names (``Adapter.attention_scores_site``: the
+  input of the softmax inside transformers' eager attention), so it needs the model loaded with
+  ``attn_implementation="eager"`` and runs in this process only.
 
 Positions follow :meth:`interp.EditContext.positions`. At generated steps the query is the new
 token (``"all"``/``"answer"``); keys are every cached position, of which the prompt's keep their
@@ -31,11 +31,27 @@ from torch import Tensor
 
 from interp.edits import SLOT_KINDS, EditContext, Intervention, PositionSpec, check_position
 from interp.errors import InterventionError
+from interp.plain import Write, cut
 
 from .common import decoder_layers
 
 if TYPE_CHECKING:
     from interp.model import VLM
+
+
+MASKED = ("eager", "sdpa")  # attention implementations that take a 4-D additive mask
+
+
+def check_masked(vlm: VLM, what: str) -> None:
+    """Refuse an attention implementation that takes no 4-D mask (flash attention's is 2-D,
+    flex attention's a block mask) for an edit of the attention mask."""
+    impl = getattr(vlm.hf.config, "_attn_implementation", None)
+    if impl is not None and impl not in MASKED:
+        raise InterventionError(
+            f"{what} edits the attention mask, which eager and SDPA attention take as a 4-D "
+            f"tensor; the model uses {impl!r}: load it with interp.load(..., "
+            "attn_implementation='sdpa') or 'eager'"
+        )
 
 
 def check_eager(vlm: VLM, what: str) -> None:
@@ -101,8 +117,11 @@ class _AttentionEdit(Intervention):
 
     _first = 1
 
-    def check(self, vlm: VLM) -> None:
+    def _check_attention(self, vlm: VLM) -> None:
         check_eager(vlm, type(self).__name__)
+
+    def check(self, vlm: VLM) -> None:
+        self._check_attention(vlm)
         check_position(self.queries)
         check_position(self.keys)
         for spec in (self.queries, self.keys):
@@ -164,6 +183,12 @@ class Knockout(_AttentionEdit):
         super().__init__(layers, queries)
         self.keys = keys
 
+    # the base protocol's apply: run the lowered cuts (interp.plain.run_writes)
+    apply = Intervention.apply
+
+    def _check_attention(self, vlm: VLM) -> None:
+        check_masked(vlm, "Knockout")
+
     def check(self, vlm: VLM) -> None:
         super().check(vlm)
         if vlm.adapter.fusion == "cross_attention" and self.keys == "image":
@@ -172,12 +197,22 @@ class Knockout(_AttentionEdit):
                 "tokens the text attends to; ablate it with interventions.AblateImage instead"
             )
 
-    def _keys(self, ctx: EditContext, n_keys: int) -> Tensor:
-        return key_mask(ctx, self.keys, n_keys)
-
-    def _edit(self, scores: Tensor, queries: Tensor, keys: Tensor) -> None:
-        block = queries[:, None, :, None] & keys[:, None, None, :]
-        scores.masked_fill_(block, torch.finfo(scores.dtype).min)
+    def lower(self, ctx: EditContext) -> list[Write]:
+        """One cut (:func:`interp.plain.cut`) per chosen layer that runs: the query rows of this
+        forward, the key positions of the prompt, and whether generated keys are cut too
+        (``keys`` = ``"all"`` or ``"answer"``)."""
+        queries = self._queries(ctx)
+        if queries is None:
+            return []
+        keys = EditContext(ctx.vlm, ctx.batch, ctx.state, 0).positions(self.keys)
+        generated = isinstance(self.keys, str) and self.keys in ("all", "answer")
+        skipped = ctx.batch.skipped_layers
+        module = ctx.vlm.adapter.attention_module
+        return [
+            cut(getattr(ctx.vlm.layers[layer - 1], module), queries, keys, generated)
+            for layer in self._layers(ctx.vlm)
+            if layer - 1 not in skipped
+        ]
 
 
 class AttentionBoost(_AttentionEdit):

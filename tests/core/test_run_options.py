@@ -270,7 +270,6 @@ def _study(module: str, name: str, *args: Any, **fixed: Any) -> Callable[..., An
 # (the step the error names, the call): every entry point that refuses a remote run
 REFUSING = [
     ("image_gradients", lambda vlm, s, **kw: interp.image_gradients(vlm, s, layer=1, **kw)),
-    ("information_flow", _study("flow", "information_flow")),
     ("evaluate_decoding (pai)", _study("decoding", "evaluate_decoding", ["greedy", "pai"])),
     ("parameter_sweep (pai)", _study("decoding", "parameter_sweep", "pai")),
     ("attention", _study("attribute", "attention")),
@@ -328,7 +327,7 @@ def _demo_argv(command: str, out: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "command,extra",
-    [("flow", []), ("attribute", ["--method", "gradient"])],
+    [("attribute", ["--method", "attention"]), ("attribute", ["--method", "gradient"])],
 )
 def test_remote_on_a_refusing_command_is_one_error_line(command, extra, tmp_path, capsys, no_model):
     out = tmp_path / "out"
@@ -353,11 +352,15 @@ def loaded(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return seen
 
 
-def test_remote_on_a_command_that_can_run_remotely_loads_the_model_remote(tmp_path, capsys, loaded):
+@pytest.mark.parametrize("command", ["ablation", "flow"])
+def test_remote_on_a_command_that_can_run_remotely_loads_the_model_remote(
+    command, tmp_path, capsys, loaded
+):
     capsys.readouterr()
-    assert main([*_demo_argv("ablation", tmp_path / "out"), "--remote"]) == 2
+    assert main([*_demo_argv(command, tmp_path / "out"), "--remote"]) == 2
     assert one_error_line(capsys.readouterr().err) == "error: InterpError: stop here"
     assert loaded.get("remote") is True
+    assert loaded.get("attn_implementation") is None  # the server's deployment decides
 
 
 @pytest.mark.parametrize("command", [*STUDIES, "doctor"])

@@ -49,6 +49,9 @@ def test_edits_are_validated_before_compute(samples):
         )
     sdpa = interp.load(*build_tiny("llava", attn_implementation="sdpa"))
     with pytest.raises(interp.InterventionError, match="attn_implementation='eager'"):
+        interp.residual_stream(sdpa, samples[:2], edits=[AttentionBoost()], progress_bar=False)
+    sdpa.hf.config._attn_implementation = "flash_attention_2"  # its mask is 2-D
+    with pytest.raises(interp.InterventionError, match="attn_implementation='sdpa'"):
         interp.residual_stream(sdpa, samples[:2], edits=[Knockout()], progress_bar=False)
     with pytest.raises(interp.InterventionError, match="unknown position"):
         interp.residual_stream(
@@ -239,10 +242,23 @@ def test_patch_positions_must_correspond(samples):
 # -- attention -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3"])
-def test_knockout_equals_a_hand_written_attention_with_the_mask(arch, samples):
-    vlm = interp.load(*build_tiny(arch, attn_implementation="eager"))
-    batch = samples[:3]
+@pytest.mark.parametrize(
+    "arch, impl, n",
+    [
+        ("llava", "eager", 3),
+        ("qwen2_vl", "eager", 3),
+        ("idefics3", "eager", 3),
+        ("llava", "sdpa", 3),  # SDPA's boolean mask (left padding)
+        ("llava", "sdpa", 1),  # SDPA's causal shortcut (no mask at all)
+        ("qwen2_vl", "sdpa", 3),
+    ],
+)
+def test_knockout_equals_a_hand_written_attention_with_the_mask(arch, impl, n, samples):
+    """The knockout is an edit of the attention mask (interp.plain.cut): with eager or SDPA
+    attention it equals eager attention written by hand whose scores are set to the minimum at
+    the knocked-out [query, key] pairs."""
+    vlm = interp.load(*build_tiny(arch, attn_implementation=impl))
+    batch = samples[:n]
     layers = [1, 2]
     edit = Knockout(keys="image", queries="last", layers=layers)
     got = interp.score(vlm, batch, edits=[edit], batch_size=3, progress_bar=False)
@@ -256,7 +272,7 @@ def test_knockout_equals_a_hand_written_attention_with_the_mask(arch, samples):
         if layer_idx + 1 not in layers:
             return scores
         block = torch.zeros_like(scores, dtype=torch.bool)
-        block[torch.arange(3), :, ext.last_index] = image[:, None, :]
+        block[torch.arange(n), :, ext.last_index] = image[:, None, :]
         return scores.masked_fill(block, torch.finfo(scores.dtype).min)
 
     ref_vlm = tiny_vlm_with_attention(arch, knock)
@@ -270,9 +286,7 @@ def test_knockout_equals_a_hand_written_attention_with_the_mask(arch, samples):
 def test_text_knocked_out_from_the_image_never_sees_it(arch, samples):
     """With every text position blocked from the image tokens in every layer, nothing of the
     image reaches the last token: its states are the same whatever the image (real or black)."""
-    vlm = shared_tiny_vlm(arch)
-    if vlm.hf.config._attn_implementation != "eager":
-        pytest.skip("needs eager attention")
+    vlm = shared_tiny_vlm(arch)  # eager or SDPA: the cut is in the attention mask
     edit = Knockout(keys="image", queries="text")
     a = interp.residual_stream(vlm, samples[:3], edits=[edit], progress_bar=False)
     b = interp.residual_stream(vlm, samples[:3], "null:black", edits=[edit], progress_bar=False)
@@ -358,15 +372,21 @@ def test_edits_key_the_store(tmp_path):
         )
 
 
-@pytest.mark.parametrize("queries", ["last", "text"])
-def test_knockout_of_prompt_rows_in_generation_equals_a_no_cache_loop(queries, samples):
+@pytest.mark.parametrize(
+    "queries, impl",
+    [("last", "eager"), ("text", "eager"), ("text", "sdpa"), ("all", "eager"), ("all", "sdpa")],
+)
+def test_knockout_in_generation_equals_a_no_cache_loop(queries, impl, samples):
     """A per-step edit that touches nothing at generated steps (the knocked-out rows are prompt
-    rows) still lets generation run; its answers equal a loop of plain forwards without the KV
-    cache through the hand-written attention, the prompt rows knocked out at every step."""
-    vlm = interp.load(*build_tiny("llava", attn_implementation="eager"))
+    rows) still lets generation run; with ``queries="all"`` every generated token is cut from
+    the image too. The answers equal a loop of plain forwards without the KV cache through the
+    hand-written attention, the chosen rows knocked out at every step."""
+    vlm = interp.load(*build_tiny("llava", attn_implementation=impl))
     batch = samples[:2]
     edit = Knockout(keys="image", queries=queries, layers=[1, 2])
-    gen = interp.generate(vlm, batch, max_new_tokens=3, edits=[edit], progress_bar=False)
+    gen = interp.generate(
+        vlm, batch, max_new_tokens=3, edits=[edit], output_scores=True, progress_bar=False
+    )
     enc = encode(vlm, batch)
     from interp.edits import Batch as EditBatch
     from interp.edits import EditContext
@@ -379,7 +399,7 @@ def test_knockout_of_prompt_rows_in_generation_equals_a_no_cache_loop(queries, s
     def knock(scores: torch.Tensor, layer_idx: int) -> torch.Tensor:
         if layer_idx + 1 not in (1, 2):
             return scores
-        q = torch.zeros(scores.shape[0], scores.shape[2], dtype=torch.bool)
+        q = torch.full((scores.shape[0], scores.shape[2]), queries == "all", dtype=torch.bool)
         q[:, : rows.shape[1]] = rows
         k = torch.zeros(scores.shape[0], scores.shape[3], dtype=torch.bool)
         k[:, : image.shape[1]] = image
@@ -388,15 +408,22 @@ def test_knockout_of_prompt_rows_in_generation_equals_a_no_cache_loop(queries, s
 
     ref_vlm = tiny_vlm_with_attention("llava", knock)
     inputs = dict(enc.inputs)
-    tokens = []
+    tokens, scores = [], []
     for _ in range(3):
         with torch.no_grad():
             logits = ref_vlm.hf(**inputs).logits[:, -1].float()
         tokens.append(logits.argmax(-1))
+        scores.append(logits)
         inputs = _per_token_growth(vlm, inputs, tokens[-1])
     ref = torch.stack(tokens, 1).tolist()
+    assert gen.scores is not None
     for row, ids in enumerate(gen.token_ids):
         assert ids == ref[row][: len(ids)]
+        for step in range(len(ids)):  # the logits each token was chosen from
+            assert_close(gen.scores[row][step], scores[step][row])
+    plain = interp.generate(vlm, batch, max_new_tokens=1, output_scores=True, progress_bar=False)
+    assert plain.scores is not None
+    assert (plain.scores[0][0] - gen.scores[0][0]).abs().max() > 1e-4  # the cut is in effect
 
 
 def test_residual_assignment_replaces_the_layer_output(samples):

@@ -14,6 +14,7 @@ from interp.testing.tolerance import assert_close
 from interventions import (
     AblateImage,
     AblateImageTokens,
+    Knockout,
     Patch,
     Steer,
     SwapImage,
@@ -85,6 +86,35 @@ def test_steered_generation_edits_every_step_on_the_loopback(ndif, demo):
     want = interp.generate(local, samples, max_new_tokens=6, edits=edits, batch_size=2)
     assert got.token_ids == want.token_ids
     assert want.token_ids != interp.generate(local, samples, max_new_tokens=6).token_ids
+
+
+def test_attention_knockouts_run_on_the_loopback_and_equal_local(ndif, demo):
+    """A knockout lowers to cuts of the attention mask (interp.plain.cut): the server's own
+    attention (its deployment's choice, here SDPA) takes the edited mask. Scored with two
+    knockouts on the same layers (the flow study's image > last edge), and in generation with
+    every generated token cut from the image at every step; both equal local eager runs."""
+    samples = make_samples()[:4]
+    targets = ["red", "blue", "two", "a circle"]
+    eager, remote = interp.load("demo", attn_implementation="eager"), demo[1]
+    edits = [
+        Knockout(keys="image", queries="last", layers=[2, 3, 4, 5]),
+        Knockout(keys="image", queries="answer", layers=[2, 3, 4, 5]),
+    ]
+    before = ndif.requests()
+    got = interp.score(remote, samples, targets, edits=edits, batch_size=2, remote=ndif.url)
+    assert ndif.requests() - before == 2  # one request per batch
+    want = interp.score(eager, samples, targets, edits=edits, batch_size=2)
+    assert_close(got.logprobs, want.logprobs)
+    plain = interp.score(eager, samples, targets, batch_size=2)
+    assert (plain.logprobs - want.logprobs).abs().max() > 1e-3  # the cut is in effect
+    cut = [Knockout(keys="image", queries="all", layers=[1, 2, 3])]
+    kw = dict(max_new_tokens=5, output_scores=True, batch_size=2)
+    got = interp.generate(remote, samples, edits=cut, remote=ndif.url, **kw)
+    want = interp.generate(eager, samples, edits=cut, **kw)
+    assert got.token_ids == want.token_ids
+    assert got.scores is not None and want.scores is not None
+    for a, b in zip(got.scores, want.scores):
+        assert_close(a, b)
 
 
 def test_region_edits_run_on_the_loopback(ndif, demo):

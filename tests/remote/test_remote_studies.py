@@ -34,6 +34,27 @@ def test_occlusion_runs_on_the_loopback_and_equals_local(ndif, demo, hide):
     assert not remote.dispatched
 
 
+def test_information_flow_runs_on_the_loopback_and_equals_local(ndif, demo):
+    """Attention knockout per window and edge: the greedy answers under both conditions, the
+    base scores and one scoring request per (edge, window) and batch, all on the server; Δ equals
+    a local run with eager attention."""
+    from interp.studies.flow import information_flow
+
+    remote = demo[1]
+    eager = interp.load("demo", attn_implementation="eager")
+    samples = [s for s in make_samples() if s.has_image and s.answer][:4]
+    kw = dict(edges=["image>last", "question>last"], window=4, stride=4, batch_size=4)
+    before = ndif.requests()
+    got = information_flow(remote, samples, remote=ndif.url, progress_bar=False, **kw)
+    n_windows = len(got.windows)
+    assert ndif.requests() - before == 2 + 1 + 2 * n_windows  # generate ×2, base, knockouts
+    want = information_flow(eager, samples, progress_bar=False, **kw)
+    assert got.groups.tolist() == want.groups.tolist()
+    for edge in want.edges:
+        assert_close(got.delta[edge], want.delta[edge], dtype=torch.float32)
+    assert abs(want.delta["image>last"]).max() > 1e-3  # the knockouts act
+
+
 def test_the_decoding_study_runs_on_the_loopback_and_equals_local(ndif, demo):
     """Greedy and sampled runs: each row draws with its own CPU generator on the server too."""
     from interp.studies.decoding import evaluate_decoding
@@ -147,9 +168,9 @@ def test_interp_coe_metric_kl_remote_writes_what_a_local_run_writes(
 def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
     ndif, tmp_path, monkeypatch, capsys
 ):
-    """One command on NDIF: the chain of embedding and the decoding study (pai left out) give
-    the numbers a local audit gives; the flow study (attention knockout) is skipped with the
-    reason, before any request. (The attribution section's occlusion maps: the occlusion test.)"""
+    """One command on NDIF: the chain of embedding and the decoding study (pai left out) give the
+    numbers a local audit (eager attention) gives. (The attribution section's occlusion maps: the
+    occlusion test; the flow study: the information-flow test.)"""
     import json
 
     from nnsight import CONFIG
@@ -158,7 +179,7 @@ def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
 
     monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)
     argv = ["audit", "--model", "demo", "--data", "demo", "--n", "6", "--seeds", ""]
-    argv += ["--studies", "coe,decoding,flow", "--no-progress"]
+    argv += ["--studies", "coe,decoding", "--no-progress"]
     assert main([*argv, "--out", str(tmp_path / "remote"), "--remote"]) == 0
     assert main([*argv, "--out", str(tmp_path / "local")]) == 0
     capsys.readouterr()
@@ -166,8 +187,6 @@ def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
         json.loads((tmp_path / side / "summary.json").read_text())["studies"]
         for side in ("remote", "local")
     )
-    assert not got["flow"]["ran"] and "not on NDIF" in got["flow"]["reason"]
-    assert want["flow"]["ran"]
     assert "pai_f1" in want["decoding"]["numbers"] and "pai_f1" not in got["decoding"]["numbers"]
     for key in ("coe", "decoding"):  # the local audit loads eager attention: pai is in it
         assert got[key]["ran"] and got[key]["numbers"].keys() <= want[key]["numbers"].keys()

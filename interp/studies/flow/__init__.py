@@ -3,8 +3,9 @@ answer to survive?
 
 For a window W of k consecutive decoder layers (sliding, stride configurable) and an edge S → T
 (image → question, image → last, question → last, or any pair of position specs), the target
-positions T are blocked from attending to the source positions S in W (pre-softmax scores set to
-the dtype's minimum, :class:`interventions.Knockout`; eager attention), and the answer is scored
+positions T are blocked from attending to the source positions S in W (the attention mask set to
+the dtype's minimum there, :class:`interventions.Knockout`; eager or SDPA attention, here or on
+NDIF), and the answer is scored
 teacher-forced with and without the knockout:
 
     Δ_W = log p(answer | knockout in W) − log p(answer)     (per sample, natural log)

@@ -7,8 +7,9 @@ blocks each edge (``--edges``: image>question, image>last, question>last, or any
 (``--stride`` apart), scores the answer teacher-forced with and without the knockout, and writes
 the per-window curves, the per-sample table, the flow figure and the causal integration layer
 (two-sided one-sample t-tests of Δ against 0, Holm-corrected over the image → text edges ×
-windows, level ``--alpha``) that :mod:`interp.studies.flow.report` lists into ``--out``. The model
-is loaded with eager attention (the knockout edits its scores).
+windows, level ``--alpha``) that :mod:`interp.studies.flow.report` lists into ``--out``. The
+knockout edits the attention mask, which eager and SDPA attention take alike; a local model is
+loaded with eager attention, as the stored figures were made. ``--remote`` runs every pass on NDIF.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ HELP = "attention-knockout information flow: Δ log p(answer) per window and edg
 DESCRIPTION = __doc__
 DEFAULT_QTYPES = ("color",)
 DEFAULT_EDGES = "image>question,image>last,question>last"
+REMOTE = True  # remote: the knockouts lower to plain cuts of the attention mask
 
 
 def check_options(inv: Invocation) -> dict[str, Any]:
     """``--edges`` are edges, ``--window`` and ``--stride`` >= 1, ``--alpha`` in (0, 1); the
-    model is loaded with eager attention."""
+    model is loaded with eager attention here (the server's deployment decides its own)."""
     from interp.errors import InterventionError
 
     from .measure import parse_edge
@@ -42,7 +44,8 @@ def check_options(inv: Invocation) -> dict[str, Any]:
     at_least(args.stride, "--stride", 1)
     if not 0.0 < args.alpha < 1.0:
         raise UsageError(f"--alpha must be in (0, 1), got {args.alpha}")
-    inv.attn_implementation = "eager"
+    if not getattr(args, "remote", None):
+        inv.attn_implementation = "eager"
     split = None if args.split == "none" else args.split
     return {"edges": edges, "split": split}
 

@@ -4,6 +4,10 @@ For each edge S → T and each window W of consecutive decoder layers the answer
 teacher-forced once with T blocked from attending to S in W (:class:`interventions.Knockout`
 through :func:`interp.score`, one batched scoring pass per (edge, window)) and once without any
 edit; Δ_W = log p(answer | knockout in W) − log p(answer), summed over the answer's tokens.
+
+The knockout is an edit of the attention mask (:func:`interp.plain.cut`), so the study runs with
+eager or SDPA attention, here or on NDIF (``remote=True``: every pass is plain requests, one per
+batch).
 """
 
 from __future__ import annotations
@@ -18,11 +22,10 @@ import numpy as np
 import interp
 from interp.edits import POSITION_NAMES, PositionSpec, check_position
 from interp.errors import EmptyTargetError, InterventionError, PositionError
-from interp.options import RunOptions, local_options
+from interp.options import RunOptions
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions import Knockout
-from interventions.attention import check_eager
 from probes.split import agreement_split
 
 from .analysis import IMAGE_EDGES, Flow
@@ -122,14 +125,14 @@ def windows(n_layers: int, size: int = 1, stride: int = 1) -> list[tuple[int, ..
 
 
 def check_flow(vlm: VLM, edges: Sequence[Edge], size: int, stride: int) -> list[tuple[int, ...]]:
-    """Everything checked before compute: eager attention, the windows, every edge's knockout
-    on this model (positions, modality, fusion). Returns the windows.
+    """Everything checked before compute: the windows, every edge's knockout on this model
+    (positions, modality, fusion, an attention that takes a 4-D mask). Returns the windows.
 
     Raises:
-        InterventionError: the model does not run eager attention, a bad window, or an edge
-            this model cannot cut (e.g. image keys on a cross-attention family).
+        InterventionError: a bad window, an edge this model cannot cut (e.g. image keys on a
+            cross-attention family), or an attention implementation without a 4-D mask (flash
+            attention).
     """
-    check_eager(vlm, "the information-flow study (attention knockout)")
     found = windows(vlm.n_layers, size, stride)
     if not edges:
         raise PositionError(f"give at least one edge, e.g. {', '.join(EDGES)}")
@@ -171,14 +174,16 @@ def information_flow(
             ``store`` folder under which every scoring pass keeps its own resumable store; its
             fields may also be given as keywords (``batch_size=8``, ``store=...``).
 
+    Runs remotely with ``remote=True`` (or on a model loaded for NDIF): the greedy answers, the
+    base scores and every knockout pass are plain requests (one per batch).
+
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
-        InterventionError: non-eager attention, a window larger than the model, an unknown edge
-            (before any compute).
+        InterventionError: flash attention (no 4-D mask), a window larger than the model, an
+            unknown edge (before any compute).
         EmptyTargetError: a sample without an answer (``"given"``) or whose greedy answer is
             empty.
     """
-    opts = local_options(vlm, "information_flow", run, options)
+    opts = RunOptions.resolve(run if run is not None else RunOptions(), **options)
     samples = ensure_samples(samples)
     parsed = [parse_edge(e) for e in edges]
     names = [e.name for e in parsed]
