@@ -67,6 +67,7 @@ _LAZY: dict[str, str] = {
     "paired_difference": "stats",
     "Comparison": "inference",
     "clustered_mean": "inference",
+    "clustered_auroc": "inference",
     "paired_comparison": "inference",
     "pearson": "stats",
     "wilson": "proportions",
@@ -94,7 +95,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .inference import Comparison, clustered_mean, paired_comparison
+    from .inference import Comparison, clustered_auroc, clustered_mean, paired_comparison
     from .layerwise import LayerwiseProbe, default_probe
     from .proportions import Difference, newcombe, wilson
     from .selective import (
@@ -187,6 +188,7 @@ __all__ = [
     "clustered_spearman",
     "ClusteredCorrelation",
     "Comparison",
+    "clustered_auroc",
     "clustered_mean",
     "paired_comparison",
     "bootstrap_ci",

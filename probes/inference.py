@@ -6,6 +6,7 @@
   with :func:`probes.stats.block_bootstrap` — and the words a report uses for it
   (:meth:`Comparison.words`: an interval that holds 0 is "no difference").
 - :func:`clustered_mean`: a mean (an accuracy, a yes-ratio) with the same kind of interval.
+- :func:`clustered_auroc`: an AUROC with an interval from resampling whole clusters.
 
 Policies as in :mod:`probes.stats`: NaN refused, a fixed ``seed`` gives identical intervals,
 percentile intervals.
@@ -190,4 +191,39 @@ def _mean_interval(
     return Comparison(value, low, high, n, n_clusters, ci)
 
 
-__all__ = ["Comparison", "clustered_mean", "paired_comparison"]
+def clustered_auroc(
+    scores: Shaped[ArrayLike, " n"] | Sequence[float],
+    labels: Shaped[ArrayLike, " n"] | Sequence[Any],
+    clusters: Sequence[Any] | np.ndarray | None = None,
+    *,
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> Comparison:
+    """AUROC of ``scores`` for the binary ``labels`` (:func:`probes.stats.auroc`:
+    ``P(s_pos > s_neg) + P(s_pos = s_neg) / 2``) with a percentile interval from resampling whole
+    clusters (the answers about one image together; :func:`~probes.stats.block_bootstrap`); a
+    resample that loses a class is left out. ``clusters=None``: each answer its own cluster.
+    ``conclusive`` is about 0 (use ``low > 0.5 or high < 0.5`` for chance).
+
+    Raises:
+        EmptyGroupError: one class absent. TooFewSamplesError: fewer than 2 clusters.
+        ValueError: lengths differ, NaN present.
+    """
+    from .stats import _auroc, _scores_labels
+
+    s, y = _scores_labels(scores, labels)
+    labels_ = np.arange(len(s)) if clusters is None else np.asarray(clusters, dtype=object)
+    if len(labels_) != len(s):
+        raise ValueError(f"clusters has {len(labels_)} labels for {len(s)} answers")
+
+    def resampled(rows: np.ndarray) -> np.ndarray:
+        yy = y[rows]
+        return np.array([_auroc(s[rows], yy) if 0 < yy.sum() < len(yy) else np.nan])
+
+    lo, hi = block_bootstrap(resampled, len(s), labels_, n_boot=n_boot, ci=ci, seed=seed)
+    k = len(set(labels_.tolist()))
+    return Comparison(float(_auroc(s, y)), float(lo[0]), float(hi[0]), len(s), k, ci)
+
+
+__all__ = ["Comparison", "clustered_auroc", "clustered_mean", "paired_comparison"]

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.metrics import roc_auc_score
 
 from probes.errors import TooFewSamplesError
-from probes.inference import clustered_mean, paired_comparison
+from probes.inference import clustered_auroc, clustered_mean, paired_comparison
 
 
 def _draw(rng: np.random.Generator, clusters: int, size: int, gap: float):
@@ -96,4 +97,36 @@ def test_a_clustered_mean_covers_the_planted_accuracy():
         r = clustered_mean(a, c, n_boot=N_BOOT, seed=rep)
         covered += r.low <= truth <= r.high
         assert r.value == pytest.approx(a.mean()) and r.n_clusters == 30
+    assert covered / REPS >= 0.90
+
+
+def _scored(rng: np.random.Generator, clusters: int, size: int, shift: float):
+    """Answers in clusters whose label is the cluster's (an image's wordings share it) and
+    whose score carries a cluster effect; positives' scores are raised by ``shift``."""
+    c = np.repeat(np.arange(clusters), size)
+    y = np.repeat(np.arange(clusters) % 2 == 0, size)
+    s = rng.normal(size=clusters)[c] + 0.3 * rng.normal(size=clusters * size) + shift * y
+    return s, y, c
+
+
+def test_a_clustered_auroc_keeps_its_level_and_covers_a_planted_auroc():
+    rng = np.random.default_rng(24)
+    clustered = itemwise = 0
+    for rep in range(REPS):
+        s, y, c = _scored(rng, clusters=12, size=4, shift=0.0)
+        r = clustered_auroc(s, y, c, n_boot=N_BOOT, seed=rep)
+        clustered += not r.low <= 0.5 <= r.high
+        itemwise += not (lambda q: q.low <= 0.5 <= q.high)(
+            clustered_auroc(s, y, n_boot=N_BOOT, seed=rep)
+        )
+        assert r.value == pytest.approx(roc_auc_score(y, s))
+    assert clustered / REPS <= 0.10, "the clustered AUROC interval excludes chance too often"
+    assert itemwise / REPS > 0.10, "the null should defeat the answer-level bootstrap here"
+    big_s, big_y, _ = _scored(np.random.default_rng(0), clusters=4000, size=4, shift=1.0)
+    truth = roc_auc_score(big_y, big_s)  # the process's AUROC, by scikit-learn
+    covered = 0
+    for rep in range(REPS):
+        s, y, c = _scored(rng, clusters=40, size=4, shift=1.0)
+        r = clustered_auroc(s, y, c, n_boot=N_BOOT, seed=rep)
+        covered += r.low <= truth <= r.high
     assert covered / REPS >= 0.90
