@@ -2,6 +2,8 @@
 
 - :mod:`probes.distances`: row-wise distances between stacks of states (cosine, L2, KL, JS).
 - :mod:`probes.stats`: Spearman, bootstrap CIs, Cohen's d, Cliff's delta, AUROC, AUPRC.
+- :mod:`probes.inference`: paired comparisons and means with intervals at the level of the
+  independent unit (items or whole clusters resampled).
 - :mod:`probes.proportions`: Wilson intervals and Newcombe's interval of a difference of proportions.
 - :mod:`probes.vip`: the per-layer two-sample test and the Visual Integration Point (rules by name).
 - :mod:`probes.tvi`: Total Visual Integration and its variants.
@@ -63,6 +65,10 @@ _LAZY: dict[str, str] = {
     "cohens_d": "stats",
     "mean_ci": "stats",
     "paired_difference": "stats",
+    "Comparison": "inference",
+    "clustered_mean": "inference",
+    "clustered_auroc": "inference",
+    "paired_comparison": "inference",
     "pearson": "stats",
     "wilson": "proportions",
     "newcombe": "proportions",
@@ -89,6 +95,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .inference import Comparison, clustered_auroc, clustered_mean, paired_comparison
     from .layerwise import LayerwiseProbe, default_probe
     from .proportions import Difference, newcombe, wilson
     from .selective import (
@@ -180,6 +187,10 @@ __all__ = [
     "block_bootstrap",
     "clustered_spearman",
     "ClusteredCorrelation",
+    "Comparison",
+    "clustered_auroc",
+    "clustered_mean",
+    "paired_comparison",
     "bootstrap_ci",
     "cliffs_delta",
     "cohens_d",

@@ -194,6 +194,11 @@ def test_the_command_writes_its_tables(tmp_path, capsys):
     assert code == 0
     for name in ("answers.csv", "metrics.csv", "summary.csv", "summary.txt", "methods.png"):
         assert (out / name).exists(), name
+    # the ranking with paired intervals, per setting, in a table and in the summary
+    ranked = pd.read_csv(out / "comparisons.csv")
+    assert set(ranked["setting"]) == {"random", "popular", "adversarial"}
+    assert set(ranked["verdict"]) <= {"baseline", "higher", "lower", "no difference"}
+    assert "accuracy ranked, adversarial (greedy;" in (out / "summary.txt").read_text()
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary["method"]) == {"greedy", "vcd"}  # the names asked for
     assert set(summary["mode"]) == {"greedy", "sampled"}

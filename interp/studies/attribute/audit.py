@@ -22,7 +22,17 @@ import pandas as pd
 from interp.errors import InterpError
 from interp.samples import Sample
 from interp.studies.audit.registry import AuditOptions, Selection, Study
-from interp.studies.audit.report import Labels, Section, headline, show
+from interp.studies.audit.report import (
+    Labels,
+    Number,
+    Section,
+    bracket,
+    clusters,
+    holds,
+    mean_interval,
+    with_interval,
+)
+from probes.stats import block_bootstrap
 
 from .analysis import answer_group, mass_table, object_box, object_shares, rank_agreement
 from .figures import plot_attribution, plot_attribution_grid
@@ -43,7 +53,11 @@ LABELS = Labels(
         "n_prior": "prior-driven answers",
         "gradient_agreement": "rank agreement of gradient with occlusion",
         "attention_agreement": "rank agreement of attention with occlusion",
+        "inside_minus_random": "in the box minus in a random box",
+        "n_boxes": "answers with an object box",
+        "n_images": "images they are about (the unit resampled)",
     },
+    suffixes={"_low": ", 95% interval low end", "_high": ", 95% interval high end"},
 )
 
 
@@ -101,40 +115,66 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
         one["group"] = one["sample_id"].map(group)  # attention ignores the answer: occlusion's
         shares.append(one)
     first = shares[0]
-    overall = mass_table(first.assign(all="all"), by="all").iloc[0]
     by_group = {g: frame for g, frame in first.groupby("group")}
     counts = {g: int((np.array(list(group.values())) == g).sum()) for g in ("grounded", "prior")}
 
-    def inside(g: str) -> float | None:
-        frame = by_group.get(g)
-        return None if frame is None or frame["inside"].dropna().empty else frame["inside"].mean()
+    groups = clusters(samples)
+    group_of = dict(zip((s.id for s in samples), groups or []))
 
-    agree = {
-        name: float(np.nanmedian(rank_agreement(r, occ)["spearman"]))
-        for name, r in results.items()
-        if name != "occlusion"
-    }
-    sec.numbers = {
-        "inside": headline(overall["inside"]),
-        "random": headline(overall["random"]),
-        "n_grounded": counts["grounded"],
-        "n_prior": counts["prior"],
-        "inside_grounded": headline(inside("grounded")),
-        "inside_prior": headline(inside("prior")),
-        **{f"{name}_agreement": headline(rho) for name, rho in agree.items()},
-    }
-    num = {k: show(v) for k, v in sec.numbers.items()}
+    def units(frame: pd.DataFrame) -> list[object] | None:
+        return None if groups is None else [group_of[i] for i in frame["sample_id"]]
+
+    nums: dict[str, Number] = {"n_boxes": int(first["inside"].notna().sum())}
+    if groups is not None:
+        nums["n_images"] = len(set(groups))
+    for key, est in (
+        ("inside", mean_interval(first["inside"], units(first))),
+        ("random", mean_interval(first["random"], units(first))),
+        (
+            "inside_minus_random",
+            mean_interval(first["inside"], units(first), paired_with=first["random"]),
+        ),
+    ):
+        with_interval(nums, key, est.value, est.low, est.high)
+    nums["n_grounded"], nums["n_prior"] = counts["grounded"], counts["prior"]
+    for g in ("grounded", "prior"):
+        frame = by_group.get(g)
+        if frame is None or frame["inside"].dropna().empty:
+            with_interval(nums, f"inside_{g}", None, None, None)
+        else:
+            est = mean_interval(frame["inside"], units(frame))
+            with_interval(nums, f"inside_{g}", est.value, est.low, est.high)
+    for name, r in results.items():
+        if name == "occlusion":
+            continue
+        rho = rank_agreement(r, occ).assign(sample_id=occ.sample_ids)
+        rho = rho[rho["spearman"].notna()].reset_index(drop=True)
+        value, low, high = _median_interval(rho["spearman"].to_numpy(float), units(rho))
+        with_interval(nums, f"{name}_agreement", value, low, high)
+    sec.numbers = nums
+    agree = [name for name in results if name != "occlusion"]
     labelled = any(g != "unlabelled" for g in group.values())
+    over = f"{nums['n_boxes']} answers" + (
+        f" on {nums['n_images']} images, resampling whole images" if groups is not None else ""
+    )
     verdict = (
-        f"Hiding one region at a time (swapped for a black image's), {num['inside']} of the "
-        f"positive occlusion mass falls inside the object's box, against {num['random']} inside "
-        "a random box of the same size."
+        f"Hiding one region at a time (swapped for a black image's), {bracket(nums, 'inside')} "
+        f"of the positive occlusion mass falls inside the object's box, against "
+        f"{bracket(nums, 'random')} inside a random box of the same size (difference "
+        f"{bracket(nums, 'inside_minus_random')}"
+        + ("; inconclusive, it holds 0" if holds(*_ends(nums, "inside_minus_random"), 0.0) else "")
+        + f"; 95% intervals over {over})."
     )
     if labelled:
+        g_low, g_high = _ends(nums, "inside_grounded")
+        p_low, p_high = _ends(nums, "inside_prior")
+        overlap = not (g_low > p_high or p_low > g_high)  # NaN bounds: nothing shown
+        inconclusive = "; the two intervals overlap: no difference shown" if overlap else ""
         verdict += (
-            f" Grounded answers (the drawn colour, {num['n_grounded']}): {num['inside_grounded']}"
-            f" in the box; prior-driven answers (the prior colour of a counterfactual drawing, "
-            f"{num['n_prior']}): {num['inside_prior']}."
+            f" Grounded answers (the drawn colour, n = {nums['n_grounded']}): "
+            f"{bracket(nums, 'inside_grounded')} in the box; prior-driven answers (the prior "
+            f"colour of a counterfactual drawing, n = {nums['n_prior']}): "
+            f"{bracket(nums, 'inside_prior')}{inconclusive}."
         )
     else:
         sec.reason = (
@@ -142,7 +182,9 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
             "(the demo world's 'counterfactual' flag and 'prior_answer'); no groups are shown"
         )
     verdict += " Median rank agreement with occlusion over the 16 regions: " + ", ".join(
-        f"{name} {num[f'{name}_agreement']}" for name in agree
+        f"{name} {bracket(nums, f'{name}_agreement')}"
+        + (" (inconclusive: it holds 0)" if holds(*_ends(nums, f"{name}_agreement"), 0.0) else "")
+        for name in agree
     )
     sec.verdict = verdict + "."
     table = pd.concat([mass_table(s).assign(method=s["method"].iloc[0]) for s in shares])
@@ -158,6 +200,28 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
                 sec.add_figure(f"{what}: {samples[i].question} → {occ.answers[i]!r}", fig)
     sec.add_figure("Occlusion maps", plot_attribution_grid(occ, samples))
     return sec
+
+
+def _ends(numbers: dict[str, Number], key: str) -> tuple[float, float]:
+    low, high = numbers[f"{key}_low"], numbers[f"{key}_high"]
+    return (
+        float("nan") if low is None else float(low),
+        float("nan") if high is None else float(high),
+    )
+
+
+def _median_interval(values: np.ndarray, groups: list[object] | None) -> tuple[float, float, float]:
+    """The median of ``values`` with its 95% percentile interval over resamples of whole groups
+    (:func:`probes.stats.block_bootstrap`); NaN bounds for fewer than 2 values or groups."""
+    if len(values) == 0:
+        return float("nan"), float("nan"), float("nan")
+    value = float(np.median(values))
+    if len(values) < 2 or (groups is not None and len(set(groups)) < 2):
+        return value, float("nan"), float("nan")
+    low, high = block_bootstrap(
+        lambda rows: np.array([np.median(values[rows])]), len(values), groups
+    )
+    return value, float(low[0]), float(high[0])
 
 
 STUDY = Study("attribute", "Where in the image", 70, select, section, LABELS)

@@ -15,7 +15,7 @@ run per seed, reported as mean ± std), so a method is never compared with a sam
 
 Modules: :mod:`.measure` (the runs: :func:`evaluate_decoding` → :class:`DecodingRuns`,
 :func:`parameter_sweep` over α and β of one method), :mod:`.analysis` (POPE's answers, metrics and
-settings), :mod:`.figures` (:func:`plot_methods`, :func:`plot_sweep`) and :mod:`.cli` (the command
+settings; :func:`compare_methods`: the methods ranked by accuracy with paired bootstrap intervals), :mod:`.figures` (:func:`plot_methods`, :func:`plot_sweep`) and :mod:`.cli` (the command
 ``interp decoding``, alias ``interp decode``, :func:`register`).
 """
 
@@ -29,6 +29,7 @@ _LAZY = {
     "DEFAULT_METHODS": "analysis",
     "METRICS": "analysis",
     "SETTINGS": "analysis",
+    "compare_methods": "analysis",
     "pope_metrics": "analysis",
     "pope_settings": "analysis",
     "yes_no": "analysis",
@@ -43,7 +44,15 @@ _LAZY = {
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 if TYPE_CHECKING:
-    from .analysis import DEFAULT_METHODS, METRICS, SETTINGS, pope_metrics, pope_settings, yes_no
+    from .analysis import (
+        DEFAULT_METHODS,
+        METRICS,
+        SETTINGS,
+        compare_methods,
+        pope_metrics,
+        pope_settings,
+        yes_no,
+    )
     from .cli import register
     from .figures import plot_methods, plot_sweep
     from .measure import DecodingRuns, evaluate_decoding, parameter_sweep, resolve_methods
@@ -53,6 +62,7 @@ __all__ = [
     "METRICS",
     "SETTINGS",
     "DecodingRuns",
+    "compare_methods",
     "evaluate_decoding",
     "parameter_sweep",
     "plot_methods",

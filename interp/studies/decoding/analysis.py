@@ -2,7 +2,8 @@
 
 Pure functions on answers and samples (no model): :func:`yes_no` reads a free answer as POPE does,
 :func:`pope_metrics` scores a run against the truth, :func:`pope_settings` splits the questions into
-POPE's random / popular / adversarial settings. The names of the settings, the metrics and the
+POPE's random / popular / adversarial settings, :func:`compare_methods` ranks the methods by accuracy
+with paired bootstrap intervals of each difference (questions about one image resampled together). The names of the settings, the metrics and the
 default methods live here too, so the command can name them without loading the model code.
 """
 
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from interp.errors import EmptyInputError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from interp.samples import Sample
 
 SETTINGS: tuple[str, ...] = ("random", "popular", "adversarial")
@@ -112,4 +115,87 @@ def _setting_order(kind: str) -> tuple[int, str]:
     return (SETTINGS.index(kind) if kind in SETTINGS else len(SETTINGS), kind)
 
 
-__all__ = ["DEFAULT_METHODS", "METRICS", "SETTINGS", "pope_metrics", "pope_settings", "yes_no"]
+def compare_methods(
+    correct: dict[str, Sequence[bool] | np.ndarray],
+    clusters: Sequence[Any] | np.ndarray | None = None,
+    *,
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The methods ranked by accuracy, each with paired bootstrap intervals of its difference
+    from plain decoding and from the top method.
+
+    ``correct[m][i]`` says whether method ``m`` answered question ``i`` right (the same
+    questions, in the same order, for every method). Accuracy ``acc_m = (1/n) Σ_i c_mi``, with a
+    bootstrap interval (:func:`probes.inference.clustered_mean`); the difference of ``m`` from
+    ``b`` is ``acc_m − acc_b = (1/n) Σ_i (c_mi − c_bi)`` with a **paired** interval
+    (:func:`probes.inference.paired_comparison`: a resample keeps both methods' answers to a
+    question together). ``clusters`` (one label per question, e.g. its image): whole clusters are
+    resampled, as the questions about one image are not independent; None resamples questions.
+    Every interval uses the same ``seed`` (the same resamples of the questions).
+
+    Returns:
+        One row per method, highest accuracy first (ties in the order given): ``method``,
+        ``accuracy`` with ``accuracy_low`` / ``accuracy_high``; ``vs_baseline`` (points of
+        accuracy over plain decoding, a fraction) with ``vs_baseline_low`` / ``_high`` and
+        ``verdict`` (``baseline``, ``higher``, ``lower`` or ``no difference`` where the interval
+        holds 0); ``vs_top`` with its interval (``top`` on the first row, ``tied`` where the
+        interval holds 0, ``lower`` else, in ``rank``); ``n`` questions and ``n_clusters``.
+        Without plain decoding among the methods the ``vs_baseline`` columns are NaN.
+
+    Raises:
+        EmptyInputError: no method, or methods with different numbers of answers.
+    """
+    import pandas as pd  # here: the command reads this module's names before any heavy import
+
+    from probes.inference import clustered_mean, paired_comparison
+
+    if not correct:
+        raise EmptyInputError("compare_methods needs at least one method's answers")
+    arrays = {m: np.asarray(c, dtype=float).reshape(-1) for m, c in correct.items()}
+    sizes = {len(a) for a in arrays.values()}
+    if len(sizes) != 1:
+        raise EmptyInputError(
+            f"every method must answer the same questions; got {sorted(sizes)} answers"
+        )
+    kw: dict[str, Any] = {"n_boot": n_boot, "ci": ci, "seed": seed}
+    order = sorted(arrays, key=lambda m: -arrays[m].mean())  # stable: ties keep their order
+    top, base = order[0], baseline(arrays)
+    rows = []
+    for m in order:
+        level = clustered_mean(arrays[m], clusters, **kw)
+        row: dict[str, Any] = {
+            "method": m,
+            "accuracy": level.value,
+            "accuracy_low": level.low,
+            "accuracy_high": level.high,
+        }
+        if base is None:
+            row.update(vs_baseline=np.nan, vs_baseline_low=np.nan, vs_baseline_high=np.nan)
+            row["verdict"] = ""
+        else:
+            d = paired_comparison(arrays[m], arrays[base], clusters, **kw)
+            row.update(vs_baseline=d.value, vs_baseline_low=d.low, vs_baseline_high=d.high)
+            row["verdict"] = (
+                "baseline"
+                if m == base
+                else ("no difference" if not d.conclusive else "higher" if d.value > 0 else "lower")
+            )
+        t = paired_comparison(arrays[m], arrays[top], clusters, **kw)
+        row.update(vs_top=t.value, vs_top_low=t.low, vs_top_high=t.high)
+        row["rank"] = "top" if m == top else ("lower" if t.conclusive else "tied")
+        row.update(n=level.n, n_clusters=level.n_clusters)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+__all__ = [
+    "DEFAULT_METHODS",
+    "METRICS",
+    "SETTINGS",
+    "compare_methods",
+    "pope_metrics",
+    "pope_settings",
+    "yes_no",
+]

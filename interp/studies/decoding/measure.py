@@ -26,7 +26,14 @@ from interp.store import substore
 from interventions.decoding import PLAIN
 from interventions.decoding import method as decoding_method
 
-from .analysis import DEFAULT_METHODS, METRICS, pope_metrics, pope_settings, yes_no
+from .analysis import (
+    DEFAULT_METHODS,
+    METRICS,
+    compare_methods,
+    pope_metrics,
+    pope_settings,
+    yes_no,
+)
 
 if TYPE_CHECKING:
     from interp.model import VLM
@@ -42,11 +49,45 @@ class DecodingRuns:
             (yes / no).
         settings: row indices (into the sample order) of each POPE setting.
         methods: the methods' reprs by name.
+        groups: each sample's ``meta["group"]`` in sample order (the image its question is
+            about: the unit :meth:`comparisons` resamples), or None where a sample has none.
     """
 
     answers: pd.DataFrame
     settings: dict[str, list[int]]
     methods: dict[str, str] = field(default_factory=dict)
+    groups: list[Any] | None = None
+
+    def comparisons(
+        self, setting: str, mode: str = "greedy", seed: int | None = None, n_boot: int = 2000
+    ) -> pd.DataFrame:
+        """The methods of one run ranked by accuracy on ``setting`` with paired bootstrap 95%
+        intervals of each difference from plain decoding and from the top method
+        (:func:`~interp.studies.decoding.analysis.compare_methods`): questions resampled by
+        their :attr:`groups` (whole images) where every sample has one and the setting holds
+        two or more, else one by one.
+        ``mode="sampled"`` compares the runs of ``seed`` (default: the first seed).
+
+        Raises:
+            EmptyInputError: an unknown setting, or no run of that mode and seed.
+        """
+        if setting not in self.settings:
+            raise EmptyInputError(f"no setting {setting!r}; the runs have {list(self.settings)}")
+        runs = self.answers[self.answers["mode"] == mode]
+        if seed is None and mode == "sampled" and len(runs):
+            seed = int(runs["seed"].iloc[0])
+        runs = runs[runs["seed"] == (-1 if mode == "greedy" else seed)]
+        if runs.empty:
+            raise EmptyInputError(f"no {mode} run (seed {seed}) to compare")
+        rows = self.settings[setting]
+        correct = {
+            str(m): (run["predicted"] == run["truth"]).to_numpy()[rows]
+            for m, run in runs.groupby("method", sort=False)
+        }
+        clusters = None if self.groups is None else [self.groups[i] for i in rows]
+        if clusters is not None and len(set(clusters)) < 2:  # one image: resample questions
+            clusters = None
+        return compare_methods(correct, clusters, n_boot=n_boot)
 
     def metrics(self) -> pd.DataFrame:
         """One row per (method, mode, seed, setting) with :func:`pope_metrics`."""
@@ -212,7 +253,13 @@ def evaluate_decoding(
                 )
             )
     reprs = {k: "plain decoding" if v is None else repr(v) for k, v in decoders.items()}
-    return DecodingRuns(pd.concat(frames, ignore_index=True), settings, reprs)
+    groups = [s.meta.get("group") for s in samples]
+    return DecodingRuns(
+        pd.concat(frames, ignore_index=True),
+        settings,
+        reprs,
+        groups=None if any(g is None for g in groups) else groups,
+    )
 
 
 def _options(run: RunOptions | None, options: dict[str, Any]) -> RunOptions:
