@@ -22,6 +22,7 @@ from torch import Tensor
 from .conditions import Condition
 from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
 from .encoding import batches
+from .errors import InterpError
 from .options import RunOptions
 from .residual import check_visual_attention
 from .runner import Job
@@ -59,6 +60,18 @@ class AttentionWeights:
         return self.weights[row][:, :, index].sum(-1)
 
 
+def check_eager_weights(vlm: VLM) -> None:
+    """Raise unless the model returns every layer's whole attention weights (eager attention's
+    second output) and its image enters as tokens."""
+    impl = getattr(vlm.hf.config, "_attn_implementation", None)
+    if impl != "eager":
+        raise InterpError(
+            f"attention_weights reads eager attention's weights, but the model uses {impl!r}: "
+            "load it with interp.load(..., attn_implementation='eager')"
+        )
+    check_visual_attention(vlm)
+
+
 def attention_weights(
     vlm: VLM,
     samples: Sequence[Sample] | Sample,
@@ -86,7 +99,7 @@ def attention_weights(
     trace_options = opts.trace_options()
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
-    check_visual_attention(vlm)
+    check_eager_weights(vlm)
     edits = check_edits(vlm, edits)
     job = Job("attention_weights", {}, conditions=[cond], edits=edits, pool=samples)
 
@@ -128,4 +141,4 @@ def attention_weights(
     )
 
 
-__all__ = ["AttentionWeights", "attention_weights"]
+__all__ = ["AttentionWeights", "attention_weights", "check_eager_weights"]

@@ -376,6 +376,37 @@ def generate_batch(
                     sites, order, rows, index, image_mask = prompt_read
                     states, masses = [], []
                     for s, k in sites:  # in execution order, each cut to the read rows at once
+                        if k.startswith(
+                            "weights:"
+                        ):  # eager's weights from the attention call's inputs
+                            a, kw = getattr(s.source, k[8:]).inputs
+                            q, key = (
+                                a[1][rows, :, index],
+                                a[2][rows],
+                            )  # [b, heads, d], [b, kv heads, n, d]
+                            m = a[4] if len(a) > 4 else kw.get("attention_mask")
+                            key = key.repeat_interleave(q.shape[1] // key.shape[1], 1)
+                            z = torch.einsum("bhd,bhnd->bhn", q, key) * (
+                                kw.get("scaling") or q.shape[-1] ** -0.5
+                            )
+                            if kw.get("softcap"):
+                                z = torch.tanh(z / kw["softcap"]) * kw["softcap"]
+                            n = key.shape[2]
+                            if m is None:  # SDPA's causal shortcut: keys up to the read position
+                                later = (
+                                    torch.arange(n, device=z.device)
+                                    > (index + n - a[1].shape[2])[:, None]
+                                )
+                                z = z.masked_fill(later[:, None], torch.finfo(z.dtype).min)
+                            elif m.dtype == torch.bool:
+                                z = z.masked_fill(
+                                    ~m[rows, :, index][..., :n], torch.finfo(z.dtype).min
+                                )
+                            else:
+                                z = z + m.expand(len(a[1]), -1, -1, -1)[rows, :, index][..., :n]
+                            w = z.float().softmax(-1)
+                            masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
+                            continue
                         if k == "attention":
                             w = s.output[1][rows, :, index].float()
                             masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from .model import VLM
 
 ATTENTION = "attention"  # a site whose output[1] holds the attention weights
+WEIGHTS = (
+    "weights:"  # + the attention function's call in `.source`: weights recomputed from its inputs
+)
 MASK = "attention_mask"  # the last key of a cut's path: the attention module's mask keyword
 
 
@@ -70,14 +73,17 @@ def residual_sites(
     skipped: frozenset[int] = frozenset(),
     attend: bool = False,
     normed: bool = False,
+    attention: str = ATTENTION,
 ) -> tuple[list[tuple[Any, str]], list[int]]:
     """The sites a trace reads for residual indices ``layers``, as plain data.
 
     Returns ``(sites, order)``: ``sites`` is a list of ``(envoy, kind)`` in execution order —
     ``kind`` is ``"input"`` (the first decoder layer's input), ``"output"`` (a decoder layer's
     output), the name of a decoder keyword argument (the embeddings, where the adapter names one),
-    or :data:`ATTENTION` (a layer's attention module, ``output[1]`` its weights; with ``attend``,
-    every running layer's) — and ``order[j]`` is the index among the non-attention sites of
+    or the attention kind ``attention`` (:func:`attention_kind`: :data:`ATTENTION`, the module's
+    ``output[1]`` holds its weights, or :data:`WEIGHTS` + the attention call, whose inputs give
+    them; with ``attend``, every running layer's module) — and ``order[j]`` is the index among
+    the non-attention sites of
     ``layers[j]``'s value. Decoder layers in ``skipped`` do not run (Mllama's cross-attention
     layers in a text-only batch): their output is their input, so such an index reads the site
     before it. With ``normed``, the decoder's final norm is read last (after every layer) and
@@ -94,7 +100,7 @@ def residual_sites(
         if i in skipped:
             continue
         if attend:
-            sites.append((vlm.layers[i].self_attn, ATTENTION))
+            sites.append((getattr(vlm.layers[i], vlm.adapter.attention_module), attention))
         if i + 1 in wanted:
             sites.append((vlm.layers[i], "output"))
     slot = {index: k for k, index in enumerate(wanted)}
@@ -103,6 +109,26 @@ def residual_sites(
         sites.append((vlm.final_norm, "output"))
         order.append(len(wanted))
     return sites, order
+
+
+def attention_kind(vlm: VLM, remote: bool) -> str:
+    """How a trace reads the attention weights of a decoder layer (:func:`residual_sites`).
+
+    Eager attention returns them (``output[1]`` of the attention module: :data:`ATTENTION`), where
+    this process runs it. Elsewhere — SDPA, or a remote run whose server's attention its
+    deployment decides — the block recomputes eager's weights from the inputs of the module's
+    attention call (nnsight's ``.source``; :data:`WEIGHTS` + its name, the first step of the
+    adapter's ``attention_scores_site``): for the read query row ``q`` (``[heads, d]``) and the
+    keys ``K`` (``[kv_heads, n, d]``, repeated to the query heads)
+
+        w = softmax(q·Kᵀ · scaling [→ cap · tanh(· / cap) where the call takes a softcap] + mask)
+
+    in float32, with the call's own mask (a boolean mask as 0 / the dtype's minimum; none — SDPA's
+    causal shortcut — the causal mask), which is eager attention's formula."""
+    impl = getattr(vlm.hf.config, "_attn_implementation", None)
+    if impl == "eager" and not remote:
+        return ATTENTION
+    return WEIGHTS + vlm.adapter.attention_scores_site[0]
 
 
 Write = tuple[Any, tuple[Any, ...], Tensor, Tensor, Tensor, "tuple[Tensor, Tensor, Tensor] | None"]
@@ -231,7 +257,9 @@ def head_transform(vlm: VLM) -> tuple[float, float]:
 __all__ = [
     "ATTENTION",
     "MASK",
+    "WEIGHTS",
     "Write",
+    "attention_kind",
     "cut",
     "head_transform",
     "mean_groups",

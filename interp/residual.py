@@ -16,8 +16,8 @@ from .conditions import Condition
 from .edits import Batch, Intervention, check_edits, local_only
 from .encoding import append_targets, batches
 from .errors import ConditionError, InterpError
-from .options import RunOptions
-from .plain import residual_sites
+from .options import RunOptions, is_remote
+from .plain import attention_kind, residual_sites
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -133,13 +133,16 @@ class GeneratedStates:
 
 
 def check_visual_attention(vlm: VLM) -> None:
-    """Raise unless the model can return the attention weights the visual-attention mass needs
-    (eager attention, image tokens in the decoder's sequence)."""
+    """Raise unless the model's attention weights on image tokens can be read: image tokens in
+    the decoder's sequence, and eager attention's weights returned (eager) or recomputed from
+    the attention call's inputs (SDPA, and any remote run: :func:`interp.plain.attention_kind`);
+    flash attention's inputs hold no 4-D mask to recompute them with."""
     impl = getattr(vlm.hf.config, "_attn_implementation", None)
-    if impl != "eager":
+    if impl not in (None, "eager", "sdpa") and not vlm.remote:
         raise InterpError(
-            f"visual attention needs eager attention weights, but the model uses {impl!r}: load it with "
-            "interp.load(..., attn_implementation='eager')"
+            f"visual attention needs eager attention's weights, which eager returns and SDPA's "
+            f"inputs give; the model uses {impl!r}: load it with interp.load(..., "
+            "attn_implementation='sdpa') or 'eager'"
         )
     if vlm.adapter.fusion != "tokens":
         raise InterpError(
@@ -233,7 +236,8 @@ def generate_states(
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     wanted = resolve_layers(vlm, layers)
-    local_only(vlm, trace, measurement, edits=edits or (), attention=visual_attention)
+    local_only(vlm, trace, measurement, edits=edits or ())
+    kind = attention_kind(vlm, bool(vlm.remote) or is_remote(trace))
     if visual_attention:
         check_visual_attention(vlm)
     edits = check_edits(vlm, edits)
@@ -268,7 +272,12 @@ def generate_states(
                 rows = [chunk[i] for i in idx]
                 batch = Batch(vlm, enc, rows, cond, "generate", samples, trace_options=trace)
                 sites = residual_sites(
-                    vlm, wanted, skipped=batch.skipped_layers, attend=attend, normed=final_norm
+                    vlm,
+                    wanted,
+                    skipped=batch.skipped_layers,
+                    attend=attend,
+                    normed=final_norm,
+                    attention=kind,
                 )
                 read = (
                     *sites,

@@ -25,7 +25,8 @@ from .edits import Batch, Intervention, edit_hook
 from .encoding.assemble import Encoding
 from .encoding.select import select
 from .errors import InterventionError
-from .plain import ATTENTION, residual_sites, stand_in
+from .options import is_remote
+from .plain import ATTENTION, attention_kind, residual_sites, stand_in
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -170,7 +171,8 @@ def forward_reads(
     """One forward of ``enc`` with ``edits``: the residual stream at ``layers`` for the (rows,
     index) positions (float32, CPU) and, with ``image_mask`` (float ``[batch, seq]``, 1 at image
     tokens), the mean over layers and heads of their attention on image tokens (Eq. 10 of the
-    chain-of-embedding paper; needs eager attention). With ``normed``, one more state at the end:
+    chain-of-embedding paper; eager attention's weights, recomputed from the attention call's
+    inputs where eager attention does not run here: :func:`interp.plain.attention_kind`). With ``normed``, one more state at the end:
     the final norm's output there (:func:`interp.plain.residual_sites`). With ``stop``, the run
     ends after the last read (no edit, no attention read).
 
@@ -178,7 +180,12 @@ def forward_reads(
     NDIF alike, with the edits that lower to plain writes (the others run here only).
     """
     sites, order = residual_sites(
-        vlm, layers, skipped=batch.skipped_layers, attend=image_mask is not None, normed=normed
+        vlm,
+        layers,
+        skipped=batch.skipped_layers,
+        attend=image_mask is not None,
+        normed=normed,
+        attention=attention_kind(vlm, bool(vlm.remote) or is_remote(trace_kwargs)),
     )
     writes, hook = edit_hook(vlm, batch, edits)
     mass = None
@@ -229,6 +236,32 @@ def forward_reads(
         with tracer.invoke(**inputs):
             read, masses = [], []
             for s, k in sites:  # in execution order; each value cut to the read rows at once
+                if k.startswith("weights:"):  # eager's weights from the attention call's inputs
+                    a, kw = getattr(s.source, k[8:]).inputs
+                    q, key = a[1][rows, :, index], a[2][rows]  # [b, heads, d], [b, kv heads, n, d]
+                    m = a[4] if len(a) > 4 else kw.get("attention_mask")
+                    key = key.repeat_interleave(q.shape[1] // key.shape[1], 1)
+                    z = torch.einsum("bhd,bhnd->bhn", q, key) * (
+                        kw.get("scaling") or q.shape[-1] ** -0.5
+                    )
+                    if kw.get("softcap"):
+                        z = torch.tanh(z / kw["softcap"]) * kw["softcap"]
+                    n = key.shape[2]
+                    if m is None:  # SDPA's causal shortcut: keys up to the read position
+                        later = (
+                            torch.arange(n, device=z.device) > (index + n - a[1].shape[2])[:, None]
+                        )
+                        z = z.masked_fill(later[:, None], torch.finfo(z.dtype).min)
+                    elif m.dtype == torch.bool:
+                        z = z.masked_fill(
+                            ~m.expand(len(a[1]), -1, -1, -1)[rows, :, index][..., :n],
+                            torch.finfo(z.dtype).min,
+                        )
+                    else:
+                        z = z + m.expand(len(a[1]), -1, -1, -1)[rows, :, index][..., :n]
+                    w = z.float().softmax(-1)
+                    masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
+                    continue
                 if k == "attention":
                     w = s.output[1][rows, :, index].float()
                     masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))

@@ -145,9 +145,16 @@ def test_generate_states_refuses_bad_requests(tiny):
         interp.generate_states(tiny, samples, "full+no_prefix", progress_bar=False)
 
 
-def test_visual_attention_needs_eager_attention():
+def test_visual_attention_under_sdpa_equals_eager_and_flash_is_refused(eager_llava):
+    """SDPA returns no weights: the read recomputes eager's from the attention call's inputs."""
+    samples = _samples(3)
+    kw = dict(layers=[2], max_new_tokens=2, visual_attention=True, progress_bar=False)
+    want = interp.generate_states(eager_llava, samples, "full", **kw)
     sdpa = interp.load(*interp.testing.build_tiny("llava", attn_implementation="sdpa"))
-    with pytest.raises(interp.InterpError, match="attn_implementation='eager'"):
+    got = interp.generate_states(sdpa, samples, "full", **kw)
+    assert_close(got.visual_attention, want.visual_attention)
+    sdpa.hf.config._attn_implementation = "flash_attention_2"
+    with pytest.raises(interp.InterpError, match="attn_implementation='sdpa'"):
         interp.generate_states(sdpa, _samples(2), visual_attention=True, progress_bar=False)
 
 

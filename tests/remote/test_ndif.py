@@ -58,31 +58,24 @@ def test_generate_runs_on_the_loopback_and_equals_local(ndif, demo):
 
 
 def test_generate_states_reads_the_prompt_and_the_answer_on_the_loopback(ndif, demo):
-    local, remote = demo
-    samples = make_samples()[:2]
+    """With the visual attention (Eq. 10): the server (SDPA) recomputes eager's weights from its
+    attention call's inputs; they equal the weights a local eager model returns."""
+    remote = demo[1]
+    eager = interp.load("demo", attn_implementation="eager")
+    samples = make_samples()[:3]
+    kw = dict(layers=[1, 6], max_new_tokens=4, visual_attention=True, progress_bar=False)
     for read_at in ("prompt", "generated"):
+        before = ndif.requests()
         got = interp.generate_states(
-            remote,
-            samples,
-            ["full", "blind"],
-            layers=[1, 6],
-            max_new_tokens=4,
-            read_at=read_at,
-            remote=ndif.url,
-            progress_bar=False,
+            remote, samples, ["full", "blind"], read_at=read_at, remote=ndif.url, **kw
         )
-        want = interp.generate_states(
-            local,
-            samples,
-            ["full", "blind"],
-            layers=[1, 6],
-            max_new_tokens=4,
-            read_at=read_at,
-            progress_bar=False,
-        )
+        assert ndif.requests() - before == (2 if read_at == "prompt" else 4)
+        want = interp.generate_states(eager, samples, ["full", "blind"], read_at=read_at, **kw)
         assert got.token_ids == want.token_ids
         for name in want.conditions:
             assert_close(got.states[name], want.states[name])
+        assert want.visual_attention is not None and got.visual_attention is not None
+        assert_close(got.visual_attention, want.visual_attention)
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +138,6 @@ def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
     objects or local state: a remote run holding one raises RemoteError naming the step, and the
     server never hears of it — also where the model itself was loaded for NDIF and the call names
     no remote option."""
-    from interp.studies.coe import chain_of_embedding
     from interventions.decoding import pai
 
     class Zero3(interp.Intervention):  # defines apply only: it runs in this process
@@ -163,8 +155,7 @@ def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
         ),
         "score": lambda: interp.score(remote, samples, ["a", "b"], edits=[steer], remote=ndif.url),
         "generate": lambda: interp.generate(remote, samples, decoding=pai(), remote=ndif.url),
-        "generate_states": lambda: interp.generate_states(home, samples, visual_attention=True),
-        "chain_of_embedding": lambda: chain_of_embedding(home, samples, visual_attention=True),
+        "image_gradients": lambda: interp.image_gradients(home, samples, layer=1),
     }
     for step, call in calls.items():
         with pytest.raises(interp.RemoteError, match=f"^{step.strip()}.* cannot run remotely"):
@@ -237,7 +228,7 @@ def test_interp_drives_remote_writes_what_a_local_run_writes(ndif, tmp_path, mon
 def test_interp_coe_remote_writes_what_a_local_run_writes(ndif, tmp_path, monkeypatch, capsys):
     """The main job on NDIF: greedy answers and residual reads under full and blind in each
     request, the final norm read in the trace; the per-sample table and the summary equal a local
-    run's (--visual-attention, which needs eager attention, is refused up front)."""
+    run's."""
     import pandas as pd
     from nnsight import CONFIG
 
@@ -256,6 +247,3 @@ def test_interp_coe_remote_writes_what_a_local_run_writes(ndif, tmp_path, monkey
     )
     numbers = [t.select_dtypes("number").to_numpy() for t in (got, want)]
     assert_close(*numbers, dtype=torch.float32, equal_nan=True)
-    capsys.readouterr()
-    assert main([*argv, "--out", str(tmp_path / "va"), "--visual-attention", "--remote"]) == 2
-    assert "interp coe --visual-attention cannot run remotely" in capsys.readouterr().err

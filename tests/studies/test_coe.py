@@ -101,8 +101,16 @@ def test_visual_attention_against_hf_attentions(eager_llava, batch):
     expected = torch.stack(masses, 1).mean(1).numpy()
     # attention shares are <= 1, so S is the rule's floor 1: 1e-5, 10x the old bare 1e-6
     assert_close(coe.visual_attention, expected, dtype=torch.float32)
+    # SDPA returns no weights: they are recomputed from its attention call's inputs
+    # (interp.plain.attention_kind), its boolean mask (left padding) and its causal shortcut
     sdpa = interp.load(*interp.testing.build_tiny("llava", attn_implementation="sdpa"))
-    with pytest.raises(interp.InterpError, match="attn_implementation='eager'"):
+    for rows in (slice(0, 3), slice(1, 2)):
+        got = chain_of_embedding(
+            sdpa, batch[rows], max_new_tokens=2, visual_attention=True, progress_bar=False
+        )
+        assert_close(got.visual_attention, expected[rows], dtype=torch.float32)
+    sdpa.hf.config._attn_implementation = "flash_attention_2"  # no 4-D mask to recompute with
+    with pytest.raises(interp.InterpError, match="attn_implementation='sdpa'"):
         chain_of_embedding(sdpa, batch[:2], visual_attention=True, progress_bar=False)
 
 

@@ -346,11 +346,11 @@ def attention(
         InterpError: the model does not run eager attention (checked before any compute).
         NoSpatialLayoutError, LayoutNotMappedError, RegionError: as :func:`occlusion`.
     """
-    from interp.residual import check_visual_attention
+    from interp.attention import check_eager_weights
 
     opts = local_options(vlm, "attention", run, options)
     samples = ensure_samples(samples)
-    check_visual_attention(vlm)
+    check_eager_weights(vlm)
     lay = _layout(vlm, samples, condition, grid, boxes)
     weights = interp.attention_weights(vlm, samples, condition, run=opts)
     per_head = np.stack(

@@ -59,7 +59,7 @@ REMOTE = True  # remote: generate_states is lowered (final norm read in its trac
 def check_options(inv: Invocation) -> dict[str, Any]:
     """``--conditions`` names two different, known conditions; ``--alpha`` in [0, 1), ``--beta``
     > 0; ``--vip-rule`` a known rule with usable floors; ``--visual-attention`` asks for eager
-    attention."""
+    attention here (on NDIF eager's weights are recomputed from the server's attention inputs)."""
     args = inv.args
     names = split_list(args.conditions)
     if len(names) != 2:
@@ -88,15 +88,10 @@ def check_options(inv: Invocation) -> dict[str, Any]:
         raise UsageError(
             "--vip-rule effect needs an effect-size floor: --min-fraction above 0 or --min-effect"
         )
-    if getattr(args, "remote", False) and args.visual_attention:
-        from interp.options import refuse_remote
-
-        refuse_remote(
-            {"remote": True},
-            "interp coe --visual-attention",
-            "attention weights need eager attention, which the server's model may not use",
-        )
-    inv.attn_implementation = "eager" if args.visual_attention else None
+    # a local model returns the weights under eager attention; a remote run recomputes eager's
+    # weights from the server's attention inputs (interp.plain.attention_kind)
+    remote = getattr(args, "remote", False)
+    inv.attn_implementation = "eager" if args.visual_attention and not remote else None
     return {"conditions": conds}
 
 

@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--remote",
         action="store_true",
-        help=f"{REMOTE_HELP}; what a study cannot run there is left out and said in the notes",
+        help=f"{REMOTE_HELP}; every study command of the recipe runs there",
     )
     p.set_defaults(func=run_command)
 

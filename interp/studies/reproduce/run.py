@@ -131,9 +131,8 @@ def reproduce(
             keyword ``progress`` is still read). Each run keeps its store in its own folder.
 
     ``remote`` (``True``: the configured NDIF host; a URL: that host) runs every study command
-    with ``--remote`` on a model loaded for NDIF; what a command cannot run remotely is left out
-    and said in the notes (the chain of embedding's visual attention, which needs eager
-    attention).
+    with ``--remote`` on a model loaded for NDIF (every recipe's commands run there, the chain of
+    embedding's visual attention included); the table's notes say so.
 
     Raises:
         RemoteError: a ``backend=`` (the study commands take ``--remote`` only), before any
@@ -164,10 +163,8 @@ def reproduce(
     out = Path(out)
     specs = [run_data(recipe, run, model, data_root, data) for run in recipe.runs]  # before compute
     args, remote_notes = recipe.args(model), ()
-    if opts.remote:
-        args = [a for a in args if a not in LOCAL_ONLY_ARGS] + ["--remote"]
-        left = [LOCAL_ONLY_ARGS[a] for a in recipe.args(model) if a in LOCAL_ONLY_ARGS]
-        remote_notes = ("run on NDIF" + (f"; left out: {', '.join(left)}" if left else ""),)
+    if opts.remote:  # every study command of a recipe runs there
+        args, remote_notes = [*args, "--remote"], ("run on NDIF",)
     rows = []
     with _host(opts.remote):
         for run, spec in zip(recipe.runs, specs):
@@ -189,10 +186,6 @@ def reproduce(
     result.published.to_csv(out / "published.csv", index=False)
     (out / "table.md").write_text(result.markdown())
     return result
-
-
-# study-command options a remote run leaves out, and what they add (said in the notes)
-LOCAL_ONLY_ARGS = {"--visual-attention": "the visual attention (it needs eager attention)"}
 
 
 @contextmanager
