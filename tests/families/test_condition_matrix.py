@@ -11,8 +11,8 @@ processor of its pattern, renamed outputs as its stock processor names them: Vid
 
 Kinds: ``full``, ``blind``, the four ``null:*``, ``swap:next``, ``swap:<id>``, ``distort:500``
 (also as VCD's amateur), ``SwapImage("distort:500")`` and ``Patch("distort:500", 1)`` (edits whose
-source edits pixels), and regions (``token_regions``, and the region edit ``SwapImageTokens`` by
-token rank).
+source edits pixels), and regions (``token_regions``, and the region edits ``SwapImageTokens`` and
+``AblateImageTokens`` by token rank).
 
 References: plain HF forwards of the same encoded inputs (``hf_last_states``); each condition's
 input made by hand (black, white, mean-coloured and noise PIL images of each image's size, the
@@ -45,7 +45,7 @@ from interp.testing.reference import hf_forward, hf_hidden_states, hf_last_state
 from interp.testing.samples import make_samples
 from interp.testing.tolerance import assert_close
 from interp.testing.zoo import documented_rows
-from interventions import Patch, SwapImage, SwapImageTokens
+from interventions import AblateImageTokens, Patch, SwapImage, SwapImageTokens
 from interventions.decoding import vcd
 
 ROWS = {
@@ -341,14 +341,22 @@ def test_regions_run_or_are_refused_before_compute(model_type):
             image = maps.positions[[v != "separator" for v in maps.views]]
             assert image.tolist() == full.image_mask[row].nonzero().flatten().tolist()
     counts = full.image_mask.sum(1).tolist()
-    half = SwapImageTokens({"s0": range(max(1, counts[0] // 2))})
+    ranks = {"s0": range(max(1, counts[0] // 2))}
+    edits = (SwapImageTokens(ranks), AblateImageTokens(ranks))
+    for edit in edits:
+
+        def run(e: Any = edit) -> torch.Tensor:
+            return interp.residual_stream(vlm, SAMPLES, edits=[e], progress_bar=False)
+
+        if adapter.fusion == "cross_attention":
+            refused_before_compute(vlm, interp.InterventionError, run, "cross-attention")
+            continue
+        edited = run()
+        assert torch.isfinite(edited).all()
+        name = type(edit).__name__
+        assert_close(edited[1], full_states[1], msg=f"{name}: the row of a sample not named")
     if adapter.fusion == "cross_attention":
-        run = lambda: interp.residual_stream(vlm, SAMPLES, edits=[half], progress_bar=False)  # noqa: E731
-        refused_before_compute(vlm, interp.InterventionError, run, "cross-attention")
         return
-    edited = interp.residual_stream(vlm, SAMPLES, edits=[half], progress_bar=False)
-    assert torch.isfinite(edited).all()
-    assert_close(edited[1], full_states[1], msg="the row of a sample not named")
     every = SwapImageTokens({str(s.id): range(int(c)) for s, c in zip(SAMPLES, counts)})
     swapped = interp.residual_stream(vlm, SAMPLES, edits=[every], progress_bar=False)
     black = interp.residual_stream(vlm, SAMPLES, "null:black", progress_bar=False)
