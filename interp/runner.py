@@ -26,7 +26,7 @@ from torch import Tensor
 
 from .conditions import Condition, condition_sources
 from .edits import Intervention, edits_fingerprint
-from .encoding import warn_unknown_tokens
+from .encoding import check_pixel_conditions, warn_unknown_tokens
 from .errors import BatchDependentWarning, StoreError
 from .locks import lock_is_free
 from .options import RunOptions
@@ -116,6 +116,8 @@ def run(
 
     Raises:
         DuplicateSampleError / EmptyInputError: bad sample list (before any compute).
+        LayoutNotMappedError: a condition edits pixels (``distort``) on a family whose pixel
+            layout is not verified (before any compute).
         StoreError / StoreLockedError: see :class:`~interp.store.ResultStore`.
     """
     opts = RunOptions.resolve(options, **option_values)
@@ -128,6 +130,7 @@ def run(
     samples = ensure_samples(samples)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    check_pixel_conditions(vlm.adapter, job.conditions)  # before a store opens or a batch runs
     why = vlm.adapter.batch_dependent
     if why and batch_size > 1:  # the results of a row alone, whatever the batch
         warnings.warn(

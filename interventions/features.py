@@ -37,7 +37,7 @@ from torch import Tensor
 from interp.adapters import MODALITIES, Modality
 from interp.conditions import Condition
 from interp.edits import Batch, EditContext, Intervention, digest
-from interp.encoding import Encoding, encode
+from interp.encoding import Encoding, check_pixel_conditions, encode
 from interp.errors import ConditionError, ImageTokenMismatchError, InterventionError
 from interp.plain import Write, mean_groups, residual_site, run_writes, write
 
@@ -223,6 +223,7 @@ class SwapFeatures(Intervention):
 
     def check(self, vlm: VLM) -> None:
         require_modality(vlm, self.kind, self._name())
+        check_pixel_conditions(vlm.adapter, [self.source], f"{self._name()}'s source")
 
     def prepare(self, vlm: VLM, batch: Batch) -> Any:
         has = _rows_with(batch.encoding, self.kind)

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from interp.conditions import Condition
 from interp.edits import Batch, EditContext, Intervention, PositionSpec, check_position
-from interp.encoding import encode
+from interp.encoding import check_pixel_conditions, encode
 from interp.errors import InterventionError
 from interp.plain import Write, residual_site, write
 from interp.tracing import forward_reads
@@ -76,6 +76,8 @@ class Patch(Intervention):
     def check(self, vlm: VLM) -> None:
         check_position(self.positions)
         layers = residual_indices(vlm, self.layers)
+        if isinstance(self.source, str):
+            check_pixel_conditions(vlm.adapter, [self.source], "Patch's source")
         if isinstance(self.source, Tensor):
             if self.source.dim() != 3 or self.source.shape[1:] != (len(layers), vlm.d_model):
                 raise InterventionError(

@@ -20,7 +20,7 @@ Registering a new architecture is a few lines::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -30,7 +30,7 @@ from transformers import PreTrainedModel
 from .. import region_layouts as rl
 from ..errors import ModalityError, UnsupportedArchitectureError
 from ..prompts import PromptBuilder, chat_prompt
-from .pixels import PIXEL_ROWS, PixelLayout
+from .pixels import PIXEL_ROWS, PixelLayout, image_pixels_key
 
 Fusion = Literal["tokens", "cross_attention"]
 
@@ -86,6 +86,7 @@ class Layout:
     :class:`~interp.errors.LayoutNotMappedError` before any compute otherwise)."""
 
     pixel_layout: PixelLayout = "images"
+    pixel_input: str = ""
     token_layout: rl.LayoutFn | None = None
     no_layout: str = ""
     layout_verified: bool = False
@@ -198,6 +199,10 @@ class Adapter:
             images all zero (Idefics3/SmolVLM); ``"tiles"`` — dim 0 enumerates tiles, a row has
             ``image tokens / processor.image_seq_length`` of them (InternVL); ``"cross_tiles"`` —
             ``[batch, images, tiles, ...]`` with ``aspect_ratio_mask`` marking real tiles (Mllama).
+        pixel_input: the processor output holding the image pixels those conditions edit; ""
+            (the default) finds it: the one floating tensor named ``*pixel_values*`` that is not
+            a video's (``pixel_values``; Video-LLaVA's ``pixel_values_images``), see
+            :func:`~interp.adapters.pixels.image_pixels_key`.
         attention_module: attribute of a decoder layer holding its self-attention.
         attention_scores_site: the path, through nnsight's ``.source``, from the attention module
             to the call whose input is the pre-softmax attention scores ``[batch, heads, query,
@@ -468,14 +473,27 @@ class Adapter:
         processor: Any,
         video_mask: torch.Tensor | None = None,
     ) -> list[Any]:
-        """Per row, an index into ``inputs["pixel_values"]`` selecting that row's real image
+        """Per row, an index into the image pixel tensor (``inputs[self.pixel_key(inputs)]``,
+        which the layout function reads as ``pixel_values``) selecting that row's real image
         pixels (``None`` for a row without images); see ``pixel_layout`` and
         :data:`~interp.adapters.pixels.PIXEL_ROWS`. ``video_mask`` marks video positions of a
         family whose video frames share ``pixel_values`` with the images
         (``video_in_image_tokens``): their frames are left out."""
         self.require_layout("pixel-space conditions")
         rows = PIXEL_ROWS[self.pixel_layout]
-        return rows(inputs, images_per_row, image_mask, processor, video_mask)
+        pixels = {**inputs, "pixel_values": inputs[self.pixel_key(inputs)]}
+        return rows(pixels, images_per_row, image_mask, processor, video_mask)
+
+    def pixel_key(self, inputs: Mapping[str, Any]) -> str:
+        """The key of ``inputs`` (the processor's outputs) holding the image pixels that
+        pixel-space conditions edit (see ``pixel_input``); the layout is required first.
+
+        Raises:
+            LayoutNotMappedError: the layout is not verified, or the tensor is not found (no
+                such tensor, or several).
+        """
+        self.require_layout("pixel-space conditions")
+        return image_pixels_key(inputs, self.name, self.pixel_input)
 
     def require_layout(self, feature: str) -> None:
         """Raise :class:`~interp.errors.LayoutNotMappedError` (before any compute) unless this

@@ -5,11 +5,15 @@ function added with :func:`register_pixel_layout`. Each function takes ``(inputs
 image_mask, processor, video_mask)`` and returns, per row, an index into ``pixel_values`` selecting
 that row's real image pixels (``None`` for a row without images); pixel-space conditions such as
 ``distort`` edit those pixels.
+
+The processor does not always call that tensor ``pixel_values`` (Video-LLaVA's image processor
+returns ``pixel_values_images``): :func:`image_pixels_key` finds it in the processor's outputs,
+and the layout functions see it under ``pixel_values`` whatever its name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import torch
@@ -128,9 +132,58 @@ PIXEL_ROWS: dict[str, PixelRows] = {
 }
 
 
+def image_pixels_key(inputs: Mapping[str, Any], family: str, named: str = "") -> str:
+    """The key of the processor output that holds the image pixels a pixel-space condition edits.
+
+    ``named`` (an entry's ``Adapter.pixel_input``) is taken as it is; otherwise the key is the one
+    floating-point tensor whose name contains ``pixel_values`` and not ``video`` (``pixel_values``,
+    Video-LLaVA's ``pixel_values_images``). Why a search and not a fixed name: processors name it
+    differently, and editing the wrong tensor, or one of two image tensors (DeepSeek-VL-Hybrid's
+    ``pixel_values`` and ``high_res_pixel_values``), would be a wrong input, silently.
+
+    Raises:
+        LayoutNotMappedError: the named key is absent, or no such tensor or several (before any
+            forward: this runs while the batch is encoded).
+    """
+    from ..errors import LayoutNotMappedError
+
+    keys = sorted(inputs)
+    fix = (
+        "register an entry naming the image pixel tensor (Adapter.pixel_input) after checking "
+        "its layout (pixel_layout, layout_verified=True)"
+    )
+    if named:
+        if named not in inputs:
+            raise LayoutNotMappedError(
+                f"{family}: its entry names {named!r} as the image pixel tensor, but the "
+                f"processor returned {keys}; {fix}"
+            )
+        return named
+    found = [
+        k
+        for k, v in inputs.items()
+        if "pixel_values" in k
+        and "video" not in k
+        and isinstance(v, torch.Tensor)
+        and v.is_floating_point()
+    ]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        what = "no image pixel tensor"
+    else:  # one edited alone would leave the image clean in the other
+        what = (
+            f"several image pixel tensors ({found}), and editing one alone leaves the other clean"
+        )
+    raise LayoutNotMappedError(
+        f"{family}: pixel-space conditions (distort ...) edit the image's normalised pixels, but "
+        f"the processor's outputs {keys} hold {what}; {fix}"
+    )
+
+
 def register_pixel_layout(name: str, rows_of: PixelRows) -> None:
     """Add a pixel layout a family can name in ``pixel_layout``."""
     PIXEL_ROWS[name] = rows_of
 
 
-__all__ = ["PIXEL_ROWS", "PixelLayout", "PixelRows", "register_pixel_layout"]
+__all__ = ["PIXEL_ROWS", "PixelLayout", "PixelRows", "image_pixels_key", "register_pixel_layout"]

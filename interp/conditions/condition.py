@@ -85,6 +85,12 @@ class Condition:
         return IMAGE_CONDITIONS[self.image.name].uses_image
 
     @property
+    def edits_pixels(self) -> bool:
+        """Whether the image part edits the processor's normalised pixel values (``distort``,
+        a part registered with ``pixels=``): such a condition needs the family's pixel layout."""
+        return IMAGE_CONDITIONS[self.image.name].pixels is not None
+
+    @property
     def uses_audio(self) -> bool:
         """Whether inputs under this condition carry the samples' audio slots (False for
         ``no_audio``)."""

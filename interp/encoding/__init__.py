@@ -16,7 +16,7 @@ correct whatever the padding side.
 
 from __future__ import annotations
 
-from .assemble import Encoding, batches, encode, last_positions
+from .assemble import Encoding, batches, check_pixel_conditions, encode, last_positions
 from .batch import batch_indices
 from .codec import Codec, codec_of
 from .render import unknown_words, warn_unknown_tokens
@@ -30,6 +30,7 @@ __all__ = [
     "append_targets",
     "batch_indices",
     "batches",
+    "check_pixel_conditions",
     "codec_of",
     "encode",
     "image_slot_mask",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from jaxtyping import Bool, Int
@@ -28,6 +28,9 @@ from .mask import mask
 from .process import process
 from .render import render
 from .resolve import Row, resolve
+
+if TYPE_CHECKING:
+    from ..adapters import Adapter
 
 
 @dataclass
@@ -122,7 +125,9 @@ def assemble(codec: Codec, rows: Sequence[Row]) -> Encoding:
     inputs = processed.inputs
     n_images = [len(p.images) for p in seen]
     if any(p.pixels is not None for p in seen):
-        pixels = inputs["pixel_values"]
+        # the layout is required first, then the key is found: not always ``pixel_values``
+        # (Video-LLaVA's ``pixel_values_images``), and two image tensors are refused
+        pixels = inputs[codec.adapter.pixel_key(inputs)]
         where = codec.adapter.pixel_rows(
             inputs, n_images, masks.image, codec.processor, video_mask=masks.shared_video
         )
@@ -149,6 +154,23 @@ def assemble(codec: Codec, rows: Sequence[Row]) -> Encoding:
     )
 
 
+def check_pixel_conditions(
+    adapter: Adapter, conditions: Sequence[str | Condition], what: str = "pixel-space conditions"
+) -> None:
+    """Refuse, before any media is loaded or any forward runs, a condition that edits pixels
+    (``distort`` ...) on a family whose pixel layout is not verified: each measurement calls this
+    on its conditions, and the edits that encode a source condition at ``check``, so the refusal
+    never comes after part of a run has computed.
+
+    Raises:
+        LayoutNotMappedError: such a condition and an unverified layout (the message names the
+            condition and the family).
+    """
+    pixel = [str(c) for c in map(Condition.parse, conditions) if c.edits_pixels]
+    if pixel:
+        adapter.require_layout(f"{what} ({', '.join(dict.fromkeys(pixel))})")
+
+
 def encode(
     vlm: ModelLike | Codec,
     samples: Sequence[Sample],
@@ -165,8 +187,13 @@ def encode(
         ImageTokenMismatchError: a row with an image has no image token, or a row without one has
             image tokens (e.g. a literal placeholder such as ``<image>`` inside the question text).
         ProcessorMissingError: the model was loaded without a processor (a configuration alone).
+        LayoutNotMappedError: a condition edits pixels (``distort``) and the family's pixel
+            layout is not verified, or its processor's outputs hold no single image pixel tensor
+            (before the media are loaded, or once the processor has run: never after a forward).
     """
     codec = as_codec(vlm)
+    conds = [condition] if isinstance(condition, (str, Condition)) else list(condition)
+    check_pixel_conditions(codec.adapter, conds)
     return assemble(codec, resolve(samples, condition, codec.processor, all_samples=all_samples))
 
 
@@ -190,6 +217,7 @@ def batches(
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     cond = Condition.parse(condition)
     codec = as_codec(vlm)
+    check_pixel_conditions(codec.adapter, [cond])
     rows = resolve(samples, cond, codec.processor, all_samples=all_samples or samples)
     for idx in batch_rows(codec.adapter, rows, batch_size):
         yield idx, assemble(codec, [rows[i] for i in idx])
@@ -197,4 +225,11 @@ def batches(
             rows[i].release()
 
 
-__all__ = ["Encoding", "assemble", "batches", "encode", "last_positions"]
+__all__ = [
+    "Encoding",
+    "assemble",
+    "batches",
+    "check_pixel_conditions",
+    "encode",
+    "last_positions",
+]

@@ -239,6 +239,13 @@ def render(rows: list[Row]) -> str:
     forward = sum(r.parity.startswith("forward tested") for r in rows)
     tested = sum(r.parity == "tested" for r in rows)
     text = sum(r.parity.startswith("text tested") for r in rows)
+    images = [r for r in rows if r.supported and "image" in r.modalities.split(", ")]
+    refused = sum(r.layout.startswith("refused") for r in images)
+    # tiny_inferred's probe: the borrowed processor's image inputs do not reach the feature site
+    takes_none = [
+        f"`{r.model_type}`" for r in images if "does not take its image processor's" in r.parity
+    ]
+    unrun = f" (not {', '.join(takes_none)}: its tiny model takes no image)" if takes_none else ""
     head = [
         "# Families: every type of transformers' multimodal mapping",
         "",
@@ -259,10 +266,27 @@ def render(rows: list[Row]) -> str:
         "",
         "- *layout*: `verified` — pixel-space conditions (`distort` ...), token regions, "
         "attribution maps and region",
-        "  edits run, the layout being tested against the stock processor; `refused` — those "
-        "features raise",
+        "  edits placed by them run, the layout being tested against the stock processor; "
+        "`refused` — those features raise",
         "  `LayoutNotMappedError` naming the type before any compute; reads, scores, "
         "generation and token-level edits run.",
+        "- *conditions*: `tests/families/test_condition_matrix.py` runs each kind on the tiny "
+        f"model of each of the {len(images)} supported",
+        f"  image types{unrun}:",
+        "  `full`, `blind`, `null:*` and `swap:*` run on every type, at parity with plain "
+        "Hugging Face; `distort:<t>` (VCD's",
+        "  amateur, and `SwapImage` / `Patch` from a `distort` source too) runs where the "
+        "layout is `verified` or `none` and is",
+        f"  refused where it is `refused` ({refused} types): `LayoutNotMappedError` before any "
+        "forward,",
+        "  as where the processor's outputs hold no image pixel tensor or two "
+        "(DeepSeek-VL-Hybrid's `high_res_pixel_values`:",
+        "  distorting one alone would leave the image clean in the other); `token_regions` "
+        "runs where the layout is `verified`",
+        "  (`none`: `NoSpatialLayoutError`); region edits by token rank (`SwapImageTokens`, "
+        "`AblateImageTokens`) need no layout",
+        "  and run on every type with image tokens in the prompt (Mllama's cross-attention: "
+        "`InterventionError` before any forward).",
         "- *parity*: `tested` — the tiny-model tests compare reads, `generate`, `score`, "
         "edits, decoding methods and",
         "  batch invariance with plain Hugging Face on this family; `forward tested (X "
@@ -307,6 +331,32 @@ def render(rows: list[Row]) -> str:
     return "\n".join(head + body) + "\n"
 
 
+def documented_rows() -> list[Row]:
+    """The rows of ``docs/families.md`` read back: the last sweep's outcome without running it
+    (``tests/families/test_zoo.py`` checks the file equals :func:`render` of the sweep, so tests
+    that only need the list of supported types and their layouts read it here in milliseconds)."""
+    rows = []
+    for line in DOC.read_text().splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = line[2:-2].split(" | ")
+        name, status, *rest = cells
+        adapter, modalities, layout, parity, real, reason = rest
+        rows.append(
+            Row(
+                name.strip("`"),
+                status == "supported",
+                adapter,
+                modalities,
+                layout,
+                parity,
+                reason,
+                real,
+            )
+        )
+    return rows
+
+
 def main() -> int:
     text = render(sweep())
     DOC.write_text(text)
@@ -323,6 +373,7 @@ __all__ = [
     "TESTED",
     "Row",
     "classify",
+    "documented_rows",
     "mapping_types",
     "render",
     "shrink",

@@ -114,6 +114,31 @@ def test_every_study_package_is_listed():
         assert name in listed, f"{name} is not described in docs/architecture.md"
 
 
+def _layer_rows() -> list[str]:
+    """The rows of the layers table (its lines that begin with ``|``, less header and rule)."""
+    text = _doc()
+    start = text.index("## The layers")
+    section = text[start : text.index("\n## ", start + 1)]
+    return [line for line in section.splitlines() if line.startswith("|")][2:]
+
+
+def test_a_folder_described_module_by_module_names_each_of_its_modules():
+    """Where a row of the layers table names some of a folder's modules by file name beside the
+    folder (``interp/adapters/`` (``base.py``: ...)), it names every one: a module added to the
+    folder is described, not left out of a list that reads as complete (``logits.py`` was).
+    Every module is placed in exactly one layer by tests/core/test_invariants.py; this is the
+    description of a folder whose row lists its parts."""
+    for row in _layer_rows():
+        quoted = set(re.findall(r"`([^`\s]+)`", row))
+        for folder in sorted(q for q in quoted if q.endswith("/") and (ROOT / q).is_dir()):
+            modules = {p.name for p in (ROOT / folder).glob("*.py") if p.name != "__init__.py"}
+            named = modules & quoted
+            missing = sorted(modules - named)
+            assert not named or not missing, (
+                f"docs/architecture.md lists the modules of {folder} but not {missing}"
+            )
+
+
 def test_no_study_imports_the_run_loops_internals():
     internals = _runner_internals()
     short = {name.rpartition(".")[2] for name in internals}

@@ -393,7 +393,8 @@ def tiny_inferred(
     takes = any(
         f is not None and "mm_token_type_ids" in inspect.signature(f).parameters for f in forwards
     )
-    if not takes and model_type not in RENAMED:
+    marks = "mm_token_type_ids" in RENAMED.get(model_type, {})  # returned under another name
+    if not takes and not marks:
         processor.return_mm_token_type_ids = False  # a field the borrowed processor adds
     elif takes and name == "llava":  # the llava one leaves it out unless asked
         processor.return_mm_token_type_ids = True
@@ -435,7 +436,7 @@ def tiny_inferred(
         processor.count_for(model_type, _counter(model, "get_image_features"))
     if name == "llava":  # expand each <image> to the model's feature count for that image
         processor.count_for(model_type, _counter(model, "get_image_features"))
-        if processor.renamed:  # the stock processor returns the marks it renames
+        if "mm_token_type_ids" in processor.renamed:  # the stock one returns the marks it renames
             processor.return_mm_token_type_ids = True
     if name == "llava" and probe_images:
         try:

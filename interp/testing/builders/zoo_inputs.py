@@ -31,9 +31,11 @@ DROPPED: dict[str, tuple[str, ...]] = {
 
 # type -> outputs its stock processor renames (Gemma 3's marks image tokens in token_type_ids,
 # which its forward reads for bidirectional attention over each image; Qwen3-ASR's names the
-# Whisper frames' mask input_features_mask)
+# Whisper frames' mask input_features_mask; Video-LLaVA's image processor returns its pixels as
+# pixel_values_images, its legacy output and still its default: the name the library must find)
 RENAMED: dict[str, dict[str, str]] = {
     "shieldgemma2": {"mm_token_type_ids": "token_type_ids"},
+    "video_llava": {"pixel_values": "pixel_values_images"},
     "qwen3_asr": {"feature_attention_mask": "input_features_mask"},
     "fun_asr_nano": {"feature_attention_mask": "input_features_mask"},
 }
