@@ -2,9 +2,10 @@
 
 Why: attention to image tokens is the descriptive baseline of attribution maps (which image
 tokens does the position that predicts the answer look at, per layer and head?), and attention
-mass on a set of positions is a common reading. The weights are the second output of each decoder
-layer's self-attention, which transformers computes only with eager attention, so the measurement
-checks that before any compute.
+mass on a set of positions is a common reading. The weights are eager attention's: its second
+output where the model runs eager attention here, and otherwise (SDPA, a remote run) recomputed
+from the inputs of each layer's attention call (:func:`interp.plain.attention_kind`), so the
+measurement runs here or on NDIF alike (one plain request per batch).
 """
 
 from __future__ import annotations
@@ -13,21 +14,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import nnsight
 import numpy as np
 import torch
 from jaxtyping import Float
 from torch import Tensor
 
 from .conditions import Condition
-from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
+from .edits import Batch, Intervention, check_edits, local_only
 from .encoding import batches
-from .errors import InterpError
 from .options import RunOptions
 from .residual import check_visual_attention
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
+from .tracing import forward_reads
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -60,18 +60,6 @@ class AttentionWeights:
         return self.weights[row][:, :, index].sum(-1)
 
 
-def check_eager_weights(vlm: VLM) -> None:
-    """Raise unless the model returns every layer's whole attention weights (eager attention's
-    second output) and its image enters as tokens."""
-    impl = getattr(vlm.hf.config, "_attn_implementation", None)
-    if impl != "eager":
-        raise InterpError(
-            f"attention_weights reads eager attention's weights, but the model uses {impl!r}: "
-            "load it with interp.load(..., attn_implementation='eager')"
-        )
-    check_visual_attention(vlm)
-
-
 def attention_weights(
     vlm: VLM,
     samples: Sequence[Sample] | Sample,
@@ -91,15 +79,16 @@ def attention_weights(
             in :func:`interp.residual_stream`.
 
     Raises:
-        InterpError: the model does not run eager attention (load it with
-            ``interp.load(..., attn_implementation="eager")``), or its image enters through
-            cross-attention.
+        InterpError: flash attention (no 4-D mask to recompute the weights with), or the image
+            enters through cross-attention.
+        RemoteError: a remote run with an edit that does not lower, before any compute.
     """
     opts = RunOptions.resolve(run, **options)
     trace_options = opts.trace_options()
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
-    check_eager_weights(vlm)
+    local_only(vlm, trace_options, "attention_weights", edits=edits or ())
+    check_visual_attention(vlm)
     edits = check_edits(vlm, edits)
     job = Job("attention_weights", {}, conditions=[cond], edits=edits, pool=samples)
 
@@ -109,19 +98,11 @@ def attention_weights(
             picked = [chunk[i] for i in idx]
             batch = Batch(vlm, enc, picked, cond, "forward", samples, trace_options=trace_options)
             rows = torch.arange(len(enc), device=enc.last_index.device)
-            states = prepare_edits(vlm, batch, edits)
-            skipped = batch.skipped_layers
-            trace, inputs = vlm.open_trace(enc, **trace_options)
-            read: list[Any] = []
-            with torch.no_grad(), trace as tracer:
-                apply_edits(tracer, vlm, batch, edits, states)
-                with tracer.invoke(**inputs):
-                    for i in range(vlm.n_layers):
-                        if i in skipped:
-                            continue
-                        w = vlm.layers[i].self_attn.output[1][rows, :, enc.last_index]
-                        read.append(nnsight.save(w.float().cpu()))
-            stacked = torch.stack(list(read), dim=1)  # [batch, layer, head, seq]
+            _, stacked = forward_reads(
+                vlm, batch, enc, [1], rows, enc.last_index, edits, weights=True, **trace_options
+            )
+            assert stacked is not None
+            stacked = stacked.detach().to("cpu", torch.float32)  # [batch, layer, head, seq]
             starts = enc.attention_mask.long().argmax(dim=1).cpu()  # left padding
             last = enc.last_index.cpu()
             for row, i in enumerate(idx):
@@ -141,4 +122,4 @@ def attention_weights(
     )
 
 
-__all__ = ["AttentionWeights", "attention_weights", "check_eager_weights"]
+__all__ = ["AttentionWeights", "attention_weights"]

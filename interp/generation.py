@@ -405,20 +405,19 @@ def generate_batch(
                             else:
                                 z = z + m.expand(len(a[1]), -1, -1, -1)[rows, :, index][..., :n]
                             w = z.float().softmax(-1)
-                            masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
-                            continue
-                        if k == "attention":
+                        elif k == "attention":
                             w = s.output[1][rows, :, index].float()
-                            masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
+                        else:
+                            v = (
+                                s.output
+                                if k == "output"
+                                else s.input
+                                if k == "input"
+                                else s.inputs[1][k]
+                            )
+                            states.append((v[0] if isinstance(v, tuple) else v)[rows, index])
                             continue
-                        v = (
-                            s.output
-                            if k == "output"
-                            else s.input
-                            if k == "input"
-                            else s.inputs[1][k]
-                        )
-                        states.append((v[0] if isinstance(v, tuple) else v)[rows, index])
+                        masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
                     prompt_states = torch.stack(states, 1)[:, order].save()
                     if masses:
                         prompt_mass = torch.stack(masses, 1).mean(1).save()

@@ -17,18 +17,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import nnsight
 import torch
 from torch import Tensor
 
 from .conditions import Condition
-from .edits import Batch, Intervention, apply_edits, check_edits, prepare_edits
-from .encoding import append_targets, batches, target_ids
+from .edits import Batch, Intervention, check_edits, local_only
+from .encoding import batches, target_ids
 from .errors import ConditionError, EmptyInputError, InterpError
-from .options import RunOptions, refuse_remote
+from .options import RunOptions
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
+from .scoring import scored_forward
+from .tracing import forward_reads
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -98,8 +99,7 @@ def image_gradients(
             :func:`interp.residual_stream`.
 
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set): the backward pass is not
-            lowered to a remote request (before any compute).
+        RemoteError: a remote run with an edit that does not lower (before any compute).
         InterpError: cross-attention fusion (no image tokens in the prompt); ``layer`` outside
             0..L.
         EmptyInputError: no targets and a sample without an answer.
@@ -107,12 +107,7 @@ def image_gradients(
     """
     opts = RunOptions.resolve(run, **options)
     trace = opts.trace_options()
-    refuse_remote(
-        trace,
-        "image_gradients",
-        "gradients through the image are not lowered to a remote request",
-        vlm=vlm,
-    )
+    local_only(vlm, trace, "image_gradients", edits=edits or ())
     samples = ensure_samples(samples)
     cond = Condition.parse(condition)
     if vlm.adapter.fusion != "tokens":
@@ -185,45 +180,30 @@ def _one_batch(
     gradients: bool,
     edits: Sequence[Intervention],
 ) -> list[tuple[Tensor, Tensor | None, float]]:
+    """One batch: the residual stream at ``layer`` over each row's image tokens and, with
+    ``gradients``, its gradient and the answer's summed log-probability — plain blocks both
+    (:func:`interp.tracing.forward_reads`, :func:`interp.scoring.scored_forward`), so they run
+    here or on NDIF."""
     enc = batch.encoding
-    image = enc.image_mask
-    if not gradients:
-        states = prepare_edits(vlm, batch, edits)
-        trace, inputs = vlm.open_trace(enc, **batch.trace_options)
-        with torch.no_grad(), trace as tracer:
-            apply_edits(tracer, vlm, batch, edits, states)
-            with tracer.invoke(**inputs):
-                h = nnsight.save(vlm.residual[layer].detach().clone())
-        return [
-            (h[r][image[r].to(h.device)].float().cpu(), None, float("nan")) for r in range(len(enc))
-        ]
-    traced, positions, valid = append_targets(vlm, enc, targets)
-    tgt = torch.zeros_like(positions)
-    for r, t in enumerate(targets):
-        tgt[r, : len(t)] = torch.tensor(t, device=tgt.device)
-    answer = torch.zeros_like(traced.image_mask)
-    rows = torch.arange(len(enc), device=positions.device)[:, None]
-    answer[rows.expand_as(positions)[valid], positions[valid]] = True
-    batch.traced, batch.answer_mask = traced, answer
-    states = prepare_edits(vlm, batch, edits)
-    mask = traced.image_mask
-    trace, inputs = vlm.open_trace(traced, **batch.trace_options)
-    with _frozen(vlm), torch.enable_grad(), trace as tracer:
-        apply_edits(tracer, vlm, batch, edits, states)
-        with tracer.invoke(**inputs):
-            start = vlm.residual[0]
-            start.requires_grad_(True)  # the weights are frozen: the gradient starts here
-            h = vlm.residual[layer]
-            saved = nnsight.save(h.detach().clone())
-            logits = vlm.final_logits(vlm.lm_head.output).float().log_softmax(-1)
-            picked = logits[rows, positions - 1].gather(-1, tgt[..., None])[..., 0]
-            per_row = nnsight.save((picked * valid).sum(-1).detach())
-            with (picked * valid).sum().backward():
-                grad = nnsight.save(h.grad.detach().clone())
+    trace = batch.trace_options
+    if not gradients:  # every position of every row, one read
+        rows = torch.arange(len(enc), device=enc.last_index.device)[:, None]
+        index = torch.arange(enc.input_ids.shape[1], device=rows.device).expand(len(enc), -1)
+        read, _ = forward_reads(vlm, batch, enc, [layer], rows, index, edits, **trace)
+        image = enc.image_mask
+        return [(read[r, 0][image[r].cpu()], None, float("nan")) for r in range(len(enc))]
+    with _frozen(vlm):
+        logprobs, states, grads = scored_forward(
+            vlm, batch, targets, edits, gradient_at=layer, **trace
+        )
+    assert states is not None and grads is not None and batch.traced is not None
+    mask = batch.traced.image_mask
     out = []
     for r in range(len(enc)):
-        m = mask[r].to(saved.device)
-        out.append((saved[r][m].float().cpu(), grad[r][m].float().cpu(), float(per_row[r])))
+        m = mask[r].to(states.device)
+        out.append(
+            (states[r][m].float().cpu(), grads[r][m].float().cpu(), float(logprobs[r].sum()))
+        )
     return out
 
 

@@ -112,21 +112,4 @@ def refuse_remote(
         )
 
 
-def local_options(
-    vlm: Any,
-    step: str,
-    run: RunOptions | None,
-    options: Mapping[str, Any],
-    *,
-    batch_size: int | None = None,
-) -> RunOptions:
-    """The run options of a study entry point whose traces are not lowered to plain data yet
-    (``batch_size``: its default where not 8): refused, naming ``step``, when they or ``vlm``
-    send traces away — before any compute."""
-    base = run if run is not None else RunOptions(batch_size=batch_size or 8)
-    opts = RunOptions.resolve(base, **options)
-    refuse_remote(opts.trace_options(), step, NOT_LOWERED, vlm=vlm)
-    return opts
-
-
-__all__ = ["NOT_LOWERED", "RunOptions", "is_remote", "local_options", "refuse_remote"]
+__all__ = ["NOT_LOWERED", "RunOptions", "is_remote", "refuse_remote"]

@@ -17,7 +17,7 @@ from .edits import Batch, Intervention, check_edits, edit_hook, local_only
 from .encoding import append_targets, batches, target_ids
 from .errors import ContextError, EmptyInputError
 from .options import RunOptions
-from .plain import head_transform
+from .plain import head_transform, residual_site, stand_in
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -80,6 +80,26 @@ def trace_target_logprobs(
     and every target token is scored by the last prompt position's distribution: p(a_t | x),
     without a_<t.
     """
+    return scored_forward(vlm, batch, targets, edits, **trace_kwargs)[0]
+
+
+def scored_forward(
+    vlm: VLM,
+    batch: Batch,
+    targets: Sequence[Sequence[int]],
+    edits: Sequence[Intervention] = (),
+    *,
+    gradient_at: int | None = None,
+    **trace_kwargs: Any,
+) -> tuple[Float[Tensor, "batch tgt"], Tensor | None, Tensor | None]:
+    """:func:`trace_target_logprobs`'s forward, and with ``gradient_at`` = l also the residual
+    stream ``h^l`` (``[batch, seq, d]``, the traced sequence: prompt + target) and the gradient
+    ``∂ Σ_t log p(a_t | ·) / ∂ h^l`` of the batch's summed target log-probability (rows are
+    independent, so each row's is its own), from one backward in the same plain block — here or
+    on NDIF. The gradient starts at the decoder's input embeddings (``requires_grad`` set there:
+    the caller freezes the weights, as NDIF's deployments are). Returns ``(logprobs, h, grad)``
+    (None, None without ``gradient_at``).
+    """
     enc = batch.encoding
     width = max(len(t) for t in targets)
     tgt = torch.zeros(len(enc), width, dtype=torch.long, device=enc.input_ids.device)
@@ -100,8 +120,15 @@ def trace_target_logprobs(
     # plain data only inside the block (it runs here or on NDIF: interp.plain)
     head, (scale, cap) = vlm.lm_head, head_transform(vlm)
     writes, hook = edit_hook(vlm, batch, edits)
+    grad_sites = None
+    if gradient_at is not None:  # (the embeddings, where the gradient starts), h^l
+        skipped = batch.skipped_layers
+        start, read = residual_site(vlm, 0, skipped), residual_site(vlm, gradient_at, skipped)
+        grad_sites = (start, read, stand_in(gradient_at, skipped) == 0)
+    states = grads = None
     trace, inputs = vlm.open_trace(traced, plain=hook is None, **trace_kwargs)
-    with torch.no_grad(), trace as tracer:
+    mode = torch.no_grad() if grad_sites is None else torch.enable_grad()
+    with mode, trace as tracer:
         if hook is not None:  # edits first: the read sees edited logits
             hook(tracer)
         for edit_writes, _ in writes:  # interp.plain.run_writes, inline: one invoke per edit
@@ -144,13 +171,30 @@ def trace_target_logprobs(
                         new = new + (m / count.to(x))[g] * weight.to(x)
                     v[at] = new
         with tracer.invoke(**inputs):
+            if grad_sites is not None:  # the gradient starts at the embeddings (frozen weights)
+                (s0, p0), (s1, p1), same = grad_sites
+                v = getattr(s0, p0[0])
+                for key in p0[1:]:
+                    v = v[key]
+                h = v[0] if isinstance(v, tuple) else v
+                h.requires_grad_(True)
+                if not same:
+                    h = getattr(s1, p1[0])
+                    for key in p1[1:]:
+                        h = h[key]
+                    h = h[0] if isinstance(h, tuple) else h
+                states = h.detach().clone().save()
             z = head.output[rows, where]
             if scale != 1.0:  # the forward's own transform of the head's output
                 z = z * scale
             if cap:
                 z = torch.tanh(z / cap) * cap
-            picked = z.float().log_softmax(-1).gather(-1, tgt[..., None])[..., 0].save()
-    return (picked * valid).detach().cpu()
+            picked = z.float().log_softmax(-1).gather(-1, tgt[..., None])[..., 0]
+            lp = picked.detach().save()  # (a tensor in the graph does not cross the wire)
+            if grad_sites is not None:
+                with (picked * valid).sum().backward():
+                    grads = h.grad.detach().clone().save()
+    return (lp * valid).cpu(), states, grads
 
 
 def score(
@@ -361,5 +405,6 @@ __all__ = [
     "score",
     "score_contexts",
     "score_rows",
+    "scored_forward",
     "trace_target_logprobs",
 ]

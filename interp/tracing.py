@@ -164,15 +164,18 @@ def forward_reads(
     edits: Sequence[Intervention] = (),
     *,
     image_mask: Tensor | None = None,
+    weights: bool = False,
     normed: bool = False,
     stop: bool = True,
     **trace_kwargs: Any,
-) -> tuple[Float[Tensor, "batch layer d"], Float[Tensor, " batch"] | None]:
+) -> tuple[Float[Tensor, "batch layer *read"], Tensor | None]:
     """One forward of ``enc`` with ``edits``: the residual stream at ``layers`` for the (rows,
     index) positions (float32, CPU) and, with ``image_mask`` (float ``[batch, seq]``, 1 at image
     tokens), the mean over layers and heads of their attention on image tokens (Eq. 10 of the
     chain-of-embedding paper; eager attention's weights, recomputed from the attention call's
-    inputs where eager attention does not run here: :func:`interp.plain.attention_kind`). With ``normed``, one more state at the end:
+    inputs where eager attention does not run here: :func:`interp.plain.attention_kind`). With
+    ``weights`` (and no ``image_mask``), instead of the mass the read rows' whole attention
+    weights, float32 ``[batch, running layers, heads, keys]``. With ``normed``, one more state at the end:
     the final norm's output there (:func:`interp.plain.residual_sites`). With ``stop``, the run
     ends after the last read (no edit, no attention read).
 
@@ -183,7 +186,7 @@ def forward_reads(
         vlm,
         layers,
         skipped=batch.skipped_layers,
-        attend=image_mask is not None,
+        attend=image_mask is not None or weights,
         normed=normed,
         attention=attention_kind(vlm, bool(vlm.remote) or is_remote(trace_kwargs)),
     )
@@ -260,18 +263,19 @@ def forward_reads(
                     else:
                         z = z + m.expand(len(a[1]), -1, -1, -1)[rows, :, index][..., :n]
                     w = z.float().softmax(-1)
-                    masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
-                    continue
-                if k == "attention":
+                elif k == "attention":
                     w = s.output[1][rows, :, index].float()
-                    masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
+                else:
+                    v = s.output if k == "output" else s.input if k == "input" else s.inputs[1][k]
+                    read.append((v[0] if isinstance(v, tuple) else v)[rows, index])
                     continue
-                v = s.output if k == "output" else s.input if k == "input" else s.inputs[1][k]
-                read.append((v[0] if isinstance(v, tuple) else v)[rows, index])
+                # the row's weights [b, heads, keys], or their mass on image tokens (Eq. 10)
+                masses.append(w if image_mask is None else (w * image_mask[:, None, :]).sum(-1))
             read = torch.stack(read, 1)[:, order].save()
-            if masses:
-                mass = torch.stack(masses, 1).mean(1).save()
-            if stop and image_mask is None:
+            if masses:  # [b, layers, heads, keys], or the mean mass over layers and heads
+                mass = torch.stack(masses, 1)
+                mass = (mass if image_mask is None else mass.mean((1, 2))).save()
+            if stop and not masses:
                 tracer.stop()
     return read.detach().to("cpu", torch.float32), mass
 

@@ -176,7 +176,9 @@ LOCK = threading.Lock()
 def model_for(key: str) -> Any:
     with LOCK:
         if key not in MODELS:
-            MODELS[key] = Remotable.from_model_key(key, dispatch=True)
+            model = Remotable.from_model_key(key, dispatch=True)
+            model._module.requires_grad_(False)  # as NDIF's deployments freeze the weights
+            MODELS[key] = model
         return MODELS[key]
 
 

@@ -31,8 +31,19 @@ def test_weights_equal_hf_output_attentions_of_each_sample_alone(arch, batch_siz
         torch.testing.assert_close(got.mass(i, image.numpy()), want[:, :, image].sum(-1))
 
 
-def test_needs_eager_attention_and_image_tokens():
-    with pytest.raises(interp.InterpError, match="eager"):
-        interp.attention_weights(tiny_vlm("llava", attn_implementation="sdpa"), make_samples(1))
+def test_sdpa_gives_eager_weights_and_flash_and_cross_attention_are_refused():
+    """Under SDPA the weights are recomputed from the attention call's inputs
+    (interp.plain.attention_kind): equal to HF output_attentions of the eager model."""
+    eager = shared_tiny_vlm("llava")
+    sdpa = tiny_vlm("llava", attn_implementation="sdpa")
+    samples = make_samples(3)
+    got = interp.attention_weights(sdpa, samples, batch_size=3, progress_bar=False)
+    for i, s in enumerate(samples):
+        with torch.no_grad():
+            out = eager.hf(**encode(eager, [s]).inputs, output_attentions=True)
+        assert_close(got.weights[i], torch.stack([a[0, :, -1] for a in out.attentions]).float())
+    sdpa.hf.config._attn_implementation = "flash_attention_2"
+    with pytest.raises(interp.InterpError, match="attn_implementation='sdpa'"):
+        interp.attention_weights(sdpa, samples)
     with pytest.raises(interp.InterpError, match="cross-attention"):
         interp.attention_weights(shared_tiny_vlm("mllama"), make_samples(1))

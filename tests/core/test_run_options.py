@@ -269,10 +269,8 @@ def _study(module: str, name: str, *args: Any, **fixed: Any) -> Callable[..., An
 
 # (the step the error names, the call): every entry point that refuses a remote run
 REFUSING = [
-    ("image_gradients", lambda vlm, s, **kw: interp.image_gradients(vlm, s, layer=1, **kw)),
     ("evaluate_decoding (pai)", _study("decoding", "evaluate_decoding", ["greedy", "pai"])),
     ("parameter_sweep (pai)", _study("decoding", "parameter_sweep", "pai")),
-    ("attention", _study("attribute", "attention")),
     ("gradient", _study("attribute", "gradient", layer=1)),
     ("grpo_lora", _study("ablation", "grpo_lora")),
     ("conflict_responses (pai)", _conflict_with_decoding),
@@ -327,7 +325,7 @@ def _demo_argv(command: str, out: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "command,extra",
-    [("attribute", ["--method", "attention"]), ("attribute", ["--method", "gradient"])],
+    [("decoding", ["--methods", "pai"])],
 )
 def test_remote_on_a_refusing_command_is_one_error_line(command, extra, tmp_path, capsys, no_model):
     out = tmp_path / "out"

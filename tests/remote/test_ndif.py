@@ -155,7 +155,7 @@ def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
         ),
         "score": lambda: interp.score(remote, samples, ["a", "b"], edits=[steer], remote=ndif.url),
         "generate": lambda: interp.generate(remote, samples, decoding=pai(), remote=ndif.url),
-        "image_gradients": lambda: interp.image_gradients(home, samples, layer=1),
+        "residual_stream ": lambda: interp.residual_stream(home, samples, edits=[steer]),
     }
     for step, call in calls.items():
         with pytest.raises(interp.RemoteError, match=f"^{step.strip()}.* cannot run remotely"):

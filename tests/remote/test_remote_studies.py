@@ -241,18 +241,56 @@ def test_interp_conflict_remote_writes_what_a_local_run_writes(ndif, tmp_path, m
     pd.testing.assert_frame_equal(got, want)
 
 
-def test_the_audits_attribution_section_keeps_occlusion_only_on_ndif(ndif, demo, monkeypatch):
-    """Gradient and attention maps stay in this process: a remote audit maps by occlusion
-    alone, equal to the local occlusion map."""
+def test_image_gradients_run_on_the_loopback_and_equal_local(ndif, demo):
+    """The backward runs in the scoring request (the server's weights frozen, as NDIF's are):
+    the states, the gradient at the image tokens and log p equal a local run; without
+    gradients, the states alone in one read request per batch."""
+    local, remote = demo
+    samples = make_samples()[:3]
+    for layer in (0, 5):
+        before = ndif.requests()
+        got = interp.image_gradients(remote, samples, layer=layer, batch_size=2, remote=ndif.url)
+        assert ndif.requests() - before == 2
+        want = interp.image_gradients(local, samples, layer=layer, batch_size=2)
+        assert got.grads is not None and want.grads is not None
+        for a, b in zip(got.grads + got.states, want.grads + want.states):
+            assert_close(a, b)
+        assert_close(got.logprobs, want.logprobs)
+        assert max(float(g.abs().max()) for g in want.grads) > 0
+    got = interp.image_gradients(remote, samples, layer=3, gradients=False, remote=ndif.url)
+    want = interp.image_gradients(local, samples, layer=3, gradients=False)
+    for a, b in zip(got.states, want.states):
+        assert_close(a, b)
+
+
+def test_attention_weights_run_on_the_loopback_and_equal_local_eager(ndif, demo):
+    """Every layer's weights of the last prompt position, recomputed from the server's attention
+    inputs (SDPA there), equal those a local eager model returns."""
+    remote = demo[1]
+    eager = interp.load("demo", attn_implementation="eager")
+    samples = make_samples()[:3]
+    before = ndif.requests()
+    got = interp.attention_weights(remote, samples, batch_size=3, remote=ndif.url)
+    assert ndif.requests() - before == 1
+    want = interp.attention_weights(eager, samples, batch_size=3)
+    for a, b in zip(got.weights, want.weights):
+        assert_close(a, b)
+
+
+def test_the_audits_attribution_section_runs_every_method_on_ndif(ndif, demo, monkeypatch):
+    """Occlusion, gradient and attention maps of a remote audit equal the local ones (the local
+    model under eager attention, the server under SDPA)."""
     from nnsight import CONFIG
 
     from interp.studies.attribute.audit import _methods
     from interp.studies.audit.registry import AuditOptions
 
     monkeypatch.setattr(CONFIG.API, "HOST", ndif.url)  # where a model loaded for NDIF goes
-    local, remote = demo
+    remote = demo[1]
+    eager = interp.load("demo", attn_implementation="eager")
     samples = make_samples()[:1]
     got = _methods(remote, samples, AuditOptions(batch_size=17))
-    assert list(got) == ["occlusion"]
-    want = _methods(local, samples, AuditOptions(batch_size=17))["occlusion"]
-    assert_close(got["occlusion"].scores, want.scores, dtype=torch.float32)
+    want = _methods(eager, samples, AuditOptions(batch_size=17))
+    assert list(got) == list(want) == ["occlusion", "gradient", "attention"]
+    for name in want:
+        assert_close(got[name].scores, want[name].scores, dtype=torch.float32)

@@ -90,12 +90,10 @@ def _methods(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> dict[str, A
             **kw,
         ),
     }
-    if vlm.remote:  # gradients and attention weights stay in this process (docs/remote.md)
-        return out
     out["gradient"] = gradient(vlm, samples, layer=0, answers=texts, **kw)
     try:
         out["attention"] = attention(vlm, samples, **kw)
-    except InterpError:  # no eager attention weights, or cross-attention fusion
+    except InterpError:  # flash attention (no 4-D mask), or cross-attention fusion
         pass
     return out
 
@@ -105,8 +103,6 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     group, the methods' rank agreement, and maps of grounded and prior-driven answers."""
     sec = STUDY.new_section("Where in the image does the answer come from?", samples)
     results = _methods(vlm, samples, opts)
-    if vlm.remote:
-        sec.reason = "on NDIF: occlusion only (gradient and attention maps left out)"
     occ = results["occlusion"]
     group = {sid: answer_group(s, a) for sid, s, a in zip(occ.sample_ids, samples, occ.answers)}
     shares = []

@@ -32,7 +32,7 @@ HELP = "where in the image: occlusion, gradient and attention maps over image re
 DESCRIPTION = __doc__
 DEFAULT_QTYPES = ("color",)
 METHODS = ("occlusion", "gradient", "attention")
-REMOTE = True  # remote: --method occlusion only (its region edits lower to plain writes)
+REMOTE = True  # remote: region edits as writes, gradients and attention weights in plain blocks
 
 
 def parse_grid(text: str) -> tuple[int, int]:
@@ -59,13 +59,9 @@ def check_options(inv: Invocation) -> dict[str, Any]:
         raise UsageError(
             f"--method {args.method!r} is not available yet; available: {', '.join(METHODS)}"
         )
-    if getattr(args, "remote", False) and args.method != "occlusion":
-        from interp.options import NOT_LOWERED, refuse_remote
-
-        refuse_remote({"remote": True}, f"interp attribute --method {args.method}", NOT_LOWERED)
     plan: dict[str, Any] = {"grid": parse_grid(args.grid)}
-    if args.method == "attention":
-        inv.attn_implementation = "eager"  # the weights are computed by eager attention only
+    if args.method == "attention" and not getattr(args, "remote", False):
+        inv.attn_implementation = "eager"  # eager returns its weights (on NDIF: recomputed)
     if args.hide == "swap":
         from interventions import SwapImage
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 import interp
 from interp.errors import EmptyInputError, RegionError
-from interp.options import RunOptions, local_options
+from interp.options import RunOptions
 from interp.regions import Box, TokenRegions
 from interp.samples import Sample, ensure_samples
 
@@ -341,16 +341,18 @@ def attention(
     heads. One forward per sample (:func:`interp.attention_weights`); the answer plays no part.
     ``run``: how it runs (:class:`~interp.options.RunOptions`, its fields also as keywords).
 
+    Runs here or on NDIF (eager attention's weights, recomputed from the attention call's inputs
+    where eager attention does not run here: :func:`interp.attention_weights`).
+
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
-        InterpError: the model does not run eager attention (checked before any compute).
+        InterpError: flash attention, or cross-attention fusion (checked before any compute).
         NoSpatialLayoutError, LayoutNotMappedError, RegionError: as :func:`occlusion`.
     """
-    from interp.attention import check_eager_weights
+    from interp.residual import check_visual_attention
 
-    opts = local_options(vlm, "attention", run, options)
+    opts = RunOptions.resolve(run if run is not None else RunOptions(), **options)
     samples = ensure_samples(samples)
-    check_eager_weights(vlm)
+    check_visual_attention(vlm)
     lay = _layout(vlm, samples, condition, grid, boxes)
     weights = interp.attention_weights(vlm, samples, condition, run=opts)
     per_head = np.stack(
@@ -399,15 +401,16 @@ def gradient(
     runs (:class:`~interp.options.RunOptions`, its fields also as keywords; a ``store`` keeps
     the greedy answers, the gradients and the null image's states in sub-folders).
 
+    Runs here or on NDIF (the backward in the scoring request: :func:`interp.image_gradients`).
+
     Raises:
-        RemoteError: a remote run (``remote`` or ``backend`` set), before any compute.
         ImageTokenMismatchError: the null image has another number of image tokens.
         NoSpatialLayoutError, LayoutNotMappedError, RegionError: as :func:`occlusion`.
     """
     from interp.errors import ImageTokenMismatchError
     from interp.store import substore
 
-    opts = local_options(vlm, "gradient", run, options)
+    opts = RunOptions.resolve(run if run is not None else RunOptions(), **options)
 
     def part(name: str) -> RunOptions:
         return replace(opts, store=substore(opts.store, name))
