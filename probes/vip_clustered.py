@@ -84,6 +84,12 @@ class ClusteredTwoSampleResult:
         return np.nan_to_num(self.p_adjusted, nan=1.0) < self.alpha
 
     @property
+    def at_resolution(self) -> np.ndarray:
+        """Per layer: no resample fell on the other side of 0, so ``p_value`` is the resolution
+        ``2 / (n_used + 1)`` of the bootstrap, an upper bound rather than a measured tail."""
+        return np.isclose(self.p_value, 2 / (self.n_used + 1), rtol=1e-12)
+
+    @property
     def unit(self) -> str:
         """The unit of inference in words."""
         if self.n_clusters == self.n:
@@ -91,7 +97,9 @@ class ClusteredTwoSampleResult:
         return f"{self.n_clusters} clusters of {self.n} samples resampled whole"
 
     def words(self, layer: int, digits: int = 4) -> str:
-        """``"+0.2345 [+0.2001, +0.2702], Holm p = 0.0002"`` for one layer."""
+        """``"+0.2345 [+0.2001, +0.2702], Holm p = 0.012"`` for one layer; ``p ≤`` where no
+        resample fell on the other side of 0, so the p-value is the resolution
+        ``2 / (n_used + 1)`` (times the correction's factor), not a measured tail."""
 
         def num(x: float) -> str:
             return f"{x:+.{digits}f}"
@@ -99,7 +107,7 @@ class ClusteredTwoSampleResult:
         name = {"holm": "Holm", "bh": "BH"}.get(self.correction, "unadjusted")
         return (
             f"{num(self.difference[layer])} [{num(self.low[layer])}, {num(self.high[layer])}], "
-            f"{name} p = {self.p_adjusted[layer]:.2g}"
+            f"{name} p {'≤' if self.at_resolution[layer] else '='} {self.p_adjusted[layer]:.2g}"
         )
 
     def to_frame(self) -> pd.DataFrame:

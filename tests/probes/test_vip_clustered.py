@@ -129,7 +129,9 @@ def test_without_clusters_every_sample_is_its_own_and_a_flat_layer_has_p_one():
     assert (r.n, r.n_clusters) == (30, 30)
     assert (r.low[0], r.high[0], r.p_value[0]) == (0.0, 0.0, 1.0)
     assert "30 samples taken as independent" in r.unit
-    assert r.words(1).count("[") == 1 and "Holm p = " in r.words(1)
+    assert r.words(1).count("[") == 1 and "Holm p " in r.words(1)
+    far = clustered_two_sample_test(d + 5.0 * vt[:, None], vt, n_boot=500)  # no resample near 0
+    assert f"Holm p ≤ {3 * 2 / 501:.2g}" in far.words(2)
 
 
 def test_bad_input_is_refused_with_typed_errors():
