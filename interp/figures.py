@@ -41,11 +41,13 @@ def plot_band(
     label: str,
 ) -> None:
     """Mean ± one standard deviation (ddof = 1) of ``values`` over its rows, as a line and a band;
-    the legend label carries the row count."""
+    the legend label says so and carries the row count: ``"<label>: mean ± 1 SD (n = N)"``."""
     values = np.asarray(values, dtype=float)
     mean = values.mean(0)
     std = values.std(0, ddof=1) if len(values) > 1 else np.zeros(values.shape[1])
-    plot_line_band(ax, x, mean, mean - std, mean + std, color, f"{label} (n={len(values)})")
+    plot_line_band(
+        ax, x, mean, mean - std, mean + std, color, f"{label}: mean ± 1 SD (n = {len(values)})"
+    )
 
 
 def plot_mean_ci(

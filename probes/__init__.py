@@ -5,7 +5,10 @@
 - :mod:`probes.inference`: paired comparisons and means with intervals at the level of the
   independent unit (items or whole clusters resampled).
 - :mod:`probes.proportions`: Wilson intervals and Newcombe's interval of a difference of proportions.
-- :mod:`probes.vip`: the per-layer two-sample test and the Visual Integration Point (rules by name).
+- :mod:`probes.vip`: the paper's per-layer two-sample test and the Visual Integration Point (rules
+  by name); :mod:`probes.vip_clustered`: the per-layer gap with a cluster-bootstrap interval and
+  p-values corrected over the layers (the default for new claims).
+- :mod:`probes.multiple`: multiple-comparison corrections (Holm, Benjamini–Hochberg).
 - :mod:`probes.tvi`: Total Visual Integration and its variants.
 - :mod:`probes.split`: the agreement split D_VT / D_T and answer correctness.
 - :mod:`probes.layerwise`: cross-validated linear probes at every layer (:class:`LayerwiseProbe`).
@@ -90,6 +93,10 @@ _LAZY: dict[str, str] = {
     "spearman": "stats",
     "standardize": "trajectories",
     "two_sample_test": "vip",
+    "ClusteredTwoSampleResult": "vip_clustered",
+    "clustered_two_sample_test": "vip_clustered",
+    "holm": "multiple",
+    "benjamini_hochberg": "multiple",
     "vip_thresholds": "vip",
     "why_no_vip": "vip",
 }
@@ -97,6 +104,7 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from .inference import Comparison, clustered_auroc, clustered_mean, paired_comparison
     from .layerwise import LayerwiseProbe, default_probe
+    from .multiple import benjamini_hochberg, holm
     from .proportions import Difference, newcombe, wilson
     from .selective import (
         EnsembleConfidence,
@@ -149,6 +157,7 @@ if TYPE_CHECKING:
         vip_thresholds,
         why_no_vip,
     )
+    from .vip_clustered import ClusteredTwoSampleResult, clustered_two_sample_test
 
 
 def __getattr__(name: str) -> Any:
@@ -176,6 +185,7 @@ __all__ = [
     "RiskCoverage",
     "SelectiveResult",
     "TwoSampleResult",
+    "ClusteredTwoSampleResult",
     "VIPDetector",
     "agreement_split",
     "answer_perplexity",
@@ -186,7 +196,10 @@ __all__ = [
     "bleu",
     "block_bootstrap",
     "clustered_spearman",
+    "clustered_two_sample_test",
     "ClusteredCorrelation",
+    "benjamini_hochberg",
+    "holm",
     "Comparison",
     "clustered_auroc",
     "clustered_mean",

@@ -4,9 +4,12 @@ Inputs are per-sample, per-layer distances ``d(z_vis^l, z_blind^l)`` of shape ``
 (``docs/conventions.md``: index 0 = input embeddings, index l = output of decoder layer l) and the agreement
 split ``in_vt`` (True = D_VT, the answer changed when the image was removed).
 
-- :func:`two_sample_test`: per layer, the group means of Eq. 2, their gap, Cohen's d and the
-  statistic of Lemma F.1, ``t_l = (D_l(VT) - D_l(T)) / sigma_l``,
-  ``sigma_l = sqrt(s_T^2/|D_T| + s_VT^2/|D_VT|)``.
+- :func:`two_sample_test`: **the paper's test**: per layer, the group means of Eq. 2, their gap,
+  Cohen's d and the statistic of Lemma F.1, ``t_l = (D_l(VT) - D_l(T)) / sigma_l``,
+  ``sigma_l = sqrt(s_T^2/|D_T| + s_VT^2/|D_VT|)``, which takes the samples as i.i.d. For new
+  claims on clustered samples (the wordings of one image) use
+  :func:`probes.vip_clustered.clustered_two_sample_test`: the same gap with a cluster-bootstrap
+  interval and p-values corrected over the layers.
 - :func:`automatic_vip`: the automatic VIP under a rule named in :data:`RULES` — ``"eq9"`` (Eq. 9
   of Appendix B.2 plus a significance floor, the paper's rule), ``"effect"`` (``"eq9"`` plus an
   effect-size floor), ``"jump"`` (the largest growth of the gap) and ``"changepoint"`` (a
@@ -113,7 +116,9 @@ class TwoSampleResult:
 def two_sample_test(
     distances: Float[ArrayLike, "n layer"], in_vt: Shaped[ArrayLike, " n"] | Sequence[Any]
 ) -> TwoSampleResult:
-    """Per-layer two-sample statistic of Lemma F.1 (Eq. 12) between D_VT and D_T.
+    """Per-layer two-sample statistic of Lemma F.1 (Eq. 12) between D_VT and D_T: the paper's
+    test, kept to reproduce it; it takes the samples as independent, so with clustered samples
+    its p-values are too low (use :func:`probes.vip_clustered.clustered_two_sample_test`).
 
     ``D_l(G) = mean_{i in G} d_il`` (Eq. 2), ``s_G`` the sample std (ddof=1),
     ``t_l = (D_l(VT) - D_l(T)) / sqrt(s_T^2/|D_T| + s_VT^2/|D_VT|)`` (Welch's form) and a

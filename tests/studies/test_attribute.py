@@ -349,6 +349,22 @@ def test_plot_attribution_puts_methods_side_by_side_with_the_question_and_answer
     assert len(limits) == 1
     grid = plot_attribution_grid(occ, samples, cols=2)
     assert sum(1 for ax in grid.axes if ax.images) == 3
+    # one colour bar for the shared scale, in the method's unit; n in the caption
+    bars = [ax for ax in grid.axes if ax.get_label() == "<colorbar>"]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "Δ log p(answer)"
+    assert grid._suptitle.get_text() == "occlusion maps (n = 3 of 3 samples)"
+    # a long question is wrapped to fit its panel, not cut mid-word
+    long = replace(
+        occ, questions=["Which colour is the small object to the left of the large red cube?"] * 3
+    )
+    wrapped = plot_attribution_grid(long, samples, cols=2)
+    wrapped.canvas.draw()
+    renderer = wrapped.canvas.get_renderer()
+    panels = [ax for ax in wrapped.axes if ax.images]
+    for ax in panels:
+        title = ax.title.get_text()
+        assert title.startswith("Which colour is the small\nobject to the left of the")
+        assert ax.title.get_window_extent(renderer).width <= ax.get_window_extent(renderer).width
 
 
 # -- gradient (attribution patching) -------------------------------------------------------------

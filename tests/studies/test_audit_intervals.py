@@ -85,3 +85,18 @@ def test_clusters_and_mean_interval_against_numpy():
     np.testing.assert_allclose([est.low, est.high], brute, atol=0.05)
     one = mean_interval([1.0], None)
     assert one.value == 1.0 and np.isnan(one.low) and np.isnan(one.high)
+
+
+def test_coe_gap_at_the_vip_carries_its_interval_over_whole_images():
+    from interp.studies.coe.audit import STUDY as COE
+
+    vlm = interp.load("demo", attn_implementation="eager")
+    samples = read_data("demo", 120, 0, None, None, False)
+    chosen = list(COE.select(samples).samples)
+    sec = COE.section(vlm, chosen, AuditOptions())
+    n = sec.numbers
+    assert n["vip_gap_low"] <= n["vip_gap"] <= n["vip_gap_high"]
+    images = len({s.meta["group"] for s in chosen})
+    assert n["vip_gap_n_clusters"] == images < len(chosen)  # wordings of one image
+    assert f"(95% interval over {images} images, resampling whole images;" in sec.verdict
+    assert "the paper's t = " in sec.verdict and "taking samples as independent" in sec.verdict

@@ -228,6 +228,32 @@ def test_diagnosis_takes_the_vip_rule_by_name(eager_llava):
         assert "VIP rule: changepoint — the first layer of the second segment" in auto.summary()
 
 
+def test_the_gap_per_layer_resamples_the_images_in_meta_group(eager_llava):
+    samples = make_samples(12, seed=1)
+    for i, s in enumerate(samples):
+        s.meta["group"] = f"image{i // 3}"  # 4 images of 3 wordings
+    coe = chain_of_embedding(eager_llava, samples, max_new_tokens=2, progress_bar=False)
+    labels = np.array([i % 2 == 0 for i in range(12)])
+    diag = diagnose(coe, split=labels, vip=2)
+    g = diag.gap_test
+    assert g is not None and (g.n, g.n_clusters, g.n_vt, g.n_t) == (12, 4, 6, 6)
+    d = coe.distance("cosine")
+    np.testing.assert_allclose(g.difference, d[labels].mean(0) - d[~labels].mean(0))
+    frame = diag.layer_frame()
+    assert {"gap_low", "gap_high", "p_cluster", "p_holm", "n_clusters"} <= set(frame.columns)
+    assert (frame["n_clusters"] == 4).all() and (frame["gap_low"] <= frame["gap_high"]).all()
+    text = diag.summary()
+    assert (
+        "the paper's two-sample statistic there (Lemma F.1, samples taken as independent)" in text
+    )
+    assert "95% CI over 4 clusters of 12 samples resampled whole; Holm over" in text
+    assert "layers whose gap is significant after Holm" in text
+    for s in samples:
+        del s.meta["group"]
+    alone = diagnose(coe, split=labels, vip=2).gap_test
+    assert alone is not None and alone.n_clusters == 12
+
+
 def test_compare_vip_rules_on_an_abrupt_late_change():
     """12 layers, 400 samples, a tiny significant gap from layer 2 and an abrupt
     one at layer 9: eq9 fires early, the other rules at 9; TVI and ρ against numpy / scipy."""

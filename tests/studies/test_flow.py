@@ -19,9 +19,9 @@ from interp.cli import main
 from interp.encoding import encode, question_mask, target_ids
 from interp.errors import InterventionError, PositionError
 from interp.studies.flow import information_flow, integration_layer, plot_flow, windows
-from interp.studies.flow.analysis import holm
 from interp.testing import build_tiny, hf_target_logprobs, one_error_line, refused, shared_tiny_vlm
 from interp.testing.tolerance import assert_close
+from probes.multiple import holm
 from probes.split import normalize_answer
 
 # -- the reference: plain HF forwards with a hand-built 4-D additive mask per layer ----------------

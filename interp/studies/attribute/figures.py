@@ -8,6 +8,7 @@ draws one method's maps for many samples.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -71,6 +72,12 @@ def _unit(method: str) -> str:
     }.get(method, method)
 
 
+def _wrapped(text: str, width: int, lines: int) -> str:
+    """``text`` wrapped at ``width`` characters into at most ``lines`` lines (the last one ending
+    in an ellipsis where the text goes on), so a panel title fits its panel."""
+    return "\n".join(textwrap.wrap(str(text), width, max_lines=lines, placeholder=" …"))
+
+
 def _scale(heats: Sequence[np.ndarray]) -> float:
     peak = max((float(np.nanmax(np.abs(h))) for h in heats if np.isfinite(h).any()), default=0.0)
     return peak if peak > 0 else 1.0
@@ -105,7 +112,10 @@ def plot_attribution(
     label = "score / max |score|" if mixed else _unit(results[0].method)
     fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label=label)
     first = results[0]
-    fig.suptitle(f"{first.questions[row]}\nanswer: {first.answers[row]!r}", fontsize=9)
+    width = max(30, int(14 * len(results)))
+    fig.suptitle(
+        _wrapped(first.questions[row], width, 2) + f"\nanswer: {first.answers[row]!r}", fontsize=9
+    )
     return fig
 
 
@@ -117,8 +127,10 @@ def plot_attribution_grid(
     limit: int = 16,
     alpha: float = 0.6,
 ) -> Figure:
-    """One method's maps for up to ``limit`` samples, ``cols`` per row, on one colour scale; the
-    images of ``samples`` (matched by id) underneath."""
+    """One method's maps for up to ``limit`` samples, ``cols`` per row, on one colour scale (one
+    colour bar, in the method's unit); the images of ``samples`` (matched by id) underneath. Each
+    panel's title is its question wrapped to fit the panel and its answer; the figure's title
+    gives how many samples are shown of how many."""
     n = min(len(result), limit)
     if n == 0:
         raise RegionError("the attribution result holds no samples")
@@ -127,7 +139,7 @@ def plot_attribution_grid(
     vmax = _scale(heats)
     rows = (n + cols - 1) // cols
     fig, axes = subplots(
-        rows, min(cols, n), figsize=(2.4 * min(cols, n) + 0.8, 2.6 * rows), squeeze=False
+        rows, min(cols, n), figsize=(2.4 * min(cols, n) + 0.8, 3.0 * rows + 0.4), squeeze=False
     )
     im = None
     for k, ax in enumerate(axes.ravel()):
@@ -136,9 +148,10 @@ def plot_attribution_grid(
             continue
         sid = result.sample_ids[k]
         im = _draw(ax, _image(by_id.get(sid)), heats[k], vmax, alpha)
-        ax.set_title(f"{result.questions[k][:28]}\n→ {result.answers[k]!r}", fontsize=7)
+        answer = _wrapped(f"→ {result.answers[k]!r}", 30, 1)
+        ax.set_title(_wrapped(result.questions[k], 30, 2) + "\n" + answer, fontsize=7)
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label=_unit(result.method))
-    fig.suptitle(f"{result.method} maps", fontsize=9)
+    fig.suptitle(f"{result.method} maps (n = {n} of {len(result)} samples)", fontsize=9)
     return fig
 
 

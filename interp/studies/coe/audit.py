@@ -19,7 +19,7 @@ from interp.errors import EmptyGroupError, NoVIPError
 from interp.samples import Sample
 from interp.studies.audit.kinds import is_conflict_item, is_yes_no
 from interp.studies.audit.registry import AuditOptions, Selection, Study
-from interp.studies.audit.report import Labels, Section, headline, show
+from interp.studies.audit.report import Labels, Section, bracket, headline, show, with_interval
 from probes.split import is_correct
 from probes.vip import RULES
 
@@ -34,7 +34,12 @@ LABELS = Labels(
     {
         "vip": "Visual Integration Point (layer)",
         "n_layers": "decoder layers",
-        "vip_statistic": "two-sample statistic at the VIP",
+        "vip_statistic": "the paper's two-sample statistic at the VIP (samples taken as independent)",
+        "vip_gap": "gap D_VT − D_T of the mean distance at the VIP",
+        "vip_gap_low": "95% interval of that gap, low end (resampling whole images)",
+        "vip_gap_high": "95% interval of that gap, high end (resampling whole images)",
+        "vip_gap_p_holm": "p-value of that gap (resampling whole images), Holm over the layers",
+        "vip_gap_n_clusters": "independent units (images) behind the gap's interval",
         "share_answers_changed_without_image": "share of answers that change without the image",
         "accuracy_with_image": "accuracy with the image",
         "accuracy_without_image": "accuracy without the image",
@@ -127,6 +132,12 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
         "vip_statistic": headline(res.statistic[diag.vip]),
         "share_answers_changed_without_image": headline(float(np.mean(diag.in_vt))),
     }
+    gap = diag.gap_test
+    if gap is not None:
+        v = diag.vip
+        with_interval(sec.numbers, "vip_gap", gap.difference[v], gap.low[v], gap.high[v])
+        sec.numbers["vip_gap_p_holm"] = headline(gap.p_adjusted[v])
+        sec.numbers["vip_gap_n_clusters"] = gap.n_clusters
     frame = diag.to_frame()
     if has_ref:
         acc_full = np.mean([is_correct(p, r) for p, r in zip(full, answers)])
@@ -162,7 +173,8 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     n_l = diag.n_layers
     words = (
         f"The image is integrated from layer {show(sec.numbers['vip'])} of {n_l} on ({used}; "
-        f"t = {show(sec.numbers['vip_statistic'])}{eq9}). "
+        f"the paper's t = {show(sec.numbers['vip_statistic'])}, taking samples as independent"
+        f"{eq9}). "
         "States are read at "
         + (
             "the last generated token of each condition's own answer (the paper's). "
@@ -172,6 +184,18 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
         + "Removing the image changes "
         f"{show(sec.numbers['share_answers_changed_without_image'])} of the answers."
     )
+    if gap is not None:
+        words += (
+            " At the VIP the mean distance of the answers the image changes minus the others' is "
+            f"{bracket(sec.numbers, 'vip_gap')} (95% interval over "
+            f"{sec.numbers['vip_gap_n_clusters']} images, resampling whole images; "
+            + (
+                f"Holm-adjusted p {'≤' if gap.at_resolution[diag.vip] else '='} "
+                f"{show(sec.numbers['vip_gap_p_holm'])} over the layers)."
+                if gap.significant[diag.vip]
+                else "inconclusive after Holm's correction over the layers)."
+            )
+        )
     if has_ref:
         words += (
             f" Accuracy is {show(sec.numbers['accuracy_with_image'])} with the image and "
@@ -194,7 +218,11 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
     )
     groups = {"D_VT": diag.tvi[diag.in_vt], "D_T": diag.tvi[~diag.in_vt]}
     sec.add_figure("TVI per group", plot_tvi_distributions(groups))
-    sec.add_table("Per layer: group means and the two-sample statistic", diag.layer_frame())
+    sec.add_table(
+        "Per layer: group means, the paper's two-sample statistic (samples independent) and the "
+        "gap's 95% interval and Holm-adjusted p-value resampling whole images",
+        diag.layer_frame(),
+    )
     sec.add_table(
         f"The VIP under each automatic rule (used here: {diag.vip_rule!r}; docs/vip_rules.md)",
         rules,

@@ -4,6 +4,12 @@
 per-layer distances d(z_vis^l, z_blind^l), the D_VT / D_T split, the VIP (automatic under a rule of
 :data:`probes.vip.RULES` — ``changepoint`` by default, ``eq9`` the paper's — or manual), per-sample TVI (Eq. 4), its pre-VIP and std-reweighted (Eq. 11) variants, the Eq. 10
 baselines, correctness, and the Spearman correlations of Tables 1, 3, 4, 6 and 9 as DataFrames.
+
+Inference is at the level of the independent unit, a sample's ``meta["group"]`` (the demo world's
+image, shared by its wordings; :attr:`Diagnosis.clusters`): the gap between the groups per layer
+comes with a cluster-bootstrap interval and Holm-adjusted p-values over the layers
+(:func:`probes.vip_clustered.clustered_two_sample_test`, :attr:`Diagnosis.gap_test`), beside the
+paper's test (Lemma F.1, samples taken as independent), which the VIP rules use.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from probes.stats import (
 )
 from probes.tvi import pre_vip_tvi, tvi, weighted_tvi
 from probes.vip import RULES, VIPDetector, automatic_vip, significance_floor
+from probes.vip_clustered import ClusteredTwoSampleResult, clustered_two_sample_test
 
 from .chain import ChainOfEmbedding
 
@@ -78,6 +85,11 @@ class Diagnosis:
         correct: 1.0 / 0.0 where the answer under the image condition matches / misses the
             reference, NaN for samples without a reference (None when no sample has one).
             Correlations use the samples with a reference.
+        gap_test: the gap D_VT − D_T per layer with its 95 % interval over resamples of whole
+            clusters (:attr:`clusters`) and Holm-adjusted p-values over the layers
+            (:func:`probes.vip_clustered.clustered_two_sample_test`, 10,000 resamples, seed 0);
+            None where there are fewer than 2 clusters. The detector's statistic is the paper's
+            test, which takes the samples as independent.
     """
 
     coe: ChainOfEmbedding
@@ -94,6 +106,7 @@ class Diagnosis:
     correct: Float[np.ndarray, " n"] | None
     vip_rule: str = "changepoint"
     notes: list[str] = field(default_factory=list)
+    gap_test: ClusteredTwoSampleResult | None = None
 
     @property
     def n_layers(self) -> int:
@@ -114,9 +127,17 @@ class Diagnosis:
         return frame
 
     def layer_frame(self) -> pd.DataFrame:
-        """Fig. 2's numbers: per layer, group means/stds of the distance, t statistic, p-value."""
+        """Fig. 2's numbers: per layer, group means/stds of the distance, the paper's t statistic
+        and p-value (samples taken as independent), whether it is the VIP, and the clustered
+        inference of :attr:`gap_test`: the gap's 95 % interval (``gap_low``, ``gap_high``), its
+        bootstrap p-value (``p_cluster``), Holm-adjusted over the layers (``p_holm``), and
+        ``n_clusters``."""
         frame = self.detector.result_.to_frame()
         frame["is_vip"] = frame.index == self.vip
+        if self.gap_test is not None:
+            clustered = self.gap_test.to_frame()
+            keep = ["gap_low", "gap_high", "p_cluster", f"p_{self.gap_test.correction}"]
+            frame = frame.join(clustered[[*keep, "n_clusters"]])
         return frame
 
     def _subsets(self, by: str | None) -> dict[str, np.ndarray]:
@@ -133,9 +154,7 @@ class Diagnosis:
     def clusters(self) -> np.ndarray:
         """The independent unit of each sample: its ``meta["group"]`` (the demo world's image,
         shared by its wordings), else the sample itself."""
-        return np.array(
-            [str(s.meta.get("group") or f"sample:{s.id}") for s in self.coe.samples], dtype=object
-        )
+        return sample_clusters(self.coe)
 
     def correlations(
         self, scores: dict[str, np.ndarray] | None = None, *, by: str | None = None
@@ -187,6 +206,24 @@ class Diagnosis:
                 )
         return pd.DataFrame(rows)
 
+    def _gap_lines(self) -> list[str]:
+        """The clustered gap at the VIP and the layers where it survives the correction."""
+        g = self.gap_test
+        if g is None:
+            return [
+                "gap D_VT − D_T: no clustered interval (fewer than 2 clusters); only the paper's "
+                "test above, which takes the samples as independent"
+            ]
+        name = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(g.correction, "no correction")
+        layers = np.flatnonzero(g.significant)
+        return [
+            f"gap D_VT − D_T at the VIP: {g.words(self.vip)} ({g.ci:.0%} CI over {g.unit}; "
+            f"{name} over {int(np.isfinite(g.p_value).sum())} layers)"
+            + ("" if g.significant[self.vip] else ": inconclusive"),
+            f"layers whose gap is significant after {name} (α = {g.alpha}): "
+            + (_layer_ranges(layers) if len(layers) else "none"),
+        ]
+
     def _rule_line(self) -> str:
         if self.vip_method == "manual":
             return f"VIP rule: none (a manual VIP; the automatic rule would be {self.vip_rule!r})"
@@ -203,9 +240,11 @@ class Diagnosis:
                 if self.coe.read_at == "generated"
                 else ""
             ),
-            f"VIP: layer {self.vip} ({self.vip_method}); two-sample statistic there t = "
-            f"{res.statistic[self.vip]:.2f} (p = {res.p_value[self.vip]:.2g}); max t = "
-            f"{np.nanmax(res.statistic):.2f} at layer {int(np.nanargmax(res.statistic))}",
+            f"VIP: layer {self.vip} ({self.vip_method}); the paper's two-sample statistic there "
+            f"(Lemma F.1, samples taken as independent) t = {res.statistic[self.vip]:.2f} "
+            f"(p = {res.p_value[self.vip]:.2g}); max t = {np.nanmax(res.statistic):.2f} at "
+            f"layer {int(np.nanargmax(res.statistic))}",
+            *self._gap_lines(),
             self._rule_line(),
             f"mean TVI: D_VT {self.tvi[self.in_vt].mean():.4f}, D_T {self.tvi[~self.in_vt].mean():.4f}",
         ]
@@ -235,6 +274,38 @@ class Diagnosis:
                         )
         lines.extend(self.notes)
         return "\n".join(lines)
+
+
+def sample_clusters(coe: ChainOfEmbedding) -> np.ndarray:
+    """Each sample's independent unit: its ``meta["group"]`` (the demo world's image, shared by
+    its wordings), else the sample itself (``"sample:<id>"``)."""
+    return np.array(
+        [str(s.meta.get("group") or f"sample:{s.id}") for s in coe.samples], dtype=object
+    )
+
+
+def _layer_ranges(layers: np.ndarray) -> str:
+    """``[1, 2, 3, 7, 9, 10]`` → ``"1–3, 7, 9–10"``."""
+    parts: list[str] = []
+    start = prev = int(layers[0])
+    for layer in [int(x) for x in layers[1:]] + [None]:
+        if layer is not None and layer == prev + 1:
+            prev = layer
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if layer is not None:
+            start = prev = layer
+    return ", ".join(parts)
+
+
+def _gap_test(
+    distances: np.ndarray, in_vt: np.ndarray, clusters: np.ndarray
+) -> ClusteredTwoSampleResult | None:
+    """:func:`probes.vip_clustered.clustered_two_sample_test` with Holm over the layers, or None
+    with fewer than 2 clusters."""
+    if len(set(clusters.tolist())) < 2:
+        return None
+    return clustered_two_sample_test(distances, in_vt, clusters)
 
 
 def _clustered(x: np.ndarray, y: np.ndarray, clusters: np.ndarray) -> ClusteredCorrelation | None:
@@ -408,6 +479,7 @@ def diagnose(
         correct=correct,
         vip_rule=rule,
         notes=notes,
+        gap_test=_gap_test(distances, in_vt, sample_clusters(coe)),
     )
 
 
@@ -519,6 +591,7 @@ __all__ = [
     "correctness",
     "diagnose",
     "distance_ablation",
+    "sample_clusters",
     "vip_methods",
     "vip_rules_table",
 ]

@@ -25,8 +25,9 @@ def plot_distance_curves(
     metric: str = "cosine",
     ax=None,
 ) -> Figure:
-    """Fig. 2: mean ± std of d(z_vis^l, z_blind^l) per layer for D_VT (red) and D_T (blue), with the
-    VIP marked. Accepts a :class:`Diagnosis` or (distances, in_vt)."""
+    """Fig. 2: mean ± 1 SD (ddof = 1, over the samples) of d(z_vis^l, z_blind^l) per layer for D_VT
+    (red) and D_T (blue), with the VIP marked; the legend says what the band is and each group's
+    n, the title the total n. Accepts a :class:`Diagnosis` or (distances, in_vt)."""
     if isinstance(distances, Diagnosis):
         diag = distances
         distances, in_vt, metric = diag.distances, diag.in_vt, diag.metric
@@ -45,10 +46,15 @@ def plot_distance_curves(
         )
     ax.set_xlabel("layer (0 = embeddings)")
     ax.set_ylabel(f"{metric} distance, image vs blind")
-    ax.set_title(title or "Chain-of-embedding distance per layer")
-    ax.legend(frameon=False, loc="upper left")
+    ax.set_title(_with_n(title or "Chain-of-embedding distance per layer", len(distances)))
+    ax.legend(frameon=False, loc="upper left", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def _with_n(title: str, n: int) -> str:
+    """``title`` with ``" (n = N)"`` added unless it already gives an n."""
+    return title if "n = " in title or "n=" in title else f"{title} (n = {n})"
 
 
 def plot_tvi_distributions(
@@ -57,12 +63,14 @@ def plot_tvi_distributions(
     title: str | None = None,
     ylabel: str = "TVI",
 ) -> Figure:
-    """Fig. 4: TVI distributions of several datasets or groups (box plots with the points)."""
+    """Fig. 4: TVI distributions of several datasets or groups (box plots: quartiles, whiskers to
+    1.5 IQR; every sample a point); each group's tick label gives its n."""
     names = list(groups)
     data = [np.asarray(groups[n], dtype=float) for n in names]
-    fig, ax = subplots(figsize=(1.4 + 1.3 * len(names), 3.6))
+    fig, ax = subplots(figsize=(1.4 + 1.3 * len(names), 3.8))
     ax.boxplot(data, showfliers=False)
-    ax.set_xticks(range(1, len(names) + 1), names, rotation=20, ha="right")
+    ticks = [f"{name}\n(n = {len(values)})" for name, values in zip(names, data)]
+    ax.set_xticks(range(1, len(names) + 1), ticks, rotation=20, ha="right")
     rng = np.random.default_rng(0)
     for i, values in enumerate(data, start=1):
         ax.scatter(i + rng.uniform(-0.15, 0.15, len(values)), values, s=6, alpha=0.35, color="0.3")
@@ -86,7 +94,13 @@ def plot_vip_comparison(
         )
     ax1.legend(frameon=False, loc="upper left", fontsize=8)
     x = np.arange(diag.distances.shape[1])
-    ax2.plot(x, diag.detector.statistic_, "o-", color="k", label="two-sample statistic $t_l$")
+    ax2.plot(
+        x,
+        diag.detector.statistic_,
+        "o-",
+        color="k",
+        label="the paper's two-sample statistic $t_l$\n(samples taken as independent)",
+    )
     ax2.plot(
         x,
         diag.detector.thresholds_,
@@ -97,7 +111,7 @@ def plot_vip_comparison(
     ax2.set_xlabel("layer")
     ax2.legend(frameon=False, fontsize=8)
     ax2.set_title("VIP detection")
-    fig.suptitle(title or "Manual vs automatic VIP")
+    fig.suptitle(_with_n(title or "Manual vs automatic VIP", len(diag.distances)))
     fig.tight_layout()
     return fig
 

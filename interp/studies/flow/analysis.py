@@ -5,7 +5,7 @@ knockout still lowers the answer's probability, significantly and by a non-negli
 For every image → text edge (image → question, image → last) and every window, Δ over the
 samples is tested against 0 with a two-sided one-sample t-test (:func:`scipy.stats.ttest_1samp`);
 the p-values of all these tests together (edges × windows) are corrected by **Holm's step-down
-method** (family-wise error ≤ ``alpha``). A window counts when some image → text edge is
+method** (:func:`probes.multiple.holm`; family-wise error ≤ ``alpha``). A window counts when some image → text edge is
 significant after the correction, its mean Δ is a drop, and the drop is at least ``min_fraction``
 (default 0.1) of the largest mean drop of any tested edge and window (an effect-size floor, as
 for the VIP rules of :mod:`probes.vip`). The last window that counts is the answer: blocking the
@@ -23,24 +23,10 @@ import pandas as pd
 from jaxtyping import Float
 from scipy import stats
 
+from probes.multiple import holm
 from probes.stats import mean_ci
 
 IMAGE_EDGES = ("image>question", "image>last")
-
-
-def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Holm-adjusted p-values (step-down, monotone, capped at 1); NaN stays NaN and does not
-    count towards the number of tests."""
-    p = np.asarray(pvalues, dtype=np.float64).reshape(-1)
-    out = np.full_like(p, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    m = len(ok)
-    order = ok[np.argsort(p[ok], kind="stable")]
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out
 
 
 def one_sample_tests(delta: Float[np.ndarray, "n w"]) -> tuple[np.ndarray, np.ndarray]:

@@ -3,14 +3,36 @@ group, the causal integration layer marked."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from interp.figures import subplots
 
 if TYPE_CHECKING:
     from .analysis import Flow
+
+
+def symlog_ticks(low: float, high: float, linthresh: float) -> list[float]:
+    """Major ticks for a symmetric-log axis over ``[low, high]``: 0 and ``±10^k`` for every decade
+    at or beyond ``linthresh`` inside the range (at least one decade apart on the axis, so their
+    labels do not overlap); ``±linthresh`` instead where no decade falls inside."""
+    top = max(abs(low), abs(high), linthresh)
+    first = math.ceil(math.log10(linthresh))
+    decades = [10.0**k for k in range(first, math.floor(math.log10(top)) + 1)]
+    ticks = [0.0] if low <= 0 <= high else []
+    for sign in (-1.0, 1.0):
+        inside = [sign * t for t in decades if low <= sign * t <= high]
+        if not inside and low <= sign * linthresh <= high:
+            inside = [sign * linthresh]
+        ticks += inside
+    return sorted(ticks)
+
+
+def _tick_label(value: float, _pos: object = None) -> str:
+    return "0" if value == 0 else f"{value:g}"
 
 
 def plot_flow(
@@ -26,7 +48,8 @@ def plot_flow(
     its 95 % bootstrap band, one curve per edge; one panel per group (``"all"`` first, then the
     split's groups). With ``mark``, a dashed line at each panel's causal integration layer. The y
     axis is symmetric-log, linear within ±``linthresh`` (None: linear), so that small image
-    effects stay visible beside the large question → last drop."""
+    effects stay visible beside the large question → last drop; its ticks are 0 and whole decades
+    (:func:`symlog_ticks`), written as plain numbers. Each panel's title gives its n."""
     curves = flow.curves()
     names = groups or list(dict.fromkeys(curves["group"]))
     fig, axes = subplots(
@@ -51,6 +74,11 @@ def plot_flow(
         n = int(part["n"].iloc[0]) if len(part) else 0
         ax.set_title(f"{group} (n = {n})", fontsize=9)
         ax.set_xlabel(f"first layer of the {k}-layer window")
+    if linthresh is not None:  # sharey: one y axis for every panel
+        low, high = axes[0, 0].get_ylim()
+        axes[0, 0].yaxis.set_major_locator(FixedLocator(symlog_ticks(low, high, linthresh)))
+        axes[0, 0].yaxis.set_major_formatter(FuncFormatter(_tick_label))
+        axes[0, 0].yaxis.set_minor_locator(NullLocator())
     axes[0, 0].set_ylabel("Δ log p(answer)")
     axes[0, 0].legend(fontsize=7)
     if title:
@@ -59,4 +87,4 @@ def plot_flow(
     return fig
 
 
-__all__ = ["plot_flow"]
+__all__ = ["plot_flow", "symlog_ticks"]
