@@ -508,16 +508,16 @@ def doctor(
     report.checks.append(
         Check(
             "attention",
-            "ok" if attention == "eager" else "note",
+            "ok" if attention in ("eager", "sdpa") else "note",
             f"{attention}: "
             + (
                 "attention knockout, PAI and attention maps can run"
                 if attention == "eager"
-                else "attention knockout can run; PAI and attention maps need "
-                "attn_implementation='eager'"
+                else "attention knockout, PAI and attention maps can run (eager attention's "
+                "weights recomputed from the attention call's inputs)"
                 if attention == "sdpa"
-                else "attention knockout needs attn_implementation='sdpa' or 'eager', PAI and "
-                "attention maps 'eager'"
+                else "attention knockout, PAI and attention maps need "
+                "attn_implementation='sdpa' or 'eager'"
             ),
         )
     )

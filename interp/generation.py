@@ -330,6 +330,43 @@ def generate_batch(
                     for s, path, at, keep, value, groups in (
                         prompt_writes if step == 0 else step_writes
                     ):
+                        if (
+                            path[0] == "boost"
+                        ):  # PAI's boost (interp.plain.boost): eager attention, recomputed
+                            op = getattr(s.source, path[1])
+                            a, kw = op.inputs
+                            q, key, val = a[1], a[2], a[3]
+                            m = a[4] if len(a) > 4 else kw.get("attention_mask")
+                            r = q.shape[1] // key.shape[1]
+                            key, val = key.repeat_interleave(r, 1), val.repeat_interleave(r, 1)
+                            z = q @ key.transpose(2, 3) * (kw.get("scaling") or q.shape[-1] ** -0.5)
+                            if kw.get("softcap"):
+                                z = torch.tanh(z / kw["softcap"]) * kw["softcap"]
+                            n, lo = key.shape[2], torch.finfo(z.dtype).min
+                            if m is None:  # SDPA's causal shortcut: the causal mask it stands for
+                                qi = torch.arange(q.shape[2], device=z.device)[:, None] + (
+                                    n - q.shape[2]
+                                )
+                                z = z.masked_fill(torch.arange(n, device=z.device) > qi, lo)
+                            else:
+                                z = (
+                                    z.masked_fill(~m[..., :n], lo)
+                                    if m.dtype == torch.bool
+                                    else z + m[..., :n]
+                                )
+                            tail = value[1].bool().expand(keep.shape[0], max(n - keep.shape[1], 0))
+                            k = torch.cat([keep, tail], 1)[:, -n:]
+                            hit = (at[:, None, :, None] & k[:, None, None, :]).to(z.device)
+                            kw["boosts"] = [
+                                *kw.get("boosts", ()),
+                                (hit, value[0]),
+                            ]  # earlier edits' too
+                            op.inputs = (a, kw)
+                            for hit, alpha in kw["boosts"]:  # a <- a + alpha |a|, in edit order
+                                z = torch.where(hit, z + alpha.to(z) * z.abs(), z)
+                            w = z.softmax(-1, dtype=torch.float32).to(q.dtype)
+                            op.output = ((w @ val).transpose(1, 2).contiguous(), w)
+                            continue
                         if path[-1] == "attention_mask":  # a cut (interp.plain.cut)
                             args, kw = s.inputs
                             m = kw["attention_mask"]

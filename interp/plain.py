@@ -26,6 +26,8 @@ position is, the head's transform — is computed here, on the client, into such
   ablation is ``keep = 0, weight = 1`` with the rows as groups. Each measurement's block applies
   its edits' writes itself, with the same lines as :func:`run_writes` (a remote block may call no
   library function), one empty invoke per edit;
+- *boosts*: PAI's boost of the pre-softmax scores lowered to plain data (:func:`boost`): the
+  block recomputes the layer's attention from its attention call's inputs with the boost;
 - *cuts*: an attention knockout lowered to plain data (:func:`cut`), a write whose path ends in
   :data:`MASK`: the attention module's ``attention_mask`` keyword becomes an additive
   ``[batch, 1, query, key]`` mask with the dtype's minimum where the chosen queries meet the chosen
@@ -33,8 +35,7 @@ position is, the head's transform — is computed here, on the client, into such
   is replaced by the causal mask it stands for), so a knockout needs neither eager attention nor
   the attention function's source.
 
-Interventions that do not lower (a user's edit that only defines ``apply``, the edits of the
-pre-softmax scores such as PAI's boost) and decoding methods whose ``lower`` gives None are library objects: they run in this
+Interventions that do not lower (a user's edit that only defines ``apply``) and decoding methods whose ``lower`` gives None are library objects: they run in this
 process only, and a remote run that holds them is refused before any request is sent
 (:func:`interp.edits.local_only`). A contrastive method's rule and seeded sampling reach the
 generation block as plain numbers (:meth:`interp.Decoding.lower`, :meth:`interp.Sampling.seeds`).
@@ -207,12 +208,69 @@ def cut(
     )
 
 
+def boost(
+    attention: Any,
+    call: str,
+    queries: Bool[Tensor, "batch query"],
+    keys: Bool[Tensor, "batch prompt"],
+    alpha: float,
+    generated: bool = False,
+) -> Write:
+    """PAI's boost of one layer as plain data: in the attention module ``attention`` (an
+    envoy), the attention is recomputed from the inputs of its attention call ``call`` (a name
+    in nnsight's ``.source``) as eager attention computes it,
+
+        a = q·Kᵀ · scaling [→ cap · tanh(a / cap)] + mask,   a ← a + α·|a| at queries × keys,
+        out = softmax(a) · V
+
+    (keys and values repeated to the query heads; the mask made as for :func:`cut`), and the
+    call's output is replaced by ``(out, softmax(a))``. ``keys`` covers the prompt's positions,
+    followed at generated steps by the generated tokens (boosted where ``generated``). In the
+    write's tuple the path is ``("boost", call)``, the query mask ``where``, the key mask ``keep``
+    and ``value`` = ``[α, generated]``.
+    """
+    return (
+        attention,
+        ("boost", call),
+        queries.bool(),
+        keys.bool(),
+        torch.tensor([float(alpha), float(generated)]),
+        None,
+    )
+
+
 def run_writes(writes: Sequence[Write], step: int = 0) -> None:
     """Inside a trace, in this process: apply ``writes`` (and cuts) in order, at generated step
     ``step`` (0: the prompt forward) — what :meth:`interp.Intervention.apply` does for an edit
     that lowers; every measurement's block repeats these lines, since a remote block may call no
     library function."""
     for s, path, at, keep, value, groups in writes:
+        if path[0] == "boost":  # PAI's boost (interp.plain.boost): eager attention, recomputed
+            op = getattr(s.source, path[1])
+            a, kw = op.inputs
+            q, key, val = a[1], a[2], a[3]
+            m = a[4] if len(a) > 4 else kw.get("attention_mask")
+            r = q.shape[1] // key.shape[1]
+            key, val = key.repeat_interleave(r, 1), val.repeat_interleave(r, 1)
+            z = q @ key.transpose(2, 3) * (kw.get("scaling") or q.shape[-1] ** -0.5)
+            if kw.get("softcap"):
+                z = torch.tanh(z / kw["softcap"]) * kw["softcap"]
+            n, lo = key.shape[2], torch.finfo(z.dtype).min
+            if m is None:  # SDPA's causal shortcut: the causal mask it stands for
+                qi = torch.arange(q.shape[2], device=z.device)[:, None] + (n - q.shape[2])
+                z = z.masked_fill(torch.arange(n, device=z.device) > qi, lo)
+            else:
+                z = z.masked_fill(~m[..., :n], lo) if m.dtype == torch.bool else z + m[..., :n]
+            tail = value[1].bool().expand(keep.shape[0], max(n - keep.shape[1], 0))
+            k = torch.cat([keep, tail], 1)[:, -n:]
+            hit = (at[:, None, :, None] & k[:, None, None, :]).to(z.device)
+            kw["boosts"] = [*kw.get("boosts", ()), (hit, value[0])]  # earlier edits' too
+            op.inputs = (a, kw)
+            for hit, alpha in kw["boosts"]:  # a <- a + alpha |a|, in edit order
+                z = torch.where(hit, z + alpha.to(z) * z.abs(), z)
+            w = z.softmax(-1, dtype=torch.float32).to(q.dtype)
+            op.output = ((w @ val).transpose(1, 2).contiguous(), w)
+            continue
         if path[-1] == MASK:  # a cut: queries `at` may not read keys `keep` (+ generated: `value`)
             args, kw = s.inputs
             m, h = kw[MASK], kw["hidden_states"] if "hidden_states" in kw else args[0]
@@ -260,6 +318,7 @@ __all__ = [
     "WEIGHTS",
     "Write",
     "attention_kind",
+    "boost",
     "cut",
     "head_transform",
     "mean_groups",

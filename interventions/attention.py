@@ -9,11 +9,12 @@
 - **Boost** (PAI, "Paying More Attention to Image", Liu et al., ECCV 2024, arXiv:2407.21771): on the
   chosen query rows (PAI: the last position, i.e. the token being generated), image-token columns
   get ``a ← a + α·|a|`` before the softmax (α = 0.2 by default), at every decoding step, in the
-  chosen layers (PAI's code: every layer from the third on). It edits the pre-softmax scores
-  ``a`` (``[batch, heads, query, key]``, after the scaling and the mask), reached through
-  nnsight's ``.source`` at the site the adapter names (``Adapter.attention_scores_site``: the
-  input of the softmax inside transformers' eager attention), so it needs the model loaded with
-  ``attn_implementation="eager"`` and runs in this process only.
+  chosen layers (PAI's code: every layer from the third on), ``a`` the pre-softmax scores
+  (``[batch, heads, query, key]``, after the scaling and the mask). It lowers to plain data
+  (:func:`interp.plain.boost`): the block recomputes each chosen layer's attention from the
+  inputs of its attention call (nnsight's ``.source``, the call the adapter's
+  ``attention_scores_site`` names) as eager attention computes it, with the boost, and replaces
+  the call's output — so it runs with eager or SDPA attention and on NDIF.
 
 Positions follow :meth:`interp.EditContext.positions`. At generated steps the query is the new
 token (``"all"``/``"answer"``); keys are every cached position, of which the prompt's keep their
@@ -25,13 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import torch
-from jaxtyping import Bool
 from torch import Tensor
 
 from interp.edits import SLOT_KINDS, EditContext, Intervention, PositionSpec, check_position
 from interp.errors import InterventionError
-from interp.plain import Write, cut
+from interp.plain import Write, boost, cut
 
 from .common import decoder_layers
 
@@ -79,27 +78,6 @@ def has_attention(vlm: VLM, layer: int) -> bool:
     return hasattr(vlm.adapter.layers(vlm.hf)[layer - 1], vlm.adapter.attention_module)
 
 
-def key_mask(ctx: EditContext, spec: PositionSpec, keys: int) -> Bool[Tensor, "batch key"]:
-    """The ``[batch, keys]`` mask over this forward's keys: at the prompt forward the positions
-    themselves; at generated step t the prompt positions followed by t generated tokens (they count
-    as ``"answer"``/``"all"``), of which the last ``keys`` are attended (a sliding-window cache
-    keeps only the most recent)."""
-    prompt = EditContext(ctx.vlm, ctx.batch, ctx.state, 0).positions(spec)
-    if ctx.step == 0:
-        full = prompt
-    else:
-        generated = isinstance(spec, str) and spec in ("all", "answer")
-        tail = torch.full(
-            (prompt.shape[0], ctx.step), generated, dtype=torch.bool, device=prompt.device
-        )
-        full = torch.cat([prompt, tail], dim=1)
-    if full.shape[1] < keys:
-        raise InterventionError(
-            f"the attention scores have {keys} keys but the positions cover {full.shape[1]}"
-        )
-    return full[:, full.shape[1] - keys :]
-
-
 class _AttentionEdit(Intervention):
     steps = "all"
     keys: PositionSpec
@@ -117,11 +95,8 @@ class _AttentionEdit(Intervention):
 
     _first = 1
 
-    def _check_attention(self, vlm: VLM) -> None:
-        check_eager(vlm, type(self).__name__)
-
     def check(self, vlm: VLM) -> None:
-        self._check_attention(vlm)
+        check_masked(vlm, type(self).__name__)
         check_position(self.queries)
         check_position(self.keys)
         for spec in (self.queries, self.keys):
@@ -134,26 +109,26 @@ class _AttentionEdit(Intervention):
                 f"'{vlm.adapter.attention_module}' module"
             )
 
-    def _edit(self, scores: Tensor, queries: Tensor, keys: Tensor) -> None:
-        raise NotImplementedError
-
     def _queries(self, ctx: EditContext) -> Tensor | None:
         return ctx.positions(self.queries) if ctx.reaches(self.queries) else None
 
-    def apply(self, ctx: EditContext) -> None:
+    def _sites(self, ctx: EditContext) -> tuple[Tensor, Tensor, bool, list[Any]] | None:
+        """What a lowering needs: the query rows of this forward (None: none reached), the
+        prompt's key positions, whether generated keys count (``"all"``/``"answer"``), and the
+        attention module of every chosen layer that runs."""
         queries = self._queries(ctx)
-        if queries is None or not bool(queries.any()):
-            return
+        if queries is None:
+            return None
+        keys = EditContext(ctx.vlm, ctx.batch, ctx.state, 0).positions(self.keys)
+        generated = isinstance(self.keys, str) and self.keys in ("all", "answer")
         skipped = ctx.batch.skipped_layers
-        for layer in self._layers(ctx.vlm):
-            if layer - 1 in skipped:
-                continue
-            scores = attention_scores(ctx.vlm, layer)
-            keys = self._keys(ctx, scores.shape[-1])
-            self._edit(scores, queries.to(scores.device), keys.to(scores.device))
-
-    def _keys(self, ctx: EditContext, n_keys: int) -> Tensor:
-        raise NotImplementedError
+        module = ctx.vlm.adapter.attention_module
+        modules = [
+            getattr(ctx.vlm.layers[layer - 1], module)
+            for layer in self._layers(ctx.vlm)
+            if layer - 1 not in skipped
+        ]
+        return queries, keys, generated, modules
 
 
 class Knockout(_AttentionEdit):
@@ -183,12 +158,6 @@ class Knockout(_AttentionEdit):
         super().__init__(layers, queries)
         self.keys = keys
 
-    # the base protocol's apply: run the lowered cuts (interp.plain.run_writes)
-    apply = Intervention.apply
-
-    def _check_attention(self, vlm: VLM) -> None:
-        check_masked(vlm, "Knockout")
-
     def check(self, vlm: VLM) -> None:
         super().check(vlm)
         if vlm.adapter.fusion == "cross_attention" and self.keys == "image":
@@ -201,18 +170,11 @@ class Knockout(_AttentionEdit):
         """One cut (:func:`interp.plain.cut`) per chosen layer that runs: the query rows of this
         forward, the key positions of the prompt, and whether generated keys are cut too
         (``keys`` = ``"all"`` or ``"answer"``)."""
-        queries = self._queries(ctx)
-        if queries is None:
+        found = self._sites(ctx)
+        if found is None:
             return []
-        keys = EditContext(ctx.vlm, ctx.batch, ctx.state, 0).positions(self.keys)
-        generated = isinstance(self.keys, str) and self.keys in ("all", "answer")
-        skipped = ctx.batch.skipped_layers
-        module = ctx.vlm.adapter.attention_module
-        return [
-            cut(getattr(ctx.vlm.layers[layer - 1], module), queries, keys, generated)
-            for layer in self._layers(ctx.vlm)
-            if layer - 1 not in skipped
-        ]
+        queries, keys, generated, modules = found
+        return [cut(module, queries, keys, generated) for module in modules]
 
 
 class AttentionBoost(_AttentionEdit):
@@ -241,17 +203,20 @@ class AttentionBoost(_AttentionEdit):
         self.alpha = float(alpha)
         self.keys = keys
 
-    def _keys(self, ctx: EditContext, n_keys: int) -> Tensor:
-        return key_mask(ctx, self.keys, n_keys)
-
     def _queries(self, ctx: EditContext) -> Tensor | None:
         if ctx.step > 0 and self.queries == "last":
             return ctx.positions("all")  # PAI boosts the token being generated at every step
         return super()._queries(ctx)
 
-    def _edit(self, scores: Tensor, queries: Tensor, keys: Tensor) -> None:
-        where = queries[:, None, :, None] & keys[:, None, None, :]
-        scores.add_(torch.where(where, self.alpha * scores.abs(), torch.zeros_like(scores)))
+    def lower(self, ctx: EditContext) -> list[Write]:
+        """One boost (:func:`interp.plain.boost`) per chosen layer that runs: the query rows of
+        this forward, the prompt's key columns, α."""
+        found = self._sites(ctx)
+        if found is None:
+            return []
+        queries, keys, generated, modules = found
+        call = ctx.vlm.adapter.attention_scores_site[0]
+        return [boost(m, call, queries, keys, self.alpha, generated) for m in modules]
 
 
-__all__ = ["AttentionBoost", "Knockout", "attention_scores", "check_eager", "key_mask"]
+__all__ = ["AttentionBoost", "Knockout", "attention_scores", "check_eager", "check_masked"]

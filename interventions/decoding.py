@@ -281,8 +281,8 @@ def pai(
 ) -> ContrastiveDecoding:
     """PAI ("Paying More Attention to Image", Liu et al., ECCV 2024): the image-attention boost
     ``a ← a + α·|a|`` on image columns of the generated token's attention row before the softmax
-    (:class:`~interventions.AttentionBoost`, layers from the third on by default; needs eager
-    attention), plus guidance against the image-free input on log-probabilities,
+    (:class:`~interventions.AttentionBoost`, layers from the third on by default; eager or SDPA
+    attention, here or on NDIF), plus guidance against the image-free input on log-probabilities,
     ``γ·(l_c − l_u) + l_u`` (= the contrast with α = γ − 1), cut at ``log β + max l_c``."""
     if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma >= 1):
         raise DecodingError(f"PAI's gamma must be a finite number >= 1, got {gamma!r}")

@@ -48,11 +48,10 @@ def test_edits_are_validated_before_compute(samples):
             vlm, samples[:2], edits=[Steer(1, torch.zeros(3))], progress_bar=False
         )
     sdpa = interp.load(*build_tiny("llava", attn_implementation="sdpa"))
-    with pytest.raises(interp.InterventionError, match="attn_implementation='eager'"):
-        interp.residual_stream(sdpa, samples[:2], edits=[AttentionBoost()], progress_bar=False)
     sdpa.hf.config._attn_implementation = "flash_attention_2"  # its mask is 2-D
-    with pytest.raises(interp.InterventionError, match="attn_implementation='sdpa'"):
-        interp.residual_stream(sdpa, samples[:2], edits=[Knockout()], progress_bar=False)
+    for edit in (Knockout(), AttentionBoost()):
+        with pytest.raises(interp.InterventionError, match="attn_implementation='sdpa'"):
+            interp.residual_stream(sdpa, samples[:2], edits=[edit], progress_bar=False)
     with pytest.raises(interp.InterventionError, match="unknown position"):
         interp.residual_stream(
             vlm, samples[:2], edits=[Steer(1, steering_vector(vlm), "middle")], progress_bar=False
@@ -295,12 +294,16 @@ def test_text_knocked_out_from_the_image_never_sees_it(arch, samples):
     assert (a - c).abs().max() > 1e-4
 
 
-@pytest.mark.parametrize("arch", ["llava", "qwen2_vl"])
-def test_attention_boost_equals_a_hand_written_attention(arch, samples):
+@pytest.mark.parametrize(
+    "arch, impl",
+    [("llava", "eager"), ("qwen2_vl", "eager"), ("llava", "sdpa"), ("qwen2_vl", "sdpa")],
+)
+def test_attention_boost_equals_a_hand_written_attention(arch, impl, samples):
     """PAI: a + α|a| on image columns of the last query row in layers 3..L, at the prompt forward
     and at every generated step (the generated token's row), against a hand-written attention in
-    a brute-force no-cache loop."""
-    vlm = interp.load(*build_tiny(arch, attn_implementation="eager"))
+    a brute-force no-cache loop. The boost recomputes each layer's attention from its attention
+    call's inputs (interp.plain.boost), under eager or SDPA attention alike."""
+    vlm = interp.load(*build_tiny(arch, attn_implementation=impl))
     batch = samples[:2]
     alpha = 0.5
     recorder = Recorder()
@@ -324,12 +327,42 @@ def test_attention_boost_equals_a_hand_written_attention(arch, samples):
 
     ref_vlm = tiny_vlm_with_attention(arch, boost)
     inputs = dict(enc.inputs)
+    # the boost alone lowers: the generation block applies it (the recorder above, a local edit,
+    # ran every edit in this process through run_writes); both equal the reference
+    plain = interp.generate(
+        vlm, batch, max_new_tokens=3, edits=[AttentionBoost(alpha)], output_scores=True
+    )
+    assert plain.scores is not None
     for step in range(3):
         with torch.no_grad():
             logits = ref_vlm.hf(**inputs).logits[:, -1].float()
         assert_close(recorder.logits[step].float(), logits)
+        for row, ids in enumerate(plain.token_ids):
+            if step < len(ids):
+                assert_close(plain.scores[row][step], logits[row])
         inputs = _per_token_growth(vlm, inputs, logits.argmax(-1))
     assert len(gen.token_ids) == 2
+    # a residual read (its own block): the last prompt row boosted in layers 3..L
+    got_states = interp.residual_stream(vlm, batch, edits=[AttentionBoost(alpha)])
+    assert_close(got_states, interp.residual_stream(ref_vlm, batch))
+    # teacher-forced scoring: the boost on the rows that predict the answer, in the scoring block
+    edit = AttentionBoost(alpha, queries="answer")
+    got = interp.score(vlm, batch, edits=[AttentionBoost(alpha), edit], progress_bar=False)
+    from interp.encoding import append_targets, target_ids
+
+    ext, positions, valid = append_targets(vlm, enc, target_ids(vlm, [s.answer for s in batch]))
+    rows = torch.zeros_like(ext.image_mask)
+    rows[torch.arange(2), ext.last_index] = True
+    rows[torch.arange(2)[:, None].expand_as(positions)[valid], positions[valid]] = True
+
+    def boost_rows(scores: torch.Tensor, layer_idx: int) -> torch.Tensor:
+        if layer_idx + 1 < 3:
+            return scores
+        hit = rows[:, None, :, None] & ext.image_mask[:, None, None, :]
+        return torch.where(hit, scores + alpha * scores.abs(), scores)
+
+    want = interp.score(tiny_vlm_with_attention(arch, boost_rows), batch, progress_bar=False)
+    assert_close(got.logprobs, want.logprobs)
 
 
 # -- image edits as objects ----------------------------------------------------------------------

@@ -138,7 +138,14 @@ def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
     objects or local state: a remote run holding one raises RemoteError naming the step, and the
     server never hears of it — also where the model itself was loaded for NDIF and the call names
     no remote option."""
-    from interventions.decoding import pai
+    from interventions.decoding import ContrastiveDecoding
+
+    class Mine(ContrastiveDecoding):  # its own rule: combine() is library code
+        def __init__(self):
+            super().__init__("blind", 1.0, 0.1)
+
+        def lower(self, max_new_tokens):
+            return None
 
     class Zero3(interp.Intervention):  # defines apply only: it runs in this process
         def apply(self, ctx):
@@ -154,7 +161,7 @@ def test_what_cannot_run_remotely_is_refused_before_any_request(ndif, demo):
             remote, samples, edits=[steer], remote=ndif.url
         ),
         "score": lambda: interp.score(remote, samples, ["a", "b"], edits=[steer], remote=ndif.url),
-        "generate": lambda: interp.generate(remote, samples, decoding=pai(), remote=ndif.url),
+        "generate": lambda: interp.generate(remote, samples, decoding=Mine(), remote=ndif.url),
         "residual_stream ": lambda: interp.residual_stream(home, samples, edits=[steer]),
     }
     for step, call in calls.items():

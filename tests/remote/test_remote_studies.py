@@ -70,24 +70,45 @@ def test_the_decoding_study_runs_on_the_loopback_and_equals_local(ndif, demo):
     assert got.answers.equals(want.answers)
 
 
-def test_the_decoding_study_refuses_pai_before_any_request(ndif, demo):
+def test_pai_runs_on_the_loopback_and_equals_local_eager(ndif, demo):
+    """PAI's boost lowers (interp.plain.boost): the server (SDPA) recomputes each boosted layer's
+    attention from its attention call's inputs; the answers and the scores they were chosen from
+    equal a local eager run's, and the study's PAI answers a local eager study's."""
     from interp.studies.decoding import evaluate_decoding
+    from interventions.decoding import pai
+
+    remote = demo[1]
+    eager = interp.load("demo", attn_implementation="eager")
+    samples = make_samples()[:4]
+    kw = dict(max_new_tokens=4, decoding=pai(alpha=0.5), output_scores=True, batch_size=2)
+    before = ndif.requests()
+    got = interp.generate(remote, samples, remote=ndif.url, **kw)
+    assert ndif.requests() - before == 2
+    want = interp.generate(eager, samples, **kw)
+    assert got.token_ids == want.token_ids
+    assert got.scores is not None and want.scores is not None
+    for a, b in zip(got.scores, want.scores):
+        assert_close(a, b)
+    pope = demo_world("test", n=4, seed=5, qtypes=["exist"])
+    run = interp.RunOptions(batch_size=4, progress_bar=False)
+    got = evaluate_decoding(remote, pope, ["pai"], seeds=(), run=run, remote=ndif.url)
+    assert got.answers.equals(evaluate_decoding(eager, pope, ["pai"], seeds=(), run=run).answers)
+
+
+def test_a_decoding_rule_that_does_not_lower_is_refused_before_any_request(ndif, demo):
+    """A user's method with its own combine() (library code) cannot run on the server."""
+    from interventions.decoding import ContrastiveDecoding
+
+    class Mine(ContrastiveDecoding):
+        def lower(self, max_new_tokens):
+            return None
 
     _, remote = demo
-    samples = demo_world("test", n=4, seed=5, qtypes=["exist"])
+    samples = make_samples()[:2]
     before = ndif.requests()
-    with pytest.raises(interp.RemoteError, match=r"evaluate_decoding \(pai\).*AttentionBoost"):
-        evaluate_decoding(remote, samples, ["vcd", "pai"], seeds=(), remote=ndif.url)
+    with pytest.raises(interp.RemoteError, match=r"^generate cannot run remotely.*combine"):
+        interp.generate(remote, samples, decoding=Mine("blind", 1.0, 0.1), remote=ndif.url)
     assert ndif.requests() == before
-
-
-def test_interp_decoding_remote_is_checked_before_the_model_loads(capsys, tmp_path):
-    from interp.cli import main
-
-    argv = ["decoding", "--model", "demo", "--data", "pope", "--n", "4", "--remote"]
-    argv += ["--out", str(tmp_path / "out")]
-    assert main([*argv, "--methods", "pai", "--seeds", ""]) == 2
-    assert "interp decoding --methods pai cannot run remotely" in capsys.readouterr().err
 
 
 def test_the_logit_lens_runs_on_the_loopback_and_equals_local(ndif, demo):
@@ -168,7 +189,7 @@ def test_interp_coe_metric_kl_remote_writes_what_a_local_run_writes(
 def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
     ndif, tmp_path, monkeypatch, capsys
 ):
-    """One command on NDIF: the chain of embedding and the decoding study (pai left out) give the
+    """One command on NDIF: the chain of embedding and the decoding study (PAI included) give the
     numbers a local audit (eager attention) gives. (The attribution section's occlusion maps: the
     occlusion test; the flow study: the information-flow test.)"""
     import json
@@ -187,9 +208,9 @@ def test_interp_audit_remote_runs_what_can_run_and_skips_the_rest(
         json.loads((tmp_path / side / "summary.json").read_text())["studies"]
         for side in ("remote", "local")
     )
-    assert "pai_f1" in want["decoding"]["numbers"] and "pai_f1" not in got["decoding"]["numbers"]
-    for key in ("coe", "decoding"):  # the local audit loads eager attention: pai is in it
-        assert got[key]["ran"] and got[key]["numbers"].keys() <= want[key]["numbers"].keys()
+    assert "pai_f1" in want["decoding"]["numbers"] and "pai_f1" in got["decoding"]["numbers"]
+    for key in ("coe", "decoding"):
+        assert got[key]["ran"] and got[key]["numbers"].keys() == want[key]["numbers"].keys()
         for name, value in got[key]["numbers"].items():
             if isinstance(value, float):
                 assert_close(value, want[key]["numbers"][name], dtype=torch.float32)

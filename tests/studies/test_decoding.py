@@ -166,9 +166,10 @@ def test_bad_methods_are_refused_before_any_generation(demo, pope, monkeypatch):
         evaluate_decoding(demo, pope, ["vcd", "VCD"])
     with pytest.raises(DecodingError, match="listed twice"):  # two names of plain decoding
         evaluate_decoding(demo, pope, ["greedy", "plain"])
-    with pytest.raises(interp.InterventionError, match="eager"):
-        sdpa = interp.load("demo", attn_implementation="sdpa")
-        evaluate_decoding(sdpa, pope, ["greedy", "pai"])
+    flash = interp.load("demo", attn_implementation="sdpa")
+    flash.hf.config._attn_implementation = "flash_attention_2"  # no 4-D mask: PAI cannot run
+    with pytest.raises(interp.InterventionError, match="attn_implementation='sdpa'"):
+        evaluate_decoding(flash, pope, ["greedy", "pai"])
 
 
 def test_the_command_writes_its_tables(tmp_path, capsys):

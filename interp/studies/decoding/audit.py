@@ -63,19 +63,16 @@ def select(samples: Sequence[Sample]) -> Selection:
 
 
 def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
-    """Greedy and sampled decoding with each method (PAI only under eager attention): the plain
+    """Greedy and sampled decoding with each method (PAI under eager or SDPA attention): the plain
     yes-ratio, accuracy (with its 95% interval) and F1 on the hardest setting, the methods ranked
     by accuracy with paired 95% intervals of each difference from plain decoding (whole images
     resampled), each method's F1 and yes-ratio; the per-setting tables and figure."""
     sec = STUDY.new_section("Does contrastive decoding reduce hallucination? (POPE)", samples)
-    eager = getattr(vlm.hf.config, "_attn_implementation", None) == "eager"
-    methods = ["greedy", "vcd", "icd", "vdd", "m3id"] + (
-        ["pai"] if eager and not vlm.remote else []
-    )
-    if vlm.remote:  # attention edits stay in this process (docs/remote.md)
-        sec.reason = "on NDIF: pai left out (it edits eager attention's scores)"
-    elif not eager:
-        sec.reason = "pai left out: it needs eager attention"
+    impl = getattr(vlm.hf.config, "_attn_implementation", None)
+    boosts = vlm.remote or impl in (None, "eager", "sdpa")  # PAI recomputes the attention
+    methods = ["greedy", "vcd", "icd", "vdd", "m3id"] + (["pai"] if boosts else [])
+    if not boosts:
+        sec.reason = f"pai left out: it needs eager or SDPA attention, the model runs {impl!r}"
     runs = evaluate_decoding(
         vlm,
         samples,

@@ -29,7 +29,7 @@ HELP = "POPE-style evaluation of contrastive decoding methods (greedy and sample
 DESCRIPTION = __doc__
 ALIASES = ("decode",)
 NOUN = "questions"
-REMOTE = True  # remote: the methods that lower (all but pai), greedy and sampled
+REMOTE = True  # remote: every method lowers (pai's boost too), greedy and sampled
 DATA_HELP = (
     "'pope' (the demo world's POPE-style existence questions), 'demo:<qtype,...>' with yes/no "
     "answers, or a JSONL file (image, question, answer yes/no, and a 'pope_negative' label "
@@ -39,7 +39,7 @@ DATA_HELP = (
 
 def check_options(inv: Invocation) -> dict[str, Any]:
     """``--seeds``, ``--temperature``, the methods with their parameters; an amateur that equals
-    the expert's input is refused. Edits inside attention (pai) need eager attention."""
+    the expert's input is refused. A local model runs pai under eager attention."""
     from interp.conditions import Condition
     from interp.errors import ConditionError, DecodingError
 
@@ -85,8 +85,10 @@ def check_options(inv: Invocation) -> dict[str, Any]:
 
         for name, dec in decoders.items():
             local_only(None, {"remote": True}, f"interp decoding --methods {name}", decoding=dec)
-    if any(d is not None and d.edits for d in decoders.values()):
-        inv.attn_implementation = "eager"
+    if any(d is not None and d.edits for d in decoders.values()) and not getattr(
+        args, "remote", False
+    ):
+        inv.attn_implementation = "eager"  # as the stored figures were made (SDPA: the same)
     return {"methods": methods, "params": params, "seeds": seeds}
 
 

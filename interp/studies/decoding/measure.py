@@ -197,12 +197,13 @@ def evaluate_decoding(
             ``store`` folder keeps each run's resumable store under it; its fields may also be
             given as keywords (``batch_size=8``, ``store=...``).
 
-    Runs remotely (``remote=`` / a model loaded for NDIF) with the methods that lower to plain
-    data (all but ``pai``), greedy and sampled: one generation request per batch and run, the
-    expert and amateur rows together.
+    Runs remotely (``remote=`` / a model loaded for NDIF) with every method (each lowers to
+    plain data, PAI's attention boost included), greedy and sampled: one generation request per
+    batch and run, the expert and amateur rows together.
 
     Raises:
-        RemoteError: a remote run with ``pai``, before any compute.
+        RemoteError: a remote run with a method that does not lower (a user's), before any
+            compute.
         DecodingError: an unknown method or bad parameter, or a method the model cannot run
             (checked for every method before any compute).
         EmptyInputError: answers that are not yes/no, or no run asked for.
@@ -268,8 +269,8 @@ def _options(run: RunOptions | None, options: dict[str, Any]) -> RunOptions:
 
 
 def _check_remote(vlm: VLM, opts: RunOptions, decoders: dict[str, Any], step: str) -> None:
-    """Before any compute: a remote run holds only methods that lower to plain data (greedy,
-    vcd, icd, vdd, m3id, contrast; not pai, whose attention boost edits the attention scores)."""
+    """Before any compute: a remote run holds only methods that lower to plain data (every
+    built-in one does; a user's method whose rule or edits do not is refused)."""
     trace = opts.trace_options()
     for name, dec in decoders.items():
         local_only(vlm, trace, f"{step} ({name})", decoding=dec)
@@ -305,7 +306,7 @@ def parameter_sweep(
     be given as keywords.
 
     Raises:
-        RemoteError: a remote run of ``pai``, before any compute.
+        RemoteError: a remote run of a method that does not lower, before any compute.
     """
     default = RunOptions(batch_size=16, progress_bar=False)
     opts = _options(run if run is not None else default, options)
