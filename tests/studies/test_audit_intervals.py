@@ -100,3 +100,33 @@ def test_coe_gap_at_the_vip_carries_its_interval_over_whole_images():
     assert n["vip_gap_n_clusters"] == images < len(chosen)  # wordings of one image
     assert f"(95% interval over {images} images, resampling whole images;" in sec.verdict
     assert "the paper's t = " in sec.verdict and "taking samples as independent" in sec.verdict
+
+
+def test_ablation_headlines_carry_n_and_intervals_pooled_and_per_question_type():
+    """The pooled drop, with the accuracies and the agreement, carries its interval over whole
+    images; each question type gets its own drop and n (an interval where it spans 2+ images);
+    the pooled drop and the per-type n equal hand counts from the section's own answers."""
+    from interp.studies.ablation.audit import STUDY as ABLATION
+    from interp.studies.ablation.measure import no_image_ablation
+
+    vlm = interp.load("demo")
+    samples = read_data("demo", 120, 0, None, None, False)
+    chosen = list(ABLATION.select(samples).samples)
+    sec = ABLATION.section(vlm, chosen, AuditOptions())
+    n = sec.numbers
+    assert n["n_questions"] == len(chosen) and n["n_images"] < n["n_questions"]
+    for key in ("accuracy_with_image", "accuracy_blind", "drop_blind", "agreement_blind"):
+        assert n[f"{key}_low"] <= n[key] <= n[f"{key}_high"], key
+    tokens = AuditOptions().max_new_tokens
+    abl = no_image_ablation(vlm, chosen, ("blind",), max_new_tokens=tokens, progress_bar=False)
+    a = abl.answers
+    full = a[a["condition"] == "full"]["correct"].to_numpy(float)
+    blind = a[a["condition"] == "blind"]["correct"].to_numpy(float)
+    assert n["drop_blind"] == pytest.approx(float(np.mean(full - blind)), abs=1e-3)
+    kinds = {str(s.meta["category"]) for s in chosen}
+    assert sum(n[f"n_{k}"] for k in kinds) == n["n_questions"]
+    for k in kinds:
+        assert f"drop_{k}" in n and k in sec.verdict
+        if f"drop_{k}_low" in n:
+            assert n[f"drop_{k}_low"] <= n[f"drop_{k}"] <= n[f"drop_{k}_high"]
+    assert "Pooled over question types" in sec.verdict
