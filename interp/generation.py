@@ -45,6 +45,7 @@ from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
 from .store import stack_rows
+from .wire import apply_writes, row_weights
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -324,85 +325,10 @@ def generate_batch(
         # edits first: at a shared site (the logits) they act before the choice
         if hook is not None:
             hook(tracer)
-        for prompt_writes, step_writes in writes:  # interp.plain.run_writes, inline
+        for prompt_writes, step_writes in writes:  # interp.wire.apply_writes, by source
             with tracer.invoke():  # one invoke per edit; every step when it edits generated steps
                 for step in tracer.iter[:] if step_writes else [0]:
-                    for s, path, at, keep, value, groups in (
-                        prompt_writes if step == 0 else step_writes
-                    ):
-                        if (
-                            path[0] == "boost"
-                        ):  # PAI's boost (interp.plain.boost): eager attention, recomputed
-                            op = getattr(s.source, path[1])
-                            a, kw = op.inputs
-                            q, key, val = a[1], a[2], a[3]
-                            m = a[4] if len(a) > 4 else kw.get("attention_mask")
-                            r = q.shape[1] // key.shape[1]
-                            key, val = key.repeat_interleave(r, 1), val.repeat_interleave(r, 1)
-                            z = q @ key.transpose(2, 3) * (kw.get("scaling") or q.shape[-1] ** -0.5)
-                            if kw.get("softcap"):
-                                z = torch.tanh(z / kw["softcap"]) * kw["softcap"]
-                            n, lo = key.shape[2], torch.finfo(z.dtype).min
-                            if m is None:  # SDPA's causal shortcut: the causal mask it stands for
-                                qi = torch.arange(q.shape[2], device=z.device)[:, None] + (
-                                    n - q.shape[2]
-                                )
-                                z = z.masked_fill(torch.arange(n, device=z.device) > qi, lo)
-                            else:
-                                z = (
-                                    z.masked_fill(~m[..., :n], lo)
-                                    if m.dtype == torch.bool
-                                    else z + m[..., :n]
-                                )
-                            tail = value[1].bool().expand(keep.shape[0], max(n - keep.shape[1], 0))
-                            k = torch.cat([keep, tail], 1)[:, -n:]
-                            hit = (at[:, None, :, None] & k[:, None, None, :]).to(z.device)
-                            kw["boosts"] = [
-                                *kw.get("boosts", ()),
-                                (hit, value[0]),
-                            ]  # earlier edits' too
-                            op.inputs = (a, kw)
-                            for hit, alpha in kw["boosts"]:  # a <- a + alpha |a|, in edit order
-                                z = torch.where(hit, z + alpha.to(z) * z.abs(), z)
-                            w = z.softmax(-1, dtype=torch.float32).to(q.dtype)
-                            op.output = ((w @ val).transpose(1, 2).contiguous(), w)
-                            continue
-                        if path[-1] == "attention_mask":  # a cut (interp.plain.cut)
-                            args, kw = s.inputs
-                            m = kw["attention_mask"]
-                            h = kw["hidden_states"] if "hidden_states" in kw else args[0]
-                            if m is not None and m.dim() != 4:
-                                raise ValueError(
-                                    f"a knockout needs eager or SDPA attention ({m.dim()}-D mask)"
-                                )
-                            n = keep.shape[1] + step if m is None else m.shape[-1]
-                            if m is None:  # SDPA's causal shortcut: the causal mask it stands for
-                                m = torch.ones(at.shape[1], n, dtype=torch.bool, device=h.device)
-                                m = m.tril(n - at.shape[1])
-                            if m.dtype == torch.bool:  # attend where True, as an additive mask
-                                m = torch.zeros(
-                                    m.shape, dtype=h.dtype, device=h.device
-                                ).masked_fill(~m, torch.finfo(h.dtype).min)
-                            k = torch.cat(
-                                [keep, value.expand(keep.shape[0], max(n - keep.shape[1], 0))], 1
-                            )
-                            blocked = (at[:, None, :, None] & k[:, None, None, -n:]).to(m.device)
-                            kw["attention_mask"] = m.masked_fill(blocked, torch.finfo(m.dtype).min)
-                            s.inputs = (args, kw)
-                            continue
-                        v = getattr(s, path[0])
-                        for key in path[1:]:
-                            v = v[key]
-                        v = v[0] if isinstance(v, tuple) else v
-                        at = at.to(v.device)
-                        x = v[at]
-                        new = x * keep.to(x) + value.to(x)
-                        if groups is not None:
-                            g, count, weight = groups
-                            g = g.to(x.device)
-                            m = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x)
-                            new = new + (m / count.to(x))[g] * weight.to(x)
-                        v[at] = new
+                    apply_writes(prompt_writes if step == 0 else step_writes, step)
                     if step_writes:  # every step waits for the model (see apply_edits)
                         _ = head.output
         with tracer.invoke(**inputs):
@@ -413,37 +339,8 @@ def generate_batch(
                     sites, order, rows, index, image_mask = prompt_read
                     states, masses = [], []
                     for s, k in sites:  # in execution order, each cut to the read rows at once
-                        if k.startswith(
-                            "weights:"
-                        ):  # eager's weights from the attention call's inputs
-                            a, kw = getattr(s.source, k[8:]).inputs
-                            q, key = (
-                                a[1][rows, :, index],
-                                a[2][rows],
-                            )  # [b, heads, d], [b, kv heads, n, d]
-                            m = a[4] if len(a) > 4 else kw.get("attention_mask")
-                            key = key.repeat_interleave(q.shape[1] // key.shape[1], 1)
-                            z = torch.einsum("bhd,bhnd->bhn", q, key) * (
-                                kw.get("scaling") or q.shape[-1] ** -0.5
-                            )
-                            if kw.get("softcap"):
-                                z = torch.tanh(z / kw["softcap"]) * kw["softcap"]
-                            n = key.shape[2]
-                            if m is None:  # SDPA's causal shortcut: keys up to the read position
-                                later = (
-                                    torch.arange(n, device=z.device)
-                                    > (index + n - a[1].shape[2])[:, None]
-                                )
-                                z = z.masked_fill(later[:, None], torch.finfo(z.dtype).min)
-                            elif m.dtype == torch.bool:
-                                z = z.masked_fill(
-                                    ~m[rows, :, index][..., :n], torch.finfo(z.dtype).min
-                                )
-                            else:
-                                z = z + m.expand(len(a[1]), -1, -1, -1)[rows, :, index][..., :n]
-                            w = z.float().softmax(-1)
-                        elif k == "attention":
-                            w = s.output[1][rows, :, index].float()
+                        if k == "attention" or k.startswith("weights:"):
+                            w = row_weights(s, k, rows, index)
                         else:
                             v = (
                                 s.output

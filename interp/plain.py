@@ -4,7 +4,8 @@ here and on NDIF (``docs/remote.md``).
 nnsight ships a remote trace as the block's source plus the objects the block names. NDIF's
 server cannot import this library and unpickles only whitelisted modules (torch, numpy, einops,
 collections, math, ... and nnsight itself), so a block may name only: nnsight envoys (they travel
-as module paths), tensors, ints, floats, strings, and lists / tuples / dicts of them. Everything
+as module paths), tensors, ints, floats, strings, lists / tuples / dicts of them, and the
+functions of :mod:`interp.wire` (torch-only code that travels by source). Everything
 the library knows — the adapter's module paths, which decoder layers run, where each row's read
 position is, the head's transform — is computed here, on the client, into such data:
 
@@ -24,8 +25,8 @@ position is, the head's transform — is computed here, on the client, into such
   count, weight)`` or None: ``g[i]`` the group of selected position i, ``count[G, 1]`` each
   group's size, ``weight[n, 1]``). Setting is ``keep = 0``, adding is ``keep = 1``, a row-mean
   ablation is ``keep = 0, weight = 1`` with the rows as groups. Each measurement's block applies
-  its edits' writes itself, with the same lines as :func:`run_writes` (a remote block may call no
-  library function), one empty invoke per edit;
+  its edits' writes with :func:`interp.wire.apply_writes` (a function that travels to the
+  server by source, :mod:`interp.wire`), one empty invoke per edit;
 - *boosts*: PAI's boost of the pre-softmax scores lowered to plain data (:func:`boost`): the
   block recomputes the layer's attention from its attention call's inputs with the boost;
 - *cuts*: an attention knockout lowered to plain data (:func:`cut`), a write whose path ends in
@@ -35,8 +36,8 @@ position is, the head's transform — is computed here, on the client, into such
   is replaced by the causal mask it stands for), so a knockout needs neither eager attention nor
   the attention function's source.
 
-Interventions that do not lower (a user's edit that only defines ``apply``) and decoding methods whose ``lower`` gives None are library objects: they run in this
-process only, and a remote run that holds them is refused before any request is sent
+Interventions that do not lower (a user's edit that only defines ``apply``) and decoding methods
+whose ``lower`` gives None are library objects: they run in this process only, and a remote run that holds them is refused before any request is sent
 (:func:`interp.edits.local_only`). A contrastive method's rule and seeded sampling reach the
 generation block as plain numbers (:meth:`interp.Decoding.lower`, :meth:`interp.Sampling.seeds`).
 """
@@ -49,6 +50,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from jaxtyping import Bool, Int
 from torch import Tensor
+
+from .wire import apply_writes
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -240,69 +243,11 @@ def boost(
 
 
 def run_writes(writes: Sequence[Write], step: int = 0) -> None:
-    """Inside a trace, in this process: apply ``writes`` (and cuts) in order, at generated step
-    ``step`` (0: the prompt forward) — what :meth:`interp.Intervention.apply` does for an edit
-    that lowers; every measurement's block repeats these lines, since a remote block may call no
-    library function."""
-    for s, path, at, keep, value, groups in writes:
-        if path[0] == "boost":  # PAI's boost (interp.plain.boost): eager attention, recomputed
-            op = getattr(s.source, path[1])
-            a, kw = op.inputs
-            q, key, val = a[1], a[2], a[3]
-            m = a[4] if len(a) > 4 else kw.get("attention_mask")
-            r = q.shape[1] // key.shape[1]
-            key, val = key.repeat_interleave(r, 1), val.repeat_interleave(r, 1)
-            z = q @ key.transpose(2, 3) * (kw.get("scaling") or q.shape[-1] ** -0.5)
-            if kw.get("softcap"):
-                z = torch.tanh(z / kw["softcap"]) * kw["softcap"]
-            n, lo = key.shape[2], torch.finfo(z.dtype).min
-            if m is None:  # SDPA's causal shortcut: the causal mask it stands for
-                qi = torch.arange(q.shape[2], device=z.device)[:, None] + (n - q.shape[2])
-                z = z.masked_fill(torch.arange(n, device=z.device) > qi, lo)
-            else:
-                z = z.masked_fill(~m[..., :n], lo) if m.dtype == torch.bool else z + m[..., :n]
-            tail = value[1].bool().expand(keep.shape[0], max(n - keep.shape[1], 0))
-            k = torch.cat([keep, tail], 1)[:, -n:]
-            hit = (at[:, None, :, None] & k[:, None, None, :]).to(z.device)
-            kw["boosts"] = [*kw.get("boosts", ()), (hit, value[0])]  # earlier edits' too
-            op.inputs = (a, kw)
-            for hit, alpha in kw["boosts"]:  # a <- a + alpha |a|, in edit order
-                z = torch.where(hit, z + alpha.to(z) * z.abs(), z)
-            w = z.softmax(-1, dtype=torch.float32).to(q.dtype)
-            op.output = ((w @ val).transpose(1, 2).contiguous(), w)
-            continue
-        if path[-1] == MASK:  # a cut: queries `at` may not read keys `keep` (+ generated: `value`)
-            args, kw = s.inputs
-            m, h = kw[MASK], kw["hidden_states"] if "hidden_states" in kw else args[0]
-            if m is not None and m.dim() != 4:
-                raise ValueError(f"a knockout needs eager or SDPA attention (a {m.dim()}-D mask)")
-            n = keep.shape[1] + step if m is None else m.shape[-1]
-            if m is None:  # SDPA's causal shortcut: the causal mask it stands for
-                m = torch.ones(at.shape[1], n, dtype=torch.bool, device=h.device).tril(
-                    n - at.shape[1]
-                )
-            if m.dtype == torch.bool:  # attend where True, as an additive mask
-                m = torch.zeros(m.shape, dtype=h.dtype, device=h.device).masked_fill(
-                    ~m, torch.finfo(h.dtype).min
-                )
-            k = torch.cat([keep, value.expand(keep.shape[0], max(n - keep.shape[1], 0))], 1)
-            blocked = at[:, None, :, None] & k[:, None, None, -n:]
-            kw[MASK] = m.masked_fill(blocked.to(m.device), torch.finfo(m.dtype).min)
-            s.inputs = (args, kw)
-            continue
-        v = getattr(s, path[0])
-        for key in path[1:]:
-            v = v[key]
-        v = v[0] if isinstance(v, tuple) else v
-        at = at.to(v.device)
-        x = v[at]
-        new = x * keep.to(x) + value.to(x)
-        if groups is not None:  # + weight · the mean of x over each group
-            g, count, weight = groups
-            g = g.to(x.device)
-            mean = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x) / count.to(x)
-            new = new + mean[g] * weight.to(x)
-        v[at] = new
+    """Inside a trace, in this process: apply ``writes`` (writes, cuts and boosts) in order, at
+    generated step ``step`` (0: the prompt forward) — what :meth:`interp.Intervention.apply`
+    does for an edit that lowers, with the code every measurement's block calls
+    (:func:`interp.wire.apply_writes`, which travels to NDIF by source)."""
+    apply_writes(writes, step)
 
 
 def head_transform(vlm: VLM) -> tuple[float, float]:
