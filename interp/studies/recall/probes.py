@@ -1,6 +1,6 @@
 """Table 2: linear probes on the Visual setting's states that flag linking failures, against the
 majority and perplexity baselines, with selective prediction, evaluated by nested cross-validation
-(:func:`failure_probes` → :class:`FailureProbes`); :mod:`.crossfamily` shares its fitting
+(:func:`failure_probes` → :class:`FailureProbes`); :mod:`~interp.studies.recall.crossfamily` shares its fitting
 helpers."""
 
 from __future__ import annotations
@@ -253,8 +253,8 @@ def failure_probes(
             ``"item"``, or None.
         subset: ``"kept"`` (the filtered benchmark) or ``"all"``.
 
-    Raises (before any fitting):
-        UnknownFamilyError: a family the run lacks.
+    Raises:
+        UnknownFamilyError: a family the run lacks (before any fitting, as the next).
         ProbeError: a single class, fewer items of a class (or groups) than folds in the data or
             in an outer training split.
     """

@@ -2,7 +2,7 @@
 
 Writes into ``out``: one sub-folder per study run (the study's own outputs and store, so a rerun
 resumes), ``table.csv`` (this run: one row per table cell), ``published.csv`` (the paper's rows,
-:mod:`.published`), and ``table.md`` (both side by side, the paper's rows for this model first
+:mod:`~interp.studies.reproduce.published`), and ``table.md`` (both side by side, the paper's rows for this model first
 when it has some).
 """
 
