@@ -7,6 +7,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_VERSION ?= 2.13.0
+# torch comes from PyTorch's CPU wheel index (no multi-GB CUDA build); for a GPU, set it to a CUDA
+# index of PyTorch's (https://download.pytorch.org/whl/cu<version>); TORCH_INDEX= (empty) takes
+# pip's own configuration (PyPI, or a local wheel of that version where pip is set up to find one)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 OUT ?= results/demo
 AUDIT ?= results/audit
 
@@ -15,7 +19,9 @@ AUDIT ?= results/audit
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build
+	# torch first, pinned, from TORCH_INDEX (torch alone; its dependencies from pip's usual index): an
+	# unpinned torch from PyPI would pull a multi-GB CUDA build
+	$(PY) -m pip install --quiet --no-deps $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "torch==$(TORCH_VERSION)"
 	$(PY) -m pip install --quiet "torch==$(TORCH_VERSION)"
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,docs]"
 	touch $@
