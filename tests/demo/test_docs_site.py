@@ -9,6 +9,8 @@ hooks stay out of it) into a temporary folder, and never executes the notebooks
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import re
 import subprocess
@@ -55,6 +57,39 @@ def test_the_api_reference_names_every_public_module_once():
     assert not twice, twice
     stale = sorted(set(documented) - set(_public_modules()))
     assert not stale, f"docs/api/ names modules that do not exist: {stale}"
+
+
+def _exported() -> dict[str, object]:
+    """Every function and class a package of the project exports (``__all__``), with the public
+    methods each class defines, by dotted name."""
+    packages = [*PACKAGES, "interp.datasets", "interp.testing"]
+    packages += [
+        f"interp.studies.{p.name}" for p in sorted((ROOT / "interp" / "studies").iterdir())
+    ]
+    found: dict[str, object] = {}
+    for name in packages:
+        if not (ROOT / name.replace(".", "/") / "__init__.py").is_file():
+            continue
+        module = importlib.import_module(name)
+        for export in getattr(module, "__all__", []):
+            obj = getattr(module, export)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+                continue
+            found[f"{name}.{export}"] = obj
+            if inspect.isclass(obj):
+                for attr, value in vars(obj).items():
+                    if not attr.startswith("_") and inspect.isfunction(value):
+                        found[f"{name}.{export}.{attr}"] = getattr(obj, attr)
+    return found
+
+
+def test_every_exported_name_has_a_docstring():
+    """The API reference renders each public name with its docstring (one inherited from the
+    method it overrides counts)."""
+    names = _exported()
+    assert "interp.load" in names and "interventions.Steer" in names
+    missing = sorted(n for n, obj in names.items() if not (inspect.getdoc(obj) or "").strip())
+    assert not missing, f"public names without a docstring: {missing}"
 
 
 def fence_problems(markdown: str) -> list[str]:

@@ -65,6 +65,7 @@ class DriveProfiles:
     seed: int
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per (bin, drive): the mean drive in bits and its share with a 95 % interval."""
         return self.frame
 
     def wide(self) -> pd.DataFrame:

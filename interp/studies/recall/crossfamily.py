@@ -77,6 +77,7 @@ class Transfer:
         return pd.DataFrame(rows)
 
     def to_frame(self) -> pd.DataFrame:
+        """Table 1 as the paper prints it (:meth:`table1`)."""
         return self.table1()
 
 

@@ -183,9 +183,11 @@ class FailureProbes:
         )
 
     def risk_curves(self) -> dict[str, RiskCoverage]:
+        """The risk-coverage curve of each method, from the out-of-fold predictions."""
         return risk_curves(self.predictions)
 
     def to_frame(self) -> pd.DataFrame:
+        """Table 2 with its default intervals (:meth:`table`)."""
         return self.table()
 
 

@@ -43,6 +43,7 @@ class Reproduction:
     remote_notes: tuple[str, ...] = ()
 
     def markdown(self) -> str:
+        """``table.md``: this run's table, the paper's rows beside it, and the recipe's notes."""
         lines = [f"# {self.paper}: {RECIPES[self.paper].title}", f"model: {self.model}", ""]
         lines += ["## this run", "", _md(self.table), "", "## the paper"]
         if (
