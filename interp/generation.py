@@ -191,6 +191,7 @@ class Generation:
         return len(self.texts)
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per sample: id, condition, answer, token count, decoding, sampling flag and seed."""
         return pd.DataFrame(
             {
                 "sample_id": self.sample_ids,

@@ -52,6 +52,7 @@ class TokenScores:
         return self.total / self.mask.sum(dim=1)
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per target token: sample id, condition, position ``t``, token id, log-probability."""
         rows = []
         for i, (sid, ids) in enumerate(zip(self.sample_ids, self.token_ids)):
             for t, tok in enumerate(ids):

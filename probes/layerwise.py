@@ -180,7 +180,9 @@ class LayerwiseProbe(ClassifierMixin, BaseEstimator):
     samples of one group (e.g. the wording variants or the five images of one item) fall in the
     same split — never in both train and test. Every layer uses the same folds.
 
-    Attributes (after ``fit``):
+    The fitted attributes (set by ``fit``):
+
+    Attributes:
         layers_: the probed layer indices (non-negative).
         classes_: the sorted class labels.
         folds_: the ``(train, test)`` index arrays, shared by all layers.
@@ -191,7 +193,8 @@ class LayerwiseProbe(ClassifierMixin, BaseEstimator):
         estimators_: dict layer -> the estimator refitted on all samples.
         cv_predictions_: dict layer -> ``[N, C]`` out-of-fold class scores (probabilities when
             the estimator has ``predict_proba``); NaN rows for samples no fold tests.
-        n_layers_in_: L+1, the layer slots of the X given to ``fit``; n_features_in_: d.
+        n_layers_in_: L+1, the layer slots of the X given to ``fit``.
+        n_features_in_: d.
     """
 
     def __init__(

@@ -2,16 +2,16 @@
 
 Everything the library needs to know about an architecture lives here, so measurement code never
 branches on a model's name. An entry is resolved from the loaded model itself (its
-``config.model_type``), never from a hub id: a registered entry (:mod:`.families`, a user's
+``config.model_type``), never from a hub id: a registered entry (:mod:`~interp.adapters.families`, a user's
 :func:`register_adapter`, a package's ``vlm_interp.adapters`` entry point), else one inferred from
-the config and the module tree (:mod:`.infer`). Module locations are resolved through
+the config and the module tree (:mod:`~interp.adapters.infer`). Module locations are resolved through
 ``get_decoder()`` / ``get_output_embeddings()`` where transformers offers them, and every entry's
 invariants are checked when a model loads.
 
-The package: :mod:`.base` (the :class:`Adapter` and its parts: :class:`Prompt`,
-:class:`Features`, :class:`Layout`, :class:`Modalities`, :class:`Modules`), :mod:`.pixels` (where
-each row's pixels lie, per layout), :mod:`.registry` (the table; a leaf), :mod:`.infer` (patterns
-and load-time checks), :mod:`.families` (the built-in entries).
+The package: :mod:`~interp.adapters.base` (the :class:`Adapter` and its parts: :class:`Prompt`,
+:class:`Features`, :class:`Layout`, :class:`Modalities`, :class:`Modules`), :mod:`~interp.adapters.pixels` (where
+each row's pixels lie, per layout), :mod:`~interp.adapters.registry` (the table; a leaf), :mod:`~interp.adapters.infer` (patterns
+and load-time checks), :mod:`~interp.adapters.families` (the built-in entries).
 
 Registering a new architecture is a few lines::
 

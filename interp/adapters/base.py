@@ -322,6 +322,7 @@ class Adapter:
         return self.decoder(model).layers
 
     def final_norm(self, model: PreTrainedModel) -> torch.nn.Module:
+        """The decoder's final norm (``norm_attr``, else the first of the usual names)."""
         decoder = self.decoder(model)
         if self.norm_attr is not None:
             return getattr(decoder, self.norm_attr)
@@ -335,6 +336,7 @@ class Adapter:
         )
 
     def lm_head(self, model: PreTrainedModel) -> torch.nn.Module:
+        """The LM head (``head_path``, else ``get_output_embeddings()``)."""
         if self.head_path is not None:
             return get_path(model, self.head_path)
         head = model.get_output_embeddings()
@@ -346,9 +348,11 @@ class Adapter:
         return head
 
     def image_features_module(self, model: PreTrainedModel) -> torch.nn.Module:
+        """The module whose output is the image features placed in the sequence (``image_features``)."""
         return get_path(model, self.image_features)
 
     def image_token_id(self, model: PreTrainedModel) -> int:
+        """The image placeholder-token id from the config (-1 for a family without images)."""
         if "image" not in self.modalities:
             return -1  # no token id is -1: the image mask of such a family is all False
         for attr in self.image_token_attrs:

@@ -91,9 +91,9 @@ prompt without the input at all. Every waveform is
 resampled to the processor's audio rate afterwards (:mod:`interp.media`). New parts are registered
 with :func:`register_audio_condition` / :func:`register_video_condition`.
 
-The package: :mod:`.registry` (the part registries, a leaf), :mod:`.condition` (parsing),
-:mod:`.image`, :mod:`.question`, :mod:`.audio`, :mod:`.video` (the built-in parts of each kind and
-their ``register_*`` functions), :mod:`.apply` (a sample as the model sees it under a condition).
+The package: :mod:`~interp.conditions.registry` (the part registries, a leaf), :mod:`~interp.conditions.condition` (parsing),
+:mod:`~interp.conditions.image`, :mod:`~interp.conditions.question`, :mod:`~interp.conditions.audio`, :mod:`~interp.conditions.video` (the built-in parts of each kind and
+their ``register_*`` functions), :mod:`~interp.conditions.apply` (a sample as the model sees it under a condition).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The registries of condition parts (image, question, audio, video), what a registered part is,
 and what a part's function may use besides the sample (:class:`ConditionContext`). A leaf: the
-part modules (:mod:`.image`, :mod:`.question`, :mod:`.audio`, :mod:`.video`) fill the registries,
-:mod:`.condition` parses against them."""
+part modules (:mod:`~interp.conditions.image`, :mod:`~interp.conditions.question`, :mod:`~interp.conditions.audio`, :mod:`~interp.conditions.video`) fill the registries,
+:mod:`~interp.conditions.condition` parses against them."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Test support, for the project's tests, notebooks and users' own checks: tiny random VLMs with
-working offline processors (:mod:`.tiny`), small sample sets (:mod:`.samples`), independent
-references of measurements and edits (:mod:`.reference`), the error contract (:mod:`.checks`),
-the real-tokenizer conformance references (:mod:`.conformance`) and the run-time annotation
-checker (:mod:`.typechecking`).
+working offline processors (:mod:`~interp.testing.tiny`), small sample sets (:mod:`~interp.testing.samples`), independent
+references of measurements and edits (:mod:`~interp.testing.reference`), the error contract (:mod:`~interp.testing.checks`),
+the real-tokenizer conformance references (:mod:`~interp.testing.conformance`) and the run-time annotation
+checker (:mod:`~interp.testing.typechecking`).
 
 The names below are imported on first use (PEP 562): importing :mod:`interp.testing.typechecking`
 before installing its hook loads nothing else of the project.

@@ -125,6 +125,7 @@ class add_to_layer:  # noqa: N801 - used as a context manager
         self.vector, self.mask = vector, mask
 
     def hook(self, module: Any, args: Any, out: Any) -> Any:
+        """The forward hook: the layer output plus ``vector`` where the mask is True."""
         h = out[0] if isinstance(out, tuple) else out
         mask = self.mask(h) if callable(self.mask) else self.mask
         h = h + mask[..., None].to(h.dtype) * self.vector.to(h.dtype)

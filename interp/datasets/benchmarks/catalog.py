@@ -3,7 +3,7 @@
 (:func:`read_benchmark`).
 
 Importing this module imports the modules that register the built-in benchmarks, so the registry
-(:mod:`.registry`, a leaf they import) is complete before any look-up; a benchmark registered
+(:mod:`~interp.datasets.benchmarks.registry`, a leaf they import) is complete before any look-up; a benchmark registered
 later with :func:`~.registry.register_benchmark` is found as well.
 """
 

@@ -6,7 +6,7 @@ reference answer as ``answer``. The paper's selection and conversion:
 
 - **MME** (``lmms-lab/MME``, split ``test``, 2,374 rows): every row; the question already ends
   with "Please answer yes or no."; answer ``Yes`` / ``No``.
-- **MMBench** (``lmms-lab/MMBench_EN``, split ``dev``, 4,377 rows — Table 7's |D|): the hint, the
+- **MMBench** (``lmms-lab/MMBench_EN``, split ``dev``, 4,377 rows — Table 7's ``|D|``): the hint, the
   question, the options A–D that are present, and the instruction to answer with the letter
   (:func:`~interp.datasets.formats.multiple_choice_prompt`); answer the letter.
 - **MMStar** (``Lin-Chen/MMStar``, split ``val``, 1,500 rows): the question holds its options

@@ -18,8 +18,8 @@
   Tri-PvP's 8,000 samples (the paper names github.com/MiuLab/Tri-PvP, whose layout is not in our
   sources).
 
-The recall paper's sets are in :mod:`.recall_sets`, the drives paper's video sets and VLMBias in
-:mod:`.drives_sets`.
+The recall paper's sets are in :mod:`~interp.datasets.benchmarks.recall_sets`, the drives paper's video sets and VLMBias in
+:mod:`~interp.datasets.benchmarks.drives_sets`.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ published layout, and the readers' plumbing the benchmark modules share.
 
 A :class:`Benchmark` knows its hub dataset id (and config / split), the local layouts it accepts
 and how to turn the published rows into :class:`~interp.Sample` s with the paper's selection and
-conversion. The modules of the built-in benchmarks (:mod:`.coe_sets`, :mod:`.other_sets`) import
-this one and register theirs; :mod:`.catalog` imports them all and holds the look-ups,
+conversion. The modules of the built-in benchmarks (:mod:`~interp.datasets.benchmarks.coe_sets`, :mod:`~interp.datasets.benchmarks.other_sets`) import
+this one and register theirs; :mod:`~interp.datasets.benchmarks.catalog` imports them all and holds the look-ups,
 :func:`~.catalog.read_benchmark` the entry point (and ``--data <name>[:variant][@copy]`` on the
 command line):
 

@@ -30,11 +30,11 @@ checked against ground truth:
 from their own random streams, so every other request returns exactly the items it always did:
 
 - ``trimodal``: an image (a drawn object | a sentence written in the image), an audio clip (the
-  kind's synthetic sound, :mod:`.audio` | a spoken sentence, :mod:`.speech`) and a caption
+  kind's synthetic sound, :mod:`~interp.datasets.world.audio` | a spoken sentence, :mod:`~interp.datasets.world.speech`) and a caption
   naming three different kinds (or agreeing), in the four evidence conditions and six input
-  orders, answered by the trust rule :func:`trimodal_answer` (:mod:`.trimodal`);
+  orders, answered by the trust rule :func:`trimodal_answer` (:mod:`~interp.datasets.world.trimodal`);
 - ``hear``: one audio clip alone (sound or speech), which kind is it;
-- ``motion``: videos of an object moving or two objects appearing in turn (:mod:`.motion`).
+- ``motion``: videos of an object moving or two objects appearing in turn (:mod:`~interp.datasets.world.motion`).
 
 Their samples carry :data:`META_KEYS` plus :data:`V3_META_KEYS`.
 
@@ -42,10 +42,10 @@ See :func:`demo_world` for the question types and :data:`META_KEYS` for the labe
 item index from ``numpy.random.default_rng([seed, split, ...])``: the same ``(split, seed, start,
 n)`` always gives the same samples, and a longer request extends a shorter one without changing it.
 
-The package holds one module per question family over a shared core: :mod:`.core` (the colour
-prior, :data:`META_KEYS`, scene drawing), :mod:`.wordings`, :mod:`.perception` (colour, identity,
-count, position, digit, description), :mod:`.existence`, :mod:`.text`, :mod:`.reference`,
-:mod:`.conflict`, and :mod:`.generate` (the question types, the mixtures and the entry points).
+The package holds one module per question family over a shared core: :mod:`~interp.datasets.world.core` (the colour
+prior, :data:`META_KEYS`, scene drawing), :mod:`~interp.datasets.world.wordings`, :mod:`~interp.datasets.world.perception` (colour, identity,
+count, position, digit, description), :mod:`~interp.datasets.world.existence`, :mod:`~interp.datasets.world.text`, :mod:`~interp.datasets.world.reference`,
+:mod:`~interp.datasets.world.conflict`, and :mod:`~interp.datasets.world.generate` (the question types, the mixtures and the entry points).
 Images are drawn by :mod:`interp.datasets.render`.
 """
 

@@ -1,6 +1,6 @@
 """Perception questions on one image: colour, identity, count, position, digit, description.
 
-Each draws one image and asks about it in every wording of :mod:`.wordings`. Colour questions and
+Each draws one image and asks about it in every wording of :mod:`~interp.datasets.world.wordings`. Colour questions and
 descriptions that name a prior-bearing kind leak the planted colour prior; descriptions state
 ``(kind, colour)`` pairs in reading order (:func:`describe_answer`, :func:`parse_description`).
 """

@@ -1,7 +1,7 @@
 """Propositional audio of the demo world: spoken statements that name an object kind.
 
 A clip says, in words, which kind is involved ("a banana is involved here"), so hearing it is
-understanding a proposition, not perceiving the object (:mod:`.audio` makes the perceptual
+understanding a proposition, not perceiving the object (:mod:`~interp.datasets.world.audio` makes the perceptual
 sounds). The clips were rendered once by the text-to-speech engine espeak-ng and ship with the
 package, so generating the world never needs espeak-ng:
 
@@ -16,7 +16,7 @@ package, so generating the world never needs espeak-ng:
 - ``speech_clips/manifest.json`` lists every clip: file, kind, phrasing index, text, voice,
   speed, duration and the SHA-256 of the file.
 
-Re-render with ``python -m interp.datasets.world.speech_render`` (:mod:`.speech_render`; needs
+Re-render with ``python -m interp.datasets.world.speech_render`` (:mod:`~interp.datasets.world.speech_render`; needs
 ``espeak-ng`` on the PATH, e.g. ``apt-get install espeak-ng``); the world's samples then change
 only if the new files differ. :func:`speech_clip` picks a clip by kind, phrasing and voice and adds background
 noise and a loudness drawn from the generator.

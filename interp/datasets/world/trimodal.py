@@ -3,7 +3,7 @@
 As in Tri-PvP ("Exposing Modality Bias in Omni-Modal Large Language Models through
 Perceptual-Propositional Evidence Conflicts"): the image is perceptual (a drawn object) or
 propositional (a sentence naming the kind, written in the image), the audio is perceptual (the
-kind's sound, :mod:`.audio`) or propositional (a spoken sentence, :mod:`.speech`), the text is a
+kind's sound, :mod:`~interp.datasets.world.audio`) or propositional (a spoken sentence, :mod:`~interp.datasets.world.speech`), the text is a
 caption (always propositional). The four evidence conditions (:data:`EVIDENCE_CONDITIONS`) are
 shown on the same label triple, in all six input orders (:data:`TRI_ORDERS`); agreeing items
 (all three sources name one kind) measure competence. The answer is the world's trust rule

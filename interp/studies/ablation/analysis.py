@@ -76,7 +76,7 @@ def text_only_baseline(
     the text, the items of the same variant and category — leaving out item ``i``, the other
     wordings of its image (same group label) and items showing the same picture. It answers the
     most frequent normalised reference answer among ``N_i``, restricted to the options the
-    question offers (``meta[options_key]``, when present):
+    question offers (``meta[options_key]``, when present)::
 
         P_i = argmax_{a ∈ A_i} |{j ∈ N_i : norm(answer_j) = a}|,
         baseline_i = (1 / |P_i|) Σ_{a ∈ P_i} judge(a, sample_i)    (ties averaged)

@@ -2,7 +2,7 @@
 wordings on a model and a dataset.
 
 Registering the command imports only argparse, :mod:`interp.command` and the study's defaults; the
-model runs, tables and figures (:mod:`.report`) are imported when the command runs. The command's
+model runs, tables and figures (:mod:`~interp.studies.ablation.report`) are imported when the command runs. The command's
 help text is the package's docstring.
 """
 

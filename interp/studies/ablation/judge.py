@@ -30,11 +30,13 @@ def make_judge(mode: str = "inclusion", *, whole_words: bool = True) -> Judge:
     if mode == "exact":
 
         def judge(prediction: str, sample: Sample) -> bool:
+            """Normalised exact match of the prediction with the sample's answer."""
             return exact_match(prediction, str(sample.answer))
 
     elif mode == "inclusion":
 
         def judge(prediction: str, sample: Sample) -> bool:
+            """Normalised exact match, or two-way inclusion of prediction and answer."""
             answer = str(sample.answer)
             return exact_match(prediction, answer) or inclusion_match(
                 prediction, answer, whole_words=whole_words
@@ -46,7 +48,9 @@ def make_judge(mode: str = "inclusion", *, whole_words: bool = True) -> Judge:
     return judge
 
 
+#: The default judge: normalised exact match or two-way inclusion of the reference answer.
 default_judge: Judge = make_judge("inclusion")
+#: Normalised exact match only.
 exact_judge: Judge = make_judge("exact")
 
 

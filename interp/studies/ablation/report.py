@@ -1,5 +1,5 @@
 """What ``interp ablation`` computes and writes once its checks have passed and the model is
-loaded (:mod:`.cli` declares the command): the ablation, the optional in-context runs, their
+loaded (:mod:`~interp.studies.ablation.cli` declares the command): the ablation, the optional in-context runs, their
 tables, figures and summary."""
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def plot_attribution(
 ) -> Figure:
     """One sample's attribution maps, one panel per method (``result`` may be several results of
     the same samples), over the original image, on one colour scale (symmetric around 0; maps of
-    different methods are each divided by their largest |score| first, as their units differ).
+    different methods are each divided by their largest ``|score|`` first, as their units differ).
 
     ``sample`` is the :class:`~interp.Sample` (its image is drawn underneath), or its id or row
     (the maps alone).

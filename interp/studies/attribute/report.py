@@ -1,5 +1,5 @@
 """What ``interp attribute`` computes and writes once its checks have passed and the model is
-loaded (:mod:`.cli` declares the command): the occlusion scores, the maps, and the planted-truth
+loaded (:mod:`~interp.studies.attribute.cli` declares the command): the occlusion scores, the maps, and the planted-truth
 table where the samples name their object."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ as many), a data file is used whole unless ``--n`` is given.
 **The audit asks the studies.** Each study package has a module ``audit`` whose ``STUDY`` says
 which samples it needs (``select``, documented there) and builds its section of the report
 (``section``); the audit finds them through the ``interp.studies`` entry points
-(:mod:`.registry`) and knows none of them. The project's studies, in the report's order: ``coe``
+(:mod:`~interp.studies.audit.registry`) and knows none of them. The project's studies, in the report's order: ``coe``
 (short-answer questions with an image), ``recall`` (visual-reference items), ``drives`` (long
 answers), ``ablation`` (``variant`` / ``category`` labels), ``decoding`` (yes/no questions with
 both answers), ``conflict`` (conflict items).
@@ -30,9 +30,9 @@ both answers), ``conflict`` (conflict items).
 the project's JSONL, a VLMEvalKit TSV benchmark file (base64 images, options A–D) or a POPE
 question file with ``--images`` (see :mod:`interp.datasets.formats`).
 
-Modules: :mod:`.report` (sections, numbers in words, the page), :mod:`.registry` (the study
-protocol and discovery), :mod:`.run` (:func:`audit`), :mod:`.data` (``--data``), :mod:`.kinds`
-(sample kinds studies share), :mod:`.cli` (the command).
+Modules: :mod:`~interp.studies.audit.report` (sections, numbers in words, the page), :mod:`~interp.studies.audit.registry` (the study
+protocol and discovery), :mod:`~interp.studies.audit.run` (:func:`audit`), :mod:`~interp.studies.audit.data` (``--data``), :mod:`~interp.studies.audit.kinds`
+(sample kinds studies share), :mod:`~interp.studies.audit.cli` (the command).
 """
 
 from __future__ import annotations

@@ -104,12 +104,15 @@ class Study:
     explain: Callable[[Exception, int], str | None] | None = None
 
     def select(self, samples: Sequence[Sample]) -> Selection:
+        """The samples this study uses, or none and why (its ``selector``)."""
         return Selection(*self.selector(samples))
 
     def section(self, vlm: VLM, samples: list[Sample], options: AuditOptions) -> Section:
+        """Run the study on ``samples`` and build its section (its ``builder``)."""
         return self.builder(vlm, samples, options)
 
     def failure_reason(self, err: Exception, n: int) -> str | None:
+        """Why the study stopped on these data (``explain``), or None for the generic words."""
         return None if self.explain is None else self.explain(err, n)
 
     def new_section(self, heading: str, samples: Sequence[Sample]) -> Section:

@@ -219,6 +219,7 @@ class Section:
         return "ran" if self.ran else ("failed" if self.failed else "skipped")
 
     def summary(self) -> dict[str, Any]:
+        """The section as ``summary.json`` records it: status, sample count, the reason or the numbers."""
         out: dict[str, Any] = {"ran": self.ran, "status": self.status, "n": self.n}
         if self.reason:
             out["reason"] = self.reason
@@ -231,6 +232,7 @@ class Section:
 
 
 def data_fingerprint(samples: Sequence[Sample]) -> str:
+    """A 16-hex-digit digest of the samples' content fingerprints, in order (the report's data id)."""
     h = hashlib.sha256()
     for s in samples:
         h.update(s.fingerprint().encode())

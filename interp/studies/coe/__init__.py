@@ -6,7 +6,7 @@ the samples by whether the image changes the answer, finds the Visual Integratio
 the ``changepoint`` rule; Eq. 9, the paper's, or another rule of :data:`probes.vip.RULES` by name;
 :func:`vip_rules_table` compares them),
 computes Total Visual Integration (Eq. 4) and correlates it with correctness (Tables 1, 3, 4, 6, 9);
-:mod:`.figures` draws Figs. 2, 4 and 9. Any two conditions compare, the second the reference:
+:mod:`~interp.studies.coe.figures` draws Figs. 2, 4 and 9. Any two conditions compare, the second the reference:
 ``("full", "no_audio")`` asks where an audio family integrates the audio, ``("full", "no_video")``
 the same of a video.
 """

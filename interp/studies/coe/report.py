@@ -1,5 +1,5 @@
 """What ``interp coe`` computes and writes once its checks have passed and the model is loaded
-(:mod:`.cli` declares the command): the chain of embedding and the diagnosis, written into
+(:mod:`~interp.studies.coe.cli` declares the command): the chain of embedding and the diagnosis, written into
 ``--out`` as
 
 - ``fig2_distance_curves.png`` — mean ± std distance per layer for D_VT and D_T, VIP marked;

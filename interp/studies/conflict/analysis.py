@@ -97,6 +97,7 @@ class RateTable:
     labels: list[str]
 
     def to_frame(self) -> pd.DataFrame:
+        """The table: one row per group and label with the rate and its Wilson interval."""
         return self.frame
 
     def wide(self) -> pd.DataFrame:
@@ -131,6 +132,7 @@ class ConflictResponses:
     sources: tuple[Source, ...] = DEMO_SOURCES
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per response: the sample, its configuration, the answer and its label."""
         return self.frame
 
     @property

@@ -1,7 +1,7 @@
 """``interp conflict`` — the modality-conflict study on a model and a dataset.
 
 Registering the command imports only argparse, :mod:`interp.command` and the package (whose public
-names load on first use); the model runs, tables and figures (:mod:`.report`) are imported when
+names load on first use); the model runs, tables and figures (:mod:`~interp.studies.conflict.report`) are imported when
 the command runs. The command's help text is the package's docstring.
 """
 

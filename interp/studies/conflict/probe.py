@@ -53,6 +53,7 @@ class BiasProbe:
         return 1.0 / len(self.probe.classes_)
 
     def to_frame(self) -> pd.DataFrame:
+        """The per-layer probe scores (the :class:`probes.LayerwiseProbe` table)."""
         return self.probe.to_frame()
 
     def above_chance(
@@ -111,6 +112,7 @@ class BiasProbe:
         return int(hits.min()) if len(hits) else None
 
     def plot(self) -> Figure:
+        """The probe's scores per layer with the chance level and the first layer above chance."""
         fig = self.probe.plot()
         ax = fig.axes[0]
         ax.axhline(self.chance, color="grey", ls=":", lw=0.8, label="chance")

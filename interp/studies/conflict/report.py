@@ -1,5 +1,5 @@
 """What ``interp conflict`` computes and writes once its checks have passed and the model is
-loaded (:mod:`.cli` declares the command): the responses per configuration, evidence type and
+loaded (:mod:`~interp.studies.conflict.cli` declares the command): the responses per configuration, evidence type and
 order, the findings as differences with intervals (which source dominates, the perceptual /
 propositional asymmetry, the order effect), the contrastive-decoding diagnostic, the bias-label
 probe with its test against chance, their tables, figures and summary."""

@@ -13,9 +13,9 @@ run per seed, reported as mean ± std), so a method is never compared with a sam
 - an answer counts as ``no`` if its words hold ``no`` or ``not``, else ``yes`` (POPE's rule);
 - metrics (positive class ``yes``): accuracy, precision, recall, F1 and the yes-ratio.
 
-Modules: :mod:`.measure` (the runs: :func:`evaluate_decoding` → :class:`DecodingRuns`,
-:func:`parameter_sweep` over α and β of one method), :mod:`.analysis` (POPE's answers, metrics and
-settings; :func:`compare_methods`: the methods ranked by accuracy with paired bootstrap intervals), :mod:`.figures` (:func:`plot_methods`, :func:`plot_sweep`) and :mod:`.cli` (the command
+Modules: :mod:`~interp.studies.decoding.measure` (the runs: :func:`evaluate_decoding` → :class:`DecodingRuns`,
+:func:`parameter_sweep` over α and β of one method), :mod:`~interp.studies.decoding.analysis` (POPE's answers, metrics and
+settings; :func:`compare_methods`: the methods ranked by accuracy with paired bootstrap intervals), :mod:`~interp.studies.decoding.figures` (:func:`plot_methods`, :func:`plot_sweep`) and :mod:`~interp.studies.decoding.cli` (the command
 ``interp decoding``, alias ``interp decode``, :func:`register`).
 """
 

@@ -1,5 +1,5 @@
 """What ``interp decoding`` computes and writes once its checks have passed and the model is
-loaded (:mod:`.cli` declares the command): every method greedy and sampled, the answers, the
+loaded (:mod:`~interp.studies.decoding.cli` declares the command): every method greedy and sampled, the answers, the
 metrics per method and setting, the methods ranked by accuracy with paired intervals
 (``comparisons.csv``), the figure and summary."""
 

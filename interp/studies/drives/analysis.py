@@ -117,6 +117,7 @@ class DriveClusters:
         return pd.DataFrame(rows)
 
     def sample_frame(self) -> pd.DataFrame:
+        """Each sample's cluster (numbered from 1)."""
         return pd.DataFrame({"sample_id": self.sample_ids, "cluster": self.labels + 1})
 
 
@@ -167,6 +168,7 @@ class Imbalance:
     negative: str = "grounded"
 
     def to_frame(self) -> pd.DataFrame:
+        """Per score: AUROC and AUPRC with their intervals, beside the group effects."""
         return self.table.merge(self.effects, on="score")
 
 

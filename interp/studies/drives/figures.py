@@ -77,7 +77,7 @@ def plot_clusters(clusters: DriveClusters, *, title: str | None = None) -> Figur
 def plot_recovery(
     recovery: Recovery, *, bins: int = 10, blocks: Any = None, n_boot: int = 1000
 ) -> Figure:
-    """Fig. 5: |D(t) − G(t)| over the relative decoding position for the drive and its PMI
+    """Fig. 5: ``|D(t) − G(t)|`` over the relative decoding position for the drive and its PMI
     baseline, question (question drive QCD vs PMI_Q) and prefix (prefix drive PCD vs PMI_P)
     interventions, with the paper's 95 % block-bootstrap bands (:meth:`Recovery.binned_ci`)."""
     ci = recovery.binned_ci(bins, blocks, n_boot)

@@ -65,6 +65,7 @@ class DriveProfiles:
     seed: int
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per (bin, drive): the mean drive in bits and its share with a 95 % interval."""
         return self.frame
 
     def wide(self) -> pd.DataFrame:
@@ -192,7 +193,7 @@ def support_stability(
     Returns:
         One row per (draw, k): ``r_question_drive``, ``r_prefix_drive`` (means over samples of
         the per-sample Pearson r; a constant trajectory — one-token answers — gives no r and is
-        left out), ``n`` (samples with an r) and ``mean_abs_diff_*`` (mean |D − D_ref| in bits).
+        left out), ``n`` (samples with an r) and ``mean_abs_diff_*`` (mean ``|D − D_ref|`` in bits).
 
     Raises:
         SupportError: a K larger than the pool; other errors as :func:`causal_drives` (a

@@ -74,7 +74,7 @@ class Recovery:
         return len(self.context_ids)
 
     def per_target(self) -> pd.DataFrame:
-        """Err(D) = (1/T) Σ_t |D(t) − G(t)| (Eq. 15) per target, for the question drive (QCD),
+        """``Err(D) = (1/T) Σ_t |D(t) − G(t)|`` (Eq. 15) per target, for the question drive (QCD),
         PMI_Q, the prefix drive (PCD) and PMI_P (``err_question_drive``, ...)."""
         return pd.DataFrame(
             {"sample_id": self.sample_ids}
@@ -127,7 +127,7 @@ class Recovery:
     ) -> pd.DataFrame:
         """Fig. 5's curves with the paper's 95 % block-bootstrap intervals: per relative-position
         bin and error (``question_drive``, ``pmi_q``, ``prefix_drive``, ``pmi_p``), the mean
-        |D − G| over targets and its percentile interval from resampling whole blocks
+        ``|D − G|`` over targets and its percentile interval from resampling whole blocks
         (:func:`probes.stats.block_bootstrap`): ``blocks`` gives each target's block (the paper's
         are its ten K = 20 support blocks); by default each target is a block, its whole
         trajectory resampled as one. Columns ``bin``, ``position``, ``error``, ``mean``,
@@ -160,7 +160,7 @@ def recovery_error(
     **options: Any,
 ) -> Recovery:
     """Randomized-intervention recovery (Sec. 5.4, Eq. 15, Fig. 5): a held-out reference G(t)
-    from M contexts outside the drives' support, and Err(D) = (1/T) Σ_t |D(t) − G(t)| for QCD vs
+    from M contexts outside the drives' support, and ``Err(D) = (1/T) Σ_t |D(t) − G(t)|`` for QCD vs
     PMI_Q (question fixed, images reassigned) and PCD vs PMI_P (prefix fixed, (image, question)
     pairs reassigned). 2M teacher-forced forwards per target; P0 is the drives'.
 

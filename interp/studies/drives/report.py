@@ -1,5 +1,5 @@
 """What ``interp drives`` computes and writes once its checks have passed and the model is
-loaded (:mod:`.cli` declares the command): the drives, source removal, the recovery check, the
+loaded (:mod:`~interp.studies.drives.cli` declares the command): the drives, source removal, the recovery check, the
 trajectory clusters, the S_PV validation on labelled data, their tables, figures and summary."""
 
 from __future__ import annotations

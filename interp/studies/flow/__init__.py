@@ -19,7 +19,7 @@ flow figure (:func:`plot_flow`) and the **causal integration layer** (:func:`int
 the last window whose image → text knockout still lowers the answer's probability significantly
 (two-sided one-sample t-tests of Δ against 0, Holm-corrected over edges × windows) and by at least
 a tenth of the largest drop (an effect-size floor, ``min_fraction``). It is the causal
-counterpart of the chain-of-embedding study's Visual Integration Point: :mod:`.rules` puts the
+counterpart of the chain-of-embedding study's Visual Integration Point: :mod:`~interp.studies.flow.rules` puts the
 VIP under each rule of :mod:`probes.vip` beside it (:func:`vip_rule_layers`,
 :func:`rule_agreement` for the sensitivity to N, :func:`plot_vip_rules`,
 :func:`plot_rule_agreement`).

@@ -1,5 +1,5 @@
 """What ``interp flow`` computes and writes once its checks have passed and the model is loaded
-(:mod:`.cli` declares the command):
+(:mod:`~interp.studies.flow.cli` declares the command):
 
 - ``flow_curves.csv`` — mean Δ with its 95 % bootstrap interval per group, edge and window;
 - ``flow_samples.csv`` — Δ per sample, edge and window (:meth:`Flow.to_frame`);

@@ -32,13 +32,13 @@ Inside the model (Sec. 6), at the last prompt token of the Visual setting, ``h^(
 - **transfer** (Sec. 6.2, Table 1): probes trained on the other families and applied, without
   retraining, to a held-out one (:func:`transfer`).
 
-Modules: :mod:`.settings` (the settings, trivial images, metrics), :mod:`.items` (:class:`RecallItem`,
-:func:`recall_items`), :mod:`.measure` (the model runs: :func:`run_recall` → :class:`RecallRun` of
-:mod:`.result`, :func:`logit_lens`), :mod:`.analysis` (majority vote, cosine, perplexity, Table 2 and
-Table 1 from predictions), :mod:`.curves` (:func:`linking_curves`), :mod:`.probes`
-(:func:`failure_probes`), :mod:`.crossfamily` (:func:`transfer`), :mod:`.figures`
+Modules: :mod:`~interp.studies.recall.settings` (the settings, trivial images, metrics), :mod:`~interp.studies.recall.items` (:class:`RecallItem`,
+:func:`recall_items`), :mod:`~interp.studies.recall.measure` (the model runs: :func:`run_recall` → :class:`RecallRun` of
+:mod:`~interp.studies.recall.result`, :func:`logit_lens`), :mod:`~interp.studies.recall.analysis` (majority vote, cosine, perplexity, Table 2 and
+Table 1 from predictions), :mod:`~interp.studies.recall.curves` (:func:`linking_curves`), :mod:`~interp.studies.recall.probes`
+(:func:`failure_probes`), :mod:`~interp.studies.recall.crossfamily` (:func:`transfer`), :mod:`~interp.studies.recall.figures`
 (:func:`plot_accuracy`, :func:`plot_linking`, :func:`plot_probe_curves`, :func:`plot_risk_coverage`)
-and :mod:`.cli` (the command ``interp recall``, :func:`register`).
+and :mod:`~interp.studies.recall.cli` (the command ``interp recall``, :func:`register`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``interp recall`` — the visual-reference recall study as a command: runs every setting on the
 model, writes the tables and figures into ``--out`` and prints the summary. The command's
 ``--help`` shows the study's description (the package docstring). Registering it imports no torch:
-the study's modules load inside the run (:mod:`.report`)."""
+the study's modules load inside the run (:mod:`~interp.studies.recall.report`)."""
 
 from __future__ import annotations
 

@@ -77,6 +77,7 @@ class Transfer:
         return pd.DataFrame(rows)
 
     def to_frame(self) -> pd.DataFrame:
+        """Table 1 as the paper prints it (:meth:`table1`)."""
         return self.table1()
 
 
@@ -102,8 +103,8 @@ def transfer(
     is given); the probe of that layer, the perplexity threshold, the majority baseline and the
     ensemble (calibrated on the probe's out-of-fold outputs) are fitted there and predict F.
 
-    Raises (before any fitting):
-        RecallError: fewer than two families.
+    Raises:
+        RecallError: fewer than two families (before any fitting, as the next two).
         UnknownFamilyError: a held-out family the run lacks.
         ProbeError: a training or held-out set with a single class, or too few items per class
             for ``cv``.

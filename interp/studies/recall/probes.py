@@ -1,6 +1,6 @@
 """Table 2: linear probes on the Visual setting's states that flag linking failures, against the
 majority and perplexity baselines, with selective prediction, evaluated by nested cross-validation
-(:func:`failure_probes` → :class:`FailureProbes`); :mod:`.crossfamily` shares its fitting
+(:func:`failure_probes` → :class:`FailureProbes`); :mod:`~interp.studies.recall.crossfamily` shares its fitting
 helpers."""
 
 from __future__ import annotations
@@ -183,9 +183,11 @@ class FailureProbes:
         )
 
     def risk_curves(self) -> dict[str, RiskCoverage]:
+        """The risk-coverage curve of each method, from the out-of-fold predictions."""
         return risk_curves(self.predictions)
 
     def to_frame(self) -> pd.DataFrame:
+        """Table 2 with its default intervals (:meth:`table`)."""
         return self.table()
 
 
@@ -253,8 +255,8 @@ def failure_probes(
             ``"item"``, or None.
         subset: ``"kept"`` (the filtered benchmark) or ``"all"``.
 
-    Raises (before any fitting):
-        UnknownFamilyError: a family the run lacks.
+    Raises:
+        UnknownFamilyError: a family the run lacks (before any fitting, as the next).
         ProbeError: a single class, fewer items of a class (or groups) than folds in the data or
             in an outer training split.
     """

@@ -1,5 +1,5 @@
 """What ``interp recall`` computes and writes once its checks have passed and the model is loaded
-(:mod:`.cli` declares the command): every setting's answers, accuracy and the visual-reference
+(:mod:`~interp.studies.recall.cli` declares the command): every setting's answers, accuracy and the visual-reference
 gap, the linking curves, the failure probes with selective prediction and the transfer across
 families, their tables, figures and summary."""
 

@@ -9,7 +9,7 @@ and answer format (set by its reader in :mod:`interp.datasets.benchmarks`).
 Settings per paper:
 
 - ``coe`` — Table 3 (Spearman's rho of TVI, visual attention and output divergence with
-  correctness) and Table 7 (|D|, |D_VT|, |D_T|) on VLind-Bench and ViLP; conditions ``full`` vs
+  correctness) and Table 7 (``|D|``, ``|D_VT|``, ``|D_T|``) on VLind-Bench and ViLP; conditions ``full`` vs
   ``blind``, cosine distance, exact answer match, at most 8 new tokens; the VIP is the paper's for
   the model (Appendix C, :data:`~.published.COE_VIPS`), else Eq. 9 with beta = 2 and no
   significance floor (Appendix B.2). **Read position**: :data:`COE_READ_AT` — the paper's, the

@@ -2,7 +2,7 @@
 
 Writes into ``out``: one sub-folder per study run (the study's own outputs and store, so a rerun
 resumes), ``table.csv`` (this run: one row per table cell), ``published.csv`` (the paper's rows,
-:mod:`.published`), and ``table.md`` (both side by side, the paper's rows for this model first
+:mod:`~interp.studies.reproduce.published`), and ``table.md`` (both side by side, the paper's rows for this model first
 when it has some).
 """
 
@@ -43,6 +43,7 @@ class Reproduction:
     remote_notes: tuple[str, ...] = ()
 
     def markdown(self) -> str:
+        """``table.md``: this run's table, the paper's rows beside it, and the recipe's notes."""
         lines = [f"# {self.paper}: {RECIPES[self.paper].title}", f"model: {self.model}", ""]
         lines += ["## this run", "", _md(self.table), "", "## the paper"]
         if (
