@@ -221,7 +221,7 @@ def boost(
 ) -> Write:
     """PAI's boost of one layer as plain data: in the attention module ``attention`` (an
     envoy), the attention is recomputed from the inputs of its attention call ``call`` (a name
-    in nnsight's ``.source``) as eager attention computes it,
+    in nnsight's ``.source``) as eager attention computes it::
 
         a = q·Kᵀ · scaling [→ cap · tanh(a / cap)] + mask,   a ← a + α·|a| at queries × keys,
         out = softmax(a) · V

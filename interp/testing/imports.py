@@ -37,7 +37,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("encoding", ("interp/encoding/",)),
     ("old import paths", ("interp/positions.py", "interp/targets.py")),
     ("model", ("interp/model.py", "interp/hub.py", "interp/threads.py")),
-    ("edits and reads", ("interp/edits.py", "interp/tracing.py", "interp/plain.py")),
+    (
+        "edits and reads",
+        ("interp/edits.py", "interp/tracing.py", "interp/plain.py", "interp/wire.py"),
+    ),
     ("token → region maps", ("interp/regions.py",)),
     (
         "the run loop",
