@@ -391,9 +391,10 @@ def test_bad_runs_are_refused_before_any_compute(samples, monkeypatch):
         interp.generate(vlm, samples, "blind", decoding=vdd(), progress_bar=False)
     with pytest.raises(DecodingError, match="cannot run rows with and without an image"):
         interp.generate(shared_tiny_vlm("mllama"), samples, decoding=m3id(), progress_bar=False)
-    with pytest.raises(interp.InterventionError, match="eager"):
-        sdpa = interp.load(*build_tiny("llava", attn_implementation="sdpa"))
-        interp.generate(sdpa, samples, decoding=pai(), progress_bar=False)
+    flash = interp.load(*build_tiny("llava", attn_implementation="sdpa"))
+    flash.hf.config._attn_implementation = "flash_attention_2"  # no 4-D mask: PAI cannot run
+    with pytest.raises(interp.InterventionError, match="attn_implementation='sdpa'"):
+        interp.generate(flash, samples, decoding=pai(), progress_bar=False)
     with refused(DecodingError, match="interp.Decoding"):
         interp.generate(vlm, samples, decoding="vcd", progress_bar=False)
     assert calls["n"] == 0
