@@ -45,7 +45,7 @@ from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
 from .store import stack_rows
-from .wire import apply_writes, row_weights
+from .wire import apply_writes, read_site, row_weights
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -343,14 +343,7 @@ def generate_batch(
                         if k == "attention" or k.startswith("weights:"):
                             w = row_weights(s, k, rows, index)
                         else:
-                            v = (
-                                s.output
-                                if k == "output"
-                                else s.input
-                                if k == "input"
-                                else s.inputs[1][k]
-                            )
-                            states.append((v[0] if isinstance(v, tuple) else v)[rows, index])
+                            states.append(read_site(s, k, rows, index))
                             continue
                         masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
                     prompt_states = torch.stack(states, 1)[:, order].save()

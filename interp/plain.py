@@ -44,13 +44,14 @@ generation block as plain numbers (:meth:`interp.Decoding.lower`, :meth:`interp.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 from jaxtyping import Bool, Int
 from torch import Tensor
 
+from .options import is_remote
 from .wire import apply_writes
 
 if TYPE_CHECKING:
@@ -115,8 +116,9 @@ def residual_sites(
     return sites, order
 
 
-def attention_kind(vlm: VLM, remote: bool) -> str:
-    """How a trace reads the attention weights of a decoder layer (:func:`residual_sites`).
+def attention_kind(vlm: VLM, trace_options: Mapping[str, Any]) -> str:
+    """How a trace with ``trace_options`` reads the attention weights of a decoder layer
+    (:func:`residual_sites`).
 
     Eager attention returns them (``output[1]`` of the attention module: :data:`ATTENTION`), where
     this process runs it. Elsewhere — SDPA, or a remote run whose server's attention its
@@ -130,7 +132,7 @@ def attention_kind(vlm: VLM, remote: bool) -> str:
     in float32, with the call's own mask (a boolean mask as 0 / the dtype's minimum; none — SDPA's
     causal shortcut — the causal mask), which is eager attention's formula."""
     impl = getattr(vlm.hf.config, "_attn_implementation", None)
-    if impl == "eager" and not remote:
+    if impl == "eager" and not (vlm.remote or is_remote(trace_options)):
         return ATTENTION
     return WEIGHTS + vlm.adapter.attention_scores_site[0]
 

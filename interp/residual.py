@@ -16,7 +16,7 @@ from .conditions import Condition
 from .edits import Batch, Intervention, check_edits, local_only
 from .encoding import append_targets, batches
 from .errors import ConditionError, InterpError
-from .options import RunOptions, is_remote
+from .options import RunOptions
 from .plain import attention_kind, residual_sites
 from .runner import Job
 from .runner import run as run_job
@@ -237,7 +237,7 @@ def generate_states(
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     wanted = resolve_layers(vlm, layers)
     local_only(vlm, trace, measurement, edits=edits or ())
-    kind = attention_kind(vlm, bool(vlm.remote) or is_remote(trace))
+    kind = attention_kind(vlm, trace)
     if visual_attention:
         check_visual_attention(vlm)
     edits = check_edits(vlm, edits)

@@ -25,9 +25,8 @@ from .edits import Batch, Intervention, edit_hook
 from .encoding.assemble import Encoding
 from .encoding.select import select
 from .errors import InterventionError
-from .options import is_remote
 from .plain import ATTENTION, attention_kind, residual_sites, stand_in
-from .wire import apply_writes, row_weights
+from .wire import apply_writes, read_site, row_weights
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -97,17 +96,10 @@ def read_states(
     states, masses = [], []
     for envoy, kind in sites:  # in execution order; each value cut to the read rows at once
         if kind == ATTENTION:
-            weights = envoy.output[1][rows, :, index].float()  # [batch, head, key]
+            weights = row_weights(envoy, kind, rows, index)  # [batch, head, key]
             masses.append((weights * image_mask[:, None, :]).sum(-1).mean(-1))
             continue
-        value = (
-            envoy.output
-            if kind == "output"
-            else envoy.input
-            if kind == "input"
-            else envoy.inputs[1][kind]
-        )
-        states.append((value[0] if isinstance(value, tuple) else value)[rows, index])
+        states.append(read_site(envoy, kind, rows, index))
     mass = torch.stack(masses, dim=1).mean(1) if masses else None
     return torch.stack(states, dim=1)[:, order], mass
 
@@ -189,7 +181,7 @@ def forward_reads(
         skipped=batch.skipped_layers,
         attend=image_mask is not None or weights,
         normed=normed,
-        attention=attention_kind(vlm, bool(vlm.remote) or is_remote(trace_kwargs)),
+        attention=attention_kind(vlm, trace_kwargs),
     )
     writes, hook = edit_hook(vlm, batch, edits)
     mass = None
@@ -207,8 +199,7 @@ def forward_reads(
                 if k == "attention" or k.startswith("weights:"):
                     w = row_weights(s, k, rows, index)
                 else:
-                    v = s.output if k == "output" else s.input if k == "input" else s.inputs[1][k]
-                    read.append((v[0] if isinstance(v, tuple) else v)[rows, index])
+                    read.append(read_site(s, k, rows, index))
                     continue
                 # the row's weights [b, heads, keys], or their mass on image tokens (Eq. 10)
                 masses.append(w if image_mask is None else (w * image_mask[:, None, :]).sum(-1))

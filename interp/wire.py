@@ -1,5 +1,6 @@
 """The code a measurement's trace runs, here or on NDIF's server: applying lowered edits
-(:func:`apply_writes`) and reading a row of attention weights (:func:`row_weights`).
+(:func:`apply_writes`), reading a residual site (:func:`read_site`) and a row of attention weights
+(:func:`row_weights`).
 
 NDIF's server cannot import this library. These functions use only torch and the envoys and
 plain data they are given, and this module is registered with nnsight to travel **by value**
@@ -113,6 +114,15 @@ def scores(q, key, m, kw):
 
 
 @no_type_check
+def read_site(s, kind, rows, index):
+    """Inside a trace: the residual value at a read site of :func:`interp.plain.residual_sites`
+    (``kind`` ``"output"``, ``"input"`` or a decoder keyword), cut to each row's ``index`` (a
+    tuple found there stands for its first element)."""
+    v = s.output if kind == "output" else s.input if kind == "input" else s.inputs[1][kind]
+    return (v[0] if isinstance(v, tuple) else v)[rows, index]
+
+
+@no_type_check
 def row_weights(s, kind, rows, index):
     """Inside a trace: the attention weights of each row's position ``index`` in the layer
     whose attention module is ``s``, float32 ``[b, heads, keys]`` — eager attention's second
@@ -135,4 +145,4 @@ def row_weights(s, kind, rows, index):
 
 nnsight.register(__name__)  # functions of this module travel by source (see the docstring)
 
-__all__ = ["apply_writes", "row_weights", "scores"]
+__all__ = ["apply_writes", "read_site", "row_weights", "scores"]
