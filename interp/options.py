@@ -42,6 +42,9 @@ class RunOptions:
         progress_bar: show a progress bar.
         wait_timeout, idle_timeout: how long a sharded run waits for its peers, and for a peer
             that is not running.
+        share_prefix: contexts that begin with the same tokens and media run that prefix once
+            and only their own suffixes after it (:mod:`interp.prefix`; results equal within
+            float tolerance); False runs every context in full.
         remote: run every trace on NDIF (``True``: the configured host, with nnsight's API key
             from its config or ``NDIF_API_KEY``), on the NDIF host at a URL, or ``"local"``
             (nnsight's in-process dry run of the remote path). The model should be loaded with
@@ -58,6 +61,7 @@ class RunOptions:
     progress_bar: bool = True
     wait_timeout: float = 24 * 3600.0
     idle_timeout: float = 60.0
+    share_prefix: bool = True
     remote: bool | str = False
     backend: Any = None
     trace: Mapping[str, Any] = field(default_factory=dict)

@@ -12,16 +12,21 @@ import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
+from . import prefix
 from .conditions import Condition
 from .edits import Batch, Intervention, check_edits, edit_hook, local_only
 from .encoding import append_targets, batches, target_ids
+from .encoding.assemble import assemble, check_pixel_conditions
+from .encoding.batch import batch_rows
+from .encoding.codec import as_codec
+from .encoding.resolve import resolve
 from .errors import ContextError, EmptyInputError
 from .options import RunOptions
 from .plain import head_transform, residual_site, stand_in
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
-from .wire import apply_writes
+from .wire import apply_writes, target_logprobs
 
 if TYPE_CHECKING:
     from .model import VLM
@@ -150,12 +155,7 @@ def scored_forward(
                         h = h[key]
                     h = h[0] if isinstance(h, tuple) else h
                 states = h.detach().clone().save()
-            z = head.output[rows, where]
-            if scale != 1.0:  # the forward's own transform of the head's output
-                z = z * scale
-            if cap:
-                z = torch.tanh(z / cap) * cap
-            picked = z.float().log_softmax(-1).gather(-1, tgt[..., None])[..., 0]
+            picked = target_logprobs(head.output, rows, where, tgt, scale, cap)
             lp = picked.detach().save()  # (a tensor in the graph does not cross the wire)
             if grad_sites is not None:
                 with (picked * valid).sum().backward():
@@ -242,6 +242,7 @@ def score_rows(
     *,
     batch_size: int,
     edits: Sequence[Intervention] = (),
+    share_prefix: bool = True,
     **trace_kwargs: Any,
 ) -> list[Tensor]:
     """Natural-log ``log p(a_t | a_<t, context)`` of each row's target token ids, one
@@ -250,6 +251,10 @@ def score_rows(
     No store: see :func:`score_contexts` for stored, resumable runs. ``trace_kwargs`` go to every
     trace (the edits' preparation included), e.g. ``remote=True``.
 
+    With ``share_prefix`` (and a family that supports it, no edits, a local run), rows with equal
+    media run the tokens they share once and only their own suffixes after it
+    (:mod:`interp.prefix`): the same values within float tolerance, fewer tokens computed.
+
     Returns:
         one float64 ``[T_row]`` tensor per row, in row order.
     """
@@ -257,21 +262,86 @@ def score_rows(
     groups: dict[Condition, list[int]] = {}
     for j, (_, cond) in enumerate(rows):
         groups.setdefault(Condition.parse(cond), []).append(j)
+    pools: dict[Condition, list[int]] = {}
     for cond, where in groups.items():
         # similar lengths share a batch (less padding); every row is still scored on its own
-        where = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
-        group = [rows[j][0] for j in where]
-        for sub, enc in batches(vlm, group, cond, batch_size, all_samples=group):
+        pools[cond] = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
+    left = dict(pools)
+    if share_prefix and prefix.applies(vlm, edits, trace_kwargs):
+        left = _score_shared(vlm, rows, targets, pools, out, batch_size, trace_kwargs)
+    for cond, where in pools.items():
+        group = [rows[j][0] for j in where]  # the pool ``swap`` parts draw from
+        todo = left[cond]
+        if not todo:
+            continue
+        chosen = [rows[j][0] for j in todo]
+        for sub, enc in batches(vlm, chosen, cond, batch_size, all_samples=group):
             batch = Batch(
-                vlm, enc, [group[r] for r in sub], cond, "score", group, trace_options=trace_kwargs
+                vlm, enc, [chosen[r] for r in sub], cond, "score", group, trace_options=trace_kwargs
             )
             lp = trace_target_logprobs(
-                vlm, batch, [targets[where[r]] for r in sub], edits, **trace_kwargs
+                vlm, batch, [targets[todo[r]] for r in sub], edits, **trace_kwargs
             )
             for row, r in enumerate(sub):
-                j = where[r]
+                j = todo[r]
                 out[j] = lp[row, : len(targets[j])].double()
     return out  # type: ignore[return-value]
+
+
+def _score_shared(
+    vlm: VLM,
+    rows: Sequence[Context],
+    targets: Sequence[Sequence[int]],
+    pools: dict[Condition, list[int]],
+    out: list[Tensor | None],
+    batch_size: int,
+    trace_kwargs: dict[str, Any],
+) -> dict[Condition, list[int]]:
+    """Score the rows that share a prefix with others (:mod:`interp.prefix`) into ``out``; the
+    rows left, per condition, in pool order."""
+    codec = as_codec(vlm)
+    units: list[prefix.Unit] = []
+    order: list[tuple[Condition, int]] = []
+    shared: dict[str, prefix.Prefix] = {}
+    unshared: list[tuple[Condition, int]] = []
+    for cond, where in pools.items():
+        check_pixel_conditions(codec.adapter, [cond])
+        pool = [rows[j][0] for j in where]
+        resolved = resolve(pool, cond, codec.processor, all_samples=pool)
+        for idx in batch_rows(codec.adapter, resolved, batch_size):
+            chosen = [resolved[i] for i in idx]
+            keys = [prefix.media_key(row.seen) for row in chosen]
+            for row, key in zip(chosen, keys):
+                if key is not None and key not in shared:  # the prefix's inputs, encoded alone
+                    shared[key] = prefix.representative(vlm, assemble(codec, [row]))
+            enc = assemble(codec, chosen)
+            tgts = [targets[where[i]] for i in idx]
+            for i, u in zip(idx, prefix.units(vlm, enc, tgts, cond.prefix == "removed", keys)):
+                if u is None:
+                    unshared.append((cond, where[i]))
+                else:
+                    units.append(u)
+                    order.append((cond, where[i]))
+            for i in idx:
+                resolved[i].release()
+    groups, alone = prefix.plan(units)
+    for members, p in groups:
+        head = shared[units[members[0]].key]
+        cache, delta = prefix.run_prefix(vlm, head, p)
+        # similar suffix lengths share a forward
+        members = sorted(members, key=lambda i: (int(units[i].ids.shape[0]), i))
+        for start in range(0, len(members), batch_size):
+            chunk = members[start : start + batch_size]
+            lp = prefix.suffix_logprobs(
+                vlm, [units[i] for i in chunk], p, cache, delta, head, trace_kwargs
+            )
+            for row, i in enumerate(chunk):
+                j = order[i][1]
+                out[j] = lp[row, : len(targets[j])].double()
+    left: dict[Condition, list[int]] = {cond: [] for cond in pools}
+    for cond, j in [order[i] for i in alone] + unshared:
+        left[cond].append(j)
+    return {cond: sorted(js, key=pools[cond].index) for cond, js in left.items()}
 
 
 def score_contexts(
@@ -353,7 +423,15 @@ def score_contexts(
             counts.append(len(ctx))
         if len(set(counts)) != 1:
             raise ContextError("every sample must have the same number of contexts")
-        lps = score_rows(vlm, rows, tgts, batch_size=opts.batch_size, edits=edits, **trace)
+        lps = score_rows(
+            vlm,
+            rows,
+            tgts,
+            batch_size=opts.batch_size,
+            edits=edits,
+            share_prefix=opts.share_prefix,
+            **trace,
+        )
         width = max(len(ids[index[str(s.id)]]) for s in chunk)
         out = torch.zeros(len(chunk), counts[0], width, dtype=torch.float64)
         for r, lp in enumerate(lps):

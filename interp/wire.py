@@ -1,6 +1,6 @@
 """The code a measurement's trace runs, here or on NDIF's server: applying lowered edits
 (:func:`apply_writes`), reading a residual site (:func:`read_site`) and a row of attention weights
-(:func:`row_weights`).
+(:func:`row_weights`), and scoring target tokens (:func:`target_logprobs`).
 
 NDIF's server cannot import this library. These functions use only torch and the envoys and
 plain data they are given, and this module is registered with nnsight to travel **by value**
@@ -93,6 +93,19 @@ def apply_writes(writes, step=0):
             mean = x.new_zeros(count.shape[0], x.shape[-1]).index_add_(0, g, x) / count.to(x)
             new = new + mean[g] * weight.to(x)
         v[at] = new
+
+
+@no_type_check
+def target_logprobs(z, rows, where, tgt, scale, cap):
+    """Inside a trace: ``log softmax(f(z))[rows, where, tgt]``, the natural-log probability of each
+    target token from the head's output ``z`` at the position that predicts it, with ``f`` the
+    forward's own transform of the head's output (``z · scale``, then ``cap · tanh(· / cap)``)."""
+    z = z[rows, where]
+    if scale != 1.0:
+        z = z * scale
+    if cap:
+        z = torch.tanh(z / cap) * cap
+    return z.float().log_softmax(-1).gather(-1, tgt[..., None])[..., 0]
 
 
 @no_type_check

@@ -124,6 +124,7 @@ class Modules:
     cross_attention_layers_attr: str | None = None
     text_only_module: str | None = None
     forward_inputs: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    prefix_sharing: bool = False
 
 
 # the decoder attributes tried, in order, for the final norm when an entry names none
@@ -188,6 +189,11 @@ class Adapter:
             families whose full forward requires an image (InstructBLIP's ``language_model``).
         forward_inputs: a fix-up applied to the model inputs of a single forward (not of
             ``generate``, which derives what it needs itself), e.g. mask-derived ``position_ids``.
+        prefix_sharing: the family continues a prompt from its cached prefix exactly (a test runs
+            every verified family's shared prefix once and its suffixes from the cache against
+            the full forwards: :mod:`interp.prefix`); off where the prompt attends both ways
+            (PaliGemma's prefix-LM) or the forward keeps no cache (InstructBLIP), and on no
+            inferred entry until checked.
         blind_by_stripping: the stock processor refuses a batch without images (PaliGemma):
             a text-only batch is encoded as the image prompt of a placeholder image with the image
             tokens and pixels then removed, so the blind prompt is the stock layout minus the image.

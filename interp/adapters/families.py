@@ -51,6 +51,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="llava",
+        prefix_sharing=True,
         model_types=("llava",),
         image_features="model.multi_modal_projector",
         token_layout=rl.llava_layout,
@@ -58,6 +59,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="llava_next",
+        prefix_sharing=True,
         token_layout=rl.anyres_layout,
         model_types=("llava_next",),
         image_features="model.multi_modal_projector",
@@ -66,6 +68,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="llava_onevision",
+        prefix_sharing=True,
         stacked_videos=True,
         # nested per row, as apply_chat_template passes them: a row of several images then gets
         # the base view of each (the image processor's multi-image rule), not any-res tiles
@@ -81,6 +84,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="qwen2_vl",
+        prefix_sharing=True,
         token_layout=rl.qwen_layout,
         model_types=("qwen2_vl",),
         image_features="model.visual",
@@ -92,6 +96,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="qwen2_5_vl",
+        prefix_sharing=True,
         token_layout=rl.qwen_layout,
         model_types=("qwen2_5_vl",),
         image_features="model.visual",
@@ -103,6 +108,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="qwen3_vl",
+        prefix_sharing=True,
         token_layout=rl.qwen_layout,
         model_types=("qwen3_vl",),
         image_features="model.visual",
@@ -127,6 +133,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="qwen2_5_omni_thinker",
+        prefix_sharing=True,
         token_layout=rl.qwen_layout,
         model_types=("qwen2_5_omni_thinker",),
         image_features="model.visual",
@@ -139,6 +146,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="qwen3_omni_moe_thinker",
+        prefix_sharing=True,
         token_layout=rl.qwen_layout,
         model_types=("qwen3_omni_moe_thinker",),
         image_features="model.visual",
@@ -156,6 +164,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="gemma4",
+        prefix_sharing=True,
         token_layout=rl.gemma4_layout,
         model_types=("gemma4",),
         image_features="model.embed_vision",
@@ -175,6 +184,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="llava_next_video",
+        prefix_sharing=True,
         stacked_videos=True,
         token_layout=rl.anyres_layout,
         model_types=("llava_next_video",),
@@ -186,6 +196,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="internvl",
+        prefix_sharing=True,
         stacked_videos=True,
         token_layout=rl.internvl_layout,
         model_types=("internvl",),
@@ -203,6 +214,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="idefics3",
+        prefix_sharing=True,
         token_layout=rl.idefics3_layout,
         model_types=("idefics3", "smolvlm"),
         image_features="model.connector",
@@ -212,6 +224,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="gemma3",
+        prefix_sharing=True,
         token_layout=rl.gemma3_layout,
         model_types=("gemma3",),
         image_features="model.multi_modal_projector",
@@ -233,6 +246,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="mllama",
+        prefix_sharing=True,
         no_layout="the image reaches the text through cross-attention layers; the sequence "
         "holds one <|image|> marker, no image tokens",
         model_types=("mllama",),

@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "interp/store.py",
             "interp/locks.py",
             "interp/outputs.py",
+            "interp/prefix.py",
         ),
     ),
     (

@@ -275,6 +275,8 @@ class ForwardCounter:
 
 @pytest.mark.parametrize("pmi, extra", [(False, 0), (True, 2)])
 def test_each_sample_costs_2k_plus_2_forwards(pmi, extra):
+    """Counted on the path that runs every context in full (prefix sharing runs the shared part of
+    several contexts once: tests/core/test_prefix_sharing.py)."""
     vlm = shared_tiny_vlm("llava")
     samples = make_samples(6, seed=1)
     k, batch = 3, 4
@@ -288,6 +290,7 @@ def test_each_sample_costs_2k_plus_2_forwards(pmi, extra):
             pmi=pmi,
             batch_size=batch,
             progress_bar=False,
+            share_prefix=False,
         )
     finally:
         counter.close()
@@ -356,7 +359,13 @@ def test_a_store_resumes_without_recomputing(tmp_path, small):
     counter = ForwardCounter(vlm)
     try:
         full = dr.causal_drives(
-            vlm, samples, support=support, targets=TARGETS, store=tmp_path, progress_bar=False
+            vlm,
+            samples,
+            support=support,
+            targets=TARGETS,
+            store=tmp_path,
+            progress_bar=False,
+            share_prefix=False,  # every context one row through the head (no shared prefixes)
         )
     finally:
         counter.close()
