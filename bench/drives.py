@@ -9,8 +9,9 @@ Time: ``causal_drives`` (nnsight traces, one per batch) vs bare HF doing the sam
 inputs: the same contexts (:func:`interp.studies.drives.drive_contexts`), grouped and batched the
 same way, encoded by the same processor calls (``encode`` + ``append_targets``), one plain
 ``model(**inputs)`` per batch and a ``log_softmax`` gather of the target tokens. Prints both times
-and the ratio (the issue's target: ≤ 1.2×); the two alternate, so that load from other processes
-hits both alike. No timed assertions anywhere.
+and the ratio (the issue's target: ≤ 1.2×), on the path that runs every context in full
+(``share_prefix=False``; prefix sharing is timed by ``bench/prefix_sharing.py``); the two
+alternate, so that load from other processes hits both alike. No timed assertions anywhere.
 
 Memory: peak RSS of a fresh process running ``causal_drives`` for several N and K, next to the
 bytes the result keeps (per-token log-probabilities only: a few ``[N, T]`` float64 arrays) and
@@ -87,7 +88,13 @@ def _memory_child(n: int, k: int, batch_size: int, model: str) -> None:
     vlm, samples, ids, support = workload(n, k, model)
     before, rss_before = peak_rss_mib(), current_rss_mib()
     result = causal_drives(
-        vlm, samples, support=support, targets=ids, batch_size=batch_size, progress_bar=False
+        vlm,
+        samples,
+        support=support,
+        targets=ids,
+        batch_size=batch_size,
+        progress_bar=False,
+        share_prefix=False,
     )
     growth = current_rss_mib() - rss_before
     arrays = [result.p0, result.prefix_drive, result.question_drive, result.visual_drive]
@@ -135,6 +142,8 @@ def main() -> None:
             batch_size=args.batch_size,
             pmi=pmi,
             progress_bar=False,
+            # every context in full, as bare HF runs them (sharing: bench/prefix_sharing.py)
+            share_prefix=False,
         )
 
     mean_t = sum(len(t) for t in ids) / len(ids)

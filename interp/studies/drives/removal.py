@@ -47,9 +47,10 @@ REMOVALS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _decreased(removed: np.ndarray, full: np.ndarray) -> np.ndarray:
+def _decreased(removed: pd.Series, full: pd.Series) -> np.ndarray:
     """Where ``removed < full`` by more than fp32 rounding (relative 1e-5)."""
-    return (removed < full) & ~np.isclose(removed, full, rtol=1e-5, atol=0.0)
+    a, b = removed.to_numpy(), full.to_numpy()
+    return (a < b) & ~np.isclose(a, b, rtol=1e-5, atol=0.0)
 
 
 @dataclass
