@@ -53,6 +53,7 @@ MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
     "qwen2_vl": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
     "qwen2_5_vl": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
     "qwen2_audio": (*LLAVA_LIKE, {"audio": PROJECTOR}),
+    "voxtral": (*LLAVA_LIKE, {"audio": PROJECTOR}),
     "instructblip": (
         "language_model.model.layers",
         "language_model.model.norm",
@@ -140,6 +141,12 @@ def test_facts_match_the_published_config(loaded: tuple) -> None:
         assert vlm.adapter.token_id(vlm.hf, modality) == token, modality
     if "image" in want["modalities"]:
         assert vlm.image_token_id == want["tokens"]["image"]
+    # a llava file with a Pixtral vision tower (Pixtral 12B / Large) gets the Pixtral variant,
+    # whose variable image grid is not llava's fixed layout
+    pixtral = (raw.get("vision_config") or {}).get("model_type") == "pixtral"
+    assert ("pixtral tower" in vlm.adapter.name) == pixtral
+    if pixtral:
+        assert not vlm.adapter.layout_verified
 
 
 def test_module_paths_on_the_meta_device(loaded: tuple) -> None:
