@@ -50,6 +50,7 @@ MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
     "gemma3": (*LLAVA_LIKE, {"image": PROJECTOR}),
     "paligemma": (*LLAVA_LIKE, {"image": PROJECTOR}),
     "mllama": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "got_ocr2": (*LLAVA_LIKE, {"image": PROJECTOR}),
     "qwen2_vl": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
     "qwen2_5_vl": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
     "qwen2_audio": (*LLAVA_LIKE, {"audio": PROJECTOR}),
@@ -73,7 +74,7 @@ def _token(raw: dict[str, Any], *keys: str) -> int | None:
 
 def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     """Layer count, width, placeholder-token ids and modalities as the published JSON states
-    them. Qwen2-VL and Qwen2.5-VL files keep the decoder's keys at the top level (transformers 5
+    them. Qwen2-VL, Qwen2.5-VL and the first GOT-OCR 2.0 files keep the decoder's keys at the top level (transformers 5
     moves them into ``text_config``); the others nest them in ``text_config``. A checkpoint takes
     images when its file has a vision tower, audio when it has an audio tower, and video when it
     also names a video placeholder token."""
