@@ -1,4 +1,4 @@
-"""The published configurations of the seed papers' checkpoints, loaded on the meta device.
+"""Published checkpoint configurations, one or more per supported family, loaded on the meta device.
 
 Each fixture under ``tests/fixtures/configs`` is a checkpoint's ``config.json`` as published
 (``SOURCES.md`` says where each came from). ``interp.load(folder, dispatch=False)`` on a folder
@@ -25,77 +25,89 @@ from interp.model import config_only
 CONFIGS = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 FIXTURES = sorted(CONFIGS.glob("*.json"))
 
-# Decoder facts a published file leaves to its language model's own configuration: LLaVA-1.5
-# and LLaVA-NeXT (vicuna) give only the text model's name. lmsys/vicuna-7b-v1.5's config.json
-# has 32 layers of width 4096 (the Llama-2-7B shape).
+# Decoder facts a published file leaves to its language model's own configuration: LLaVA-1.5,
+# LLaVA-NeXT (vicuna) and ViP-LLaVA give only the text model's name. lmsys/vicuna-7b-v1.5's
+# config.json has 32 layers of width 4096 (the Llama-2-7B shape).
 BASE_MODEL_FACTS = {"lmsys/vicuna-7b-v1.5": {"num_hidden_layers": 32, "hidden_size": 4096}}
 
+# Decoder facts a published file leaves to transformers' defaults, per fixture, with the public
+# statement of the real size: Qwen2-Audio-7B-Instruct's text_config names no size (Qwen2Config
+# builds 32 layers of width 4096); fine-tunes re-saving its configuration state hidden_size 4096
+# (AGI-Eval/Auto-ATT, chenhaodev/qwen2-audio-7b-aishell1) and the model card calls it a 7B model.
+OMITTED_FACTS = {
+    "Qwen--Qwen2-Audio-7B-Instruct": {"num_hidden_layers": 32, "hidden_size": 4096},
+}
+
 # Module paths in the transformers 5 layout, per model_type: decoder layers, final norm,
-# unembedding, image-feature module.
-MODULE_PATHS = {
-    "llava": (
-        "model.language_model.layers",
-        "model.language_model.norm",
-        "lm_head",
-        "model.multi_modal_projector",
-    ),
-    "llava_next": (
-        "model.language_model.layers",
-        "model.language_model.norm",
-        "lm_head",
-        "model.multi_modal_projector",
-    ),
-    "qwen2_5_vl": (
-        "model.language_model.layers",
-        "model.language_model.norm",
-        "lm_head",
-        "model.visual",
-    ),
-    "gemma3": (
-        "model.language_model.layers",
-        "model.language_model.norm",
-        "lm_head",
-        "model.multi_modal_projector",
-    ),
-    "paligemma": (
-        "model.language_model.layers",
-        "model.language_model.norm",
-        "lm_head",
-        "model.multi_modal_projector",
-    ),
+# unembedding, and the feature module of each modality the checkpoint takes.
+LLAVA_LIKE = ("model.language_model.layers", "model.language_model.norm", "lm_head")
+PROJECTOR = "model.multi_modal_projector"
+MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
+    "llava": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "llava_next": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "vipllava": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "aya_vision": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "gemma3": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "paligemma": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "mllama": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "got_ocr2": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "qwen2_vl": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "qwen2_5_vl": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "qwen2_audio": (*LLAVA_LIKE, {"audio": PROJECTOR}),
+    "voxtral": (*LLAVA_LIKE, {"audio": PROJECTOR}),
     "instructblip": (
         "language_model.model.layers",
         "language_model.model.norm",
         "language_model.lm_head",
-        "language_projection",
+        {"image": "language_projection"},
     ),
-    "gemma4": (
-        "model.language_model.layers",
-        "model.language_model.norm",
-        "lm_head",
-        "model.embed_vision",
-    ),
+    "gemma4": (*LLAVA_LIKE, {"image": "model.embed_vision", "video": "model.embed_vision"}),
 }
 
 
-def expected_facts(raw: dict[str, Any]) -> dict[str, Any]:
-    """Layer count, width and image-token id as the published JSON states them. Qwen2.5-VL's
-    file keeps the decoder's keys at the top level (transformers 5 moves them into
-    ``text_config``); the others nest them in ``text_config``."""
-    text = raw.get("text_config", {})
+def _token(raw: dict[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        if raw.get(key) is not None:
+            return int(raw[key])
+    return None
+
+
+def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """Layer count, width, placeholder-token ids and modalities as the published JSON states
+    them. Qwen2-VL, Qwen2.5-VL and the first GOT-OCR 2.0 files keep the decoder's keys at the top level (transformers 5
+    moves them into ``text_config``); the others nest them in ``text_config``. A checkpoint takes
+    images when its file has a vision tower, audio when it has an audio tower, and video when it
+    also names a video placeholder token."""
+    text = raw.get("text_config") or {}
     base = BASE_MODEL_FACTS.get(text.get("_name_or_path", ""), {})
 
     def fact(key: str) -> int:
-        for source in (text, raw, base):
+        for source in (text, raw, base, OMITTED_FACTS.get(name, {})):
             if key in source:
                 return int(source[key])
-        raise KeyError(f"{key} is neither in the file nor in BASE_MODEL_FACTS")
+        raise KeyError(f"{key} is neither in {name} nor in BASE_MODEL_FACTS / OMITTED_FACTS")
 
-    token = raw.get("image_token_index", raw.get("image_token_id"))
+    vision = raw.get("vision_config") is not None
+    audio = raw.get("audio_config") is not None
+    tokens = {
+        "image": _token(raw, "image_token_index", "image_token_id"),
+        "audio": _token(raw, "audio_token_index", "audio_token_id"),
+        "video": _token(raw, "video_token_index", "video_token_id"),
+    }
+    modalities = tuple(
+        m
+        for m, present in (
+            ("image", vision),
+            ("audio", audio),
+            ("video", vision and tokens["video"] is not None),
+        )
+        if present
+    )
     return {
         "n_layers": fact("num_hidden_layers"),
         "d_model": fact("hidden_size"),
-        "image_token_id": int(token),
+        "modalities": modalities,
+        "tokens": {m: tokens[m] for m in modalities},
     }
 
 
@@ -104,38 +116,58 @@ def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     folder = tmp_path_factory.mktemp(request.param.stem)
     shutil.copy(request.param, folder / "config.json")
     raw = json.loads(request.param.read_text())
-    return raw, folder, interp.load(folder, dispatch=False)
+    return request.param.stem, raw, folder, interp.load(folder, dispatch=False)
 
 
 def test_the_fixtures_cover_the_families() -> None:
     types = {json.loads(p.read_text())["model_type"] for p in FIXTURES}
     assert types == set(MODULE_PATHS)
+    assert len(FIXTURES) >= len(types)
+
+
+def test_every_fixture_is_recorded_in_sources() -> None:
+    sources = (CONFIGS / "SOURCES.md").read_text()
+    missing = [p.name for p in FIXTURES if f"`{p.name}`" not in sources]
+    assert not missing, f"fixtures with no entry in SOURCES.md: {missing}"
 
 
 def test_facts_match_the_published_config(loaded: tuple) -> None:
-    raw, _, vlm = loaded
-    want = expected_facts(raw)
+    name, raw, _, vlm = loaded
+    want = expected_facts(name, raw)
     assert vlm.n_layers == want["n_layers"]
     assert vlm.d_model == want["d_model"]
-    assert vlm.image_token_id == want["image_token_id"]
-    assert vlm.adapter.name == raw["model_type"]
+    assert vlm.adapter.name.split(" ")[0] == raw["model_type"]
+    assert tuple(vlm.adapter.modalities) == want["modalities"]
+    for modality, token in want["tokens"].items():
+        assert vlm.adapter.token_id(vlm.hf, modality) == token, modality
+    if "image" in want["modalities"]:
+        assert vlm.image_token_id == want["tokens"]["image"]
+    # a llava file with a Pixtral vision tower (Pixtral 12B / Large) gets the Pixtral variant,
+    # whose variable image grid is not llava's fixed layout
+    pixtral = (raw.get("vision_config") or {}).get("model_type") == "pixtral"
+    assert ("pixtral tower" in vlm.adapter.name) == pixtral
+    if pixtral:
+        assert not vlm.adapter.layout_verified
 
 
 def test_module_paths_on_the_meta_device(loaded: tuple) -> None:
-    raw, _, vlm = loaded
+    name, raw, _, vlm = loaded
+    want = expected_facts(name, raw)
     layers, norm, head, features = MODULE_PATHS[raw["model_type"]]
     assert (vlm._layers_path, vlm._norm_path, vlm._head_path) == (layers, norm, head)
-    assert vlm.adapter.image_features == features
-    assert len(get_path(vlm.hf, layers)) == expected_facts(raw)["n_layers"]
-    assert get_path(vlm.hf, norm).weight.shape[-1] == expected_facts(raw)["d_model"]
+    assert set(features) == set(want["modalities"])
+    assert len(get_path(vlm.hf, layers)) == want["n_layers"]
+    assert get_path(vlm.hf, norm).weight.shape[-1] == want["d_model"]
     assert get_path(vlm.hf, head) is vlm.hf.get_output_embeddings()
     # the envoys resolve to the same modules
     assert vlm.layers._module is get_path(vlm.hf, layers)
-    assert vlm.image_features._module is get_path(vlm.hf, features)
+    for modality, path in features.items():
+        assert vlm.adapter.features_path(modality) == path
+        assert vlm.features(modality)._module is get_path(vlm.hf, path)
 
 
 def test_no_weight_is_read(loaded: tuple) -> None:
-    _, _, vlm = loaded
+    *_, vlm = loaded
     params = list(vlm.hf.parameters())
     assert params and all(p.device.type == "meta" for p in params)
     assert not vlm.dispatched
@@ -143,7 +175,7 @@ def test_no_weight_is_read(loaded: tuple) -> None:
 
 
 def test_running_a_bare_config_is_refused_clearly(loaded: tuple) -> None:
-    _, folder, vlm = loaded
+    _, _, folder, vlm = loaded
     with pytest.raises(ProcessorMissingError, match="configuration only"):
         interp.encode(vlm, [interp.Sample(question="What is this?")])
     with pytest.raises(ModelNotFoundError, match="no weights"):
