@@ -104,6 +104,16 @@ def mean_interval(
     return paired_comparison(a, b, g)
 
 
+@dataclass
+class Headlines:
+    """A study's headline numbers (``numbers``: each estimate with ``_low`` / ``_high``, and the
+    counts) and the sentences that state them (``text``), computed once for the audit's section
+    and the study command's summary."""
+
+    numbers: dict[str, Number] = field(default_factory=dict)
+    text: str = ""
+
+
 def figure_data(fig: Figure) -> str:
     """A figure as a ``data:image/png;base64,...`` URI (closed afterwards)."""
     import matplotlib.pyplot as plt
@@ -345,6 +355,7 @@ def render(summary: dict[str, Any], sections: Sequence[Section]) -> str:
 
 __all__ = [
     "COMMON_WORDS",
+    "Headlines",
     "Labels",
     "Number",
     "Section",
