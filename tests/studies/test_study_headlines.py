@@ -109,8 +109,8 @@ def test_an_auroc_at_chance_is_inconclusive_over_whole_images(planted: bool) -> 
 
 
 def test_the_s_pv_table_shows_every_row_and_value_in_columns_that_fit() -> None:
-    """The wide S_PV frame (3 scores × 22 columns) becomes value [low, high] cells: as many rows,
-    every value and both ends of every interval in them, 12 columns; the report's HTML table
+    """The wide S_PV frame (3 scores × 21 columns) becomes value [low, high] cells: as many rows,
+    every value and both ends of every interval in them, 11 columns; the report's HTML table
     has a row for each score."""
     rng = np.random.default_rng(0)
     names = ["auroc", "auprc", "difference", "cohens_d", "cliffs_delta"]

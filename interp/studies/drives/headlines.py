@@ -139,7 +139,7 @@ def interval_table(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with each ``x`` / ``x_low`` / ``x_high`` triple of columns as one column ``x``
     of ``"value [low, high]"`` text (3 significant digits, as the report writes a headline:
     :func:`~interp.studies.audit.report.headline`); every other column as it is, in order. The
-    S_PV table's 22 columns become 12 that fit the report's width."""
+    S_PV table's 21 columns become 11 that fit the report's width."""
     triples = [c for c in frame.columns if f"{c}_low" in frame.columns and f"{c}_high" in frame]
     bounds = {f"{c}_{end}" for c in triples for end in ("low", "high")}
     out: dict[str, Any] = {}
