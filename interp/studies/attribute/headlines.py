@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from interp.samples import Sample
-from interp.studies.audit.report import (
+from interp.headlines import (
     Headlines,
     Number,
     bracket,
@@ -24,6 +23,7 @@ from interp.studies.audit.report import (
     mean_interval,
     with_interval,
 )
+from interp.samples import Sample
 
 
 def ends(numbers: Mapping[str, Number], key: str) -> tuple[float, float]:

@@ -8,7 +8,7 @@ import numpy as np
 
 from interp.command import Invocation
 from interp.errors import RegionError
-from interp.studies.audit.report import Number, bracket, clusters, mean_interval, with_interval
+from interp.headlines import Number, bracket, clusters, mean_interval, with_interval
 from probes.inference import Comparison
 
 from .analysis import mass_table, object_shares

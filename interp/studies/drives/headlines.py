@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from interp.samples import Sample
-from interp.studies.audit.report import (
+from interp.headlines import (
     Headlines,
     Number,
     bracket,
@@ -25,6 +24,7 @@ from interp.studies.audit.report import (
     mean_interval,
     with_interval,
 )
+from interp.samples import Sample
 from probes.inference import clustered_auroc
 
 from .analysis import IMBALANCE_SCORES, Imbalance
