@@ -395,7 +395,8 @@ def _layout(page: Path, width: int, home: Path) -> dict:
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
 def test_the_report_does_not_overflow_the_page_at_1280px(audited, tmp_path):
     """Laid out by a real browser: no horizontal page scrolling at 1280 px, nor at 800 px, where
-    the widest tables (the drives' S_PV table, the decoding tables) scroll inside their own box."""
+    the widest tables (the decoding tables; the S_PV table is written in value [low, high] cells
+    since #46) scroll inside their own box."""
     page = tmp_path / "report.html"
     page.write_text((audited / "report.html").read_text().replace("</body>", OVERFLOW_PROBE))
     wide = _layout(page, 1280, tmp_path)

@@ -24,18 +24,17 @@ from interp.samples import Sample
 from interp.studies.audit.registry import AuditOptions, Selection, Study
 from interp.studies.audit.report import (
     Labels,
-    Number,
     Section,
     bracket,
     clusters,
     holds,
-    mean_interval,
     with_interval,
 )
 from probes.stats import block_bootstrap
 
 from .analysis import answer_group, mass_table, object_box, object_shares, rank_agreement
 from .figures import plot_attribution, plot_attribution_grid
+from .headlines import ends, mass_headlines
 from .measure import Attribution, answers_for, attention, gradient, occlusion
 
 if TYPE_CHECKING:
@@ -111,75 +110,33 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
         one["group"] = one["sample_id"].map(group)  # attention ignores the answer: occlusion's
         shares.append(one)
     first = shares[0]
-    by_group = {g: frame for g, frame in first.groupby("group")}
     counts = {g: int((np.array(list(group.values())) == g).sum()) for g in ("grounded", "prior")}
 
+    labelled = any(g != "unlabelled" for g in group.values())
+    how = "Hiding one region at a time (swapped for a black image's)"
+    head = mass_headlines(first, samples, counts, labelled=labelled, how=how)
+    nums = head.numbers
     groups = clusters(samples)
     group_of = dict(zip((s.id for s in samples), groups or []))
-
-    def units(frame: pd.DataFrame) -> list[object] | None:
-        return None if groups is None else [group_of[i] for i in frame["sample_id"]]
-
-    nums: dict[str, Number] = {"n_boxes": int(first["inside"].notna().sum())}
-    if groups is not None:
-        nums["n_images"] = len(set(groups))
-    for key, est in (
-        ("inside", mean_interval(first["inside"], units(first))),
-        ("random", mean_interval(first["random"], units(first))),
-        (
-            "inside_minus_random",
-            mean_interval(first["inside"], units(first), paired_with=first["random"]),
-        ),
-    ):
-        with_interval(nums, key, est.value, est.low, est.high)
-    nums["n_grounded"], nums["n_prior"] = counts["grounded"], counts["prior"]
-    for g in ("grounded", "prior"):
-        frame = by_group.get(g)
-        if frame is None or frame["inside"].dropna().empty:
-            with_interval(nums, f"inside_{g}", None, None, None)
-        else:
-            est = mean_interval(frame["inside"], units(frame))
-            with_interval(nums, f"inside_{g}", est.value, est.low, est.high)
     for name, r in results.items():
         if name == "occlusion":
             continue
         rho = rank_agreement(r, occ).assign(sample_id=occ.sample_ids)
         rho = rho[rho["spearman"].notna()].reset_index(drop=True)
-        value, low, high = _median_interval(rho["spearman"].to_numpy(float), units(rho))
+        units = None if groups is None else [group_of[i] for i in rho["sample_id"]]
+        value, low, high = _median_interval(rho["spearman"].to_numpy(float), units)
         with_interval(nums, f"{name}_agreement", value, low, high)
     sec.numbers = nums
     agree = [name for name in results if name != "occlusion"]
-    labelled = any(g != "unlabelled" for g in group.values())
-    over = f"{nums['n_boxes']} answers" + (
-        f" on {nums['n_images']} images, resampling whole images" if groups is not None else ""
-    )
-    verdict = (
-        f"Hiding one region at a time (swapped for a black image's), {bracket(nums, 'inside')} "
-        f"of the positive occlusion mass falls inside the object's box, against "
-        f"{bracket(nums, 'random')} inside a random box of the same size (difference "
-        f"{bracket(nums, 'inside_minus_random')}"
-        + ("; inconclusive, it holds 0" if holds(*_ends(nums, "inside_minus_random"), 0.0) else "")
-        + f"; 95% intervals over {over})."
-    )
-    if labelled:
-        g_low, g_high = _ends(nums, "inside_grounded")
-        p_low, p_high = _ends(nums, "inside_prior")
-        overlap = not (g_low > p_high or p_low > g_high)  # NaN bounds: nothing shown
-        inconclusive = "; the two intervals overlap: no difference shown" if overlap else ""
-        verdict += (
-            f" Grounded answers (the drawn colour, n = {nums['n_grounded']}): "
-            f"{bracket(nums, 'inside_grounded')} in the box; prior-driven answers (the prior "
-            f"colour of a counterfactual drawing, n = {nums['n_prior']}): "
-            f"{bracket(nums, 'inside_prior')}{inconclusive}."
-        )
-    else:
+    verdict = head.text
+    if not labelled:
         sec.reason = (
             "these samples carry no labels that tell a grounded answer from a prior-driven one "
             "(the demo world's 'counterfactual' flag and 'prior_answer'); no groups are shown"
         )
     verdict += " Median rank agreement with occlusion over the 16 regions: " + ", ".join(
         f"{name} {bracket(nums, f'{name}_agreement')}"
-        + (" (inconclusive: it holds 0)" if holds(*_ends(nums, f"{name}_agreement"), 0.0) else "")
+        + (" (inconclusive: it holds 0)" if holds(*ends(nums, f"{name}_agreement"), 0.0) else "")
         for name in agree
     )
     sec.verdict = verdict + "."
@@ -196,14 +153,6 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
                 sec.add_figure(f"{what}: {samples[i].question} → {occ.answers[i]!r}", fig)
     sec.add_figure("Occlusion maps", plot_attribution_grid(occ, samples))
     return sec
-
-
-def _ends(numbers: dict[str, Number], key: str) -> tuple[float, float]:
-    low, high = numbers[f"{key}_low"], numbers[f"{key}_high"]
-    return (
-        float("nan") if low is None else float(low),
-        float("nan") if high is None else float(high),
-    )
 
 
 def _median_interval(values: np.ndarray, groups: list[object] | None) -> tuple[float, float, float]:

@@ -4,12 +4,24 @@ table where the samples name their object."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from interp.command import Invocation
 from interp.errors import RegionError
+from interp.headlines import Number, bracket, clusters, mean_interval, with_interval
+from probes.inference import Comparison
 
 from .analysis import mass_table, object_shares
 from .figures import plot_attribution, plot_attribution_grid
+from .headlines import mass_headlines
 from .measure import attention, gradient, occlusion
+
+
+def _bracket(est: Comparison) -> str:
+    """``"value [low, high]"`` as the audit writes a headline (3 significant digits)."""
+    numbers: dict[str, Number] = {}
+    with_interval(numbers, "x", est.value, est.low, est.high)
+    return bracket(numbers, "x")
 
 
 def report(inv: Invocation) -> str:
@@ -49,26 +61,33 @@ def report(inv: Invocation) -> str:
     out.figure(plot_attribution_grid(result, inv.samples), "maps.png")
     for k, sample in enumerate(inv.samples[: max(args.plots, 0)]):
         out.figure(plot_attribution(result, sample), f"map_{k}.png")
+    groups = clusters(inv.samples)
+    over = f"{len(result)} samples" + (
+        f" on {len(set(groups))} images, resampling whole images" if groups is not None else ""
+    )
+    region = mean_interval(np.nanmean(result.scores, axis=1), groups)
+    how = f"By {result.method}"
     if result.method == "attention":
         lines = [
             f"attention of the last prompt position over a {rows}x{cols} grid, mean over layers "
             f"and heads, {len(result)} samples",
-            f"mean region mass {result.scores.mean():.4f}, largest {result.scores.max():.4f}",
-        ]
-    elif result.method == "gradient":
-        lines = [
-            f"attribution patching at residual index {args.layer} against {args.source!r}, over "
-            f"a {rows}x{cols} grid, {args.answers} answers, {len(result)} samples",
-            f"mean log p(answer): {result.base.mean():.3f}; mean region score "
-            f"{result.scores.mean():.4f}, largest {result.scores.max():.4f}",
+            f"mean region mass {_bracket(region)}, largest {result.scores.max():.4f} "
+            f"(95% interval over {over})",
         ]
     else:
-        hidden = f"{args.hide} ({args.mode if args.hide == 'ablate' else args.source})"
+        if result.method == "gradient":
+            how = (
+                f"attribution patching at residual index {args.layer} against {args.source!r}, "
+                f"over a {rows}x{cols} grid"
+            )
+        else:
+            hidden = f"{args.hide} ({args.mode if args.hide == 'ablate' else args.source})"
+            how = f"occlusion over a {rows}x{cols} grid, regions hidden by {hidden}"
+        base = mean_interval(result.base, groups)
         lines = [
-            f"occlusion over a {rows}x{cols} grid, regions hidden by {hidden}, "
-            f"{args.answers} answers, {len(result)} samples",
-            f"mean log p(answer): {result.base.mean():.3f}; mean region score "
-            f"{result.scores.mean():.4f}, largest {result.scores.max():.4f}",
+            f"{how}, {args.answers} answers, {len(result)} samples",
+            f"mean log p(answer) {_bracket(base)}; mean region score {_bracket(region)}, largest "
+            f"{result.scores.max():.4f} (95% intervals over {over})",
         ]
     shares = object_shares(result, inv.samples)
     if not shares.empty:
@@ -78,7 +97,12 @@ def report(inv: Invocation) -> str:
         except RegionError as err:
             lines.append(f"object mass: skipped ({err})")
         else:
+            lead = f"With {how}" if result.method != "attention" else how
+            head = mass_headlines(shares, inv.samples, method=result.method, how=lead)
             lines += [
+                "",
+                "headline (each with its n and 95% interval):",
+                head.text,
                 "",
                 f"share of positive {result.method} mass in the object's box:",
                 table.to_string(),

@@ -20,6 +20,7 @@ from .figures import (
     plot_source_removal,
     plot_trajectories,
 )
+from .headlines import drive_headlines, imbalance_headlines
 from .measure import causal_drives
 from .recovery import recovery_error
 from .removal import source_removal
@@ -66,6 +67,9 @@ def report(inv: Invocation) -> str:
         f"support contexts, {result.forwards_per_sample} teacher-forced forwards per sample",
         f"V = the {args.visual}, null {args.visual} {result.null_image!r}, null question {result.null_question or '(empty)'!r}",
         "",
+        "headline (each with its n and 95% interval):",
+        drive_headlines(samples, result, removal).text,
+        "",
         "mean drives over relative decoding position (bits):",
         result.mean_trajectories().round(3).to_string(index=False),
         "",
@@ -108,6 +112,7 @@ def report(inv: Invocation) -> str:
         per["label"] = labels
         try:
             imb = prefix_visual_imbalance(result, labels, seed=args.support_seed)
+            spv = imbalance_headlines(samples, imb)
         except (DriveError, ValueError) as err:
             lines += ["", f"S_PV validation skipped: {err}"]
         else:
@@ -116,6 +121,7 @@ def report(inv: Invocation) -> str:
             lines += [
                 "",
                 "S_PV validation, prior-driven vs grounded (Table 4):",
+                spv.text,
                 imb.table.round(3).to_string(index=False),
             ]
     out.csv(per, "samples.csv")
