@@ -14,6 +14,7 @@ from jaxtyping import Bool
 from interp.conditions import Condition, Part
 from interp.edits import check_edits
 from interp.encoding import warn_unknown_tokens
+from interp.reprs import Summary
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from probes.trajectories import relative_bins
@@ -47,8 +48,8 @@ REMOVALS: tuple[tuple[str, str], ...] = (
 )
 
 
-@dataclass
-class SourceRemoval:
+@dataclass(repr=False)
+class SourceRemoval(Summary):
     """Token probabilities of fixed answers with each source removed (Table 3, Fig. 4).
 
     Attributes:
@@ -63,6 +64,9 @@ class SourceRemoval:
     mask: Bool[np.ndarray, "n t"]
     null_image: str = "blind"
     null_question: str = ""
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self.sample_ids), "removed": list(self.probs)}
 
     def per_sample(self) -> pd.DataFrame:
         """Each sample's mean token probability under each condition."""
