@@ -152,7 +152,9 @@ def _mapping(value: Mapping[Any, Any], depth: int) -> str:
             + (", …" if n > _ITEMS else "")
         )
     parts = [f"{k}: {describe(v, depth + 1)}" for k, v in items[:_ITEMS]]
-    return "{" + ", ".join(parts) + (f", … ({n} keys)" if n > _ITEMS else "") + "}"
+    if n <= _ITEMS:
+        return "{" + ", ".join(parts) + "}"
+    return f"{type(value).__name__}[{n}] {{" + ", ".join(parts) + ", …}"
 
 
 def describe(value: Any, depth: int = 0) -> str:
