@@ -23,6 +23,7 @@ from .conditions import Condition
 from .edits import Batch, Intervention, check_edits, local_only
 from .encoding import batches
 from .options import RunOptions
+from .reprs import Summary
 from .residual import check_visual_attention
 from .runner import Job
 from .runner import run as run_job
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
     from .model import VLM
 
 
-@dataclass
-class AttentionWeights:
+@dataclass(repr=False)
+class AttentionWeights(Summary):
     """The last prompt position's attention weights, per sample.
 
     Attributes:
@@ -49,6 +50,9 @@ class AttentionWeights:
     weights: list[Tensor]  # per sample [layer, head, seq_i]: lengths differ
     sample_ids: list[str]
     condition: str
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self), "condition": self.condition}
 
     def __len__(self) -> int:
         return len(self.sample_ids)

@@ -29,6 +29,7 @@ from .encoding.locate import comparable
 from .encoding.select import slot_mask
 from .errors import InterpError
 from .media import Audio, audio_rate
+from .reprs import Summary
 from .samples import Sample
 
 if TYPE_CHECKING:
@@ -53,14 +54,21 @@ class Check:
         return f"{self.status:<8} {self.name}: {self.detail}{fix}"
 
 
-@dataclass
-class DoctorReport:
+@dataclass(repr=False)
+class DoctorReport(Summary):
     """What :func:`doctor` found: facts about the model, each condition's marked prompt, and the
     checks."""
 
     facts: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checks": len(self.checks),
+            "problems": sum(c.status == "problem" for c in self.checks),
+        }
 
     @property
     def ok(self) -> bool:

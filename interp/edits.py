@@ -78,6 +78,7 @@ from .encoding.select import (
 from .errors import InterventionError
 from .options import refuse_remote
 from .plain import Write, run_writes
+from .reprs import Summary
 from .samples import Sample
 
 if TYPE_CHECKING:
@@ -90,8 +91,8 @@ Contrast = tuple[bool, list[float], float]
 Kind = Literal["forward", "generate", "score"]
 
 
-@dataclass
-class Batch:
+@dataclass(repr=False)
+class Batch(Summary):
     """One batch of a measurement, as edits see it.
 
     Attributes:
@@ -127,6 +128,9 @@ class Batch:
     conditions: list[Condition] = field(default_factory=list)
     trace_options: dict[str, Any] = field(default_factory=dict)
 
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self.samples), "kind": self.kind, "condition": str(self.condition)}
+
     def __post_init__(self) -> None:
         if not self.conditions:
             self.conditions = [self.condition] * len(self.samples)
@@ -160,8 +164,8 @@ class Batch:
         return self._question
 
 
-@dataclass
-class EditContext:
+@dataclass(repr=False)
+class EditContext(Summary):
     """What :meth:`Intervention.apply` receives inside the trace.
 
     Attributes:
@@ -176,6 +180,9 @@ class EditContext:
     batch: Batch
     state: Any
     step: int = 0
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"step": self.step, "n": len(self.batch.samples)}
 
     @property
     def is_prompt(self) -> bool:

@@ -41,6 +41,7 @@ from .encoding import batch_indices, encode
 from .errors import ConditionError, DecodingError
 from .options import RunOptions
 from .plain import head_transform
+from .reprs import Summary
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -162,8 +163,8 @@ def check_decoding(
     decoding.check(vlm)
 
 
-@dataclass
-class Generation:
+@dataclass(repr=False)
+class Generation(Summary):
     """Answers of a set of samples under one condition.
 
     Attributes:
@@ -186,6 +187,9 @@ class Generation:
     sampling: Sampling = GREEDY
     decoding: str | None = None
     scores: list[Tensor] | None = None
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self), "condition": self.condition, "decoding": self.decoding or "plain"}
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -25,6 +25,7 @@ from .edits import Batch, Intervention, check_edits, local_only
 from .encoding import batches, target_ids
 from .errors import ConditionError, EmptyInputError, InterpError
 from .options import RunOptions
+from .reprs import Summary
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
     from .model import VLM
 
 
-@dataclass
-class ImageGradients:
+@dataclass(repr=False)
+class ImageGradients(Summary):
     """Per sample, at its image-token positions (in prompt order) and residual index ``layer``:
 
     Attributes:
@@ -54,6 +55,9 @@ class ImageGradients:
     layer: int
     sample_ids: list[str]
     condition: str
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self), "layer": self.layer, "condition": self.condition}
 
     def __len__(self) -> int:
         return len(self.sample_ids)

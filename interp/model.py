@@ -43,6 +43,7 @@ from .adapters.logits import head_transform
 from .errors import ModelConfigError, ModelNotFoundError, ProcessorMissingError
 from .hub import looks_like_path, offline_kwargs
 from .options import is_remote, refuse_remote
+from .reprs import Summary
 from .thinker import inner_config, wrapper_of
 from .threads import ensure_threads
 
@@ -189,7 +190,7 @@ def _quiet_pipeline_check() -> Iterator[None]:
         log.setLevel(level)
 
 
-class VLM:
+class VLM(Summary):
     """A loaded vision-language model with standardised accessors; see the module docstring."""
 
     def __init__(
@@ -445,6 +446,28 @@ class VLM:
             f"VLM({name!r}, adapter={self.adapter.name!r}, n_layers={self.n_layers}, "
             f"d_model={self.d_model}, device={self.device}, dtype={self.dtype}{notes})"
         )
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "model": self.source or type(self.hf).__name__,
+            "adapter": self.adapter.name,
+            "n_layers": self.n_layers,
+            "d_model": self.d_model,
+        }
+
+    def _repr_rows(self) -> list[tuple[str, Any]]:
+        return [
+            ("model", self.source or type(self.hf).__name__),
+            ("class", type(self.hf).__name__),
+            ("adapter", self.adapter.name),
+            ("n_layers", self.n_layers),
+            ("d_model", self.d_model),
+            ("device", str(self.device)),
+            ("dtype", str(self.dtype).removeprefix("torch.")),
+            ("weights loaded", self.dispatched),
+            ("remote", self.remote),
+            ("notes", self.adapter.notes or None),
+        ]
 
 
 def _resolve_source(model: str | Path) -> str:

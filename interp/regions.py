@@ -33,6 +33,7 @@ from .errors import (
     RegionError,
 )
 from .region_layouts import ImageLayout
+from .reprs import Summary
 from .samples import Sample
 
 if TYPE_CHECKING:
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
 Box = tuple[float, float, float, float]
 
 
-@dataclass(frozen=True)
-class TokenRegions:
+@dataclass(frozen=True, repr=False)
+class TokenRegions(Summary):
     """Where the image tokens of one encoded row come from.
 
     Attributes:
@@ -67,6 +68,14 @@ class TokenRegions:
     image_sizes: tuple[tuple[int, int], ...]
     row: int = 0
     sample_id: str = ""
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "tokens": len(self),
+            "images": len(self.image_sizes),
+            "row": self.row,
+            "sample_id": self.sample_id,
+        }
 
     def __len__(self) -> int:
         return len(self.positions)

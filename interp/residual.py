@@ -18,6 +18,7 @@ from .encoding import append_targets, batches
 from .errors import ConditionError, InterpError
 from .options import RunOptions
 from .plain import attention_kind, residual_sites
+from .reprs import Summary
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -89,8 +90,8 @@ def residual_stream(
     return tensors["states"]
 
 
-@dataclass
-class GeneratedStates:
+@dataclass(repr=False)
+class GeneratedStates(Summary):
     """Greedy answers of N samples under each condition, with residual states read at the last
     prompt token or at the last generated token (:func:`generate_states`).
 
@@ -127,6 +128,14 @@ class GeneratedStates:
     visual_attention: Float[Tensor, " n"] | None = None
     read_at: ReadAt = "prompt"
     final_states: dict[str, Float[Tensor, "n d"]] | None = None
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "n": len(self),
+            "conditions": self.conditions,
+            "layers": len(self.layers),
+            "read_at": self.read_at,
+        }
 
     def __len__(self) -> int:
         return len(self.sample_ids)

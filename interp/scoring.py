@@ -23,6 +23,7 @@ from .encoding.resolve import resolve
 from .errors import ContextError, EmptyInputError
 from .options import RunOptions
 from .plain import head_transform, residual_site, stand_in
+from .reprs import Summary
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
     from .model import VLM
 
 
-@dataclass
-class TokenScores:
+@dataclass(repr=False)
+class TokenScores(Summary):
     """Per-token log-probabilities (natural log) of teacher-forced targets.
 
     ``logprobs[i, t] = log p(a_t | a_<t, x_i)`` for t < len(target i); entries past a target's end
@@ -45,6 +46,13 @@ class TokenScores:
     token_ids: list[list[int]]
     sample_ids: list[str]
     condition: str
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "n": len(self.sample_ids),
+            "condition": self.condition,
+            "mean_logprob": float(self.total.mean()) if self.sample_ids else None,
+        }
 
     @property
     def total(self) -> Float[Tensor, " n"]:

@@ -46,6 +46,7 @@ from torch import Tensor
 from .errors import StoreError, StoreLockedError
 from .locks import Lock
 from .outputs import unstaged
+from .reprs import Summary
 
 _VERSION = 2
 _MANIFEST = re.compile(r"^manifest(?:-(\d+)-of-(\d+))?\.json$")
@@ -76,7 +77,7 @@ def content_key(*parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-class ResultStore:
+class ResultStore(Summary):
     """Per-sample tensors and JSON records under content keys, written batch by batch, resumable.
 
     Args:
@@ -238,6 +239,21 @@ class ResultStore:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"samples": len(self), "writer": self.writer, "path": str(self.path)}
+
+    def _repr_rows(self) -> list[tuple[str, Any]]:
+        files = {entry["file"] for entry in self._entries.values()}
+        return [
+            ("path", self.path),
+            ("writer", self.writer),
+            ("samples stored", len(self)),
+            ("shard files", len(files)),
+            ("this writer's files", len(self._own)),
+            ("locked", bool(self._locks)),
+            ("config", self.config),
+        ]
 
     # -- writing ----------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from jaxtyping import Bool, Int
 from torch import Tensor
 
 from ..conditions import Condition
+from ..reprs import Summary
 from ..samples import Sample
 from .batch import batch_rows
 from .codec import Codec, ModelLike, as_codec
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
     from ..adapters import Adapter
 
 
-@dataclass
-class Encoding:
+@dataclass(repr=False)
+class Encoding(Summary):
     """One collated batch of model inputs.
 
     Attributes:
@@ -73,6 +74,13 @@ class Encoding:
     video_mask: Bool[Tensor, "batch seq"] | None = None
     n_audio: list[int] = field(default_factory=list)
     n_video: list[int] = field(default_factory=list)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "rows": int(self.image_mask.shape[0]),
+            "seq": int(self.image_mask.shape[1]),
+            "image_tokens": int(self.image_mask.sum()),
+        }
 
     def mask(self, kind: str) -> Bool[Tensor, "batch seq"]:
         """The placeholder positions of ``kind`` (``"image"``, ``"audio"``, ``"video"``)."""

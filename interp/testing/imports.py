@@ -26,7 +26,7 @@ PACKAGES = ("interp", "interventions", "probes")
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("statistics", ("probes/",)),
-    ("foundation", ("interp/errors.py", "interp/_lazy.py")),
+    ("foundation", ("interp/errors.py", "interp/_lazy.py", "interp/reprs.py")),
     ("run options", ("interp/options.py", "interp/shards.py")),
     ("inputs", ("interp/samples.py", "interp/media.py", "interp/datasets/")),
     (

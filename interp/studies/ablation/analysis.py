@@ -13,6 +13,7 @@ import pandas as pd
 from jaxtyping import Bool, Float
 
 from interp.errors import ConditionError
+from interp.reprs import Summary
 from probes.stats import estimate, mean_ci
 from probes.text import normalize_text
 
@@ -113,8 +114,8 @@ def text_only_baseline(
     return out
 
 
-@dataclass
-class Ablation:
+@dataclass(repr=False)
+class Ablation(Summary):
     """Answers of the same items with the image and under each condition without it.
 
     Attributes:
@@ -142,6 +143,14 @@ class Ablation:
     seed: int = 0
     items: Items | None = field(default=None, repr=False)
     _frame: pd.DataFrame | None = field(default=None, init=False, repr=False)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "items": len(self.baseline),
+            "variants": len(self.variants),
+            "categories": len(self.categories),
+            "judge": self.judge,
+        }
 
     def _rows(self, variant: str, category: str) -> np.ndarray:
         b = self.baseline
@@ -290,8 +299,8 @@ def _check_bootstrap(ci: float, n_boot: int) -> None:
         raise AblationError(f"n_boot must be >= 1, got {n_boot}")
 
 
-@dataclass
-class InContext:
+@dataclass(repr=False)
+class InContext(Summary):
     """Answers with ``k`` in-context examples per item, per example source and condition.
 
     Attributes:
@@ -315,6 +324,9 @@ class InContext:
     n_boot: int = 1000
     seed: int = 0
     _frame: pd.DataFrame | None = field(default=None, init=False, repr=False)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"rows": len(self.answers), "shots": self.shots, "judge": self.judge}
 
     def _correct(self, source: str, k: int, condition: str) -> pd.DataFrame:
         a = self.answers

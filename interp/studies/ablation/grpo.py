@@ -24,6 +24,7 @@ import pandas as pd
 
 from interp.errors import EmptyInputError, MissingExtraError
 from interp.options import RunOptions, refuse_remote
+from interp.reprs import Summary
 from interp.samples import IMAGE_SLOT, Sample, ensure_samples
 
 from .judge import Judge, _check_judge, _judged, default_judge
@@ -36,8 +37,8 @@ LORA_TARGETS = r".*language_model.*\.(q_proj|v_proj)"
 (the vision tower is left alone)."""
 
 
-@dataclass
-class GRPOResult:
+@dataclass(repr=False)
+class GRPOResult(Summary):
     """A GRPO run.
 
     Attributes:
@@ -50,6 +51,9 @@ class GRPOResult:
     history: pd.DataFrame
     seconds: float
     steps: int
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"model": self.vlm.source, "steps": self.steps, "seconds": self.seconds}
 
     @property
     def seconds_per_step(self) -> float:

@@ -9,6 +9,7 @@ from typing import Any
 
 from interp.conditions import Condition, condition_sources, prepare
 from interp.errors import ConditionError
+from interp.reprs import Summary
 from interp.samples import Sample, ensure_samples, image_digest
 
 from .errors import ImageShownError, MissingLabelError, UnknownVariantError
@@ -68,8 +69,8 @@ def _labels(samples: Sequence[Sample], key: str, what: str) -> list[str]:
     return [str(v) for v in values]
 
 
-@dataclass
-class Items:
+@dataclass(repr=False)
+class Items(Summary):
     """The validated items of an ablation, in generation order (by variant, then as given).
 
     Attributes:
@@ -87,6 +88,9 @@ class Items:
     groups: list[str | None]
     digests: list[frozenset[str]]
     order: tuple[str, ...]
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self), "variants": len(set(self.variants))}
 
     def __len__(self) -> int:
         return len(self.samples)

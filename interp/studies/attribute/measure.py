@@ -27,6 +27,7 @@ import interp
 from interp.errors import EmptyInputError, RegionError
 from interp.options import RunOptions
 from interp.regions import Box, TokenRegions
+from interp.reprs import Summary
 from interp.samples import Sample, ensure_samples
 
 if TYPE_CHECKING:
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
 Hide = Literal["ablate", "swap"]
 
 
-@dataclass
-class Attribution:
+@dataclass(repr=False)
+class Attribution(Summary):
     """Per-sample, per-region attribution scores of one method.
 
     Attributes:
@@ -63,6 +64,9 @@ class Attribution:
     answers: list[str]
     settings: dict[str, object]
     per_head: np.ndarray | None = None
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self), "method": self.method}
 
     def __len__(self) -> int:
         return len(self.sample_ids)

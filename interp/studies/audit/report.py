@@ -29,6 +29,7 @@ from interp.headlines import (
     show,
     with_interval,
 )
+from interp.reprs import Summary
 from interp.samples import Sample
 
 if TYPE_CHECKING:
@@ -94,8 +95,8 @@ def label(key: str) -> str:
     return Labels()(key)
 
 
-@dataclass
-class Section:
+@dataclass(repr=False)
+class Section(Summary):
     """One study's part of the report.
 
     Attributes:
@@ -119,6 +120,9 @@ class Section:
     n: int = 0
     failed: bool = False
     labels: Labels = field(default_factory=Labels)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"key": self.key, "status": self.status, "n": self.n, "numbers": len(self.numbers)}
 
     def label(self, key: str) -> str:
         """``key`` in this section's words."""

@@ -44,6 +44,7 @@ from interp.conditions import Condition
 from interp.edits import Intervention
 from interp.errors import InterpError, ModalityError
 from interp.options import RunOptions
+from interp.reprs import Summary
 from interp.residual import READ_AT, ReadAt, generate_states
 from interp.samples import Sample, ensure_samples
 from interp.tracing import resolve_layers
@@ -56,8 +57,8 @@ if TYPE_CHECKING:
 LOGIT_LENS_METRICS = ("kl", "js")
 
 
-@dataclass
-class ChainOfEmbedding:
+@dataclass(repr=False)
+class ChainOfEmbedding(Summary):
     """Chains of embedding of N samples under two conditions, at one position per sample.
 
     Attributes:
@@ -88,6 +89,15 @@ class ChainOfEmbedding:
     read_at: ReadAt = "prompt"
     final_states: dict[str, Float[Tensor, "n d"]] | None = None
     vlm: VLM | None = field(default=None, repr=False)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "n": len(self),
+            "model": None if self.vlm is None else self.vlm.source,
+            "conditions": self.conditions,
+            "layers": len(self.layers),
+            "read_at": self.read_at,
+        }
 
     def __len__(self) -> int:
         return len(self.samples)

@@ -17,13 +17,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from jaxtyping import Bool, Float
 
 from interp.errors import EmptyGroupError, NoVIPError, TooFewSamplesError
+from interp.reprs import Summary
 from probes.split import is_correct
 from probes.stats import (
     ClusteredCorrelation,
@@ -65,8 +66,8 @@ def _safe_spearman(x: np.ndarray, y: np.ndarray) -> CorrelationResult:
         return spearman(x, y)
 
 
-@dataclass
-class Diagnosis:
+@dataclass(repr=False)
+class Diagnosis(Summary):
     """Everything the chain-of-embedding analysis derives for one model and dataset.
 
     Attributes:
@@ -107,6 +108,16 @@ class Diagnosis:
     vip_rule: str = "changepoint"
     notes: list[str] = field(default_factory=list)
     gap_test: ClusteredTwoSampleResult | None = None
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "n": len(self.tvi),
+            "D_VT": int(self.in_vt.sum()),
+            "D_T": int((~self.in_vt).sum()),
+            "vip": self.vip,
+            "metric": self.metric,
+            "mean_tvi": float(np.nanmean(self.tvi)) if len(self.tvi) else None,
+        }
 
     @property
     def n_layers(self) -> int:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from interp.errors import EmptyInputError
+from interp.reprs import Summary
 from probes.proportions import Difference, newcombe, wilson
 from probes.stats import Estimate, bootstrap_ci
 
@@ -82,8 +83,8 @@ def _effect_row(
     }
 
 
-@dataclass
-class RateTable:
+@dataclass(repr=False)
+class RateTable(Summary):
     """Label rates with Wilson 95 % CIs per group (:func:`rates`).
 
     Attributes:
@@ -95,6 +96,9 @@ class RateTable:
     frame: pd.DataFrame
     by: tuple[str, ...]
     labels: list[str]
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"rows": len(self.frame), "by": self.by, "labels": len(self.labels)}
 
     def to_frame(self) -> pd.DataFrame:
         """The table: one row per group and label with the rate and its Wilson interval."""
@@ -116,8 +120,8 @@ class RateTable:
         return plot_rates(self.frame, self.by, self.labels, title)
 
 
-@dataclass
-class ConflictResponses:
+@dataclass(repr=False)
+class ConflictResponses(Summary):
     """Responses of conflict items under each configuration (and decoding), labelled.
 
     Attributes:
@@ -130,6 +134,9 @@ class ConflictResponses:
 
     frame: pd.DataFrame
     sources: tuple[Source, ...] = DEMO_SOURCES
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"rows": len(self.frame), "sources": [s.name for s in self.sources]}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per response: the sample, its configuration, the answer and its label."""

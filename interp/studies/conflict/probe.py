@@ -14,6 +14,7 @@ import pandas as pd
 import interp
 from interp.errors import EmptyInputError
 from interp.options import RunOptions
+from interp.reprs import Summary
 from interp.samples import Sample
 from probes.layerwise import LayerwiseProbe
 
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 NULLS: tuple[str, ...] = ("groups", "cells", "rows")
 
 
-@dataclass
-class BiasProbe:
+@dataclass(repr=False)
+class BiasProbe(Summary):
     """Layer-wise probes of the response label from the last prompt token.
 
     Attributes:
@@ -47,6 +48,9 @@ class BiasProbe:
     dropped: dict[str, int] = field(default_factory=dict)
     groups: list[str] = field(default_factory=list)
     cells: list[str] = field(default_factory=list)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self.labels), "classes": len(self.probe.classes_), "chance": self.chance}
 
     @property
     def chance(self) -> float:

@@ -21,6 +21,7 @@ from interp.edits import check_edits, local_only
 from interp.errors import DecodingError, EmptyInputError
 from interp.generation import check_decoding
 from interp.options import RunOptions
+from interp.reprs import Summary
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from interventions.decoding import PLAIN
@@ -39,8 +40,8 @@ if TYPE_CHECKING:
     from interp.model import VLM
 
 
-@dataclass
-class DecodingRuns:
+@dataclass(repr=False)
+class DecodingRuns(Summary):
     """Answers of every (method, mode, seed) run on the same questions.
 
     Attributes:
@@ -57,6 +58,9 @@ class DecodingRuns:
     settings: dict[str, list[int]]
     methods: dict[str, str] = field(default_factory=dict)
     groups: list[Any] | None = None
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"rows": len(self.answers), "methods": list(self.methods) or None}
 
     def comparisons(
         self, setting: str, mode: str = "greedy", seed: int | None = None, n_boot: int = 2000

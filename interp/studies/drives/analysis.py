@@ -14,6 +14,7 @@ import pandas as pd
 from jaxtyping import Float, Int
 
 from interp.errors import DriveError, TooFewSamplesError
+from interp.reprs import Summary
 from probes.stats import auprc, auroc, cliffs_delta, cohens_d, mean_difference
 from probes.trajectories import kmeans
 
@@ -66,8 +67,8 @@ def _drive_arrays(
 # -- trajectory clusters (Fig. 3, Supplementary Sec. 11) --------------------------------------------
 
 
-@dataclass
-class DriveClusters:
+@dataclass(repr=False)
+class DriveClusters(Summary):
     """k-means clusters of the binned drive trajectories.
 
     Attributes:
@@ -84,6 +85,9 @@ class DriveClusters:
     features: Float[np.ndarray, "n d"]
     sizes: Int[np.ndarray, " k"]
     inertia: float
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self.sample_ids), "k": self.k, "inertia": self.inertia}
 
     @property
     def k(self) -> int:
@@ -146,8 +150,8 @@ def cluster_drives(
 # -- prefix-visual imbalance (Sec. 5.5, Table 4, Supplementary Sec. 12) ------------------------------
 
 
-@dataclass
-class Imbalance:
+@dataclass(repr=False)
+class Imbalance(Summary):
     """How well S_PV (and the answer-level visual drive) separate prior-driven from grounded
     generations.
 
@@ -166,6 +170,9 @@ class Imbalance:
     effects: pd.DataFrame
     positive: str = "prior_driven"
     negative: str = "grounded"
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self.scores), "positive": self.positive, "negative": self.negative}
 
     def to_frame(self) -> pd.DataFrame:
         """Per score: AUROC and AUPRC with their intervals, beside the group effects."""

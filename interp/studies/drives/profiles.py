@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 
 from interp.figures import subplots
 from interp.options import RunOptions
+from interp.reprs import Summary
 from interp.samples import Sample, ensure_samples
 from probes.stats import block_bootstrap, pearson
 
@@ -47,8 +48,8 @@ def normalised_shares(means: np.ndarray) -> np.ndarray:
         return np.where(total > 0, pos / np.where(total > 0, total, 1.0), np.nan)
 
 
-@dataclass
-class DriveProfiles:
+@dataclass(repr=False)
+class DriveProfiles(Summary):
     """Fig. 2's normalised drive profiles with block-bootstrap intervals.
 
     Attributes:
@@ -63,6 +64,9 @@ class DriveProfiles:
     blocks: np.ndarray | None
     n_boot: int
     seed: int
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"rows": len(self.frame), "n_boot": self.n_boot}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (bin, drive): the mean drive in bits and its share with a 95 % interval."""

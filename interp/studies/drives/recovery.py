@@ -14,6 +14,7 @@ from jaxtyping import Bool, Float
 
 from interp.edits import check_edits
 from interp.errors import DriveError, SupportError
+from interp.reprs import Summary
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from probes.stats import block_bootstrap
@@ -47,8 +48,8 @@ SYMBOLS = {"question_drive": "QCD", "prefix_drive": "PCD"}
 BASELINES = {"pmi_q": "PMI_Q", "pmi_p": "PMI_P", "pmi_q_marginal": "PMI_Q (marginal)"}
 
 
-@dataclass
-class Recovery:
+@dataclass(repr=False)
+class Recovery(Summary):
     """Recovery of the randomized-intervention reference G(t) by the drives and by PMI.
 
     Attributes:
@@ -68,6 +69,9 @@ class Recovery:
     mask: Bool[np.ndarray, "n t"]
     context_ids: list[str] = field(default_factory=list)
     k: int = 0
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self.sample_ids), "k": self.k, "contexts": self.m}
 
     @property
     def m(self) -> int:

@@ -14,6 +14,7 @@ from jaxtyping import Bool
 from interp.conditions import Condition, Part
 from interp.edits import check_edits
 from interp.encoding import warn_unknown_tokens
+from interp.reprs import Summary
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from probes.trajectories import relative_bins
@@ -53,8 +54,8 @@ def _decreased(removed: pd.Series, full: pd.Series) -> np.ndarray:
     return (a < b) & ~np.isclose(a, b, rtol=1e-5, atol=0.0)
 
 
-@dataclass
-class SourceRemoval:
+@dataclass(repr=False)
+class SourceRemoval(Summary):
     """Token probabilities of fixed answers with each source removed (Table 3, Fig. 4).
 
     Attributes:
@@ -69,6 +70,9 @@ class SourceRemoval:
     mask: Bool[np.ndarray, "n t"]
     null_image: str = "blind"
     null_question: str = ""
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self.sample_ids), "removed": list(self.probs)}
 
     def per_sample(self) -> pd.DataFrame:
         """Each sample's mean token probability under each condition."""

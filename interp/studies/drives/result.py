@@ -13,13 +13,14 @@ import pandas as pd
 from jaxtyping import Bool, Float, Int
 
 from interp.errors import DriveError
+from interp.reprs import Summary
 from probes.trajectories import relative_bins
 
 from .constants import DRIVE_ALIASES, DRIVES
 
 
-@dataclass
-class CausalDrives:
+@dataclass(repr=False)
+class CausalDrives(Summary):
     """Per-token causal drives of N generations, in bits (log base 2).
 
     Every array is ``[N, T]`` with T the longest target; ``mask`` is True for the first
@@ -64,6 +65,14 @@ class CausalDrives:
     forwards_per_sample: int = 0
     visual: str = "image"
     pmi_q_marginal: Float[np.ndarray, "n t"] | None = None
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "n": len(self),
+            "tokens": int(self.mask.sum()),
+            "support": self.k,
+            "visual": self.visual,
+        }
 
     def __len__(self) -> int:
         return len(self.sample_ids)

@@ -14,6 +14,7 @@ import pandas as pd
 from interp.conditions import Condition, Part, stable_seed
 from interp.edits import check_edits
 from interp.encoding import warn_unknown_tokens
+from interp.reprs import Summary
 from interp.samples import Sample, ensure_samples
 from interp.store import substore
 from probes.stats import pearson
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
     from interp.options import RunOptions
 
 
-@dataclass
-class Sensitivity:
+@dataclass(repr=False)
+class Sensitivity(Summary):
     """The drives under other null sources, next to the base setting.
 
     Attributes:
@@ -54,6 +55,9 @@ class Sensitivity:
 
     base: CausalDrives
     variants: dict[str, CausalDrives]
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self.base), "variants": list(self.variants)}
 
     def to_frame(self) -> pd.DataFrame:
         """Per setting (base first): each drive's mean over all answer tokens (``mean_visual_drive``,

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from jaxtyping import Float
 from scipy import stats
 
+from interp.reprs import Summary
 from probes.multiple import holm
 from probes.stats import mean_ci
 
@@ -48,8 +50,8 @@ def one_sample_tests(delta: Float[np.ndarray, "n w"]) -> tuple[np.ndarray, np.nd
     return t, p
 
 
-@dataclass
-class IntegrationLayer:
+@dataclass(repr=False)
+class IntegrationLayer(Summary):
     """The causal integration layer and the tests it rests on.
 
     Attributes:
@@ -69,6 +71,14 @@ class IntegrationLayer:
     alpha: float
     group: str | None = None
     min_fraction: float = 0.1
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "window": self.window,
+            "alpha": self.alpha,
+            "group": self.group,
+        }
 
     def __str__(self) -> str:
         who = f" ({self.group})" if self.group else ""
@@ -150,8 +160,8 @@ def integration_layer(
     return IntegrationLayer(last, window, tests, alpha, group, min_fraction)
 
 
-@dataclass
-class Flow:
+@dataclass(repr=False)
+class Flow(Summary):
     """Δ = log p(answer | knockout in the window) − log p(answer) per sample, edge and window.
 
     Attributes:
@@ -175,6 +185,14 @@ class Flow:
     split: str | None = None
     n_layers: int = 0
     notes: list[str] = field(default_factory=list)
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "n": len(self),
+            "edges": list(self.delta),
+            "windows": len(self.windows),
+            "n_layers": self.n_layers,
+        }
 
     def __len__(self) -> int:
         return len(self.sample_ids)

@@ -11,6 +11,7 @@ import pandas as pd
 from sklearn.metrics import balanced_accuracy_score
 
 from interp.errors import RecallError
+from interp.reprs import Summary
 from probes.layerwise import LayerwiseProbe
 from probes.stats import auroc
 
@@ -20,8 +21,8 @@ from .probes import _check_folds, _fit_methods, _one_thread, _predict_methods, _
 from .result import RecallRun
 
 
-@dataclass
-class Transfer:
+@dataclass(repr=False)
+class Transfer(Summary):
     """Probes trained on the other families and applied, without retraining, to a held-out one
     (Sec. 6.2, Table 1).
 
@@ -39,6 +40,9 @@ class Transfer:
     layer_scores: pd.DataFrame
     probes: dict[str, LayerwiseProbe]
     settings: dict[str, Any]
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"held_out": self.held_out, "rows": len(self.predictions)}
 
     @property
     def held_out(self) -> list[str]:

@@ -4,6 +4,7 @@ layer, split into linking successes and failures (:func:`linking_curves` → :cl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -11,6 +12,7 @@ from jaxtyping import Bool, Float, Int
 from scipy import stats
 
 from interp.errors import EmptyInputError, ProbeError, RecallError
+from interp.reprs import Summary
 from probes.distances import to_numpy
 from probes.stats import auroc, cliffs_delta, mean_difference
 
@@ -18,8 +20,8 @@ from .analysis import layerwise_cosine
 from .result import RecallRun
 
 
-@dataclass
-class LinkingCurves:
+@dataclass(repr=False)
+class LinkingCurves(Summary):
     """Per-item, per-layer logit-lens probability and Visual-vs-Full-Info cosine similarity, with
     each item's linking outcome (Fig. 4).
 
@@ -34,6 +36,13 @@ class LinkingCurves:
     cosine: Float[np.ndarray, "n layer"]
     success: Bool[np.ndarray, " n"]
     family: list[str]
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {
+            "n": len(self.success),
+            "successes": int(self.success.sum()),
+            "layers": int(self.lens.shape[1]),
+        }
 
     @property
     def layers(self) -> np.ndarray:

@@ -16,6 +16,7 @@ from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 from threadpoolctl import threadpool_limits
 
 from interp.errors import EmptyInputError, ProbeError, RecallError
+from interp.reprs import Summary
 from probes.distances import to_numpy
 from probes.layerwise import LayerwiseProbe, _select_layers
 from probes.selective import (
@@ -142,8 +143,8 @@ def _predict_methods(fitted: dict[str, Any], X: np.ndarray, ppl: np.ndarray) -> 
     }
 
 
-@dataclass
-class FailureProbes:
+@dataclass(repr=False)
+class FailureProbes(Summary):
     """Probes that flag linking failures within one family (or all pooled), Table 2.
 
     Attributes:
@@ -163,6 +164,9 @@ class FailureProbes:
     curve: LayerwiseProbe
     predictions: pd.DataFrame
     settings: dict[str, Any]
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"family": self.family, "layer": self.layer, "rows": len(self.predictions)}
 
     @property
     def layer(self) -> int:

@@ -15,6 +15,7 @@ import pandas as pd
 from jaxtyping import Bool, Float, Int
 
 from interp.errors import RecallError
+from interp.reprs import Summary
 from probes.text import bleu, exact_match, inclusion_match
 
 from .analysis import _mean_ci
@@ -25,8 +26,8 @@ TensorLike = Any
 """A torch tensor, annotated without importing torch."""
 
 
-@dataclass
-class RecallRun:
+@dataclass(repr=False)
+class RecallRun(Summary):
     """Everything the model produced for N recall items (see :func:`run_recall`).
 
     Attributes:
@@ -53,6 +54,9 @@ class RecallRun:
     trivial: tuple[str, ...] = TRIVIAL
     whole_words: bool = True
     seed: int = 0
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"n": len(self), "families": len(self.families), "layers": self.n_layers}
 
     def __post_init__(self) -> None:
         n = len(self.items)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from interp.errors import InterpError
 from interp.options import RunOptions, refuse_remote
+from interp.reprs import Summary
 
 from .published import PUBLISHED, model_key
 from .recipes import RECIPES, Recipe, Run, is_demo
@@ -28,8 +29,8 @@ class ReproduceError(InterpError, ValueError):
     """A recipe cannot run: an unknown paper, data missing for a run, or a study run failed."""
 
 
-@dataclass
-class Reproduction:
+@dataclass(repr=False)
+class Reproduction(Summary):
     """What :func:`reproduce` produced: ``table`` (this run), ``published`` (the paper's rows,
     those of this model first), the model's key in the paper (None: the paper has no row for it)
     and the output folder."""
@@ -41,6 +42,9 @@ class Reproduction:
     model_key: str | None
     out: Path
     remote_notes: tuple[str, ...] = ()
+
+    def _repr_head(self) -> dict[str, Any]:
+        return {"paper": self.paper, "model": self.model, "rows": len(self.table)}
 
     def markdown(self) -> str:
         """``table.md``: this run's table, the paper's rows beside it, and the recipe's notes."""
