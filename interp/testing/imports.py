@@ -64,7 +64,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("interventions", ("interventions/",)),
     ("public names", ("interp/__init__.py",)),
-    ("support", ("interp/demo/", "interp/testing/", "interp/figures.py")),
+    ("support", ("interp/demo/", "interp/testing/", "interp/figures.py", "interp/headlines.py")),
     (
         "command line",
         (
