@@ -24,8 +24,10 @@ test checks that equality (``tests/core/test_prefix_sharing.py``); PaliGemma's p
 ways (prefix-LM) and InstructBLIP's forward keeps no cache, so neither shares.
 
 Where nothing is shared — a row alone in its group, a varied part that comes first (a swapped or
-distorted image), edits, a remote run (each trace is one plain request; the cache would have to
-stay on the server between them) — the rows run as before (:func:`interp.scoring.score_rows`).
+distorted image), edits — the rows run as before (:func:`interp.scoring.score_rows`). Remotely
+(NDIF) each request is one nnsight session that runs the prefix and then the suffixes from the
+cache it left on the server (:func:`remote_logprobs`): only plain data crosses the wire; M-RoPE
+families and text-only forwards run every row in full there.
 """
 
 from __future__ import annotations
@@ -79,16 +81,19 @@ class Unit:
 
 def applies(vlm: VLM, edits: Sequence[Any], trace_options: dict[str, Any]) -> bool:
     """Whether rows of ``vlm`` may share prefixes: the family is verified (``prefix_sharing``, on
-    a written adapter entry), no edit is given and the traces run here."""
+    a written adapter entry) and no edit is given; remotely (:func:`remote_logprobs`) also a
+    family without M-RoPE and with one forward for every row."""
     adapter = vlm.adapter
-    return (
-        adapter.prefix_sharing
-        and not adapter.inferred
-        and not adapter.batch_dependent
-        and not edits
-        and not is_remote(trace_options)
-        and not getattr(vlm, "remote", False)
-    )
+    if not adapter.prefix_sharing or adapter.inferred or adapter.batch_dependent or edits:
+        return False
+    if is_remote(trace_options) or getattr(vlm, "remote", False):
+        return _rope_owner(vlm) is None and adapter.text_only_module is None
+    return True
+
+
+def remote(vlm: VLM, trace_options: dict[str, Any]) -> bool:
+    """Whether the traces leave this process (the options, or a model loaded for NDIF)."""
+    return is_remote(trace_options) or bool(getattr(vlm, "remote", False))
 
 
 def _digest(value: Any, h: Any) -> None:
@@ -271,6 +276,41 @@ def run_prefix(vlm: VLM, shared: Prefix, p: int) -> tuple[Any, Any]:
     return cache, delta
 
 
+def _suffix(
+    vlm: VLM, units: Sequence[Unit], p: int, shared: Prefix
+) -> tuple[dict[str, Any], Tensor, Tensor, Tensor, Tensor]:
+    """The suffixes' inputs (tokens ``p ..`` right-padded, the attention mask over prefix +
+    suffix), and the read: rows, logit positions counted from ``p``, targets, and which are real."""
+    n = len(units)
+    width = max(int(u.ids.shape[0]) - p for u in units)
+    pad = vlm.tokenizer.pad_token_id or 0
+    inputs: dict[str, Any] = {}
+    for name, value in shared.fields.items():
+        fill = pad if name == "input_ids" else 0
+        shape = (n, width, *value.shape[2:])
+        inputs[name] = torch.full(shape, fill, dtype=value.dtype, device=value.device)
+    for row, u in enumerate(units):
+        size = int(u.ids.shape[0]) - p
+        for name, value in u.fields.items():
+            # trailing sizes may differ between batches (padded to a batch's most images)
+            crop = tuple(slice(0, k) for k in inputs[name].shape[2:])
+            inputs[name][(row, slice(0, size), *crop)] = value[(0, slice(p, None), *crop)]
+    mask = inputs.get("attention_mask")
+    if mask is not None:  # the prefix's keys, then each row's own
+        inputs["attention_mask"] = torch.cat([mask.new_ones(n, p), mask], dim=1)
+    span = max(len(u.target) for u in units)
+    where = torch.zeros(n, span, dtype=torch.long)
+    tgt = torch.zeros(n, span, dtype=torch.long)
+    valid = torch.zeros(n, span, dtype=torch.bool)
+    for row, u in enumerate(units):
+        where[row, : len(u.target)] = u.where - p
+        tgt[row, : len(u.target)] = u.target
+        valid[row, : len(u.target)] = True
+    device = units[0].ids.device
+    rows = torch.arange(n, device=device)[:, None]
+    return inputs, rows, where.to(device), tgt.to(device), valid
+
+
 def suffix_logprobs(
     vlm: VLM,
     units: Sequence[Unit],
@@ -284,48 +324,56 @@ def suffix_logprobs(
     (copied and expanded to the rows): natural-log ``log p(a_t | a_<t, context)`` of each row's
     target tokens, 0 past a row's end."""
     n = len(units)
-    width = max(int(u.ids.shape[0]) - p for u in units)
-    pad = vlm.tokenizer.pad_token_id or 0
-    inputs: dict[str, Any] = {}
-    fn = shared.fn
-    for name, value in shared.fields.items():
-        fill = pad if name == "input_ids" else 0
-        shape = (n, width, *value.shape[2:])
-        inputs[name] = torch.full(shape, fill, dtype=value.dtype, device=value.device)
-    for row, u in enumerate(units):
-        size = int(u.ids.shape[0]) - p
-        for name, value in u.fields.items():
-            # trailing sizes may differ between batches (padded to a batch's most images)
-            crop = tuple(slice(0, n) for n in inputs[name].shape[2:])
-            inputs[name][(row, slice(0, size), *crop)] = value[(0, slice(p, None), *crop)]
-    mask = inputs.get("attention_mask")
-    if mask is not None:  # the prefix's keys, then each row's own
-        inputs["attention_mask"] = torch.cat([mask.new_ones(n, p), mask], dim=1)
+    inputs, rows, where, tgt, valid = _suffix(vlm, units, p, shared)
     if delta is not None:  # M-RoPE: text after the media continues from the prefix's positions
+        width = inputs["input_ids"].shape[1]
         steps = torch.arange(p, p + width, device=delta.device)
         inputs["position_ids"] = (steps[None, None, :] + delta.reshape(1, -1, 1)).expand(3, n, -1)
-    shared = copy.deepcopy(cache)
-    shared.batch_repeat_interleave(n)
-    inputs[_cache_kwarg(vlm, fn)] = shared
+    expanded = copy.deepcopy(cache)
+    expanded.batch_repeat_interleave(n)
+    inputs[_cache_kwarg(vlm, shared.fn)] = expanded
     inputs["use_cache"] = True
-    span = max(len(u.target) for u in units)
-    where = torch.zeros(n, span, dtype=torch.long)
-    tgt = torch.zeros(n, span, dtype=torch.long)
-    valid = torch.zeros(n, span, dtype=torch.bool)
-    for row, u in enumerate(units):
-        where[row, : len(u.target)] = u.where - p
-        tgt[row, : len(u.target)] = u.target
-        valid[row, : len(u.target)] = True
-    device = units[0].ids.device
-    rows = torch.arange(n, device=device)[:, None]
-    where, tgt = where.to(device), tgt.to(device)
     # plain data only inside the block, as every scoring forward (interp.plain)
     head, (scale, cap) = vlm.lm_head, head_transform(vlm)
     options = dict(trace_options)
-    if fn is not None:
-        options["fn"] = fn
+    if shared.fn is not None:
+        options["fn"] = shared.fn
     with torch.no_grad(), vlm.nn.trace(**options) as tracer:
         with tracer.invoke(**inputs):
+            lp = target_logprobs(head.output, rows, where, tgt, scale, cap).save()
+    return (lp.cpu() * valid).float()
+
+
+def remote_logprobs(
+    vlm: VLM, units: Sequence[Unit], p: int, shared: Prefix, trace_options: dict[str, Any]
+) -> Float[Tensor, "batch tgt"]:
+    """:func:`suffix_logprobs` as one request: an nnsight session that runs the prefix's trace,
+    expands the cache it leaves on the server to the rows (``batch_repeat_interleave``) and runs
+    the suffixes' trace from it. Only plain data crosses the wire (the inputs, the positions, the
+    read's indices); the cache never leaves the server. Families with M-RoPE (whose suffix
+    positions need the prefix's rope delta) and a text-only forward do not share remotely
+    (:func:`applies`)."""
+    n = len(units)
+    inputs, rows, where, tgt, valid = _suffix(vlm, units, p, shared)
+    first = {**shared.media, **{k: v[:, :p] for k, v in shared.fields.items()}}
+    if "logits_to_keep" in _parameters(vlm.hf):  # the prefix's logits are never read
+        first["logits_to_keep"] = 1
+    key = _cache_kwarg(vlm, None)
+    sent = {k: v for k, v in trace_options.items() if k in ("remote", "backend")}
+    if vlm.remote and not is_remote(sent):
+        sent["remote"] = vlm.remote
+    extra = {k: v for k, v in trace_options.items() if k not in sent}
+    # plain data only inside the block, as every scoring forward (interp.plain)
+    nn, head, (scale, cap) = vlm.nn, vlm.lm_head, head_transform(vlm)
+    with torch.no_grad(), nn.session(**sent):
+        with nn.trace(**first, use_cache=True, **extra):
+            out = nn.output
+            cache = out.get("cache")
+            if cache is None:
+                cache = out.get("past_key_values")
+        cache.batch_repeat_interleave(n)
+        inputs[key] = cache
+        with nn.trace(**inputs, use_cache=True, **extra):
             lp = target_logprobs(head.output, rows, where, tgt, scale, cap).save()
     return (lp.cpu() * valid).float()
 
@@ -337,6 +385,8 @@ __all__ = [
     "common_length",
     "media_key",
     "plan",
+    "remote",
+    "remote_logprobs",
     "representative",
     "run_prefix",
     "suffix_logprobs",

@@ -333,16 +333,20 @@ def _score_shared(
             for i in idx:
                 resolved[i].release()
     groups, alone = prefix.plan(units)
+    away = prefix.remote(vlm, trace_kwargs)
     for members, p in groups:
         head = shared[units[members[0]].key]
-        cache, delta = prefix.run_prefix(vlm, head, p)
+        if not away:  # remotely each request runs its own prefix (the cache stays there)
+            cache, delta = prefix.run_prefix(vlm, head, p)
         # similar suffix lengths share a forward
         members = sorted(members, key=lambda i: (int(units[i].ids.shape[0]), i))
         for start in range(0, len(members), batch_size):
             chunk = members[start : start + batch_size]
-            lp = prefix.suffix_logprobs(
-                vlm, [units[i] for i in chunk], p, cache, delta, head, trace_kwargs
-            )
+            part = [units[i] for i in chunk]
+            if away:
+                lp = prefix.remote_logprobs(vlm, part, p, head, trace_kwargs)
+            else:
+                lp = prefix.suffix_logprobs(vlm, part, p, cache, delta, head, trace_kwargs)
             for row, i in enumerate(chunk):
                 j = order[i][1]
                 out[j] = lp[row, : len(targets[j])].double()
