@@ -1,7 +1,8 @@
 """The attribution study's headline numbers — how much positive mass falls in the object's box,
 against a random box of its size, overall and for grounded and prior-driven answers — each with
 its n and a 95% interval, and the sentences that state them: written once, read by the audit's
-section (:mod:`.audit`) and the ``interp attribute`` summary (:mod:`.report`).
+section (:mod:`interp.studies.attribute.audit`) and the ``interp attribute`` summary
+(:mod:`interp.studies.attribute.report`).
 
 An interval resamples whole images where the samples carry the demo world's ``meta["group"]``
 (:func:`interp.studies.audit.report.clusters`), answers otherwise; a difference whose interval

@@ -1,6 +1,7 @@
 """The drives study's headline numbers, each with its n and a 95% interval, and the sentences
-that state them: written once, read by the audit's section (:mod:`.audit`) and by the
-``interp drives`` summary (:mod:`.report`).
+that state them: written once, read by the audit's section
+(:mod:`interp.studies.drives.audit`) and by the ``interp drives`` summary
+(:mod:`interp.studies.drives.report`).
 
 An interval resamples whole images where the samples carry the demo world's ``meta["group"]``
 (:func:`interp.studies.audit.report.clusters`), answers otherwise; a drop whose interval holds 0,
