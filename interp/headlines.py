@@ -60,6 +60,12 @@ def holds(low: Any, high: Any, null: float) -> bool:
     return not (float(low) > null or float(high) < null)
 
 
+def unit_words(count: str, images: int | None) -> str:
+    """The unit of inference in words: ``"12 answers on 5 images, resampling whole images"``, or
+    the count alone (``images`` None: the answers are resampled)."""
+    return count + (f" on {images} images, resampling whole images" if images is not None else "")
+
+
 def clusters(samples: Sequence[Sample]) -> list[Any] | None:
     """Each sample's ``meta["group"]`` (the independent unit: the demo world's image with its
     wordings) where every sample has one and some samples share one; None otherwise (each sample
@@ -117,5 +123,6 @@ __all__ = [
     "holds",
     "mean_interval",
     "show",
+    "unit_words",
     "with_interval",
 ]

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from interp.headlines import unit_words
 from interp.samples import Sample
 from interp.studies.audit.kinds import is_conflict_item
 from interp.studies.audit.registry import AuditOptions, Selection, Study
@@ -130,9 +131,7 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
         shown = f"{kind} {bracket(nums, f'drop_{kind}')} (n = {n})"
         return shown + (", inconclusive" if holds(m.low, m.high, 0.0) else "")
 
-    over = f"{len(ids)} questions" + (
-        f" on {nums['n_images']} images, resampling whole images" if unit is not None else ""
-    )
+    over = unit_words(f"{len(ids)} questions", None if unit is None else nums["n_images"])
     pooled = mean_interval(right, unit, paired_with=right_blind)
     sec.verdict = (
         f"Pooled over question types, the image adds {bracket(nums, 'drop_blind')} accuracy "

@@ -22,6 +22,7 @@ from interp.headlines import (
     clusters,
     holds,
     mean_interval,
+    unit_words,
     with_interval,
 )
 from interp.samples import Sample
@@ -80,9 +81,7 @@ def mass_headlines(
         else:
             est = mean_interval(frame["inside"], units(frame))
             with_interval(nums, f"inside_{g}", est.value, est.low, est.high)
-    over = f"{nums['n_boxes']} answers" + (
-        f" on {nums['n_images']} images, resampling whole images" if groups is not None else ""
-    )
+    over = unit_words(f"{nums['n_boxes']} answers", None if groups is None else nums["n_images"])
     text = (
         f"{how or f'By {method}'}, {bracket(nums, 'inside')} of the positive {method} mass falls inside the "
         f"object's box, against {bracket(nums, 'random')} inside a random box of the same size "

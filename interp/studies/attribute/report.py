@@ -8,7 +8,7 @@ import numpy as np
 
 from interp.command import Invocation
 from interp.errors import RegionError
-from interp.headlines import Number, bracket, clusters, mean_interval, with_interval
+from interp.headlines import Number, bracket, clusters, mean_interval, unit_words, with_interval
 from probes.inference import Comparison
 
 from .analysis import mass_table, object_shares
@@ -62,9 +62,7 @@ def report(inv: Invocation) -> str:
     for k, sample in enumerate(inv.samples[: max(args.plots, 0)]):
         out.figure(plot_attribution(result, sample), f"map_{k}.png")
     groups = clusters(inv.samples)
-    over = f"{len(result)} samples" + (
-        f" on {len(set(groups))} images, resampling whole images" if groups is not None else ""
-    )
+    over = unit_words(f"{len(result)} samples", None if groups is None else len(set(groups)))
     region = mean_interval(np.nanmean(result.scores, axis=1), groups)
     how = f"By {result.method}"
     if result.method == "attention":

@@ -23,6 +23,7 @@ from interp.headlines import (
     headline,
     holds,
     mean_interval,
+    unit_words,
     with_interval,
 )
 from interp.samples import Sample
@@ -71,9 +72,7 @@ def drive_headlines(
         drops[source] = mean_interval(per["full"], groups, paired_with=per[key])
     top = max(drops, key=lambda src: drops[src].value)
     with_interval(nums, "top_drop", drops[top].value, drops[top].low, drops[top].high)
-    unit = f"{len(samples)} answers" + (
-        f" on {nums['n_images']} images, resampling whole images" if groups is not None else ""
-    )
+    unit = unit_words(f"{len(samples)} answers", None if groups is None else nums["n_images"])
     text = (
         f"Removing the {source_word(top)} costs the answers most (mean token probability "
         f"{bracket(nums, 'p_full')} → {bracket(nums, 'p_without_' + source_word(top))}, a drop of "
@@ -116,11 +115,7 @@ def imbalance_headlines(samples: Sequence[Sample], imbalance: Imbalance) -> Head
     nums["n_grounded"] = int(auc["n_negative"].iloc[0])
     if unit_groups is not None:
         nums["n_labelled_images"] = len(set(unit_groups))
-    on = (
-        f" on {nums['n_labelled_images']} images, resampling whole images"
-        if unit_groups is not None
-        else ""
-    )
+    on = unit_words("", None if unit_groups is None else nums["n_labelled_images"])
 
     def read(key: str) -> str:
         lo, hi = bounds[key]
