@@ -12,7 +12,11 @@ For each model, on the same encoded batches of demo items, the library against b
 - **flow** — ``information_flow`` (edge image → last, windows of 4 layers, the given answers) vs the
   same number of bare teacher-forced forwards (one per window, plus the unedited one);
 - **occlusion** — ``occlusion`` (a 2 x 2 grid, the given answers) vs the same number of bare
-  forwards (one per region, plus the unedited one).
+  forwards (one per region, plus the unedited one);
+- **drives, shared/full** and **contexts, shared/full** — prefix sharing: ``causal_drives``
+  (K = 2, the given answers) and ``score_contexts`` (each answer under four text conditions of its
+  image) with ``share_prefix`` on, against the same calls with every context in full (the "HF"
+  columns of these two rows hold the library's full-forward path, not bare HF).
 
 Each row: median seconds of both sides, the ratio, tokens/s and the peak device memory of each
 side (``torch.cuda.max_memory_allocated`` after a reset; on the CPU none is measured). The
@@ -56,6 +60,7 @@ import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
 from interp.encoding import batches, encode  # noqa: E402
 from interp.studies.attribute import occlusion  # noqa: E402
+from interp.studies.drives import causal_drives  # noqa: E402
 from interp.studies.flow import information_flow  # noqa: E402
 from interp.testing import chat_template, tiny_tokenizer  # noqa: E402
 from interp.testing.builders.common import processor_without_video  # noqa: E402
@@ -78,6 +83,8 @@ SMOKE_TEXT = {
     "num_attention_heads": 4,
 }
 FLOW_WINDOW, GRID = 4, (2, 2)
+DRIVES_K = 2
+CONTEXTS = ["full", "no_question", "instruct:Answer in one word.", "full+no_prefix"]
 
 
 def llava_tokenizer():
@@ -304,6 +311,33 @@ def run_arch(arch: str, args: argparse.Namespace) -> dict:
     hf_ids = [ids[: ids.index(eos)] if eos in ids else ids for ids in hf_greedy(vlm, samples, b, m)]
     info["same_tokens"] = gen.token_ids == hf_ids
 
+    answers = [s.answer for s in samples]
+
+    def drives(share: bool) -> object:
+        return causal_drives(
+            vlm,
+            samples,
+            k=DRIVES_K,
+            targets=answers,
+            batch_size=b,
+            progress_bar=False,
+            share_prefix=share,
+        )
+
+    def contexts(share: bool) -> object:
+        return interp.score_contexts(
+            vlm,
+            samples,
+            answers,
+            lambda i, s: [(s, c) for c in CONTEXTS],
+            batch_size=b,
+            progress_bar=False,
+            share_prefix=share,
+        )
+
+    shared, full = contexts(True), contexts(False)
+    info["shared_max_diff"] = max(float((a - c).abs().max()) for a, c in zip(shared, full))
+
     n_windows = math.ceil(vlm.n_layers / FLOW_WINDOW)
     regions = GRID[0] * GRID[1]
     new_tokens = len(samples) * m
@@ -346,6 +380,16 @@ def run_arch(arch: str, args: argparse.Namespace) -> dict:
             lambda: bare_forwards(vlm, samples, b, regions + 1),
             prompt_tokens * (regions + 1),
         ),
+        "drives, shared/full": (
+            lambda: drives(True),
+            lambda: drives(False),
+            prompt_tokens * (2 * DRIVES_K + 2),
+        ),
+        "contexts, shared/full": (
+            lambda: contexts(True),
+            lambda: contexts(False),
+            prompt_tokens * len(CONTEXTS),
+        ),
     }
     results = []
     for name, (lib, hf, tokens) in rows.items():
@@ -373,7 +417,8 @@ def print_table(result: dict) -> None:
         f"{result['arch']}: {result['params_b']} B parameters, {result['layers']} layers, "
         f"d = {result['d_model']}, {result['dtype']} on {result['device']}, "
         f"{result['image_tokens']} image tokens; reads max |diff| {result['max_abs_diff']:.2e}, "
-        f"greedy tokens equal HF: {result['same_tokens']}"
+        f"greedy tokens equal HF: {result['same_tokens']}; shared-prefix scores max |diff| "
+        f"{result['shared_max_diff']:.2e}"
     )
     head = f"  {'measure':<20}{'interp s':>10}{'HF s':>10}{'ratio':>7}{'interp tok/s':>14}"
     print(head + f"{'HF tok/s':>11}{'interp GiB':>12}{'HF GiB':>9}")
