@@ -7,6 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import nnsight
+import numpy as np
 import pandas as pd
 import torch
 from jaxtyping import Bool, Float
@@ -23,6 +25,7 @@ from .encoding.resolve import resolve
 from .errors import ContextError, EmptyInputError
 from .options import RunOptions
 from .plain import head_transform, residual_site, stand_in
+from .resume import Resume
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -97,6 +100,7 @@ def scored_forward(
     edits: Sequence[Intervention] = (),
     *,
     gradient_at: int | None = None,
+    resume: Resume | None = None,
     **trace_kwargs: Any,
 ) -> tuple[Float[Tensor, "batch tgt"], Tensor | None, Tensor | None]:
     """:func:`trace_target_logprobs`'s forward, and with ``gradient_at`` = l also the residual
@@ -106,6 +110,10 @@ def scored_forward(
     on NDIF. The gradient starts at the decoder's input embeddings (``requires_grad`` set there:
     the caller freezes the weights, as NDIF's deployments are). Returns ``(logprobs, h, grad)``
     (None, None without ``gradient_at``).
+
+    With ``resume`` (:mod:`interp.resume`, a local forward), decoder layers ``0..resume.start-1``
+    do not run and output the kept ``resume.states[resume.start - 1]``, and the outputs of the
+    layers in ``resume.keep`` are kept into ``resume.states``.
     """
     enc = batch.encoding
     width = max(len(t) for t in targets)
@@ -142,6 +150,10 @@ def scored_forward(
             with tracer.invoke():
                 apply_writes(edit_writes, 0)
         with tracer.invoke(**inputs):
+            if resume is not None:  # layers below the start give the kept state (interp.resume)
+                for i in range(resume.start):
+                    vlm.layers[i].skip(resume.states[resume.start - 1])
+                kept = nnsight.save([vlm.layers[i].output for i in resume.keep])
             if grad_sites is not None:  # the gradient starts at the embeddings (frozen weights)
                 (s0, p0), (s1, p1), same = grad_sites
                 v = getattr(s0, p0[0])
@@ -160,6 +172,8 @@ def scored_forward(
             if grad_sites is not None:
                 with (picked * valid).sum().backward():
                     grads = h.grad.detach().clone().save()
+    if resume is not None:
+        resume.states.update(zip(resume.keep, kept))
     return (lp * valid).cpu(), states, grads
 
 
@@ -226,6 +240,43 @@ def score(
         logprobs[i, : r["n"]] = tensors["logprobs"][i, : r["n"]]
         mask[i, : r["n"]] = True
     return TokenScores(logprobs, mask, ids, [str(s.id) for s in samples], str(cond))
+
+
+def score_windows(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    targets: Sequence[str | Sequence[int]],
+    passes: Sequence[tuple[int, Sequence[Intervention]]],
+    *,
+    run: RunOptions,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Teacher-forced totals ``Σ_t log p(a_t | a_<t, x)`` of each sample's target, clean and under
+    each pass ``(a, edits)`` whose edits touch only decoder layers ``a..L`` (1-based), with layer
+    resume (:mod:`interp.resume`): per batch the clean forward keeps the output of decoder layer
+    ``a - 1`` for every pass's ``a`` > 1, and each pass's forward skips layers ``1..a-1``, giving
+    them that output. The values are :func:`score`'s totals (float32 sums, then float64) within
+    float tolerance. No store, a local run (see :func:`interp.resume.why_not`).
+
+    Returns:
+        the clean totals ``[n]`` and one ``[n]`` array per pass, float64, in sample order.
+    """
+    trace = run.trace_options()
+    cond = Condition.parse("full")
+    ids = target_ids(vlm, targets)
+    keep = tuple(sorted({a - 2 for a, _ in passes if a > 1}))  # 0-based layer a-1 of start a
+    checked = [(a - 1, check_edits(vlm, edits)) for a, edits in passes]
+    base = np.zeros(len(samples))
+    totals = [np.zeros(len(samples)) for _ in passes]
+    for idx, enc in batches(vlm, samples, cond, run.batch_size, all_samples=samples):
+        rows = [samples[i] for i in idx]
+        tgt = [ids[i] for i in idx]
+        clean = Resume(keep=keep)
+        todo = [(base, [], clean)] + [(t, e, clean.at(a)) for t, (a, e) in zip(totals, checked)]
+        for out, edits, resume in todo:  # the clean forward first: it keeps the states
+            batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
+            lp = scored_forward(vlm, batch, tgt, edits, resume=resume, **trace)[0]
+            out[idx] = lp.sum(dim=1).double().numpy()
+    return base, totals
 
 
 Context = tuple[Sample, "str | Condition"]
@@ -449,6 +500,7 @@ __all__ = [
     "score",
     "score_contexts",
     "score_rows",
+    "score_windows",
     "scored_forward",
     "trace_target_logprobs",
 ]
