@@ -146,6 +146,9 @@ def main() -> None:
     models += [(f"tiny {a}", interp.testing.tiny_vlm(a)) for a in args.arch]
     for name, vlm in models:
         for window in args.window:
+            if window > vlm.n_layers:
+                print(f"{name}: no window of {window} layers ({vlm.n_layers} layers)", flush=True)
+                continue
             passes = 1 + len(EDGES) * len(windows(vlm.n_layers, window))
             head = (
                 f"{name} ({vlm.n_layers} layers), N={args.n}, batch {args.batch_size}, window "
