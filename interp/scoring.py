@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import nnsight
 import numpy as np
 import pandas as pd
 import torch
@@ -141,6 +140,15 @@ def scored_forward(
         start, read = residual_site(vlm, 0, skipped), residual_site(vlm, gradient_at, skipped)
         grad_sites = (start, read, stand_in(gradient_at, skipped) == 0)
     states = grads = None
+    # layer resume (local only) as plain data: the envoys to skip, the kept state, those to keep
+    skips: list[Any] = []
+    keeps: list[Any] = []
+    kept: list[Any] = []
+    state: Any = None
+    if resume is not None:
+        skips = [vlm.layers[i] for i in range(resume.start)]
+        keeps = [vlm.layers[i] for i in resume.keep]
+        state = resume.states[resume.start - 1] if resume.start else None
     trace, inputs = vlm.open_trace(traced, plain=hook is None, **trace_kwargs)
     mode = torch.no_grad() if grad_sites is None else torch.enable_grad()
     with mode, trace as tracer:
@@ -150,10 +158,9 @@ def scored_forward(
             with tracer.invoke():
                 apply_writes(edit_writes, 0)
         with tracer.invoke(**inputs):
-            if resume is not None:  # layers below the start give the kept state (interp.resume)
-                for i in range(resume.start):
-                    vlm.layers[i].skip(resume.states[resume.start - 1])
-                kept = nnsight.save([vlm.layers[i].output for i in resume.keep])
+            for layer in skips:  # layers below the start give the kept state (interp.resume)
+                layer.skip(state)
+            kept.extend(layer.output.save() for layer in keeps)
             if grad_sites is not None:  # the gradient starts at the embeddings (frozen weights)
                 (s0, p0), (s1, p1), same = grad_sites
                 v = getattr(s0, p0[0])
