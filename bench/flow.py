@@ -10,16 +10,29 @@ blocks in every layer; the cost is the same as blocking in a window). Prints bot
 ratio, on the demo model (eager attention, and SDPA with ``--attn eager sdpa``) and on tiny random
 models (eager attention). Families that derive
 positions from the 2-D mask inside the forward (Qwen-VL's 3-D rope) cannot take a 4-D mask: the
-reference is reported as not applicable for them.
+reference is reported as not applicable for them. These rows time the library's full-forward path
+(``resume_layers=False``), as their stored figures were measured.
+
+With ``--resume``, each model instead gets one row of layer resume (``RunOptions.resume_layers``,
+:mod:`interp.resume`: one clean forward per batch keeps the residual stream at every window's first
+layer, and each knockout forward skips the layers below its window) against the full forwards,
+side by side in one run: median CPU time (``time.process_time``, this process: the machine is
+shared) of each over ``--repeats`` alternating pairs after a warm-up, the median per-pair ratio
+(resume / full), and the largest difference between the two paths' Δ. Ratios are printed, never
+asserted.
 
     python bench/flow.py [--n 64] [--window 1] [--attn eager sdpa] [--arch llava idefics3]
+    python bench/flow.py --resume [--repeats 3] [--window 1 2 4]
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -69,17 +82,61 @@ def hf_sweep(vlm: interp.VLM, samples, batch_size: int, n_windows: int) -> None:
 def measure(vlm: interp.VLM, samples, batch_size: int, window: int) -> tuple[float, float, float]:
     n_windows = len(windows(vlm.n_layers, window))
     ours = lambda: information_flow(  # noqa: E731
-        vlm, samples, window=window, split=None, batch_size=batch_size, progress_bar=False
+        vlm,
+        samples,
+        window=window,
+        split=None,
+        batch_size=batch_size,
+        progress_bar=False,
+        resume_layers=False,
     )
     bare = lambda: hf_sweep(vlm, samples, batch_size, n_windows)  # noqa: E731
     return paired(ours, bare, repeats=3)
 
 
+def resume_row(vlm: interp.VLM, samples, batch_size: int, window: int, repeats: int) -> str:
+    """Layer resume against the full forwards: median CPU seconds of each over ``repeats``
+    alternating pairs (after a warm-up of each), the median per-pair ratio, and the largest
+    difference of Δ between the two warm-ups."""
+
+    def sweep(resume: bool):
+        return information_flow(
+            vlm,
+            samples,
+            window=window,
+            split=None,
+            batch_size=batch_size,
+            progress_bar=False,
+            resume_layers=resume,
+        )
+
+    a, b = sweep(True), sweep(False)
+    diff = max(float(np.abs(a.delta[k] - b.delta[k]).max()) for k in a.delta)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    ratios = []
+    for k in range(repeats):
+        pair = {}
+        for resume in (True, False)[:: 1 if k % 2 == 0 else -1]:
+            start = time.process_time()
+            sweep(resume)
+            pair[resume] = time.process_time() - start
+        times[True].append(pair[True])
+        times[False].append(pair[False])
+        ratios.append(pair[True] / pair[False])
+    full, ours = statistics.median(times[False]), statistics.median(times[True])
+    return (
+        f"full {full:.2f} s   resume {ours:.2f} s   ratio {statistics.median(ratios):.2f}x   "
+        f"(pairs {min(ratios):.2f}-{max(ratios):.2f}x)   max |ΔΔ| {diff:.2g}"
+    )
+
+
 def main() -> None:
     parser = bench_parser(__doc__, n=64, batch_size=16)
-    parser.add_argument("--window", type=int, default=1)
+    parser.add_argument("--window", type=int, nargs="*", default=[1])
     parser.add_argument("--arch", nargs="*", default=["llava"])
     parser.add_argument("--attn", nargs="*", default=["eager", "sdpa"])
+    parser.add_argument("--resume", action="store_true", help="layer resume vs the full forwards")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parse(parser)
     samples = demo_world(split="test", n=args.n, seed=0)
     models = [
@@ -88,18 +145,29 @@ def main() -> None:
     ]
     models += [(f"tiny {a}", interp.testing.tiny_vlm(a)) for a in args.arch]
     for name, vlm in models:
-        passes = 1 + len(EDGES) * len(windows(vlm.n_layers, args.window))
-        try:
-            ours, bare, ratio = measure(vlm, samples, args.batch_size, args.window)
-        except (IndexError, RuntimeError, ValueError) as err:
-            print(f"{name}: the bare reference cannot pass a 4-D mask here ({err})", flush=True)
-            continue
-        print(
-            f"{name} ({vlm.n_layers} layers), N={args.n}, batch {args.batch_size}, window "
-            f"{args.window}: {passes} passes   interp: {ours:.2f} s   bare HF + 4-D mask: "
-            f"{bare:.2f} s   ratio {ratio:.2f}x",
-            flush=True,
-        )
+        for window in args.window:
+            if window > vlm.n_layers:
+                print(f"{name}: no window of {window} layers ({vlm.n_layers} layers)", flush=True)
+                continue
+            passes = 1 + len(EDGES) * len(windows(vlm.n_layers, window))
+            head = (
+                f"{name} ({vlm.n_layers} layers), N={args.n}, batch {args.batch_size}, window "
+                f"{window}: {passes} passes"
+            )
+            if args.resume:
+                row = resume_row(vlm, samples, args.batch_size, window, args.repeats)
+                print(f"{head}   {row}", flush=True)
+                continue
+            try:
+                ours, bare, ratio = measure(vlm, samples, args.batch_size, window)
+            except (IndexError, RuntimeError, ValueError) as err:
+                print(f"{name}: the bare reference cannot pass a 4-D mask here ({err})", flush=True)
+                continue
+            print(
+                f"{head}   interp: {ours:.2f} s   bare HF + 4-D mask: {bare:.2f} s   "
+                f"ratio {ratio:.2f}x",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

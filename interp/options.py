@@ -45,6 +45,11 @@ class RunOptions:
         share_prefix: contexts that begin with the same tokens and media run that prefix once
             and only their own suffixes after it (:mod:`interp.prefix`; results equal within
             float tolerance); False runs every context in full.
+        resume_layers: a sweep of edits confined to windows of decoder layers (the information-flow
+            study's knockouts) runs the clean forward once per batch, keeps the residual stream at
+            each window's first layer and runs each window's forward from there, the layers below
+            it skipped (:mod:`interp.resume`; results equal within float tolerance); False runs
+            every forward in full. Local runs on verified families only.
         remote: run every trace on NDIF (``True``: the configured host, with nnsight's API key
             from its config or ``NDIF_API_KEY``), on the NDIF host at a URL, or ``"local"``
             (nnsight's in-process dry run of the remote path). The model should be loaded with
@@ -62,6 +67,7 @@ class RunOptions:
     wait_timeout: float = 24 * 3600.0
     idle_timeout: float = 60.0
     share_prefix: bool = True
+    resume_layers: bool = True
     remote: bool | str = False
     backend: Any = None
     trace: Mapping[str, Any] = field(default_factory=dict)

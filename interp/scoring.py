@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 import torch
 from jaxtyping import Bool, Float
@@ -24,6 +25,7 @@ from .errors import ContextError, EmptyInputError
 from .options import RunOptions
 from .plain import head_transform, residual_site, stand_in
 from .reprs import Summary
+from .resume import Resume
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -105,6 +107,7 @@ def scored_forward(
     edits: Sequence[Intervention] = (),
     *,
     gradient_at: int | None = None,
+    resume: Resume | None = None,
     **trace_kwargs: Any,
 ) -> tuple[Float[Tensor, "batch tgt"], Tensor | None, Tensor | None]:
     """:func:`trace_target_logprobs`'s forward, and with ``gradient_at`` = l also the residual
@@ -114,6 +117,10 @@ def scored_forward(
     on NDIF. The gradient starts at the decoder's input embeddings (``requires_grad`` set there:
     the caller freezes the weights, as NDIF's deployments are). Returns ``(logprobs, h, grad)``
     (None, None without ``gradient_at``).
+
+    With ``resume`` (:mod:`interp.resume`, a local forward), decoder layers ``0..resume.start-1``
+    do not run and output the kept ``resume.states[resume.start - 1]``, and the outputs of the
+    layers in ``resume.keep`` are kept into ``resume.states``.
     """
     enc = batch.encoding
     width = max(len(t) for t in targets)
@@ -141,6 +148,15 @@ def scored_forward(
         start, read = residual_site(vlm, 0, skipped), residual_site(vlm, gradient_at, skipped)
         grad_sites = (start, read, stand_in(gradient_at, skipped) == 0)
     states = grads = None
+    # layer resume (local only) as plain data: the envoys to skip, the kept state, those to keep
+    skips: list[Any] = []
+    keeps: list[Any] = []
+    kept: list[Any] = []
+    state: Any = None
+    if resume is not None:
+        skips = [vlm.layers[i] for i in range(resume.start)]
+        keeps = [vlm.layers[i] for i in resume.keep]
+        state = resume.states[resume.start - 1] if resume.start else None
     trace, inputs = vlm.open_trace(traced, plain=hook is None, **trace_kwargs)
     mode = torch.no_grad() if grad_sites is None else torch.enable_grad()
     with mode, trace as tracer:
@@ -150,6 +166,9 @@ def scored_forward(
             with tracer.invoke():
                 apply_writes(edit_writes, 0)
         with tracer.invoke(**inputs):
+            for layer in skips:  # layers below the start give the kept state (interp.resume)
+                layer.skip(state)
+            kept.extend(layer.output.save() for layer in keeps)
             if grad_sites is not None:  # the gradient starts at the embeddings (frozen weights)
                 (s0, p0), (s1, p1), same = grad_sites
                 v = getattr(s0, p0[0])
@@ -168,6 +187,8 @@ def scored_forward(
             if grad_sites is not None:
                 with (picked * valid).sum().backward():
                     grads = h.grad.detach().clone().save()
+    if resume is not None:
+        resume.states.update(zip(resume.keep, kept))
     return (lp * valid).cpu(), states, grads
 
 
@@ -234,6 +255,43 @@ def score(
         logprobs[i, : r["n"]] = tensors["logprobs"][i, : r["n"]]
         mask[i, : r["n"]] = True
     return TokenScores(logprobs, mask, ids, [str(s.id) for s in samples], str(cond))
+
+
+def score_windows(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    targets: Sequence[str | Sequence[int]],
+    passes: Sequence[tuple[int, Sequence[Intervention]]],
+    *,
+    run: RunOptions,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Teacher-forced totals ``Σ_t log p(a_t | a_<t, x)`` of each sample's target, clean and under
+    each pass ``(a, edits)`` whose edits touch only decoder layers ``a..L`` (1-based), with layer
+    resume (:mod:`interp.resume`): per batch the clean forward keeps the output of decoder layer
+    ``a - 1`` for every pass's ``a`` > 1, and each pass's forward skips layers ``1..a-1``, giving
+    them that output. The values are :func:`score`'s totals (float32 sums, then float64) within
+    float tolerance. No store, a local run (see :func:`interp.resume.why_not`).
+
+    Returns:
+        the clean totals ``[n]`` and one ``[n]`` array per pass, float64, in sample order.
+    """
+    trace = run.trace_options()
+    cond = Condition.parse("full")
+    ids = target_ids(vlm, targets)
+    keep = tuple(sorted({a - 2 for a, _ in passes if a > 1}))  # 0-based layer a-1 of start a
+    checked = [(a - 1, check_edits(vlm, edits)) for a, edits in passes]
+    base = np.zeros(len(samples))
+    totals = [np.zeros(len(samples)) for _ in passes]
+    for idx, enc in batches(vlm, samples, cond, run.batch_size, all_samples=samples):
+        rows = [samples[i] for i in idx]
+        tgt = [ids[i] for i in idx]
+        clean = Resume(keep=keep)
+        todo = [(base, [], clean)] + [(t, e, clean.at(a)) for t, (a, e) in zip(totals, checked)]
+        for out, edits, resume in todo:  # the clean forward first: it keeps the states
+            batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
+            lp = scored_forward(vlm, batch, tgt, edits, resume=resume, **trace)[0]
+            out[idx] = lp.sum(dim=1).double().numpy()
+    return base, totals
 
 
 Context = tuple[Sample, "str | Condition"]
@@ -461,6 +519,7 @@ __all__ = [
     "score",
     "score_contexts",
     "score_rows",
+    "score_windows",
     "scored_forward",
     "trace_target_logprobs",
 ]

@@ -125,6 +125,7 @@ class Modules:
     text_only_module: str | None = None
     forward_inputs: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     prefix_sharing: bool = False
+    layer_resume: bool = False
 
 
 # the decoder attributes tried, in order, for the final norm when an entry names none
@@ -194,6 +195,14 @@ class Adapter:
             the full forwards: :mod:`interp.prefix`); off where the prompt attends both ways
             (PaliGemma's prefix-LM) or the forward keeps no cache (InstructBLIP), and on no
             inferred entry until checked.
+        layer_resume: the decoder's forward does nothing between its layer modules but pass each
+            layer's output to the next, so a forward may skip layers ``0..a-1`` and give layer
+            ``a-1``'s skip the clean forward's output there (:mod:`interp.resume`; a test checks
+            the flow study's values against the full forwards). Off where the forward adds to the
+            residual stream between layers (Qwen3-VL's and Qwen3-Omni's DeepStack), feeds layers
+            from outside the stream or shares keys and values across layers (Gemma 4's per-layer
+            inputs and shared KV), or skips layers by batch (Mllama's cross-attention layers), and
+            on every inferred entry.
         blind_by_stripping: the stock processor refuses a batch without images (PaliGemma):
             a text-only batch is encoded as the image prompt of a placeholder image with the image
             tokens and pixels then removed, so the blind prompt is the stock layout minus the image.

@@ -51,6 +51,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="llava",
+        layer_resume=True,
         prefix_sharing=True,
         model_types=("llava",),
         image_features="model.multi_modal_projector",
@@ -59,6 +60,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="llava_next",
+        layer_resume=True,
         prefix_sharing=True,
         token_layout=rl.anyres_layout,
         model_types=("llava_next",),
@@ -68,6 +70,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="llava_onevision",
+        layer_resume=True,
         prefix_sharing=True,
         stacked_videos=True,
         # nested per row, as apply_chat_template passes them: a row of several images then gets
@@ -84,6 +87,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="qwen2_vl",
+        layer_resume=True,
         prefix_sharing=True,
         token_layout=rl.qwen_layout,
         model_types=("qwen2_vl",),
@@ -96,6 +100,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="qwen2_5_vl",
+        layer_resume=True,
         prefix_sharing=True,
         token_layout=rl.qwen_layout,
         model_types=("qwen2_5_vl",),
@@ -133,6 +138,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="qwen2_5_omni_thinker",
+        layer_resume=True,
         prefix_sharing=True,
         token_layout=rl.qwen_layout,
         model_types=("qwen2_5_omni_thinker",),
@@ -184,6 +190,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="llava_next_video",
+        layer_resume=True,
         prefix_sharing=True,
         stacked_videos=True,
         token_layout=rl.anyres_layout,
@@ -196,6 +203,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="internvl",
+        layer_resume=True,
         prefix_sharing=True,
         stacked_videos=True,
         token_layout=rl.internvl_layout,
@@ -214,6 +222,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="idefics3",
+        layer_resume=True,
         prefix_sharing=True,
         token_layout=rl.idefics3_layout,
         model_types=("idefics3", "smolvlm"),
@@ -224,6 +233,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="gemma3",
+        layer_resume=True,
         prefix_sharing=True,
         token_layout=rl.gemma3_layout,
         model_types=("gemma3",),
@@ -233,6 +243,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="paligemma",
+        layer_resume=True,
         token_layout=rl.llava_layout,
         model_types=("paligemma",),
         image_features="model.multi_modal_projector",
@@ -263,6 +274,7 @@ for _adapter in (
     Adapter(
         layout_verified=True,
         name="instructblip",
+        layer_resume=True,
         no_layout="the image tokens are Q-Former query tokens, each attending to the whole image",
         model_types=("instructblip",),
         image_features="language_projection",

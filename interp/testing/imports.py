@@ -50,6 +50,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "interp/locks.py",
             "interp/outputs.py",
             "interp/prefix.py",
+            "interp/resume.py",
         ),
     ),
     (

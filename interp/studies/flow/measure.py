@@ -23,7 +23,9 @@ import interp
 from interp.edits import POSITION_NAMES, PositionSpec, check_position
 from interp.errors import EmptyTargetError, InterventionError, PositionError
 from interp.options import RunOptions
+from interp.resume import why_not
 from interp.samples import Sample, ensure_samples
+from interp.scoring import score_windows
 from interp.store import substore
 from interventions import Knockout
 from probes.split import agreement_split
@@ -177,6 +179,13 @@ def information_flow(
     Runs remotely with ``remote=True`` (or on a model loaded for NDIF): the greedy answers, the
     base scores and every knockout pass are plain requests (one per batch).
 
+    Layer resume (``RunOptions.resume_layers``, on by default; :mod:`interp.resume`): a local run
+    without a store or shard, on a family verified for it, runs the clean forward of each batch
+    once, keeping the residual stream at every window's first layer, and each knockout forward
+    skips the decoder layers below its window (the embeddings and the vision tower still run).
+    The values are the full forwards' within float tolerance; a remote, stored or sharded run,
+    or another family, runs every forward in full.
+
     Raises:
         InterventionError: flash attention (no 4-D mask), a window larger than the model, an
             unknown edge (before any compute).
@@ -229,16 +238,25 @@ def information_flow(
     else:
         targets = [str(s.answer) for s in samples]
         texts = list(targets)  # type: ignore[arg-type]
-    base = interp.score(vlm, samples, targets, edits=[], run=part("base"))
-    base_total = base.total.double().numpy()
-    delta: dict[str, np.ndarray] = {}
-    for edge in parsed:
-        rows = []
-        for w in found:
-            where = part(f"{_slug(edge.name)}-{w[0]}-{w[-1]}")
-            knocked = interp.score(vlm, samples, targets, edits=edge.knockouts(w), run=where)
-            rows.append(knocked.total.double().numpy() - base_total)
-        delta[edge.name] = np.stack(rows, axis=1)
+    if why_not(vlm, opts) is None:
+        passes = [(w[0], edge.knockouts(w)) for edge in parsed for w in found]
+        base_total, totals = score_windows(vlm, samples, targets, passes, run=opts)
+        delta = {
+            edge.name: np.stack(totals[k * len(found) : (k + 1) * len(found)], 1)
+            - base_total[:, None]
+            for k, edge in enumerate(parsed)
+        }
+    else:
+        base = interp.score(vlm, samples, targets, edits=[], run=part("base"))
+        base_total = base.total.double().numpy()
+        delta = {}
+        for edge in parsed:
+            rows = []
+            for w in found:
+                where = part(f"{_slug(edge.name)}-{w[0]}-{w[-1]}")
+                knocked = interp.score(vlm, samples, targets, edits=edge.knockouts(w), run=where)
+                rows.append(knocked.total.double().numpy() - base_total)
+            delta[edge.name] = np.stack(rows, axis=1)
     if split == "agreement":
         assert full is not None and blind is not None
         in_vt = agreement_split(full.texts, blind.texts)

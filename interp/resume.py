@@ -1,0 +1,74 @@
+"""Layer resume: a sweep of edits confined to windows of decoder layers runs the clean forward once
+and each window's forward from the residual stream at the window's first layer.
+
+An edit that touches only decoder layers ``a..b`` (0-based; the information-flow study's
+knockouts, :mod:`interp.studies.flow`) leaves layers ``0..a-1`` computing exactly what the clean
+forward computes: with ``h^l`` the output of decoder layer ``l - 1`` (``h^0`` the decoder's input),
+
+    h^l(edited) = h^l(clean)     for l <= a,
+
+so the clean forward of a batch keeps ``h^a`` (the full sequence, ``[batch, seq, d]``: the output
+of layer ``a - 1``) for every window start ``a`` of the sweep, and each window's forward skips
+layers ``0..a-1`` (nnsight's ``envoy.skip``: the module's body does not run and its output is the
+given value), giving each of them the kept ``h^a``. The earlier skipped layers' outputs only feed
+skipped layers, which ignore their input, so only layer ``a - 1``'s value matters. The results are
+the full forwards' within float tolerance (``tests/studies/test_flow_resume.py``).
+
+What still runs in full: the embeddings and the vision tower (the decoder's inputs are built before
+layer 0; skipping them is not done yet), and every layer from the window on.
+
+Where it applies (:func:`why_not`): the family's decoder does nothing between its layer modules but
+pass each output on (the adapter's ``layer_resume``, set on the verified entries: not Qwen3-VL's or
+Qwen3-Omni's DeepStack, which adds image features after early layers outside the layer modules,
+nor Gemma 4's per-layer inputs and shared keys and values, nor Mllama's cross-attention layers that
+a text-only batch skips); a local run (a remote run falls back to the full forwards: its blocks
+are plain requests, and kept states would cross the wire both ways); no result store or shard (the
+sweep's per-window stores are the full path's); and ``RunOptions.resume_layers`` on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from .model import VLM
+
+
+@dataclass
+class Resume:
+    """What one forward keeps or resumes from.
+
+    Attributes:
+        keep: 0-based decoder layers whose outputs the (clean) forward keeps into ``states``.
+        start: decoder layers ``0..start-1`` do not run; each outputs ``states[start - 1]``
+            (0: nothing is skipped).
+        states: decoder layer → its kept output (``[batch, seq, d]``, as the layer returns it).
+    """
+
+    keep: tuple[int, ...] = ()
+    start: int = 0
+    states: dict[int, Any] = field(default_factory=dict)
+
+    def at(self, start: int) -> Resume:
+        """A forward that resumes at decoder layer ``start`` (0-based) from these states (the same
+        dict: a forward that keeps them may run after this is made, before it is used)."""
+        return Resume(start=start, states=self.states)
+
+
+def why_not(vlm: VLM, opts: RunOptions) -> str | None:
+    """Why a sweep on ``vlm`` under ``opts`` runs every forward in full; None: it may resume."""
+    if not opts.resume_layers:
+        return "resume_layers=False"
+    if not vlm.adapter.layer_resume:
+        return f"{vlm.adapter.name}: its decoder is not verified for layer resume (layer_resume)"
+    if opts.is_remote or getattr(vlm, "remote", False):
+        return "a remote run"
+    if opts.store is not None or opts.shard is not None:
+        return "a stored or sharded run"
+    return None
+
+
+__all__ = ["Resume", "why_not"]

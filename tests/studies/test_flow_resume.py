@@ -1,0 +1,105 @@
+"""Layer resume in the information-flow study (``interp.resume``, ``RunOptions.resume_layers``):
+Δ from the forwards resumed at each window's first layer equals Δ from the full forwards, and the
+skipped layers' bodies really do not run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import interp
+from interp.datasets import demo_world
+from interp.options import RunOptions
+from interp.resume import why_not
+from interp.studies.flow import information_flow
+from interp.testing.tiny import ARCHITECTURES, shared_tiny_vlm
+from interp.testing.tolerance import assert_close
+
+# families whose decoder does something between its layer modules: declared fallbacks
+FALLBACK = {"qwen3_vl", "qwen3_omni_moe_thinker", "gemma4", "mllama"}
+EDGES = ("image>question", "image>last", "question>last")
+
+
+def _flows(vlm: interp.VLM, n: int, edges=EDGES, batch_size: int = 4):
+    samples = demo_world(split="test", n=n, seed=0)
+    run = dict(split=None, batch_size=batch_size, progress_bar=False)
+    full = information_flow(vlm, samples, edges=edges, resume_layers=False, **run)
+    resumed = information_flow(vlm, samples, edges=edges, **run)
+    return full, resumed
+
+
+def _check_equal(full, resumed, scale: float) -> None:
+    """Δ and the base totals agree within fp32 tolerance at ``scale`` (the size of a summed
+    log-probability of the answer)."""
+    assert resumed.windows == full.windows
+    assert_close(
+        torch.tensor(resumed.base), torch.tensor(full.base), dtype=torch.float32, scale=scale
+    )
+    for name, values in full.delta.items():
+        assert_close(
+            torch.tensor(resumed.delta[name]),
+            torch.tensor(values),
+            dtype=torch.float32,
+            scale=scale,
+        )
+
+
+def test_demo_resume_equals_full_and_skips_layers() -> None:
+    vlm = interp.load("demo")
+    assert why_not(vlm, RunOptions()) is None
+    calls = {"first": 0, "last": 0}
+    # a submodule of the layer: its body calls it, a skipped layer's does not
+    hooks = [
+        getattr(vlm.layers[i]._module, vlm.adapter.attention_module).register_forward_hook(
+            lambda *_, k=k: calls.__setitem__(k, calls[k] + 1)
+        )
+        for i, k in ((0, "first"), (vlm.n_layers - 1, "last"))
+    ]
+    samples = demo_world(split="test", n=6, seed=0)
+    run = dict(split=None, batch_size=3, progress_bar=False, edges=("image>last",))
+    try:
+        full = information_flow(vlm, samples, resume_layers=False, **run)
+        counted_full = dict(calls)
+        calls.update(first=0, last=0)
+        resumed = information_flow(vlm, samples, **run)
+    finally:
+        for h in hooks:
+            h.remove()
+    batches, windows = 2, vlm.n_layers
+    # full: (1 clean + one knockout per window) forwards per batch reach both layers
+    assert counted_full == {"first": batches * (1 + windows), "last": batches * (1 + windows)}
+    # resumed: layer 0 runs in the clean forward and the first window's only; the last in all
+    assert calls == {"first": batches * 2, "last": batches * (1 + windows)}
+    scale = float(np.abs(full.base).max())
+    _check_equal(full, resumed, scale)
+    assert np.abs(full.delta["image>last"]).max() > 1e-3  # the knockouts do change the answer
+
+
+def test_demo_resume_windows_of_two() -> None:
+    vlm = interp.load("demo")
+    samples = demo_world(split="test", n=4, seed=1)
+    run = dict(split=None, batch_size=4, progress_bar=False, window=2, stride=3)
+    full = information_flow(vlm, samples, resume_layers=False, **run)
+    resumed = information_flow(vlm, samples, **run)
+    _check_equal(full, resumed, float(np.abs(full.base).max()))
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_tiny_family_resume(arch: str) -> None:
+    vlm = shared_tiny_vlm(arch)
+    reason = why_not(vlm, RunOptions())
+    if arch in FALLBACK:  # declared: the full forwards run
+        assert reason is not None and "layer_resume" in reason
+        return
+    assert reason is None, reason
+    edges = ("question>last",) if vlm.adapter.fusion == "cross_attention" else EDGES
+    full, resumed = _flows(vlm, 3, edges=edges, batch_size=2)
+    _check_equal(full, resumed, max(float(np.abs(full.base).max()), 1.0))
+
+
+def test_fallbacks_run_in_full() -> None:
+    vlm = interp.load("demo")
+    assert why_not(vlm, RunOptions(resume_layers=False)) == "resume_layers=False"
+    assert why_not(vlm, RunOptions(store="somewhere")) == "a stored or sharded run"
+    assert why_not(vlm, RunOptions(remote="local")) == "a remote run"
