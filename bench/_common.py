@@ -63,24 +63,38 @@ def timed(fn: Callable[[], object], repeats: int = 3) -> float:
     return statistics.median(times)
 
 
+def paired_times(
+    ours: Callable[[], object],
+    bare: Callable[[], object],
+    repeats: int = 3,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[list[float], list[float]]:
+    """Times of ``ours`` and ``bare`` (by ``clock``: wall time, or ``time.process_time`` for this
+    process's CPU time) in ``repeats`` alternating pairs, so that load from other processes
+    drifting over the run falls on both sides of each pair alike. No warm-up: run each once
+    first."""
+    a, b = [], []
+    for k in range(repeats):
+        pair = {}
+        for name, fn in (("ours", ours), ("bare", bare))[:: 1 if k % 2 == 0 else -1]:
+            start = clock()
+            fn()
+            pair[name] = clock() - start
+        a.append(pair["ours"])
+        b.append(pair["bare"])
+    return a, b
+
+
 def paired(
     ours: Callable[[], object], bare: Callable[[], object], repeats: int = 3
 ) -> tuple[float, float, float]:
     """Median times of ``ours`` and ``bare`` and the median of their per-pair ratios, timed in
-    alternating pairs after one warm-up each, so that load from other processes drifting over the
-    run falls on both sides of each ratio alike."""
+    alternating pairs after one warm-up each (:func:`paired_times`)."""
     ours()
     bare()
-    a, b, ratios = [], [], []
-    for k in range(repeats):
-        pair = {}
-        for name, fn in (("ours", ours), ("bare", bare))[:: 1 if k % 2 == 0 else -1]:
-            start = time.perf_counter()
-            fn()
-            pair[name] = time.perf_counter() - start
-        a.append(pair["ours"])
-        b.append(pair["bare"])
-        ratios.append(pair["ours"] / pair["bare"])
+    a, b = paired_times(ours, bare, repeats)
+    ratios = [x / y for x, y in zip(a, b)]
     return statistics.median(a), statistics.median(b), statistics.median(ratios)
 
 

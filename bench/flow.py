@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import bench_parser, paired, parse  # noqa: E402
+from _common import bench_parser, paired, paired_times, parse  # noqa: E402
 
 import interp  # noqa: E402
 import interp.testing  # noqa: E402
@@ -79,17 +79,22 @@ def hf_sweep(vlm: interp.VLM, samples, batch_size: int, n_windows: int) -> None:
                 vlm.hf(**{**inputs, "attention_mask": mask})
 
 
-def measure(vlm: interp.VLM, samples, batch_size: int, window: int) -> tuple[float, float, float]:
-    n_windows = len(windows(vlm.n_layers, window))
-    ours = lambda: information_flow(  # noqa: E731
+def sweep(vlm: interp.VLM, samples, batch_size: int, window: int, resume: bool):
+    """The study's sweep, with or without layer resume."""
+    return information_flow(
         vlm,
         samples,
         window=window,
         split=None,
         batch_size=batch_size,
         progress_bar=False,
-        resume_layers=False,
+        resume_layers=resume,
     )
+
+
+def measure(vlm: interp.VLM, samples, batch_size: int, window: int) -> tuple[float, float, float]:
+    n_windows = len(windows(vlm.n_layers, window))
+    ours = lambda: sweep(vlm, samples, batch_size, window, False)  # noqa: E731
     bare = lambda: hf_sweep(vlm, samples, batch_size, n_windows)  # noqa: E731
     return paired(ours, bare, repeats=3)
 
@@ -99,31 +104,16 @@ def resume_row(vlm: interp.VLM, samples, batch_size: int, window: int, repeats: 
     alternating pairs (after a warm-up of each), the median per-pair ratio, and the largest
     difference of Δ between the two warm-ups."""
 
-    def sweep(resume: bool):
-        return information_flow(
-            vlm,
-            samples,
-            window=window,
-            split=None,
-            batch_size=batch_size,
-            progress_bar=False,
-            resume_layers=resume,
-        )
+    def run(resume: bool):
+        return sweep(vlm, samples, batch_size, window, resume)
 
-    a, b = sweep(True), sweep(False)
+    a, b = run(True), run(False)
     diff = max(float(np.abs(a.delta[k] - b.delta[k]).max()) for k in a.delta)
-    times: dict[bool, list[float]] = {True: [], False: []}
-    ratios = []
-    for k in range(repeats):
-        pair = {}
-        for resume in (True, False)[:: 1 if k % 2 == 0 else -1]:
-            start = time.process_time()
-            sweep(resume)
-            pair[resume] = time.process_time() - start
-        times[True].append(pair[True])
-        times[False].append(pair[False])
-        ratios.append(pair[True] / pair[False])
-    full, ours = statistics.median(times[False]), statistics.median(times[True])
+    resumed, whole = paired_times(
+        lambda: run(True), lambda: run(False), repeats, clock=time.process_time
+    )
+    ratios = [x / y for x, y in zip(resumed, whole)]
+    full, ours = statistics.median(whole), statistics.median(resumed)
     return (
         f"full {full:.2f} s   resume {ours:.2f} s   ratio {statistics.median(ratios):.2f}x   "
         f"(pairs {min(ratios):.2f}-{max(ratios):.2f}x)   max |ΔΔ| {diff:.2g}"

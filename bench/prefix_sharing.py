@@ -32,7 +32,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import bench_parser, current_rss_mib, parse, run_child  # noqa: E402
+from _common import (  # noqa: E402
+    bench_parser,
+    current_rss_mib,
+    paired_times,
+    parse,
+    run_child,
+)
 
 import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
@@ -47,16 +53,8 @@ def cpu_paired(
     """Median CPU seconds of both, the median of the per-pair ratios (alternating, after a
     warm-up of each) and the largest difference between the warm-ups' results."""
     diff = float(np.nanmax(np.abs(np.asarray(shared()) - np.asarray(full()))))
-    a, b, ratios = [], [], []
-    for k in range(repeats):
-        pair = {}
-        for name, fn in (("shared", shared), ("full", full))[:: 1 if k % 2 == 0 else -1]:
-            start = time.process_time()
-            fn()
-            pair[name] = time.process_time() - start
-        a.append(pair["shared"])
-        b.append(pair["full"])
-        ratios.append(pair["shared"] / pair["full"])
+    a, b = paired_times(shared, full, repeats, clock=time.process_time)
+    ratios = [x / y for x, y in zip(a, b)]
     return statistics.median(a), statistics.median(b), statistics.median(ratios), diff
 
 
