@@ -448,12 +448,8 @@ class VLM(Summary):
         )
 
     def _repr_head(self) -> dict[str, Any]:
-        return {
-            "model": self.source or type(self.hf).__name__,
-            "adapter": self.adapter.name,
-            "n_layers": self.n_layers,
-            "d_model": self.d_model,
-        }
+        head = ("model", "adapter", "n_layers", "d_model")
+        return {k: v for k, v in self._repr_rows() if k in head}
 
     def _repr_rows(self) -> list[tuple[str, Any]]:
         return [

@@ -251,17 +251,24 @@ def _rope_owner(vlm: VLM) -> Any:
     return None
 
 
+def _prefix_inputs(vlm: VLM, shared: Prefix, p: int) -> dict[str, Any]:
+    """The prefix's forward inputs: tokens ``0 .. p-1`` with the media, one logit kept where the
+    forward takes ``logits_to_keep`` (the prefix's logits are never read)."""
+    inputs = {**shared.media, **{k: v[:, :p] for k, v in shared.fields.items()}}
+    if "logits_to_keep" in _parameters(shared.fn if shared.fn is not None else vlm.hf):
+        inputs["logits_to_keep"] = 1
+    return inputs
+
+
 def run_prefix(vlm: VLM, shared: Prefix, p: int) -> tuple[Any, Any]:
     """The prefix's forward (tokens ``0 .. p-1`` with the media): the model's cache, and the
     rope delta its forward set (None for families without M-RoPE, or a prefix without media)."""
-    inputs = {**shared.media, **{k: v[:, :p] for k, v in shared.fields.items()}}
+    inputs = _prefix_inputs(vlm, shared, p)
     fn = shared.fn
     owner = _rope_owner(vlm)
     if owner is not None:
         owner.rope_deltas = None  # the prefix's own, not an earlier forward's
     forward = fn if fn is not None else vlm.hf
-    if "logits_to_keep" in _parameters(forward):  # the prefix's logits are never read
-        inputs["logits_to_keep"] = 1
     with torch.no_grad():
         out = forward(**inputs, use_cache=True)
     cache = out.get("cache")
@@ -355,9 +362,7 @@ def remote_logprobs(
     (:func:`applies`)."""
     n = len(units)
     inputs, rows, where, tgt, valid = _suffix(vlm, units, p, shared)
-    first = {**shared.media, **{k: v[:, :p] for k, v in shared.fields.items()}}
-    if "logits_to_keep" in _parameters(vlm.hf):  # the prefix's logits are never read
-        first["logits_to_keep"] = 1
+    first = _prefix_inputs(vlm, shared, p)
     key = _cache_kwarg(vlm, None)
     sent = {k: v for k, v in trace_options.items() if k in ("remote", "backend")}
     if vlm.remote and not is_remote(sent):
