@@ -42,6 +42,7 @@ from .adapters.infer import complete, verify
 from .adapters.logits import head_transform
 from .errors import ModelConfigError, ModelNotFoundError, ProcessorMissingError
 from .hub import looks_like_path, offline_kwargs
+from .layout_check import check_at_load
 from .options import is_remote, refuse_remote
 from .reprs import Summary
 from .thinker import inner_config, wrapper_of
@@ -204,8 +205,7 @@ class VLM(Summary):
         remote: bool | str = False,
     ) -> None:
         self.processor = processor
-        # an inferred entry gets its module paths from the tree; every entry's invariants are
-        # checked here (meta shapes suffice), a failure naming the field to set
+        # module paths from the tree; invariants checked on meta shapes, naming the field to set
         self.adapter = complete(adapter if adapter is not None else adapter_for(hf), hf)
         verify(self.adapter, hf)
         self.source = source
@@ -220,8 +220,7 @@ class VLM(Summary):
         self._decoder_path = module_path(hf, self.adapter.decoder(hf))
         self._norm_path = module_path(hf, self.adapter.final_norm(hf))
         self._head_path = module_path(hf, self.adapter.lm_head(hf))
-        # what the forward does to the head's output before returning logits (soft-capping, a
-        # scale); None: nothing
+        # what the forward does to the head's logits (soft-capping, a scale); None: nothing
         self.head_transform = head_transform(hf, self._head_path)
         tokenizer = getattr(processor, "tokenizer", processor)
         if tokenizer is not None:
@@ -231,6 +230,7 @@ class VLM(Summary):
             if tokenizer.pad_token_id is None:
                 tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
+        check_at_load(self)  # an unchecked layout is checked on these weights (layout_check)
 
     def require_processor(self) -> None:
         """Raise :class:`ProcessorMissingError` when there is no processor to encode inputs with

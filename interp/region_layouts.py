@@ -174,6 +174,51 @@ def llava_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLa
     return grid
 
 
+# config attributes naming how many patches per side one token merges (pixel shuffle, patch merger)
+MERGE_ATTRS = ("downsample_factor", "scale_factor", "spatial_merge_size", "merge_size")
+
+
+def _merge(config: Any) -> int:
+    for where in (config, getattr(config, "vision_config", None)):
+        for key in MERGE_ATTRS:
+            value = getattr(where, key, None)
+            if isinstance(value, int) and value > 1:
+                return value
+    for where in (config, getattr(config, "vision_config", None)):  # tokens per patch side
+        for key in ("downsample_ratio", "pixel_shuffle_ratio"):
+            ratio = getattr(where, key, None)
+            if isinstance(ratio, float) and 0 < ratio < 1:
+                return round(1 / ratio)
+    return 1
+
+
+def grid_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """One view, a patch grid merged ``k × k`` (``k`` from the config's merge setting, 1 if
+    none), on the canvas the image processor really produces: it is run on a blank image of
+    ``image``'s size, and the canvas read from ``image_sizes`` (a processor that pads, such as
+    Pixtral's) or the pixels' height and width; the image is resized onto it, centre-cropped
+    where the processor crops (:func:`resize_crop`). A candidate of
+    :mod:`interp.layout_check` for families whose processor makes one view of any size."""
+    from PIL import Image
+
+    out = _image_processor(processor)(images=[Image.new("RGB", image)], return_tensors="pt")
+    pixels = out["pixel_values"]
+    while pixels.dim() > 4 and pixels.shape[0] == 1:  # [rows, images, ...] of one image
+        pixels = pixels[0]
+    if pixels.dim() != 4 or pixels.shape[0] != 1:
+        raise ValueError(f"not one view: pixel_values of shape {tuple(pixels.shape)}")
+    h, w = (int(v) for v in (out["image_sizes"][0] if "image_sizes" in out else pixels.shape[-2:]))
+    if _opt(processor, "do_center_crop", False):
+        view, canvas = resize_crop(processor, image)
+        if canvas != (w, h):
+            raise ValueError(f"the crop gives {canvas}, the processor {(w, h)}")
+    else:
+        view = View.resized(image, (w, h))
+    patch = _vision(config).patch_size
+    unit = int(patch[0] if isinstance(patch, (list, tuple)) else patch) * _merge(config)
+    return view.grid(image, h // unit, w // unit, (unit, unit))
+
+
 def gemma3_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
     """Gemma 3: a resized square view whose patch grid is average-pooled to
     ``mm_tokens_per_image`` tokens."""
@@ -378,6 +423,7 @@ __all__ = [
     "anyres_layout",
     "gemma3_layout",
     "gemma4_layout",
+    "grid_layout",
     "idefics3_layout",
     "internvl_layout",
     "llava_layout",

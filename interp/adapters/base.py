@@ -81,15 +81,19 @@ class Features:
 @dataclass(frozen=True)
 class Layout:
     """How pixels and image tokens are laid out. ``layout_verified``: a test checks the layout
-    against the stock processor; only then do layout-dependent features (pixel-space conditions
-    such as ``distort``, token regions, attribution maps, region edits) run (they raise
-    :class:`~interp.errors.LayoutNotMappedError` before any compute otherwise)."""
+    against the stock processor, or the loaded model passed the generic check
+    (:mod:`interp.layout_check`; its verdict in ``layout_checked``); only then do
+    layout-dependent features (pixel-space conditions such as ``distort``, token regions,
+    attribution maps, region edits) run (they raise :class:`~interp.errors.LayoutNotMappedError`
+    before any compute otherwise, with the check's ``layout_refusal``)."""
 
     pixel_layout: PixelLayout = "images"
     pixel_input: str = ""
     token_layout: rl.LayoutFn | None = None
     no_layout: str = ""
     layout_verified: bool = False
+    layout_checked: str = ""
+    layout_refusal: str = ""
 
 
 @dataclass(frozen=True)
@@ -526,6 +530,11 @@ class Adapter:
                 "this type; reads, scores, generation and token-level edits work. To enable it, "
                 "register an entry whose layout a test checks (Adapter.pixel_layout, "
                 "token_layout, layout_verified=True)"
+                + (
+                    f". The loaded model's layout: {self.layout_refusal}"
+                    if self.layout_refusal
+                    else ""
+                )
             )
 
     def deepstack_layers(self, model: PreTrainedModel) -> int:

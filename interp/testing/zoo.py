@@ -185,14 +185,7 @@ def classify(model_type: str) -> Row:
         if failed:
             c = failed[0]
             return refused(f"{c.name} fails ({c.detail}); set {c.field}", adapter.name, kinds)
-    if "image" not in adapter.modalities:
-        layout = "no image"
-    elif adapter.no_layout:
-        layout = "none (no spatial layout)"
-    elif adapter.layout_verified and adapter.token_layout is not None:
-        layout = "verified"
-    else:
-        layout = "refused (not verified)"
+    layout = layout_cell(model_type, adapter)
     registered = config.model_type in ADAPTERS
     if registered and config.model_type in TESTED:
         parity = "tested"
@@ -213,6 +206,32 @@ def classify(model_type: str) -> Row:
             f"; {' / '.join(fixed)} set as a checkpoint sets it (unusable in the default config)"
         )
     return Row(model_type, True, name, kinds, layout, parity, "", real_tokenizer_cell(model_type))
+
+
+def layout_cell(model_type: str, adapter: Any) -> str:
+    """The *layout* column: ``verified`` where a test checks the entry's layout; otherwise the
+    verdict of the check at load (:mod:`interp.layout_check`) on the type's tiny model and its
+    borrowed processor (:func:`~interp.testing.builders.inferred.tiny_inferred`)."""
+    if "image" not in adapter.modalities:
+        return "no image"
+    if adapter.no_layout:
+        return "none (no spatial layout)"
+    if adapter.layout_verified and adapter.token_layout is not None:
+        return "verified"
+    from ..model import load
+    from .builders.inferred import ParityError, tiny_inferred
+
+    try:
+        with _quiet():
+            model, processor, name = tiny_inferred(model_type)
+    except ParityError as err:
+        return f"refused (not checked: its tiny model does not build: {_short(err)})"
+    with _quiet():
+        checked = load(model, processor).adapter
+    if checked.layout_verified:
+        return f"verified at load ({checked.token_layout.__name__}; {name} processor)"
+    why = checked.layout_refusal.removeprefix("no layout passed the check on the loaded model: ")
+    return f"refused at load ({why})".replace("|", "/")
 
 
 def real_tokenizer_cell(model_type: str) -> str:
@@ -241,6 +260,8 @@ def render(rows: list[Row]) -> str:
     text = sum(r.parity.startswith("text tested") for r in rows)
     images = [r for r in rows if r.supported and "image" in r.modalities.split(", ")]
     refused = sum(r.layout.startswith("refused") for r in images)
+    at_load = sum(r.layout.startswith("verified at load") for r in images)
+    by_test = sum(r.layout == "verified" for r in images)
     # tiny_inferred's probe: the borrowed processor's image inputs do not reach the feature site
     takes_none = [
         f"`{r.model_type}`" for r in images if "does not take its image processor's" in r.parity
@@ -263,13 +284,24 @@ def render(rows: list[Row]) -> str:
         f"**{supported} of {len(rows)} types supported** ({inferred} through an entry inferred "
         f"from the config and module tree); forward parity with plain Hugging Face: {tested} "
         f"by the tiny-model tests, {forward} by the zoo's checks; text-only rows on {text} more.",
+        f"Image layouts verified on {by_test + at_load} of the {len(images)} supported image "
+        f"types ({by_test} by a layout test, {at_load} by the check at load), none on "
+        f"{len(images) - by_test - at_load} ({refused} refused).",
         "",
         "- *layout*: `verified` — pixel-space conditions (`distort` ...), token regions, "
         "attribution maps and region",
         "  edits placed by them run, the layout being tested against the stock processor; "
-        "`refused` — those features raise",
-        "  `LayoutNotMappedError` naming the type before any compute; reads, scores, "
-        "generation and token-level edits run.",
+        "`verified at load (L; X processor)` — the",
+        "  same, the layout `L` having passed the generic check every load runs on a layout "
+        "no test checks (`interp/layout_check.py`:",
+        "  the vision blocks bypassed, one region of the image redrawn at a time, the changed "
+        "image tokens compared with `L`'s",
+        "  boxes, and the pixel rows `distort` edits checked) on the type's tiny model with "
+        "the tiny processor X; a checkpoint's",
+        "  own processor is checked again when it is loaded; `refused` — those features "
+        "raise `LayoutNotMappedError` naming",
+        "  the type (and the check's reason) before any compute; reads, scores, generation "
+        "and token-level edits run.",
         "- *conditions*: `tests/families/test_condition_matrix.py` runs each kind on the tiny "
         f"model of each of the {len(images)} supported",
         f"  image types{unrun}:",
