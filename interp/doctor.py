@@ -381,9 +381,12 @@ def _adapter_checks(vlm: VLM, report: DoctorReport) -> None:
                 "note",
                 "the pixel/token layout is not verified for this type: distort and other "
                 "pixel-space conditions, token regions, attribution maps and region edits raise "
-                "LayoutNotMappedError",
+                "LayoutNotMappedError"
+                + (f" ({vlm.adapter.layout_refusal})" if vlm.adapter.layout_refusal else ""),
             )
         )
+    elif vlm.adapter.layout_checked:
+        report.checks.append(Check("adapter: layout", "ok", vlm.adapter.layout_checked, ""))
 
 
 def _vectors(output: Any, d: int) -> int | None:

@@ -10,8 +10,9 @@ checked here, on the model and processor in hand, when it is loaded with its wei
 1. **Local tokens.** The vision tower's blocks (each ``ModuleList`` outside the text decoder whose
    blocks attend or mix, and return a tensor of their input's shape) are bypassed: their output
    is replaced by their input. What is left from the pixels to the image tokens is the patch
-   embedding and the model's own merge (norms, projector, pixel shuffle, pooling, patch merger),
-   so each token depends only on the pixels its patches read.
+   embedding and the model's own merge (norms, projector, pixel shuffle, pooling, patch merger,
+   and a connector's resampler: the blocks inside a feature site after the tower are kept), so
+   each token depends only on the pixels its patches read, unless the merge itself mixes them.
 2. **The map.** A noise image, and copies with one region redrawn (the left and right halves, the
    top and bottom halves, a random box), go through the stock processor and the model up to the
    text decoder's first layer. A candidate layout passes when, for every region, each image token
@@ -21,14 +22,19 @@ checked here, on the model and processor in hand, when it is loaded with its wei
    pixel change over its support: bicubic reaches 2 source pixels, or 2 ratios when it shrinks).
 3. **The pixel rows.** In a batch of two images, redrawing the pixels the entry's
    ``pixel_layout`` assigns to the second row changes that row's image tokens and not the first
-   row's (what ``distort`` edits).
+   row's (what ``distort`` edits); where it does not, the other pixel layouts are tried and the
+   first that passes replaces it (a processor that flattens patches: ``"patches"``).
 
 Candidates, in order: the entry's own ``token_layout``, then the layouts of
-:mod:`interp.region_layouts` (LLaVA's single grid first, then one grid on the canvas the processor makes, Qwen-VL's, Gemma 3's, Gemma 4's,
-any-resolution tiles, InternVL's, Idefics3's); one that raises or gives another token count than
-the prompt's is skipped. The first that passes is the model's layout
-(``vlm.adapter.token_layout``, ``layout_verified``); when none passes, the layout-dependent
-features stay refused and the :class:`~interp.errors.LayoutNotMappedError` says why.
+:mod:`interp.region_layouts` (LLaVA's single grid, Qwen-VL's, one grid on the canvas the
+processor makes, Gemma 3's, Gemma 4's, any-resolution tiles, InternVL's, Idefics3's); one that
+raises or gives another token count than the prompt's is skipped. The first that passes is the
+model's layout (``vlm.adapter.token_layout``, ``layout_verified``). When none passes and every
+one of at least :data:`MIN_PLACELESS` image tokens changes whichever corner (a sixteenth of the
+image) is redrawn (a resampler, a projector with learned queries), the tokens have no place in the image: the entry
+gets ``no_layout`` (token regions raise :class:`~interp.errors.NoSpatialLayoutError`) and, its
+pixel rows passing, pixel-space conditions run. Otherwise the layout-dependent features stay
+refused and the :class:`~interp.errors.LayoutNotMappedError` says why.
 
 What it does not see: an error smaller than the margin (a layout off by a pixel or two), and
 whatever the bypassed blocks would add (they mix tokens globally; the layout is where each token's
@@ -53,10 +59,13 @@ from .samples import Sample
 
 # the probe image (width, height): wider than tall, so a transposed map fails
 PROBE = (96, 64)
+# "no place" needs this many image tokens: on a coarser grid a redrawn corner reaches every
+# token through the resize filter alone
+MIN_PLACELESS = 16
 CANDIDATES: tuple[rl.LayoutFn, ...] = (
     rl.llava_layout,
-    rl.grid_layout,
     rl.qwen_layout,
+    rl.grid_layout,
     rl.gemma3_layout,
     rl.gemma4_layout,
     rl.anyres_layout,
@@ -78,13 +87,23 @@ class LayoutCheck:
     tried: tuple[tuple[str, str], ...] = ()
     tokens: int = 0
     inside: int = 0
+    placeless: bool = False
     fn: rl.LayoutFn | None = field(default=None, repr=False, compare=False)
+    pixel_layout: str = ""
 
     @property
     def ok(self) -> bool:
-        return bool(self.layout)
+        """A layout passed, or the tokens were shown to have no place (and the pixel rows
+        passed)."""
+        return bool(self.layout) or self.placeless
 
     def __str__(self) -> str:
+        if self.placeless:
+            return (
+                f"every one of the {self.tokens} image tokens changed whichever corner of the "
+                "image was redrawn (a resampler or a projector that mixes them): they have no "
+                "place in the image (checked on the loaded model)"
+            )
         if self.ok:
             return (
                 f"{self.layout} checked on the loaded model ({self.tokens} image tokens, "
@@ -126,11 +145,21 @@ def vision_blocks(vlm: VLM) -> list[torch.nn.Module]:
     tower whose blocks hold an attention or a mixer (the vision tower's layers, a resampler's)."""
     decoder = vlm.adapter.decoder(vlm.hf)
     inside = {id(m) for m in decoder.modules()}
+    site = vlm.adapter.image_features
+    lists = [
+        (name, module)
+        for name, module in vlm.hf.named_modules()
+        if isinstance(module, torch.nn.ModuleList)
+        and id(module) not in inside
+        and "audio" not in name
+    ]
+    # a feature site after the tower (a connector's resampler) is the merge: kept, unless the
+    # site is the tower itself (Qwen-VL's ``visual``: its blocks and its merger)
+    if any(not n.startswith(f"{site}.") for n, _ in lists):
+        lists = [(n, m) for n, m in lists if not n.startswith(f"{site}.")]
     out: list[torch.nn.Module] = []
-    for name, module in vlm.hf.named_modules():
-        if not isinstance(module, torch.nn.ModuleList) or id(module) in inside:
-            continue
-        if "audio" in name or any(id(b) in {id(o) for o in out} for b in module):
+    for _, module in lists:
+        if any(id(b) in {id(o) for o in out} for b in module):
             continue
         mixing = [
             b
@@ -227,6 +256,17 @@ def _changed(out: torch.Tensor, ref: torch.Tensor) -> np.ndarray:
     return (out - ref).abs().amax(-1).gt(1e-4 * scale).numpy()
 
 
+def _redrawn(
+    vlm: VLM, base: np.ndarray, regions: list[Box] | None = None
+) -> Iterator[tuple[Box, torch.Tensor]]:
+    """Each region (default: :func:`_regions`) and the image tokens of ``base`` with it
+    redrawn."""
+    for k, (x0, y0, x1, y1) in enumerate(regions or _regions(PROBE)):
+        redrawn = base.copy()
+        redrawn[y0:y1, x0:x1] = _noise(x1 - x0, y1 - y0, 100 + k)
+        yield (x0, y0, x1, y1), _image_tokens(vlm, [redrawn])[0]
+
+
 def _try(vlm: VLM, fn: rl.LayoutFn, base: np.ndarray, ref: torch.Tensor) -> tuple[str, int]:
     """Why ``fn`` fails the perturbation test ("" when it passes), and the tokens checked."""
     try:
@@ -242,10 +282,7 @@ def _try(vlm: VLM, fn: rl.LayoutFn, base: np.ndarray, ref: torch.Tensor) -> tupl
         return "maps no token to a place in the image", 0
     m = max(float(np.median(sides)) / 2, 3.0)
     inside = 0
-    for k, (x0, y0, x1, y1) in enumerate(_regions(PROBE)):
-        redrawn = base.copy()
-        redrawn[y0:y1, x0:x1] = _noise(x1 - x0, y1 - y0, 100 + k)
-        out, _ = _image_tokens(vlm, [redrawn])
+    for (x0, y0, x1, y1), out in _redrawn(vlm, base):
         if out.shape != ref.shape:
             return "the image-token count changes with the pixels", 0
         changed = _changed(out, ref)
@@ -268,28 +305,48 @@ def _try(vlm: VLM, fn: rl.LayoutFn, base: np.ndarray, ref: torch.Tensor) -> tupl
     return "", inside
 
 
-def _pixel_rows_fail(vlm: VLM, base: np.ndarray) -> str:
-    """Why redrawing the second row's pixels (as ``pixel_layout`` finds them) does not change
-    exactly that row's image tokens ("" when it does)."""
+def _pixel_rows_fail(vlm: VLM, base: np.ndarray, layout: str) -> str:
+    """Why redrawing the second row's pixels, as pixel layout ``layout`` finds them, does not
+    change exactly that row's image tokens ("" when it does)."""
     other = _noise(*PROBE, seed=2)
     ref, enc = _image_tokens(vlm, [base, other])
-    adapter = replace(vlm.adapter, layout_verified=True)
+    adapter = replace(vlm.adapter, layout_verified=True, pixel_layout=layout)
     key = adapter.pixel_key(enc.inputs)
-    where = adapter.pixel_rows(enc.inputs, [1, 1], enc.image_mask, vlm.processor)
+    try:
+        where = adapter.pixel_rows(enc.inputs, [1, 1], enc.image_mask, vlm.processor)
+    except Exception as err:  # noqa: BLE001 - a pixel layout that does not apply is skipped
+        return f"pixel_layout {layout!r} does not apply ({type(err).__name__})"
     if where[1] is None:
-        return f"pixel_layout {adapter.pixel_layout!r} finds no pixels for the second row"
+        return f"pixel_layout {layout!r} finds no pixels for the second row"
     pixels = enc.inputs[key].clone()
     gen = torch.Generator().manual_seed(3)
     pixels[where[1]] = torch.randn(pixels[where[1]].shape, generator=gen).to(pixels)
-    inputs = {**enc.inputs, key: pixels}
-    states = _embedded(vlm, inputs)[enc.image_mask.cpu()]
+    states = _embedded(vlm, {**enc.inputs, key: pixels})[enc.image_mask.cpu()]
     changed = _changed(states, ref)
     first = int(enc.image_mask[0].sum())
     if changed[:first].any():
-        return f"pixel_layout {adapter.pixel_layout!r}: editing row 2's pixels changes row 1"
+        return f"pixel_layout {layout!r}: editing row 2's pixels changes row 1"
     if not changed[first:].any():
-        return f"pixel_layout {adapter.pixel_layout!r}: editing row 2's pixels changes nothing"
+        return f"pixel_layout {layout!r}: editing row 2's pixels changes nothing"
     return ""
+
+
+def _pixel_layout(vlm: VLM, base: np.ndarray) -> tuple[str, str]:
+    """The first pixel layout (the entry's own, then the others of
+    :data:`~interp.adapters.pixels.PIXEL_ROWS`) whose rows pass, and why the entry's own failed
+    (both "" for a family whose rows run alone: nothing to tell apart)."""
+    from .adapters.pixels import PIXEL_ROWS
+
+    own = vlm.adapter.pixel_layout
+    if vlm.adapter.batch_dependent:
+        return own, ""
+    first = ""
+    for layout in [own, *(k for k in PIXEL_ROWS if k != own)]:
+        why = _pixel_rows_fail(vlm, base, layout)
+        if not why:
+            return layout, first
+        first = first or why
+    return "", first
 
 
 def check_layout(vlm: VLM) -> LayoutCheck:
@@ -307,15 +364,35 @@ def check_layout(vlm: VLM) -> LayoutCheck:
                 why, inside = _try(vlm, fn, base, ref)
                 tried.append((fn.__name__, why))
                 if not why:
-                    pixel = "" if vlm.adapter.batch_dependent else _pixel_rows_fail(vlm, base)
-                    if pixel:
+                    rows, pixel = _pixel_layout(vlm, base)
+                    if not rows:
                         return LayoutCheck("", pixel, tuple(tried), len(ref))
-                    return LayoutCheck(fn.__name__, "", tuple(tried), len(ref), inside, fn)
+                    return LayoutCheck(
+                        fn.__name__, "", tuple(tried), len(ref), inside, fn=fn, pixel_layout=rows
+                    )
+            if len(ref) >= MIN_PLACELESS and _mixes_all(vlm, base, ref):
+                rows, pixel = _pixel_layout(vlm, base)
+                if not rows:
+                    return LayoutCheck("", pixel, tuple(tried), len(ref))
+                return LayoutCheck(
+                    "", "", tuple(tried), len(ref), pixel_layout=rows, placeless=True
+                )
     except _Unbypassable as err:
         return LayoutCheck("", str(err), tuple(tried))
     best = next((why for _, why in tried if not why.startswith(("does not", "maps"))), "")
     reason = best or "no candidate layout gives the prompt's image-token count"
     return LayoutCheck("", reason, tuple(tried), len(ref))
+
+
+def _mixes_all(vlm: VLM, base: np.ndarray, ref: torch.Tensor) -> bool:
+    """Whether redrawing any one corner (a sixteenth of the image) changes every image token:
+    under a local map only the few tokens near that corner would."""
+    w, h = PROBE
+    corners = [(0, 0), (3 * w // 4, 0), (0, 3 * h // 4), (3 * w // 4, 3 * h // 4)]
+    boxes = [(x, y, x + w // 4, y + h // 4) for x, y in corners]
+    return all(
+        out.shape == ref.shape and _changed(out, ref).all() for _, out in _redrawn(vlm, base, boxes)
+    )
 
 
 def needs_check(vlm: VLM) -> str:
@@ -347,10 +424,21 @@ def check_at_load(vlm: VLM) -> LayoutCheck | None:
         verdict = check_layout(vlm)
     except Exception as err:  # noqa: BLE001 - an optional check must not break a load
         verdict = LayoutCheck("", f"the check could not run ({type(err).__name__}: {err})"[:200])
-    if verdict.ok:
+    if verdict.placeless:
+        vlm.adapter = replace(
+            vlm.adapter,
+            token_layout=None,
+            pixel_layout=verdict.pixel_layout,
+            no_layout=str(verdict),
+            layout_verified=True,
+            layout_checked=str(verdict),
+            layout_refusal="",
+        )
+    elif verdict.ok:
         vlm.adapter = replace(
             vlm.adapter,
             token_layout=verdict.fn,
+            pixel_layout=verdict.pixel_layout,
             layout_verified=True,
             layout_checked=str(verdict),
             layout_refusal="",

@@ -175,13 +175,20 @@ def llava_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLa
 
 
 # config attributes naming how many patches per side one token merges (pixel shuffle, patch merger)
-MERGE_ATTRS = ("downsample_factor", "scale_factor", "spatial_merge_size", "merge_size")
+MERGE_ATTRS = (
+    "downsample_factor",
+    "scale_factor",
+    "spatial_merge_size",
+    "merge_size",
+    "merge_kernel_size",
+)
 
 
 def _merge(config: Any) -> int:
     for where in (config, getattr(config, "vision_config", None)):
         for key in MERGE_ATTRS:
             value = getattr(where, key, None)
+            value = value[0] if isinstance(value, (list, tuple)) and value else value
             if isinstance(value, int) and value > 1:
                 return value
     for where in (config, getattr(config, "vision_config", None)):  # tokens per patch side
@@ -192,16 +199,36 @@ def _merge(config: Any) -> int:
     return 1
 
 
+def _side(value: Any) -> int:
+    return int(value[0] if isinstance(value, (list, tuple)) else value)
+
+
+# processor outputs giving an image's patch grid: (..., rows, columns) in patches
+PATCH_GRIDS = ("image_grid_thw", "image_grid_hw", "spatial_shapes")
+
+
 def grid_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
-    """One view, a patch grid merged ``k × k`` (``k`` from the config's merge setting, 1 if
-    none), on the canvas the image processor really produces: it is run on a blank image of
-    ``image``'s size, and the canvas read from ``image_sizes`` (a processor that pads, such as
+    """One view, a patch grid merged ``k × k``, on the canvas the image processor really
+    produces: it is run on a blank image of ``image``'s size and the canvas read from its
+    outputs — a patch grid (``image_grid_thw``, ``image_grid_hw``, ``spatial_shapes``: rows and
+    columns of patches, flattened patches), else ``image_sizes`` (a processor that pads, such as
     Pixtral's) or the pixels' height and width; the image is resized onto it, centre-cropped
-    where the processor crops (:func:`resize_crop`). A candidate of
-    :mod:`interp.layout_check` for families whose processor makes one view of any size."""
+    where the processor crops (:func:`resize_crop`). ``k``: the processor's ``merge_size``, else
+    the config's merge setting (:data:`MERGE_ATTRS`, a pixel-shuffle ratio), else 1. A candidate
+    of :mod:`interp.layout_check` for families whose processor makes one view of any size."""
     from PIL import Image
 
     out = _image_processor(processor)(images=[Image.new("RGB", image)], return_tensors="pt")
+    merge = int(_opt(processor, "merge_size") or _merge(config))
+    grid = next((out[k] for k in PATCH_GRIDS if k in out), None)
+    if grid is not None:
+        if grid.shape[0] != 1:
+            raise ValueError(f"not one view: {grid.shape[0]} patch grids")
+        patch = _side(_opt(processor, "patch_size") or _vision(config).patch_size)
+        rows, cols = (int(v) for v in grid[0, -2:])
+        view = View.resized(image, (cols * patch, rows * patch))
+        unit = patch * merge
+        return view.grid(image, rows // merge, cols // merge, (unit, unit))
     pixels = out["pixel_values"]
     while pixels.dim() > 4 and pixels.shape[0] == 1:  # [rows, images, ...] of one image
         pixels = pixels[0]
@@ -214,8 +241,7 @@ def grid_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLay
             raise ValueError(f"the crop gives {canvas}, the processor {(w, h)}")
     else:
         view = View.resized(image, (w, h))
-    patch = _vision(config).patch_size
-    unit = int(patch[0] if isinstance(patch, (list, tuple)) else patch) * _merge(config)
+    unit = _side(_vision(config).patch_size) * merge
     return view.grid(image, h // unit, w // unit, (unit, unit))
 
 

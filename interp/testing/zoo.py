@@ -228,6 +228,8 @@ def layout_cell(model_type: str, adapter: Any) -> str:
         return f"refused (not checked: its tiny model does not build: {_short(err)})"
     with _quiet():
         checked = load(model, processor).adapter
+    if checked.layout_verified and checked.no_layout:
+        return f"none at load (each image token reads the whole image; {name} processor)"
     if checked.layout_verified:
         return f"verified at load ({checked.token_layout.__name__}; {name} processor)"
     why = checked.layout_refusal.removeprefix("no layout passed the check on the loaded model: ")
@@ -262,6 +264,7 @@ def render(rows: list[Row]) -> str:
     refused = sum(r.layout.startswith("refused") for r in images)
     at_load = sum(r.layout.startswith("verified at load") for r in images)
     by_test = sum(r.layout == "verified" for r in images)
+    placeless = sum(r.layout.startswith("none") for r in images)
     # tiny_inferred's probe: the borrowed processor's image inputs do not reach the feature site
     takes_none = [
         f"`{r.model_type}`" for r in images if "does not take its image processor's" in r.parity
@@ -285,8 +288,8 @@ def render(rows: list[Row]) -> str:
         f"from the config and module tree); forward parity with plain Hugging Face: {tested} "
         f"by the tiny-model tests, {forward} by the zoo's checks; text-only rows on {text} more.",
         f"Image layouts verified on {by_test + at_load} of the {len(images)} supported image "
-        f"types ({by_test} by a layout test, {at_load} by the check at load), none on "
-        f"{len(images) - by_test - at_load} ({refused} refused).",
+        f"types ({by_test} by a layout test, {at_load} by the check at load); {placeless} "
+        f"have image tokens with no place in the image; {refused} refused.",
         "",
         "- *layout*: `verified` — pixel-space conditions (`distort` ...), token regions, "
         "attribution maps and region",
@@ -298,8 +301,11 @@ def render(rows: list[Row]) -> str:
         "image tokens compared with `L`'s",
         "  boxes, and the pixel rows `distort` edits checked) on the type's tiny model with "
         "the tiny processor X; a checkpoint's",
-        "  own processor is checked again when it is loaded; `refused` — those features "
-        "raise `LayoutNotMappedError` naming",
+        "  own processor is checked again when it is loaded; `none at load` — the check "
+        "found every image token changed by",
+        "  redrawing any corner of the image (a resampler, learned queries): pixel-space "
+        "conditions run, token regions raise",
+        "  `NoSpatialLayoutError`; `refused` — those features raise `LayoutNotMappedError` naming",
         "  the type (and the check's reason) before any compute; reads, scores, generation "
         "and token-level edits run.",
         "- *conditions*: `tests/families/test_condition_matrix.py` runs each kind on the tiny "

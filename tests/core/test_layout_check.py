@@ -66,10 +66,11 @@ def test_a_wrong_layout_is_refused_and_the_right_one_found() -> None:
     assert verdict.layout == "llava_layout" and verdict.ok
 
 
-def test_a_merge_that_mixes_the_tokens_passes_no_layout(monkeypatch) -> None:
+def test_a_merge_that_moves_the_tokens_passes_no_layout() -> None:
+    """Each image token also reads its predecessor's patch: a local map, but not the grid's."""
     model, processor = build_tiny("llava")
     projector = model.model.multi_modal_projector
-    projector.register_forward_hook(lambda _m, _a, out: out + out.mean(-2, keepdim=True))
+    projector.register_forward_hook(lambda _m, _a, out: out + out.roll(1, dims=-2))
     adapter = interp.adapter_for(model).replace(name="mixing", layout_verified=False)
     vlm = interp.load(model, processor, adapter=adapter)
     assert not vlm.adapter.layout_verified
@@ -94,13 +95,35 @@ def test_no_candidate_is_refused_with_the_reason(monkeypatch) -> None:
     assert not calls  # refused before any forward
 
 
-def test_a_wrong_pixel_layout_is_refused() -> None:
+def test_a_wrong_pixel_layout_is_replaced_or_refused() -> None:
     """Video-LLaMA 3's processor flattens its images' patches into one tensor: the ``images``
-    pixel layout its inferred entry assumes would distort the wrong rows."""
+    pixel layout its inferred entry assumes would distort the wrong rows, and ``patches`` is
+    found instead; for Inkling's no pixel layout passes, and the layout is refused."""
     model, processor, _ = tiny_inferred("video_llama_3")
+    assert interp.adapter_for(model).pixel_layout == "images"
+    vlm = interp.load(model, processor)
+    assert vlm.adapter.layout_verified and vlm.adapter.pixel_layout == "patches"
+    model, processor, _ = tiny_inferred("inkling_mm_model")
     vlm = interp.load(model, processor)
     assert not vlm.adapter.layout_verified
     assert "pixel_layout 'images'" in vlm.adapter.layout_refusal
+
+
+def test_tokens_that_mix_the_whole_image_have_no_place() -> None:
+    """Idefics2's perceiver resampler (kept: it is the connector, after the tower) gives 64
+    latent tokens that each read the whole image: no spatial layout, and ``distort`` runs."""
+    model, processor, _ = tiny_inferred("idefics2")
+    vlm = interp.load(model, processor)
+    assert vlm.adapter.layout_verified and vlm.adapter.token_layout is None
+    assert "no place in the image" in vlm.adapter.no_layout
+    assert not any(
+        "connector" in n for n, m in vlm.hf.named_modules() if m in lc.vision_blocks(vlm)
+    )
+    with pytest.raises(interp.NoSpatialLayoutError, match="no place in the image"):
+        interp.token_regions(vlm, make_samples(1)[0])
+    full = interp.residual_stream(vlm, make_samples(2), progress_bar=False)
+    noisy = interp.residual_stream(vlm, make_samples(2), "distort:500", progress_bar=False)
+    assert (full - noisy).abs().amax() > 1e-4
 
 
 def test_the_check_leaves_the_model_as_it_was() -> None:
