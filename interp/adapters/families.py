@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import region_layouts as rl
+from ..errors import UnsupportedArchitectureError
 from ..prompts import chat_prompt
 from ..samples import IMAGE_SLOT
 from .base import Adapter
@@ -284,6 +285,19 @@ for _adapter in (
         notes="Q-Former fusion: the processor prepends the query tokens before left padding, so single "
         "forwards get mask-derived position_ids; text-only batches run the language model alone",
     ),
+    Adapter(
+        layout_verified=True,
+        name="blip2",
+        no_layout="the image tokens are Q-Former query tokens, each attending to the whole image",
+        model_types=("blip-2",),
+        image_features="language_projection",
+        decoder_path="language_model.model.decoder",
+        mixed_batches=False,
+        text_only_module="language_model",
+        notes="Q-Former fusion: the processor prepends the query tokens before left padding; the "
+        "OPT decoder counts its positions over attended tokens itself; text-only batches run the "
+        "language model alone (the full forward needs pixels)",
+    ),
     # families needing one fix the inference rules cannot see; their layouts are not verified
     Adapter(
         name="lfm2_vl",
@@ -370,3 +384,19 @@ def _llava_tower(config: Any, entry: Adapter) -> Adapter:
 
 
 register_variant("llava", _llava_tower)
+
+
+def _blip2_decoder(config: Any, entry: Adapter) -> Adapter:
+    """BLIP-2 checkpoints with a Flan-T5 language model (``Salesforce/blip2-flan-t5-*``) are
+    encoder-decoders, which the library does not read: refused here, before any module path."""
+    text = getattr(config, "text_config", None)
+    if getattr(text, "is_encoder_decoder", False):
+        raise UnsupportedArchitectureError(
+            f"a BLIP-2 config whose language model is an encoder-decoder "
+            f"({getattr(text, 'model_type', '?')}): the library reads decoder-only models "
+            "(the OPT checkpoints of BLIP-2 load)"
+        )
+    return entry
+
+
+register_variant("blip-2", _blip2_decoder)

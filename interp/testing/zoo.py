@@ -54,6 +54,7 @@ TESTED = (
     "gemma4",
     "llava_next_video",
     "qwen2_audio",
+    "blip-2",
 )
 
 
@@ -127,9 +128,9 @@ def _quiet() -> Any:
 def _tiny_config(model_type: str) -> Any:
     """The config of the tiny builder of ``model_type`` (the one the parity tests run), or None
     (some default configs leave a tower out: Gemma 4's has no vision config)."""
-    from .tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, build_tiny
+    from .tiny import ARCHITECTURES, FAMILY_ARCHITECTURES, MEDIA_ARCHITECTURES, build_tiny
 
-    if model_type not in ARCHITECTURES + MEDIA_ARCHITECTURES:
+    if model_type not in ARCHITECTURES + MEDIA_ARCHITECTURES + FAMILY_ARCHITECTURES:
         return None
     return build_tiny(model_type)[0].config
 

@@ -528,7 +528,7 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
     model type of at least one tiny builder, so the tiny-model suites exercise it. Builds are
     the session's cached tiny VLMs; the architecture named like the model type is tried first."""
     from interp.testing import ARCHITECTURES, MEDIA_ARCHITECTURES
-    from interp.testing.tiny import ZOO_ARCHITECTURES
+    from interp.testing.tiny import FAMILY_ARCHITECTURES, ZOO_ARCHITECTURES
 
     served: dict[str, str] = {}
 
@@ -536,8 +536,9 @@ def test_every_adapter_is_served_by_a_tiny_architecture():
         return str(shared_tiny_vlm(arch).hf.config.model_type)
 
     wanted = sorted(interp.ADAPTERS)
-    # audio-language families and the zoo's one-fix entries too
-    every = (*ARCHITECTURES, *MEDIA_ARCHITECTURES, *ZOO_ARCHITECTURES)
+    # audio-language families, the family-tested stock-processor builders and the zoo's
+    # one-fix entries too
+    every = (*ARCHITECTURES, *MEDIA_ARCHITECTURES, *FAMILY_ARCHITECTURES, *ZOO_ARCHITECTURES)
     for mt in wanted:
         if mt in every and model_type(mt) == mt:
             served[mt] = mt

@@ -1,0 +1,157 @@
+"""Tiny BLIP-2, Fuyu and Ovis2 (issue #45 item 4): written entries, built around their stock
+processors (``Blip2Processor``, ...) offline, at parity with plain Hugging Face.
+
+References: a plain HF forward's ``output_hidden_states`` of the same encoded inputs (the causal LM
+alone for a text-only batch of a family whose full forward needs pixels), ``model.generate``, a
+teacher-forced forward's log-softmax, a forward hook on the feature site and on the decoder's
+input, and the processor's own token ids; then the zoo's eight checks (Steer against a torch hook,
+SwapImage against the black image's forward, batch invariance and contrastive decoding) on the
+same builders.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from transformers import AutoConfig, Blip2Config, T5Config
+
+import interp
+from interp.adapters import ADAPTERS
+from interp.adapters.base import get_path
+from interp.encoding import encode
+from interp.testing import build_tiny
+from interp.testing.reference import hf_forward, hf_last_states, hf_target_logprobs
+from interp.testing.samples import make_samples
+from interp.testing.tiny import FAMILY_ARCHITECTURES
+from interp.testing.tolerance import assert_close
+from interp.testing.zoo_parity import check_built, text_check_built
+
+PROCESSORS = {"blip-2": "Blip2Processor", "fuyu": "FuyuProcessor", "ovis2": "Ovis2Processor"}
+TEXT_ROWS = [
+    interp.Sample("what colour is a banana ?", id="t0"),
+    interp.Sample("how many legs ?", id="t1"),
+]
+TARGETS = ["yellow banana", "two"]
+
+
+@pytest.fixture(scope="module", params=FAMILY_ARCHITECTURES)
+def vlm(request: pytest.FixtureRequest) -> interp.VLM:
+    torch.set_num_threads(1)
+    return interp.load(*build_tiny(request.param))
+
+
+def _rows(kind: str) -> list[interp.Sample]:
+    return make_samples(2) if kind == "image" else TEXT_ROWS
+
+
+def test_each_family_is_a_written_entry_around_its_stock_processor():
+    for arch in FAMILY_ARCHITECTURES:
+        model, processor = build_tiny(arch)
+        assert type(processor).__name__ == PROCESSORS[arch]
+        entry = interp.adapter_for(model)
+        assert entry is ADAPTERS[model.config.model_type] and not entry.inferred
+
+
+@pytest.mark.parametrize("kind", ["image", "text"])
+def test_reads_equal_hf_hidden_states(vlm, kind):
+    rows = _rows(kind)
+    states = interp.residual_stream(vlm, rows, progress_bar=False)
+    enc = encode(vlm, rows, "full")
+    assert list(enc.has_image) == [kind == "image"] * len(rows)
+    want = hf_last_states(vlm, enc)
+    assert_close(states[:, : vlm.n_layers], want, dtype=torch.float32)
+    if kind == "image":  # the image reaches the last token
+        black = interp.residual_stream(vlm, rows, "null:black", progress_bar=False)
+        assert (black - states).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("kind", ["image", "text"])
+def test_generate_equals_model_generate(vlm, kind):
+    rows = _rows(kind)
+    got = interp.generate(vlm, rows, max_new_tokens=4, progress_bar=False)
+    enc = encode(vlm, rows, "full")
+    inputs = dict(enc.inputs)  # no forward_inputs fix-up: generate derives positions itself
+    model = vlm.hf
+    if kind == "text" and vlm.adapter.text_only_module is not None:
+        model = get_path(vlm.hf, vlm.adapter.text_only_module)
+        inputs = {k: inputs[k] for k in ("input_ids", "attention_mask")}
+    with torch.no_grad():
+        ids = model.generate(**inputs, max_new_tokens=4, do_sample=False)
+    n = inputs["input_ids"].shape[1]
+    want = [row[n:].tolist()[: len(g)] for row, g in zip(ids, got.token_ids)]
+    assert got.token_ids == want
+    assert all(len(g) > 0 for g in got.token_ids)
+
+
+@pytest.mark.parametrize("kind", ["image", "text"])
+def test_score_equals_a_teacher_forced_forward(vlm, kind):
+    rows = _rows(kind)
+    scores = interp.score(vlm, rows, TARGETS, progress_bar=False)
+    for i, (row, target) in enumerate(zip(rows, TARGETS)):
+        tgt = vlm.tokenizer(target, add_special_tokens=False)["input_ids"]
+        want = hf_target_logprobs(vlm, encode(vlm, [row], "full"), tgt)
+        assert_close(scores.logprobs[i, : len(tgt)], want, dtype=torch.float32)
+
+
+def test_the_feature_site_fills_every_image_token(vlm):
+    """The feature site's vectors, in order, are the decoder's input at the image tokens."""
+    rows = make_samples(2)
+    enc = encode(vlm, rows, "full")
+    seen: dict[str, Any] = {}
+    site = get_path(vlm.hf, vlm.adapter.image_features)
+    decoder = vlm.adapter.decoder(vlm.hf)
+
+    def keep_site(_m: Any, _a: Any, out: Any) -> None:
+        seen.setdefault("site", out)
+
+    def keep_embeds(_m: Any, _a: Any, kw: dict[str, Any]) -> None:
+        seen.setdefault("embeds", kw["inputs_embeds"])
+
+    hooks = [
+        site.register_forward_hook(keep_site),
+        decoder.register_forward_pre_hook(keep_embeds, with_kwargs=True),
+    ]
+    try:
+        hf_forward(vlm, enc)
+    finally:
+        for h in hooks:
+            h.remove()
+    out = seen["site"]
+    out = getattr(out, "last_hidden_state", out)
+    feats = out.reshape(-1, vlm.d_model)
+    mask = enc.mask("image")
+    assert int(mask.sum()) == feats.shape[0] > 0
+    assert_close(seen["embeds"][mask], feats, dtype=torch.float32)
+
+
+def test_the_zoo_checks_pass_on_the_stock_processor_builders():
+    """Reads, features, generate, batch, score, Steer, SwapImage and batch invariance with
+    contrastive decoding (interp.testing.zoo_parity), then text-only reads and score."""
+    for arch in FAMILY_ARCHITECTURES:
+        assert check_built(*build_tiny(arch)) == "", arch
+        assert text_check_built(*build_tiny(arch)) == "", arch
+
+
+# -- BLIP-2 --------------------------------------------------------------------------------------
+
+
+def test_blip2_prepends_its_query_tokens_before_the_padding():
+    """The processor writes the 8 query tokens first, then the left-padded text: the image
+    tokens of a short row sit before its pads (InstructBLIP's layout)."""
+    vlm = interp.load(*build_tiny("blip-2"))
+    enc = encode(vlm, make_samples(2), "full")
+    image_id = vlm.hf.config.image_token_id
+    n = vlm.hf.config.num_query_tokens
+    ids, mask = enc.inputs["input_ids"], enc.inputs["attention_mask"]
+    assert (ids[:, :n] == image_id).all() and int((ids == image_id).sum()) == 2 * n
+    short = int(mask.sum(1).argmin())
+    assert mask[short, n] == 0  # a pad right after the query tokens
+
+
+def test_blip2_with_an_encoder_decoder_language_model_is_refused():
+    """BLIP-2's Flan-T5 checkpoints are encoder-decoders: refused by name, not misread."""
+    with pytest.raises(interp.UnsupportedArchitectureError, match="encoder-decoder"):
+        interp.adapter_for(Blip2Config(text_config=T5Config().to_dict()))
+    assert interp.adapter_for(AutoConfig.for_model("blip-2")).name == "blip2"  # OPT: served
