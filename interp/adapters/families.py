@@ -300,6 +300,19 @@ for _adapter in (
     ),
     # families needing one fix the inference rules cannot see; their layouts are not verified
     Adapter(
+        name="fuyu",
+        model_types=("fuyu",),
+        image_features="model.vision_embed_tokens",
+        mixed_batches=False,
+        forward_inputs=_mask_positions,
+        notes="no vision tower: each image patch, flattened, goes through one linear projection "
+        "(vision_embed_tokens), whose output is placed at the |SPEAKER| tokens; the processor "
+        "writes them as a row-major grid, each row closed by a |NEWLINE| token (a vocabulary "
+        "embedding), and pads on the left, so single forwards get mask-derived position_ids, as "
+        "generate derives them; its processor pairs the texts with a flat image list, so rows with "
+        "and without an image run apart; the grid's place in the image is not verified",
+    ),
+    Adapter(
         name="lfm2_vl",
         model_types=("lfm2_vl", "lfm3_vl"),
         image_features="model.multi_modal_projector",

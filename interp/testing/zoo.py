@@ -55,6 +55,7 @@ TESTED = (
     "llava_next_video",
     "qwen2_audio",
     "blip-2",
+    "fuyu",
 )
 
 

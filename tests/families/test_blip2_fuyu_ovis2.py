@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from transformers import AutoConfig, Blip2Config, T5Config
@@ -155,3 +156,24 @@ def test_blip2_with_an_encoder_decoder_language_model_is_refused():
     with pytest.raises(interp.UnsupportedArchitectureError, match="encoder-decoder"):
         interp.adapter_for(Blip2Config(text_config=T5Config().to_dict()))
     assert interp.adapter_for(AutoConfig.for_model("blip-2")).name == "blip2"  # OPT: served
+
+
+# -- Fuyu ----------------------------------------------------------------------------------------
+
+
+def test_fuyu_writes_each_image_as_a_grid_of_patch_tokens_closed_by_newlines():
+    """Each image row of the 32 px image (4 x 4 patches of 8 px) is 4 patch tokens and a
+    ``|NEWLINE|``, then ``<s>``; the processor's ``image_patches`` (the projection's input, one
+    per patch token: the feature-site test) are the image's patches in row-major order."""
+    vlm = interp.load(*build_tiny("fuyu"))
+    processor = vlm.processor
+    enc = encode(vlm, make_samples(1), "full")
+    ids = enc.inputs["input_ids"][0][enc.inputs["attention_mask"][0].bool()].tolist()
+    grid = ([processor.image_token_id] * 4 + [processor.image_newline_id]) * 4
+    assert ids[: len(grid) + 1] == [*grid, vlm.tokenizer.bos_token_id]
+    # the patches cut by hand from the image: rescaled, normalized, 8 x 8 x RGB, row-major
+    ip = processor.image_processor
+    image = np.asarray(make_samples(1)[0].load_images()[0].convert("RGB"), dtype=np.float64)
+    pixels = (image * ip.rescale_factor - np.asarray(ip.image_mean)) / np.asarray(ip.image_std)
+    by_hand = pixels.reshape(4, 8, 4, 8, 3).transpose(0, 2, 1, 3, 4).reshape(16, 8 * 8 * 3)
+    assert_close(enc.inputs["image_patches"], torch.from_numpy(by_hand), dtype=torch.float32)
