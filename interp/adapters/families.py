@@ -313,6 +313,17 @@ for _adapter in (
         "and without an image run apart; the grid's place in the image is not verified",
     ),
     Adapter(
+        name="ovis2",
+        model_types=("ovis2",),
+        image_features="model.visual_embeddings_table",
+        notes="visual vocabulary: the visual tokenizer (vision_tower) gives each visual token a "
+        "probability over a visual vocabulary, and image_features, the visual embedding table, "
+        "weights its rows by them: its first call's output [crops, tokens, d] holds the vectors "
+        "placed at <IMG_ATOM> tokens; it runs again on the indicator ids, whose rows are placed at "
+        "the <IMG_START> / <IMG_GRID> / <IMG_COL> / <IMG_ROW> / <IMG_END> tokens (outside the "
+        "image positions); the layout of a tiled image's crops is not verified",
+    ),
+    Adapter(
         name="lfm2_vl",
         model_types=("lfm2_vl", "lfm3_vl"),
         image_features="model.multi_modal_projector",

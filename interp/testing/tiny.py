@@ -52,7 +52,7 @@ MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
 # the family tests check (tests/families/test_blip2_fuyu_ovis2.py: reads, features, generate, score,
 # Steer, SwapImage, batch invariance and contrastive decoding, text-only rows); buildable by
 # name, kept out of ARCHITECTURES, which the suite-wide image tests run over.
-_FAMILY_BUILDERS: dict[str, str] = {"blip-2": "blip2", "fuyu": "fuyu"}
+_FAMILY_BUILDERS: dict[str, str] = {"blip-2": "blip2", "fuyu": "fuyu", "ovis2": "ovis2"}
 FAMILY_ARCHITECTURES: tuple[str, ...] = tuple(_FAMILY_BUILDERS)
 
 # One-fix entries of the zoo, built from their default config shrunk, with the tiny processor of

@@ -56,6 +56,7 @@ TESTED = (
     "qwen2_audio",
     "blip-2",
     "fuyu",
+    "ovis2",
 )
 
 

@@ -177,3 +177,37 @@ def test_fuyu_writes_each_image_as_a_grid_of_patch_tokens_closed_by_newlines():
     pixels = (image * ip.rescale_factor - np.asarray(ip.image_mean)) / np.asarray(ip.image_std)
     by_hand = pixels.reshape(4, 8, 4, 8, 3).transpose(0, 2, 1, 3, 4).reshape(16, 8 * 8 * 3)
     assert_close(enc.inputs["image_patches"], torch.from_numpy(by_hand), dtype=torch.float32)
+
+
+# -- Ovis2 ---------------------------------------------------------------------------------------
+
+
+def test_ovis2_features_are_the_visual_tokenizers_probabilities_weighting_the_table():
+    """The decoder's input at the ``<IMG_ATOM>`` tokens is the visual tokenizer's probabilities
+    (a softmax over the visual vocabulary) times the embedding table's rows, by hand; at the five
+    indicator tokens it is the table's last five rows, in the config's order."""
+    vlm = interp.load(*build_tiny("ovis2"))
+    model = vlm.hf.model
+    enc = encode(vlm, make_samples(2), "full")
+    seen: dict[str, Any] = {}
+
+    def keep_embeds(_m: Any, _a: Any, kw: dict[str, Any]) -> None:
+        seen.setdefault("embeds", kw["inputs_embeds"])
+
+    hook = vlm.adapter.decoder(vlm.hf).register_forward_pre_hook(keep_embeds, with_kwargs=True)
+    try:
+        hf_forward(vlm, enc)
+    finally:
+        hook.remove()
+    embeds, ids = seen["embeds"], enc.inputs["input_ids"]
+    table = model.visual_embeddings_table.weight
+    n_ind = len(vlm.hf.config.visual_indicator_token_ids)
+    with torch.no_grad():
+        probs = model.vision_tower(enc.inputs["pixel_values"]).pooler_output
+    assert_close(probs.sum(-1), torch.ones(probs.shape[:2]), dtype=torch.float32)
+    by_hand = (probs.double() @ table[:-n_ind].double()).reshape(-1, vlm.d_model)
+    assert_close(embeds[ids == vlm.hf.config.image_token_id], by_hand, dtype=torch.float32)
+    for i, token in enumerate(vlm.hf.config.visual_indicator_token_ids):
+        rows = embeds[ids == token]
+        want = table[len(table) - n_ind + i].expand_as(rows)
+        assert_close(rows, want, dtype=torch.float32)
