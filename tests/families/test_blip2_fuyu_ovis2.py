@@ -96,6 +96,20 @@ def test_score_equals_a_teacher_forced_forward(vlm, kind):
         assert_close(scores.logprobs[i, : len(tgt)], want, dtype=torch.float32)
 
 
+def test_rows_with_and_without_an_image_share_a_forward_where_the_entry_allows(vlm):
+    """Ovis2 batches an image row with a text row (HF's forward of the batch, and each row
+    alone, give the same reads); BLIP-2 and Fuyu run them apart, as their entries declare."""
+    rows = [make_samples(1)[0], TEXT_ROWS[1]]
+    both = interp.residual_stream(vlm, rows, batch_size=2, progress_bar=False)
+    alone = torch.cat([interp.residual_stream(vlm, [r], progress_bar=False) for r in rows])
+    assert_close(both, alone, dtype=torch.float32)
+    if vlm.adapter.mixed_batches:  # else one encoding of both rows is refused
+        enc = encode(vlm, rows, "full")
+        assert list(enc.has_image) == [True, False]
+        assert_close(both[:, : vlm.n_layers], hf_last_states(vlm, enc), dtype=torch.float32)
+    assert vlm.adapter.mixed_batches == (vlm.hf.config.model_type == "ovis2")
+
+
 def test_the_feature_site_fills_every_image_token(vlm):
     """The feature site's vectors, in order, are the decoder's input at the image tokens."""
     rows = make_samples(2)
