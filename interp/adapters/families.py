@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import region_layouts as rl
+from ..errors import UnsupportedArchitectureError
 from ..prompts import chat_prompt
 from ..samples import IMAGE_SLOT
 from .base import Adapter
@@ -284,7 +285,44 @@ for _adapter in (
         notes="Q-Former fusion: the processor prepends the query tokens before left padding, so single "
         "forwards get mask-derived position_ids; text-only batches run the language model alone",
     ),
+    Adapter(
+        layout_verified=True,
+        name="blip2",
+        no_layout="the image tokens are Q-Former query tokens, each attending to the whole image",
+        model_types=("blip-2",),
+        image_features="language_projection",
+        decoder_path="language_model.model.decoder",
+        mixed_batches=False,
+        text_only_module="language_model",
+        notes="Q-Former fusion: the processor prepends the query tokens before left padding; the "
+        "OPT decoder counts its positions over attended tokens itself; text-only batches run the "
+        "language model alone (the full forward needs pixels)",
+    ),
     # families needing one fix the inference rules cannot see; their layouts are not verified
+    Adapter(
+        name="fuyu",
+        model_types=("fuyu",),
+        image_features="model.vision_embed_tokens",
+        mixed_batches=False,
+        forward_inputs=_mask_positions,
+        notes="no vision tower: each image patch, flattened, goes through one linear projection "
+        "(vision_embed_tokens), whose output is placed at the |SPEAKER| tokens; the processor "
+        "writes them as a row-major grid, each row closed by a |NEWLINE| token (a vocabulary "
+        "embedding), and pads on the left, so single forwards get mask-derived position_ids, as "
+        "generate derives them; its processor pairs the texts with a flat image list, so rows with "
+        "and without an image run apart; the grid's place in the image is not verified",
+    ),
+    Adapter(
+        name="ovis2",
+        model_types=("ovis2",),
+        image_features="model.visual_embeddings_table",
+        notes="visual vocabulary: the visual tokenizer (vision_tower) gives each visual token a "
+        "probability over a visual vocabulary, and image_features, the visual embedding table, "
+        "weights its rows by them: its first call's output [crops, tokens, d] holds the vectors "
+        "placed at <IMG_ATOM> tokens; it runs again on the indicator ids, whose rows are placed at "
+        "the <IMG_START> / <IMG_GRID> / <IMG_COL> / <IMG_ROW> / <IMG_END> tokens (outside the "
+        "image positions); the layout of a tiled image's crops is not verified",
+    ),
     Adapter(
         name="lfm2_vl",
         model_types=("lfm2_vl", "lfm3_vl"),
@@ -370,3 +408,19 @@ def _llava_tower(config: Any, entry: Adapter) -> Adapter:
 
 
 register_variant("llava", _llava_tower)
+
+
+def _blip2_decoder(config: Any, entry: Adapter) -> Adapter:
+    """BLIP-2 checkpoints with a Flan-T5 language model (``Salesforce/blip2-flan-t5-*``) are
+    encoder-decoders, which the library does not read: refused here, before any module path."""
+    text = getattr(config, "text_config", None)
+    if getattr(text, "is_encoder_decoder", False):
+        raise UnsupportedArchitectureError(
+            f"a BLIP-2 config whose language model is an encoder-decoder "
+            f"({getattr(text, 'model_type', '?')}): the library reads decoder-only models "
+            "(the OPT checkpoints of BLIP-2 load)"
+        )
+    return entry
+
+
+register_variant("blip-2", _blip2_decoder)

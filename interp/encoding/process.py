@@ -98,8 +98,9 @@ def _run_processor(
     try:
         try:
             raw = dict(processor(**kwargs, **extra))
-        except (TypeError, NotImplementedError):
-            # a processor or slow tokenizer without these options: no offsets
+        except (TypeError, NotImplementedError, UnboundLocalError):
+            # a processor or slow tokenizer without these options: no offsets (FuyuProcessor
+            # asked for replacement offsets of a batch without images reads an unset local)
             raw = dict(processor(**kwargs))
     finally:
         if recorder is not None:

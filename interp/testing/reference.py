@@ -16,20 +16,35 @@ import torch
 from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
 
+from ..adapters.base import get_path
 from ..edits import EditContext, Intervention
 from ..encoding import Encoding
 from ..model import VLM, load
 from .tiny import build_tiny
 
 
+def plain_model(vlm: VLM, enc: Encoding, inputs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The HF module a plain forward of ``enc`` runs, and its inputs: the model itself, or, for
+    a batch without images of a family whose full forward needs one (``text_only_module``:
+    InstructBLIP's, BLIP-2's ``language_model``), that causal LM alone on the token inputs."""
+    path = vlm.adapter.text_only_module
+    if path is None or any(enc.has_image):
+        return vlm.hf, inputs
+    keep = ("input_ids", "attention_mask", "position_ids")
+    return get_path(vlm.hf, path), {k: v for k, v in inputs.items() if k in keep}
+
+
 def hf_forward(vlm: VLM, enc: Encoding, **kwargs: Any) -> Any:
     """A plain HF forward of ``enc``'s inputs. Families whose processor breaks positions under
-    padding (InstructBLIP) declare a fix-up (``adapter.forward_inputs``), applied here too."""
+    padding (InstructBLIP) declare a fix-up (``adapter.forward_inputs``), applied here too; a
+    batch without images of a family whose full forward needs one runs its causal LM alone
+    (:func:`plain_model`)."""
     inputs = dict(enc.inputs)
     if vlm.adapter.forward_inputs is not None:
         inputs = vlm.adapter.forward_inputs(inputs)
+    module, inputs = plain_model(vlm, enc, inputs)
     with torch.no_grad():
-        return vlm.hf(**inputs, **kwargs)
+        return module(**inputs, **kwargs)
 
 
 def hf_hidden_states(out: Any) -> tuple[torch.Tensor, ...]:
@@ -80,8 +95,9 @@ def hf_target_logprobs(vlm: VLM, enc: Encoding, tgt: list[int]) -> torch.Tensor:
             if key in vlm.adapter.target_fields:  # e.g. PaliGemma marks the answer as suffix
                 tail = torch.full_like(tail, vlm.adapter.target_fields[key])
             inputs[key] = torch.cat([value, tail.to(value.dtype)], dim=1)
+    module, inputs = plain_model(vlm, enc, inputs)
     with torch.no_grad():
-        logits = vlm.hf(**inputs).logits[0].float().log_softmax(-1)
+        logits = module(**inputs).logits[0].float().log_softmax(-1)
     n = enc.input_ids.shape[1]
     return torch.stack([logits[n - 1 + j, t] for j, t in enumerate(tgt)])
 

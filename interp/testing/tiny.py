@@ -48,6 +48,13 @@ ARCHITECTURES: tuple[str, ...] = tuple(_BUILDERS)
 _MEDIA_BUILDERS: dict[str, str] = {"qwen2_audio": "audio"}
 MEDIA_ARCHITECTURES: tuple[str, ...] = tuple(_MEDIA_BUILDERS)
 
+# Families with a written entry and a tiny builder around their stock processor whose HF parity
+# the family tests check (tests/families/test_blip2_fuyu_ovis2.py: reads, features, generate, score,
+# Steer, SwapImage, batch invariance and contrastive decoding, text-only rows); buildable by
+# name, kept out of ARCHITECTURES, which the suite-wide image tests run over.
+_FAMILY_BUILDERS: dict[str, str] = {"blip-2": "blip2", "fuyu": "fuyu", "ovis2": "ovis2"}
+FAMILY_ARCHITECTURES: tuple[str, ...] = tuple(_FAMILY_BUILDERS)
+
 # One-fix entries of the zoo, built from their default config shrunk, with the tiny processor of
 # their pattern (:func:`interp.testing.builders.inferred.tiny_inferred`); kept out of ARCHITECTURES (their
 # layouts are not verified, so the region and pixel tests do not apply).
@@ -64,8 +71,8 @@ def build_tiny(
     arch: str, seed: int = 0, attn_implementation: str = "eager"
 ) -> tuple[PreTrainedModel, Any]:
     """Build the tiny random ``(hf_model, processor)`` of ``arch`` (one of :data:`ARCHITECTURES`,
-    :data:`MEDIA_ARCHITECTURES` or :data:`ZOO_ARCHITECTURES`)."""
-    builders = {**_BUILDERS, **_MEDIA_BUILDERS}
+    :data:`MEDIA_ARCHITECTURES`, :data:`FAMILY_ARCHITECTURES` or :data:`ZOO_ARCHITECTURES`)."""
+    builders = {**_BUILDERS, **_MEDIA_BUILDERS, **_FAMILY_BUILDERS}
     if arch in ZOO_ARCHITECTURES:
         from .builders.inferred import tiny_inferred
 
@@ -74,7 +81,8 @@ def build_tiny(
         choices = ", ".join([*builders, *ZOO_ARCHITECTURES])
         raise ValueError(f"unknown tiny architecture {arch!r}; choose one of {choices}")
     module = import_module(f"{__package__}.builders.{builders[arch]}")
-    return getattr(module, f"build_{arch}")(seed=seed, attn_implementation=attn_implementation)
+    build = getattr(module, f"build_{builders[arch] if arch in _FAMILY_BUILDERS else arch}")
+    return build(seed=seed, attn_implementation=attn_implementation)
 
 
 def tiny_vlm(arch: str, seed: int = 0, attn_implementation: str = "eager") -> VLM:
@@ -94,6 +102,7 @@ def shared_tiny_vlm(arch: str) -> VLM:
 
 __all__ = [
     "ARCHITECTURES",
+    "FAMILY_ARCHITECTURES",
     "MEDIA_ARCHITECTURES",
     "ZOO_ARCHITECTURES",
     "build_tiny",

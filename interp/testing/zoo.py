@@ -54,6 +54,9 @@ TESTED = (
     "gemma4",
     "llava_next_video",
     "qwen2_audio",
+    "blip-2",
+    "fuyu",
+    "ovis2",
 )
 
 
@@ -127,9 +130,9 @@ def _quiet() -> Any:
 def _tiny_config(model_type: str) -> Any:
     """The config of the tiny builder of ``model_type`` (the one the parity tests run), or None
     (some default configs leave a tower out: Gemma 4's has no vision config)."""
-    from .tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, build_tiny
+    from .tiny import ARCHITECTURES, FAMILY_ARCHITECTURES, MEDIA_ARCHITECTURES, build_tiny
 
-    if model_type not in ARCHITECTURES + MEDIA_ARCHITECTURES:
+    if model_type not in ARCHITECTURES + MEDIA_ARCHITECTURES + FAMILY_ARCHITECTURES:
         return None
     return build_tiny(model_type)[0].config
 
@@ -220,10 +223,15 @@ def layout_cell(model_type: str, adapter: Any) -> str:
         return "verified"
     from ..model import load
     from .builders.inferred import ParityError, tiny_inferred
+    from .tiny import FAMILY_ARCHITECTURES, build_tiny
 
     try:
         with _quiet():
-            model, processor, name = tiny_inferred(model_type)
+            if model_type in FAMILY_ARCHITECTURES:  # a written entry's own tiny builder
+                model, processor = build_tiny(model_type)
+                name = type(processor).__name__.removesuffix("Processor").lower()
+            else:
+                model, processor, name = tiny_inferred(model_type)
     except ParityError as err:
         return f"refused (not checked: its tiny model does not build: {_short(err)})"
     with _quiet():
