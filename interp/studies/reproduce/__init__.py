@@ -10,6 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "reproduce",
+    "Benchmarks and tables",
+    "each paper's main table on your model, beside the paper's rows",
+    docs="docs/benchmarks.md",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "RECIPES": "recipes",
