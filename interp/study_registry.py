@@ -6,8 +6,9 @@ A study registers itself with one line under ``[project.entry-points."interp.stu
 its command, its audit section and its ``interp reproduce`` recipe are (``"module:attr"``
 strings, resolved only when used), its docs page, notebook and bench script. From
 :func:`studies` come the ``interp`` subcommands (:mod:`interp.cli`), the audit's sections
-(:mod:`interp.studies.audit.registry`) and the papers of ``interp reproduce``; the lists written
-by hand (the docs' tables, the README, ``interp.studies``' docstring) are checked against it by
+(:mod:`interp.studies.audit.registry`), the papers of ``interp reproduce`` and the table of the
+docs' studies page (:func:`studies_page`); the lists written by hand (the README, the
+architecture page, ``interp.studies``' docstring) are checked against it by
 ``tests/core/test_study_registry.py``.
 
 Reading the registry imports each study package's ``__init__`` (lazy public names: no torch), never
@@ -168,14 +169,62 @@ def study(name: str) -> StudyEntry | None:
     return next((s for s in studies() if s.name == name), None)
 
 
+STUDIES_MARKER = "<!-- the studies: generated from the study registry (docs/conf.py) -->"
+"""Where ``docs/studies.md`` takes :func:`studies_page` when the site is built."""
+
+
+def studies_page() -> str:
+    """The table of the studies on ``docs/studies.md`` and its hidden table of contents (MyST
+    Markdown), from every registered study with a docs page under ``docs/``."""
+    entries = [e for e in studies() if e.docs and e.docs.startswith("docs/")]
+    pages = [e.docs.removeprefix("docs/") for e in entries if e.docs]
+    rows = ["| study | command | what it answers |", "|---|---|---|"]
+    rows += [
+        f"| [{e.title}]({p}) | `interp {e.name}` | {e.purpose} |" for e, p in zip(entries, pages)
+    ]
+    toc = ["```{toctree}", ":hidden:", "", *(p.removesuffix(".md") for p in pages), "```"]
+    return "\n".join([*rows, "", *toc])
+
+
+API_MARKER = "<!-- the studies' modules: generated from the study registry (docs/conf.py) -->"
+"""Where ``docs/api/studies.md`` takes :func:`studies_api` when the site is built."""
+
+
+def study_modules(entry: StudyEntry) -> list[str]:
+    """The study's package and its public modules (no ``_`` prefix), by name."""
+    spec = importlib.util.find_spec(entry.package)
+    if spec is None or spec.origin is None:
+        return []
+    files = sorted(Path(spec.origin).parent.glob("*.py"))
+    return [entry.package, *(f"{entry.package}.{f.stem}" for f in files if f.stem[0] != "_")]
+
+
+def studies_api() -> str:
+    """The API reference's sections of every registered study's package (``:no-members:``: the
+    lazy names are documented where they are defined) and modules (MyST Markdown)."""
+    sections = []
+    for entry in studies():
+        for module in study_modules(entry):
+            options = "\n   :no-members:" if module == entry.package else ""
+            sections.append(
+                f"## `{module}`\n\n```{{eval-rst}}\n.. automodule:: {module}{options}\n```\n"
+            )
+    return "\n".join(sections)
+
+
 __all__ = [
+    "API_MARKER",
     "Command",
     "ENTRY_POINT_GROUP",
+    "STUDIES_MARKER",
     "StudyEntry",
     "commands",
     "command",
     "load",
     "registered",
     "studies",
+    "studies_api",
+    "studies_page",
+    "study_modules",
     "study",
 ]
