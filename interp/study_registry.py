@@ -6,9 +6,10 @@ A study registers itself with one line under ``[project.entry-points."interp.stu
 its command, its audit section and its ``interp reproduce`` recipe are (``"module:attr"``
 strings, resolved only when used), its docs page, notebook and bench script. From
 :func:`studies` come the ``interp`` subcommands (:mod:`interp.cli`), the audit's sections
-(:mod:`interp.studies.audit.registry`), the papers of ``interp reproduce`` and the table of the
-docs' studies page (:func:`studies_page`); the lists written by hand (the README, the
-architecture page, ``interp.studies``' docstring) are checked against it by
+(:mod:`interp.studies.audit.registry`), the papers of ``interp reproduce``, and the docs'
+studies table and the studies' API sections (:func:`studies_page`, :func:`studies_api`, added by
+``docs/conf.py`` when the site builds); the lists written by hand (the README, the architecture
+page, ``interp.studies``' docstring, the notebooks page) are checked against it by
 ``tests/core/test_study_registry.py``.
 
 Reading the registry imports each study package's ``__init__`` (lazy public names: no torch), never
