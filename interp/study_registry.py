@@ -16,7 +16,8 @@ Reading the registry imports each study package's ``__init__`` (lazy public name
 its command, audit or recipe module. An entry point that names a function instead
 (``doctor = "interp.doctor:register"``, or a plugin's ``register(subparsers)``) is a plain
 command: ``interp`` lists it and nothing else does (the audit still looks for an ``audit`` module
-beside it, as it always has).
+beside it, as it always has) — unless its package declares that study's ``ENTRY``
+(``"<package>.cli:register"``, the form before the registry), which is then read as the study's.
 """
 
 from __future__ import annotations
@@ -123,12 +124,30 @@ def _names_a_function(ref: str) -> bool:
     )
 
 
+def _beside(ref: str, name: str) -> StudyEntry | None:
+    """The ``ENTRY`` declaring study ``name`` in the package of a ``register`` function's module
+    (an entry point written ``"<package>.cli:register"``, as before the registry: an install
+    whose metadata predates it still finds its studies); None when there is none."""
+    package = ref.partition(":")[0].strip().rpartition(".")[0]
+    try:
+        entry = getattr(importlib.import_module(package), "ENTRY", None) if package else None
+    except ImportError:
+        return None
+    if not isinstance(entry, StudyEntry) or entry.name != name:
+        return None
+    return entry if entry.package else replace(entry, package=package)
+
+
 def command(ep: EntryPoint) -> Command:
-    """The subcommand an entry point registers: a plain function is used as it is (its module is
-    not imported); anything else is loaded and must be a :class:`StudyEntry`."""
+    """The subcommand an entry point registers: a function is used as it is (its module is not
+    imported; the study its package declares, if any, is its study); anything else is loaded and
+    must be a :class:`StudyEntry`."""
     value = str(ep.value)
     if _names_a_function(value):
-        return Command(ep.name, value)
+        entry = _beside(value, ep.name)
+        if entry is None:
+            return Command(ep.name, value)
+        return Command(ep.name, entry.ref("cli") or value, entry)
     try:
         declared = ep.load()
     except ImportError as err:

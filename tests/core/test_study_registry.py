@@ -84,6 +84,18 @@ def scaffolded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         del sys.modules[module]
 
 
+def test_a_registration_naming_the_command_finds_the_study_beside_it(scaffolded: list[Path]):
+    """``name = "<package>.cli:register"``, the form before the registry (an install whose
+    metadata predates it): the study its package declares is still found."""
+    registration = scaffolded[-1]
+    registration.write_text("[interp.studies]\nscaffolded = scaffolded_study.cli:register\n")
+    entry = study_registry.study(NAME)
+    assert entry is not None and entry.ref("audit") == "scaffolded_study.audit:STUDY"
+    from interp.studies.reproduce.cli import papers
+
+    assert NAME in papers()
+
+
 def _subcommands(argv: list[str]) -> dict[str, object]:
     parser = build_parser(argv)
     action = next(a for a in parser._actions if a.dest == "command")
