@@ -216,6 +216,16 @@ def test_the_readme_architecture_and_api_lists():
     assert set(re.findall(r"^## `interp\.studies\.(\w+)`$", generated, flags=re.M)) == _names()
 
 
+def test_the_getting_started_tree_and_the_audit_docstring():
+    tree = _between((ROOT / "docs/getting_started.md").read_text(), "interp/studies/ ", "\ninterp/")
+    assert set(re.findall(r"\b(\w+) \([^()]*`interp \1`", tree)) == _names()
+    import interp.studies.audit
+    from interp.studies.audit.registry import studies
+
+    doc = _between(interp.studies.audit.__doc__ or "", "The project's studies", "\n\n")
+    assert re.findall(r"``(\w+)``\s+\(", doc) == [s.key for s in studies()]  # the report's order
+
+
 def test_the_notebooks_page_lists_each_study_notebook():
     page = (ROOT / "docs/notebooks.md").read_text()
     for entry in study_registry.studies():
