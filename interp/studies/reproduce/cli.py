@@ -5,8 +5,9 @@ table on a model, with the paper's settings, beside the paper's published rows.
     interp reproduce coe --model Qwen/Qwen2.5-VL-7B-Instruct --data-root /data/bench --out coe/
 
 runs the study command(s) of the paper's recipe (each study with one names it in its registry
-entry; :mod:`interp.studies.reproduce.recipes` holds the project's: tables, data and settings) and writes, into ``--out``, one folder per study run,
-``table.csv`` (this run's table), ``published.csv`` (the paper's rows) and ``table.md`` (both).
+entry; :mod:`interp.studies.reproduce.recipes` holds the project's: tables, data and settings)
+and writes, into ``--out``, one folder per study run, ``table.csv`` (this run's table),
+``published.csv`` (the paper's rows) and ``table.md`` (both).
 On the demo models every run uses the demo world's stand-in; on a checkpoint, the papers'
 benchmarks (``interp.read_benchmark``): from ``--data-root DIR`` (one sub-folder per benchmark,
 e.g. ``DIR/VLind-Bench``), else ``$INTERP_DATA_ROOT``, else the hub by dataset id. Data that is

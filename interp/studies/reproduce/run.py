@@ -122,8 +122,8 @@ def reproduce(
     run: RunOptions | None = None,
     **options: Any,
 ) -> Reproduction:
-    """Run ``paper``'s recipe (its study's, :func:`~.recipes.recipes`) on ``model`` and write its table beside
-    the paper's published rows (see the module docstring).
+    """Run ``paper``'s recipe (its study's, :func:`~.recipes.recipes`) on ``model`` and write its
+    table beside the paper's published rows (see the module docstring).
 
     Args:
         model: a checkpoint id or folder, or a demo model (``demo``: the demo world's stand-ins).
