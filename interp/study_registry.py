@@ -220,10 +220,11 @@ def study_modules(entry: StudyEntry) -> list[str]:
 
 
 def studies_api() -> str:
-    """The API reference's sections of every registered study's package (``:no-members:``: the
-    lazy names are documented where they are defined) and modules (MyST Markdown)."""
+    """The API reference's sections of every registered study of this project (a package of
+    ``interp.studies``, ``:no-members:``: the lazy names are documented where they are defined)
+    and of its modules (MyST Markdown)."""
     sections = []
-    for entry in studies():
+    for entry in (e for e in studies() if e.package.startswith("interp.studies.")):
         for module in study_modules(entry):
             options = "\n   :no-members:" if module == entry.package else ""
             sections.append(

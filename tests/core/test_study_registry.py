@@ -122,6 +122,8 @@ def test_a_study_declared_once_is_found_everywhere(scaffolded: list[Path]):
     from interp.studies.reproduce.recipes import recipes
 
     assert NAME in papers() and recipes()[NAME].title == "a table"
+    # this project's docs list its own studies only (the scaffold declares no docs page)
+    assert "scaffolded" not in study_registry.studies_page() + study_registry.studies_api()
     argv = ["reproduce", NAME, "--model", "demo", "--out", "x"]
     assert build_parser(argv).parse_args(argv).paper == NAME
 
