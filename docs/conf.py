@@ -84,6 +84,18 @@ class _SameAliasFilter(logging.Filter):
         return "cross-reference 'Judge'" not in record.getMessage()
 
 
+def _generated_lists(app, docname, source):
+    """The studies page's table and contents and the studies' API reference, from the study
+    registry (a registered study is listed without editing either page)."""
+    from interp import study_registry as registry
+
+    if docname == "studies":
+        source[0] = source[0].replace(registry.STUDIES_MARKER, registry.studies_page())
+    elif docname == "api/studies":
+        source[0] = source[0].replace(registry.API_MARKER, registry.studies_api())
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign)
+    app.connect("source-read", _generated_lists)
     logging.getLogger("sphinx.sphinx.domains.python").addFilter(_SameAliasFilter())

@@ -1,10 +1,11 @@
 """Command line: ``interp <study> ...``.
 
-Each study registers its subcommand through the ``interp.studies`` entry-point group of the
-package metadata (``pyproject.toml``), so this module never imports a study: a study (or a third
-party's) adds ``<name> = "<module>:register"``, where ``register(subparsers)`` adds its parser and
-sets ``func`` — for a study, through the scaffold :func:`interp.command.add_command`. The key is
-the command's name (and the study package's); a command may keep earlier names as aliases
+Each study registers its subcommand through the study registry (:mod:`interp.study_registry`:
+the ``interp.studies`` entry points of ``pyproject.toml``), so this module never imports a study:
+a study's entry names its ``StudyEntry``, whose ``cli`` is its ``register(subparsers)`` (which
+adds its parser and sets ``func``, through the scaffold :func:`interp.command.add_command`); a
+plain command (``doctor``, or a third party's) names its ``register`` function directly. The key
+is the command's name (and the study package's); a command may keep earlier names as aliases
 (``diagnose`` for ``coe``, ``ablate`` for ``ablation``, ``decode`` for ``decoding``). The main job
 is ``interp coe`` (the chain-of-embedding study).
 
@@ -22,18 +23,17 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any, NoReturn
 
 from .errors import InterpError
 from .help import declared_command, short_description
 from .outputs import OutputMixError, OutputRun
+from .study_registry import ENTRY_POINT_GROUP, command, load, registered
 from .threads import THREADS_ENV, apply_threads
 
 _RUN: OutputRun | None = None  # the outputs of the command that main() is running
-
-ENTRY_POINT_GROUP = "interp.studies"
 
 
 class UsageError(InterpError, ValueError):
@@ -428,8 +428,9 @@ def partial_outputs_folder(out: Path) -> Path:
 # -- the program ------------------------------------------------------------------------------------
 
 
-def _studies() -> list[Any]:
-    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+def _studies() -> list[EntryPoint]:
+    """The registered commands' entry points, by name (:func:`interp.study_registry.registered`)."""
+    return registered()
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -457,15 +458,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     if argv is not None:
         wanted = next((a for a in argv if not a.startswith("-")), "")
     for ep in studies:
+        found = command(ep)
+        if not found.register and found.error is None:  # a study without a command
+            continue
         try:
-            declared = declared_command(ep) if wanted is not None else None
+            if found.error is not None:
+                raise found.error
+            declared = declared_command(found.register) if wanted is not None else None
         except ImportError as err:  # a plugin whose module is gone: the other commands still work
             if ep.name == wanted:
                 raise UsageError(f"the command {ep.name!r} cannot be loaded ({err})") from None
             sub.add_parser(ep.name, help=f"(cannot be loaded: {err})", add_help=False)
             continue
         if declared is None or wanted in (declared[0], *declared[2]):
-            ep.load()(sub)
+            load(found.register)(sub)
         else:
             sub.add_parser(declared[0], aliases=declared[2], help=declared[1], add_help=False)
     return parser

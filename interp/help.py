@@ -50,7 +50,8 @@ def _constants(tree: ast.Module) -> dict[str, ast.expr]:
 
 
 def declared_command(ep: Any) -> tuple[str, str, list[str]] | None:
-    """The subcommand name, one-line help and aliases a study's ``register`` declares
+    """The subcommand name, one-line help and aliases a study's ``register`` (``ep``: its
+    ``"module:function"``, or an entry point naming it) declares
     (``sub.add_parser("<name>", aliases=[...], help="...")`` or
     ``add_command(sub, "<name>", __name__)`` with the module's ``HELP`` and ``ALIASES``), read from
     its source without importing it (so ``interp --help`` does not import every study); None when
@@ -61,7 +62,7 @@ def declared_command(ep: Any) -> tuple[str, str, list[str]] | None:
     """
     import importlib.util
 
-    module, _, attr = str(ep.value).partition(":")
+    module, _, attr = str(ep if isinstance(ep, str) else ep.value).partition(":")
     spec = importlib.util.find_spec(module.strip())
     if spec is None:
         raise ImportError(f"no module named {module.strip()!r}")

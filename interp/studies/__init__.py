@@ -27,12 +27,20 @@ study          what it measures
 ``recall``     visual-reference recall: Text-Only / Visual / Full Info accuracy, the logit lens and
                Visual-vs-Full-Info cosine of linking successes and failures, failure probes with
                selective prediction and cross-family transfer; CLI ``interp recall``
+``attribute``  where in the image: occlusion, attribution-patching and attention maps over image
+               regions, and the share of each map's mass in the asked object's box; CLI
+               ``interp attribute``
+``reproduce``  each paper's main table on a model, with the paper's settings, beside the paper's
+               published rows (the recipes the studies' registry entries name); CLI
+               ``interp reproduce``
 =============  ==================================================================================
 
-A study is a package here — ``__init__`` (lazy public names), ``measure`` (the model runs),
-``analysis`` (tables, statistics), ``figures``, ``cli`` (its command: a ``register(subparsers)``
-function listed in the ``interp.studies`` entry points of ``pyproject.toml``), ``audit`` (what data
-it needs and its section of the ``interp audit`` report: a ``STUDY`` the audit finds through the
-same entry point) and job modules where a job is big — plus a notebook and a bench script. The
-core (``interp``'s top-level modules) never imports a study, nor does the audit.
+A study is a package here — ``__init__`` (lazy public names, and ``ENTRY``, the study's
+declaration in the study registry, :mod:`interp.study_registry`, which the one line of the
+``interp.studies`` entry points of ``pyproject.toml`` names), ``measure`` (the model runs),
+``analysis`` (tables, statistics), ``figures``, ``cli`` (its command: the ``register(subparsers)``
+its entry names), ``audit`` (what data it needs and its section of the ``interp audit`` report: the
+``STUDY`` its entry names) and job modules where a job is big — plus a notebook and a bench script.
+The core (``interp``'s top-level modules) never imports a study, nor does the audit. This table is
+checked against the registry (``tests/core/test_study_registry.py``).
 """

@@ -74,6 +74,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "interp/data_spec.py",
             "interp/help.py",
             "interp/doctor.py",
+            "interp/study_registry.py",
         ),
     ),
     ("studies", ("interp/studies/",)),

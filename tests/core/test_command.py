@@ -4,31 +4,31 @@ shows, and the outputs helper writes what pandas and matplotlib write."""
 from __future__ import annotations
 
 import argparse
-from importlib.metadata import entry_points
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 from PIL import Image
 
-from interp.cli import ENTRY_POINT_GROUP
 from interp.command import DPI, Outputs, UsageError, at_least, int_list
 from interp.help import declared_command
+from interp.study_registry import commands, load
 
 
-@pytest.mark.parametrize("ep", entry_points(group=ENTRY_POINT_GROUP), ids=lambda ep: ep.name)
-def test_the_static_help_is_what_the_command_registers(ep):
+@pytest.mark.parametrize("command", commands(), ids=lambda c: c.name)
+def test_the_static_help_is_what_the_command_registers(command):
     """``interp --help`` reads name, help and aliases from the source; registering the command
     gives the same, and the entry-point key is one of the command's names."""
-    declared = declared_command(ep)
-    assert declared is not None, ep.value
+    assert command.error is None, command.error
+    declared = declared_command(command.register)
+    assert declared is not None, command.register
     name, text, aliases = declared
     sub = argparse.ArgumentParser().add_subparsers()
-    ep.load()(sub)
+    load(command.register)(sub)
     parser = sub.choices[name]
     assert [a.help for a in sub._choices_actions] == [text]
     assert {n for n, p in sub.choices.items() if p is parser} == {name, *aliases}
-    assert ep.name in (name, *aliases)
+    assert command.name in (name, *aliases)
 
 
 def test_outputs_write_what_pandas_and_matplotlib_write(tmp_path):

@@ -11,6 +11,7 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
+from interp import study_registry
 from interp.cli import main
 from interp.datasets import demo_world
 from interp.samples import write_jsonl
@@ -59,9 +60,9 @@ def toy_entry_point(tmp_path, monkeypatch):
     (package / "cli.py").write_text("def register(sub):\n    sub.add_parser('toy', help='toy')\n")
     (package / "audit.py").write_text(textwrap.dedent(TOY_AUDIT))
     monkeypatch.syspath_prepend(str(tmp_path))
-    real = registry.entry_points
+    real = study_registry.entry_points
     toy = EntryPoint("toy", "toy_audit_study.cli:register", registry.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(registry, "entry_points", lambda group: [*real(group=group), toy])
+    monkeypatch.setattr(study_registry, "entry_points", lambda group: [*real(group=group), toy])
 
 
 def test_the_project_studies_are_found_through_their_entry_points_in_report_order():

@@ -17,15 +17,15 @@ from interp.testing.tolerance import EPS, approx_close
 def test_the_command_is_registered_and_its_static_help_matches():
     import argparse
 
-    from interp.cli import _studies
     from interp.help import declared_command
+    from interp.study_registry import commands, load
 
-    found = {e.name: e for e in _studies()}  # the entry points of pyproject.toml
-    assert found["reproduce"].value == "interp.studies.reproduce.cli:register"
-    ep = found["reproduce"]
-    name, text, aliases = declared_command(ep)
+    found = {c.name: c for c in commands()}  # the entry points of pyproject.toml
+    assert found["reproduce"].register == "interp.studies.reproduce.cli:register"
+    ref = found["reproduce"].register
+    name, text, aliases = declared_command(ref)
     sub = argparse.ArgumentParser().add_subparsers()
-    ep.load()(sub)
+    load(ref)(sub)
     assert name == "reproduce" and [a.help for a in sub._choices_actions] == [text]
 
 

@@ -62,6 +62,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "ablation",
+    "No-image ablation",
+    "accuracy with and without the image, per wording",
+    audit=".audit:STUDY",
+    recipe="interp.studies.reproduce.recipes:ABLATION",
+    docs="docs/ablation.md",
+    notebook="notebooks/05_ablation_no_image.ipynb",
+    bench="bench/ablation.py",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "AblationError": "errors",

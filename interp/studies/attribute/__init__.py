@@ -23,6 +23,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "attribute",
+    "Attribution maps",
+    "which regions of the image the answer depends on",
+    audit=".audit:STUDY",
+    docs="docs/attribute.md",
+    notebook="notebooks/09_where_in_the_image.ipynb",
+    bench="bench/attribute.py",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "Attribution": "measure",

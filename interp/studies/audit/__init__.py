@@ -20,11 +20,13 @@ as many), a data file is used whole unless ``--n`` is given.
 
 **The audit asks the studies.** Each study package has a module ``audit`` whose ``STUDY`` says
 which samples it needs (``select``, documented there) and builds its section of the report
-(``section``); the audit finds them through the ``interp.studies`` entry points
-(:mod:`~interp.studies.audit.registry`) and knows none of them. The project's studies, in the report's order: ``coe``
-(short-answer questions with an image), ``recall`` (visual-reference items), ``drives`` (long
-answers), ``ablation`` (``variant`` / ``category`` labels), ``decoding`` (yes/no questions with
-both answers), ``conflict`` (conflict items).
+(``section``); the audit finds them through the study registry (each study's entry names its
+``STUDY``; :mod:`interp.study_registry`, :mod:`~interp.studies.audit.registry`) and knows none of
+them. The project's studies, in the report's order: ``coe`` (short-answer questions with an
+image), ``flow`` (questions with an image and an answer, not conflict items), ``recall``
+(visual-reference items), ``drives`` (long answers), ``ablation`` (``variant`` / ``category``
+labels), ``decoding`` (yes/no questions with both answers), ``conflict`` (conflict items),
+``attribute`` (demo-world scene questions with the asked object's box).
 
 ``--data`` takes ``demo`` (a mix of the demo world's colour, existence and conflict questions),
 the project's JSONL, a VLMEvalKit TSV benchmark file (base64 images, options A–D) or a POPE
@@ -40,6 +42,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "audit",
+    "One report",
+    "every study the data supports, on one model, in one HTML report",
+    docs="docs/audit.md",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "Labels": "report",

@@ -1,11 +1,12 @@
 """Which studies the audit runs: each study says what data it needs and builds its own section.
 
-A study joins the audit with a module ``audit`` in its package (next to the module its
-``interp.studies`` entry point names, e.g. ``interp.studies.coe.audit`` beside
-``interp.studies.coe.cli``) that defines ``STUDY``, an :class:`AuditStudy`: the audit finds it
-through the entry points, so adding a study touches no line of the audit or of the core. A study
-outside any entry point (a notebook's, a test's) joins with :func:`add_study`. The sections appear
-in the report by ``order``, then ``key``.
+A study joins the audit through its entry in the study registry (:mod:`interp.study_registry`):
+its ``StudyEntry.audit`` names an :class:`AuditStudy` (the project's studies: ``STUDY`` in the
+package's module ``audit``, e.g. ``interp.studies.coe.audit``), so adding a study touches no line
+of the audit or of the core. A plain command's entry point (``"<package>.cli:register"``, as
+plugins were declared before the registry) joins with the ``STUDY`` of a module ``audit`` beside
+it. A study outside any entry point (a notebook's, a test's) joins with :func:`add_study`. The
+sections appear in the report by ``order``, then ``key``.
 """
 
 from __future__ import annotations
@@ -15,19 +16,18 @@ import importlib.util
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from interp.samples import Sample
 from interp.store import substore
+from interp.study_registry import ENTRY_POINT_GROUP, commands, load
 
 from .report import Labels, Section
 
 if TYPE_CHECKING:
     from interp.model import VLM
 
-ENTRY_POINT_GROUP = "interp.studies"
 MODULE = "audit"  # the module of a study package that holds its STUDY
 logger = logging.getLogger(__name__)
 
@@ -149,23 +149,32 @@ def _audit_module(value: str) -> str | None:
         return None
 
 
+def _audit_ref(register: str) -> str | None:
+    """``pkg.audit:STUDY`` for a plain command's ``pkg.cli:register``, if that module exists."""
+    name = _audit_module(register)
+    return None if name is None else f"{name}:STUDY"
+
+
 def studies() -> list[AuditStudy]:
-    """Every study the audit can run: the ``STUDY`` of each entry point's package's ``audit``
-    module, and those :func:`add_study` put in, by ``order`` then ``key``."""
+    """Every study the audit can run: the :class:`AuditStudy` each registered study's entry names
+    (``StudyEntry.audit``; for a plain command, the ``STUDY`` of the ``audit`` module beside it),
+    and those :func:`add_study` put in, by ``order`` then ``key``."""
     found: dict[str, AuditStudy] = {}
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
-        name = _audit_module(str(ep.value))
-        if name is None:
+    for command in commands():
+        if command.error is not None:
+            continue
+        ref = command.study.ref("audit") if command.study else _audit_ref(command.register)
+        if ref is None:
             continue
         try:
-            study = getattr(importlib.import_module(name), "STUDY", None)
-        except ImportError as err:  # a plugin that cannot load: the other studies still run
-            logger.warning("%s cannot be loaded (%s); its study is left out", name, err)
+            study = load(ref)
+        except (ImportError, AttributeError) as err:  # a plugin that cannot load: the rest run
+            logger.warning("%s cannot be loaded (%s); its study is left out", ref, err)
             continue
         if isinstance(study, AuditStudy):
             found.setdefault(study.key, study)
         elif study is not None:
-            logger.warning("%s.STUDY is not an audit study; left out", name)
+            logger.warning("%s is not an audit study; left out", ref)
     found.update(_ADDED)
     return sorted(found.values(), key=lambda s: (s.order, s.key))
 

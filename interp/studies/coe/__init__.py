@@ -16,6 +16,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "coe",
+    "Chain of embedding",
+    "where the image starts to change the answer's representation (VIP), and how "
+    "much (TVI), per sample",
+    audit=".audit:STUDY",
+    recipe="interp.studies.reproduce.recipes:COE",
+    docs="docs/coe.md",
+    notebook="notebooks/01_coe_visual_integration_point.ipynb",
+    bench="bench/coe.py",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "ChainOfEmbedding": "chain",

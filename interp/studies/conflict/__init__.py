@@ -44,6 +44,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "conflict",
+    "Modality conflict",
+    "which source wins when the image, written text, audio and caption disagree",
+    audit=".audit:STUDY",
+    recipe="interp.studies.reproduce.recipes:CONFLICT",
+    docs="docs/conflict.md",
+    notebook="notebooks/06_conflict_modality.ipynb",
+    bench="bench/conflict.py",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 # Modules: .items (the sources, item checks and the ``without:<source>`` condition, registered when
 # .items is first imported: by any public name below except ``register``), .labels (response

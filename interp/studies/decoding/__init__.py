@@ -24,6 +24,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "decoding",
+    "Contrastive decoding",
+    "how VCD, ICD, VDD, M3ID and PAI change POPE-style answers",
+    audit=".audit:STUDY",
+    docs="docs/decoding.md",
+    notebook="notebooks/02_decoding_contrastive.ipynb",
+    bench="bench/decoding.py",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "DEFAULT_METHODS": "analysis",

@@ -56,6 +56,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "drives",
+    "Temporal causal drives",
+    "which source drives each generated token",
+    audit=".audit:STUDY",
+    recipe="interp.studies.reproduce.recipes:DRIVES",
+    docs="docs/drives.md",
+    notebook="notebooks/03_drives_temporal_causal.ipynb",
+    bench="bench/drives.py",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "DRIVES": "contexts",

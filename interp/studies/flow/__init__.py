@@ -30,6 +30,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "flow",
+    "Information flow",
+    "in which layers the text must attend to the image for the answer to survive",
+    audit=".audit:STUDY",
+    docs="docs/flow.md",
+    notebook="notebooks/08_information_flow.ipynb",
+    bench="bench/flow.py",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "EDGES": "measure",

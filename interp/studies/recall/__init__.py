@@ -46,6 +46,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "recall",
+    "Visual-reference recall",
+    "whether a fact is recalled from an image as from a name",
+    audit=".audit:STUDY",
+    recipe="interp.studies.reproduce.recipes:RECALL",
+    docs="docs/recall.md",
+    notebook="notebooks/04_recall_visual_reference.ipynb",
+    bench="bench/recall.py",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "DEMO_IDENTIFY": "settings",

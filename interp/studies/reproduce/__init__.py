@@ -1,8 +1,9 @@
 """Recipes: each paper's main table on a model, with the paper's settings, beside its rows.
 
-:func:`reproduce` (``interp reproduce <paper>``) runs the recipe of :data:`RECIPES` through the
-study's own command and writes the table beside :data:`~.published.PUBLISHED`. The recipes reach
-the studies through their commands only, never by import.
+:func:`reproduce` (``interp reproduce <paper>``) runs the recipe the study's registry entry names
+(:func:`~.recipes.recipes`; the project's are :data:`RECIPES`) through the study's own command and
+writes the table beside :data:`~.published.PUBLISHED`. The recipes reach the studies through their
+commands only, never by import.
 """
 
 from __future__ import annotations
@@ -10,6 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interp._lazy import lazy_exports
+from interp.study_registry import StudyEntry
+
+ENTRY = StudyEntry(
+    "reproduce",
+    "Benchmarks and tables",
+    "each paper's main table on your model, beside the paper's rows",
+    docs="docs/benchmarks.md",
+)
+"""This study in the study registry (:mod:`interp.study_registry`)."""
+
 
 _LAZY = {
     "RECIPES": "recipes",

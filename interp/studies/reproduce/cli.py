@@ -4,9 +4,10 @@ table on a model, with the paper's settings, beside the paper's published rows.
     interp reproduce coe --model demo --out results/coe
     interp reproduce coe --model Qwen/Qwen2.5-VL-7B-Instruct --data-root /data/bench --out coe/
 
-runs the study command(s) of the paper's recipe (:mod:`interp.studies.reproduce.recipes` lists
-the papers, their tables, data and settings) and writes, into ``--out``, one folder per study run,
-``table.csv`` (this run's table), ``published.csv`` (the paper's rows) and ``table.md`` (both).
+runs the study command(s) of the paper's recipe (each study with one names it in its registry
+entry; :mod:`interp.studies.reproduce.recipes` holds the project's: tables, data and settings)
+and writes, into ``--out``, one folder per study run, ``table.csv`` (this run's table),
+``published.csv`` (the paper's rows) and ``table.md`` (both).
 On the demo models every run uses the demo world's stand-in; on a checkpoint, the papers'
 benchmarks (``interp.read_benchmark``): from ``--data-root DIR`` (one sub-folder per benchmark,
 e.g. ``DIR/VLind-Bench``), else ``$INTERP_DATA_ROOT``, else the hub by dataset id. Data that is
@@ -21,8 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from interp.cli import MODEL_HELP, REMOTE_HELP, UsageError
+from interp.study_registry import studies
 
-PAPERS = ("coe", "recall", "drives", "ablation", "conflict")
+
+def papers() -> tuple[str, ...]:
+    """The studies with a recipe (their registry entries'), by name."""
+    return tuple(entry.name for entry in studies() if entry.recipe is not None)
 
 
 def register(sub: Any) -> None:
@@ -32,7 +37,8 @@ def register(sub: Any) -> None:
         help="run a paper's main table on a model, beside the paper's published rows",
         description=__doc__,
     )
-    p.add_argument("paper", choices=PAPERS, help="the paper's study: " + ", ".join(PAPERS))
+    names = papers()
+    p.add_argument("paper", choices=names, help="the paper's study: " + ", ".join(names))
     p.add_argument("--model", required=True, help=MODEL_HELP)
     # not 'out': each study run manages its own output folder inside this one
     p.add_argument("--out", dest="folder", required=True, help="output folder")

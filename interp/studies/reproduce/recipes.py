@@ -35,6 +35,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from interp.study_registry import studies
+
 from .published import coe_vip
 
 COE_READ_AT = "generated"
@@ -207,68 +209,85 @@ def conflict_collect(out: Path, run: Run) -> list[dict]:
     ]
 
 
-RECIPES: dict[str, Recipe] = {
-    "coe": Recipe(
-        "coe",
-        "coe",
-        "Table 3 (Spearman's rho with correctness) and Table 7 (the split)",
-        (Run("VLind", "vlind", "demo:exist"), Run("ViLP", "vilp", "demo:color")),
-        coe_args,
-        coe_collect,
-        notes=(
-            "demo stand-ins: VLind → demo:color (counterfactual colours), ViLP → demo:exist "
-            "(co-occurrence prior)",
-            "read position: the last generated token as the paper's Appendix C (the last prompt "
-            "token on the demo models; see COE_READ_AT)",
-        ),
+COE = Recipe(
+    "coe",
+    "coe",
+    "Table 3 (Spearman's rho with correctness) and Table 7 (the split)",
+    (Run("VLind", "vlind", "demo:exist"), Run("ViLP", "vilp", "demo:color")),
+    coe_args,
+    coe_collect,
+    notes=(
+        "demo stand-ins: VLind → demo:color (counterfactual colours), ViLP → demo:exist "
+        "(co-occurrence prior)",
+        "read position: the last generated token as the paper's Appendix C (the last prompt "
+        "token on the demo models; see COE_READ_AT)",
     ),
-    "recall": Recipe(
-        "recall",
-        "recall",
-        "Text Only vs Visual accuracy (Sec. 4, Fig. 3)",
-        (Run("MNIST", "mnist", "demo"),),
-        lambda model: [],
-        recall_collect,
-        notes=(
-            "MNIST: the paper's rule-made arithmetic questions on the published images (seeded)",
-            "CIFAR100 / Food101 / Landmarks need the paper's QA pairs, which are not released: "
-            "interp recall --data cifar100@DIR with DIR/qa.jsonl (interp.read_benchmark)",
-        ),
+)
+
+RECALL = Recipe(
+    "recall",
+    "recall",
+    "Text Only vs Visual accuracy (Sec. 4, Fig. 3)",
+    (Run("MNIST", "mnist", "demo"),),
+    lambda model: [],
+    recall_collect,
+    notes=(
+        "MNIST: the paper's rule-made arithmetic questions on the published images (seeded)",
+        "CIFAR100 / Food101 / Landmarks need the paper's QA pairs, which are not released: "
+        "interp recall --data cifar100@DIR with DIR/qa.jsonl (interp.read_benchmark)",
     ),
-    "drives": Recipe(
-        "drives",
-        "drives",
-        "source removal (Table 3)",
-        (Run("MAVIS", "mavis", "demo"),),
-        lambda model: ["--k", "20", "--m", "0"],
-        frame_rows("source_removal.csv", "Table 3"),
-        notes=(
-            "MAVIS is read from a local copy (--data-root DIR with DIR/MAVIS); on the demo "
-            "models the demo world's descriptions stand in",
-            "K = 20 support pairs (the paper's); the randomized-intervention recovery (M = "
-            "100 held-out contexts) is another table and is skipped (--m 0)",
-        ),
+)
+
+DRIVES = Recipe(
+    "drives",
+    "drives",
+    "source removal (Table 3)",
+    (Run("MAVIS", "mavis", "demo"),),
+    lambda model: ["--k", "20", "--m", "0"],
+    frame_rows("source_removal.csv", "Table 3"),
+    notes=(
+        "MAVIS is read from a local copy (--data-root DIR with DIR/MAVIS); on the demo "
+        "models the demo world's descriptions stand in",
+        "K = 20 support pairs (the paper's); the randomized-intervention recovery (M = "
+        "100 held-out contexts) is another table and is skipped (--m 0)",
     ),
-    "ablation": Recipe(
-        "ablation",
-        "ablation",
-        "accuracy with and without the image per wording",
-        (Run("540 images x 4 wordings", None, "demo"),),
-        lambda model: [],
-        frame_rows("main_table.csv", "main table"),
-        notes=("the paper's benchmark is not published: give --data file.jsonl",),
+)
+
+ABLATION = Recipe(
+    "ablation",
+    "ablation",
+    "accuracy with and without the image per wording",
+    (Run("540 images x 4 wordings", None, "demo"),),
+    lambda model: [],
+    frame_rows("main_table.csv", "main table"),
+    notes=("the paper's benchmark is not published: give --data file.jsonl",),
+)
+
+CONFLICT = Recipe(
+    "conflict",
+    "conflict",
+    "response labels per evidence condition (Fig. 3)",
+    (Run("Tri-PvP", None, "demo", demo_omni="demo:trimodal"),),
+    lambda model: [],
+    conflict_collect,
+    notes=(
+        "Tri-PvP's 8,000 samples are not in a layout we know: give --data file.jsonl",
+        "demo stand-ins: the demo world's image / caption conflicts (demo); on demo-omni "
+        "its tri-modal items (demo:trimodal)",
     ),
-    "conflict": Recipe(
-        "conflict",
-        "conflict",
-        "response labels per evidence condition (Fig. 3)",
-        (Run("Tri-PvP", None, "demo", demo_omni="demo:trimodal"),),
-        lambda model: [],
-        conflict_collect,
-        notes=(
-            "Tri-PvP's 8,000 samples are not in a layout we know: give --data file.jsonl",
-            "demo stand-ins: the demo world's image / caption conflicts (demo); on demo-omni "
-            "its tri-modal items (demo:trimodal)",
-        ),
-    ),
-}
+)
+
+RECIPES: dict[str, Recipe] = {r.paper: r for r in (COE, RECALL, DRIVES, ABLATION, CONFLICT)}
+"""The project's recipes by paper. Each study names its own in its registry entry
+(``StudyEntry.recipe``), and :func:`recipes` reads them from there."""
+
+
+def recipes() -> dict[str, Recipe]:
+    """The recipe of every registered study that declares one (:mod:`interp.study_registry`),
+    by study name."""
+    found = {}
+    for entry in studies():
+        recipe = entry.load("recipe")
+        if recipe is not None:
+            found[entry.name] = recipe
+    return found

@@ -22,7 +22,7 @@ from interp.options import RunOptions, refuse_remote
 from interp.reprs import Summary
 
 from .published import PUBLISHED, model_key
-from .recipes import RECIPES, Recipe, Run, is_demo
+from .recipes import Recipe, Run, is_demo, recipes
 
 
 class ReproduceError(InterpError, ValueError):
@@ -48,7 +48,8 @@ class Reproduction(Summary):
 
     def markdown(self) -> str:
         """``table.md``: this run's table, the paper's rows beside it, and the recipe's notes."""
-        lines = [f"# {self.paper}: {RECIPES[self.paper].title}", f"model: {self.model}", ""]
+        recipe = recipes()[self.paper]
+        lines = [f"# {self.paper}: {recipe.title}", f"model: {self.model}", ""]
         lines += ["## this run", "", _md(self.table), "", "## the paper"]
         if (
             self.model_key is None
@@ -57,7 +58,7 @@ class Reproduction(Summary):
         ):
             lines.append("(the paper has no row for this model; its rows for its own models:)")
         lines += ["", _md(self.published)]
-        notes = (*RECIPES[self.paper].notes, *self.remote_notes)
+        notes = (*recipe.notes, *self.remote_notes)
         lines += ["", "## notes", ""] + [f"- {n}" for n in notes]
         return "\n".join(lines) + "\n"
 
@@ -121,8 +122,8 @@ def reproduce(
     run: RunOptions | None = None,
     **options: Any,
 ) -> Reproduction:
-    """Run ``paper``'s recipe (:data:`~.recipes.RECIPES`) on ``model`` and write its table beside
-    the paper's published rows (see the module docstring).
+    """Run ``paper``'s recipe (its study's, :func:`~.recipes.recipes`) on ``model`` and write its
+    table beside the paper's published rows (see the module docstring).
 
     Args:
         model: a checkpoint id or folder, or a demo model (``demo``: the demo world's stand-ins).
@@ -162,9 +163,10 @@ def reproduce(
     if opts.trace:  # a study command takes no nnsight keyword: a misspelt option
         raise TypeError(f"reproduce() got unexpected keyword arguments {sorted(opts.trace)}")
 
-    recipe = RECIPES.get(paper)
+    found = recipes()
+    recipe = found.get(paper)
     if recipe is None:
-        raise ReproduceError(f"no recipe for {paper!r}; the papers are {', '.join(RECIPES)}")
+        raise ReproduceError(f"no recipe for {paper!r}; the papers are {', '.join(found)}")
     out = Path(out)
     specs = [run_data(recipe, run, model, data_root, data) for run in recipe.runs]  # before compute
     args, remote_notes = recipe.args(model), ()
