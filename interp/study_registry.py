@@ -51,6 +51,8 @@ class StudyEntry:
         docs: its docs page, notebook and bench script, as paths from the repository root
             (None: none).
         package: the package declaring it (filled in from the entry point when left empty).
+        order: where it comes in every list of the studies (then by name): the project's
+            studies keep the order of the docs' table of studies; a plugin's comes after them.
 
     A module starting with ``.`` is relative to ``package`` (``".cli:register"``).
     """
@@ -65,6 +67,7 @@ class StudyEntry:
     notebook: str | None = None
     bench: str | None = None
     package: str = ""
+    order: int = 100
 
     def ref(self, part: str) -> str | None:
         """The absolute ``"module:attr"`` of ``part`` (``"cli"``, ``"audit"``, ``"recipe"``)."""
@@ -172,7 +175,7 @@ def commands() -> list[Command]:
 
 
 def studies() -> list[StudyEntry]:
-    """Every registered study, by name (a study that cannot be loaded is left out, with a
+    """Every registered study, by ``order`` then name (a study that cannot be loaded is left out, with a
     warning)."""
     out = []
     for ep in registered():
@@ -181,7 +184,7 @@ def studies() -> list[StudyEntry]:
             logger.warning("the study %r cannot be loaded (%s); left out", ep.name, found.error)
         elif found.study is not None:
             out.append(found.study)
-    return out
+    return sorted(out, key=lambda e: (e.order, e.name))
 
 
 def study(name: str) -> StudyEntry | None:

@@ -131,7 +131,7 @@ def test_a_study_declared_once_is_found_everywhere(scaffolded: list[Path]):
 def test_the_project_studies_are_its_packages():
     entries = study_registry.studies()
     packages = sorted(p.parent.name for p in (ROOT / "interp/studies").glob("*/__init__.py"))
-    assert [e.name for e in entries] == packages
+    assert sorted(e.name for e in entries) == packages
     for entry in entries:
         assert entry.package == f"interp.studies.{entry.name}"
         assert entry.name in study_registry.load(f"{entry.package}:ENTRY").name

@@ -73,6 +73,7 @@ ENTRY = StudyEntry(
     docs="docs/ablation.md",
     notebook="notebooks/05_ablation_no_image.ipynb",
     bench="bench/ablation.py",
+    order=7,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

@@ -33,6 +33,7 @@ ENTRY = StudyEntry(
     docs="docs/attribute.md",
     notebook="notebooks/09_where_in_the_image.ipynb",
     bench="bench/attribute.py",
+    order=9,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

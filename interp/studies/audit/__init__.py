@@ -49,6 +49,7 @@ ENTRY = StudyEntry(
     "One report",
     "every study the data supports, on one model, in one HTML report",
     docs="docs/audit.md",
+    order=2,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

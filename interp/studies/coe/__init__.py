@@ -28,6 +28,7 @@ ENTRY = StudyEntry(
     docs="docs/coe.md",
     notebook="notebooks/01_coe_visual_integration_point.ipynb",
     bench="bench/coe.py",
+    order=1,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

@@ -55,6 +55,7 @@ ENTRY = StudyEntry(
     docs="docs/conflict.md",
     notebook="notebooks/06_conflict_modality.ipynb",
     bench="bench/conflict.py",
+    order=4,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

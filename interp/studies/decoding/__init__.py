@@ -34,6 +34,7 @@ ENTRY = StudyEntry(
     docs="docs/decoding.md",
     notebook="notebooks/02_decoding_contrastive.ipynb",
     bench="bench/decoding.py",
+    order=3,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

@@ -67,6 +67,7 @@ ENTRY = StudyEntry(
     docs="docs/drives.md",
     notebook="notebooks/03_drives_temporal_causal.ipynb",
     bench="bench/drives.py",
+    order=6,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

@@ -40,6 +40,7 @@ ENTRY = StudyEntry(
     docs="docs/flow.md",
     notebook="notebooks/08_information_flow.ipynb",
     bench="bench/flow.py",
+    order=5,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

@@ -57,6 +57,7 @@ ENTRY = StudyEntry(
     docs="docs/recall.md",
     notebook="notebooks/04_recall_visual_reference.ipynb",
     bench="bench/recall.py",
+    order=8,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 

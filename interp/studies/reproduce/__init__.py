@@ -18,6 +18,7 @@ ENTRY = StudyEntry(
     "Benchmarks and tables",
     "each paper's main table on your model, beside the paper's rows",
     docs="docs/benchmarks.md",
+    order=10,
 )
 """This study in the study registry (:mod:`interp.study_registry`)."""
 
