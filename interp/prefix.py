@@ -37,6 +37,7 @@ import hashlib
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -128,6 +129,29 @@ def media_key(seen: Prepared) -> str | None:
         _digest(part, h)
     _digest(seen.videos, h)
     return h.hexdigest()
+
+
+def worth_trying(samples: Sequence[Any], condition: Any) -> bool:
+    """Whether rows of one condition may share media, judged before encoding: the condition
+    puts the same image in every row (``null:*``) or two samples name the same image, audio or
+    video (equal paths, the same object). Rows that do not are scored in full without being
+    encoded twice."""
+    if not condition.uses_image and not any(s.audio or s.video for s in samples):
+        return False
+    if condition.kind not in ("full", "swap", "distort"):
+        return True
+    seen: set[Any] = set()
+    for s in samples:
+        for kind in ("image", "audio", "video"):
+            value = getattr(s, kind)
+            for item in value if isinstance(value, list) else [value]:
+                if item is None:
+                    continue
+                key = (kind, str(item)) if isinstance(item, (str, Path)) else (kind, id(item))
+                if key in seen:
+                    return True
+                seen.add(key)
+    return False
 
 
 def _per_token(inputs: dict[str, Any], batch: int, length: int) -> dict[str, Tensor]:
@@ -396,4 +420,5 @@ __all__ = [
     "run_prefix",
     "suffix_logprobs",
     "units",
+    "worth_trying",
 ]

@@ -235,10 +235,20 @@ def score(
     local_only(vlm, trace, "score", edits=edits or ())  # refused before any check
     edits = check_edits(vlm, edits)
     job = Job("score", {}, conditions=[cond], edits=edits, extras=ids, pool=samples)
+    # samples that share an image run the tokens before their questions once (interp.prefix)
+    shared = opts.share_prefix and prefix.applies(vlm, edits, trace)
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         chunk_ids = [by_id[str(s.id)] for s in chunk]
         out = torch.zeros(len(chunk), max(len(t) for t in chunk_ids))
+        if shared and prefix.worth_trying(chunk, cond):
+            rows = [(s, cond) for s in chunk]
+            lps = score_rows(
+                vlm, rows, chunk_ids, batch_size=opts.batch_size, pool=samples, **trace
+            )
+            for i, lp in enumerate(lps):
+                out[i, : len(lp)] = lp
+            return {"logprobs": out}, [{"n": len(t)} for t in chunk_ids]
         for idx, enc in batches(vlm, chunk, cond, opts.batch_size, all_samples=samples):
             rows = [chunk[i] for i in idx]
             batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
@@ -309,6 +319,7 @@ def score_rows(
     batch_size: int,
     edits: Sequence[Intervention] = (),
     share_prefix: bool = True,
+    pool: Sequence[Sample] | None = None,
     **trace_kwargs: Any,
 ) -> list[Tensor]:
     """Natural-log ``log p(a_t | a_<t, context)`` of each row's target token ids, one
@@ -320,6 +331,7 @@ def score_rows(
     With ``share_prefix`` (and a family that supports it, no edits, a local run), rows with equal
     media run the tokens they share once and only their own suffixes after it
     (:mod:`interp.prefix`): the same values within float tolerance, fewer tokens computed.
+    ``pool``: the samples a ``swap`` part draws from (default: the rows of each condition).
 
     Returns:
         one float64 ``[T_row]`` tensor per row, in row order.
@@ -334,9 +346,9 @@ def score_rows(
         pools[cond] = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
     left = dict(pools)
     if share_prefix and prefix.applies(vlm, edits, trace_kwargs):
-        left = _score_shared(vlm, rows, targets, pools, out, batch_size, trace_kwargs)
+        left = _score_shared(vlm, rows, targets, pools, out, batch_size, trace_kwargs, pool)
     for cond, where in pools.items():
-        group = [rows[j][0] for j in where]  # the pool ``swap`` parts draw from
+        group = list(pool) if pool is not None else [rows[j][0] for j in where]  # for ``swap``
         todo = left[cond]
         if not todo:
             continue
@@ -362,6 +374,7 @@ def _score_shared(
     out: list[Tensor | None],
     batch_size: int,
     trace_kwargs: dict[str, Any],
+    draw: Sequence[Sample] | None = None,
 ) -> dict[Condition, list[int]]:
     """Score the rows that share a prefix with others (:mod:`interp.prefix`) into ``out``; the
     rows left, per condition, in pool order."""
@@ -373,7 +386,7 @@ def _score_shared(
     for cond, where in pools.items():
         check_pixel_conditions(codec.adapter, [cond])
         pool = [rows[j][0] for j in where]
-        resolved = resolve(pool, cond, codec.processor, all_samples=pool)
+        resolved = resolve(pool, cond, codec.processor, all_samples=draw or pool)
         for idx in batch_rows(codec.adapter, resolved, batch_size):
             chosen = [resolved[i] for i in idx]
             keys = [prefix.media_key(row.seen) for row in chosen]

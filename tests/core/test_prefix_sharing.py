@@ -138,3 +138,29 @@ def test_media_key_tells_images_apart() -> None:
     assert keys[0] == keys[1] != keys[2]
     blind = resolve(same, "blind", vlm.processor)
     assert prefix.media_key(blind[0].seen) == prefix.media_key(blind[1].seen) != keys[0]
+
+
+@pytest.mark.parametrize("arch", ["llava", "qwen2_vl", "idefics3"])
+@pytest.mark.parametrize("condition", ["full", "null:black", "swap:next"])
+def test_score_shares_an_image_across_samples(arch: str, condition: str, spy: list[int]) -> None:
+    """:func:`interp.score` over samples of which several ask about one image: their common
+    prefix runs once (``null:black`` puts one image in every row), the values equal the full
+    forwards' (``share_prefix=False``), and a ``swap`` part still draws from all the samples."""
+    import interp
+
+    vlm = shared_tiny_vlm(arch)
+    img, other = image(3), image(4)
+    samples = [
+        Sample(question=q, image=img, answer=a, id=f"s{i}")
+        for i, (q, a) in enumerate(zip(QUESTIONS, ["Red car.", "Two dogs here.", "yes"]))
+    ]
+    samples.append(Sample(question=QUESTIONS[0], image=other, answer="Blue.", id="s3"))
+    got = interp.score(vlm, samples, condition=condition, batch_size=3, progress_bar=False)
+    ran = list(spy)
+    want = interp.score(
+        vlm, samples, condition=condition, batch_size=3, share_prefix=False, progress_bar=False
+    )
+    assert spy == ran
+    assert torch.equal(got.mask, want.mask) and got.token_ids == want.token_ids
+    assert_close(got.logprobs, want.logprobs, scale=SCALE, dtype=torch.float32, msg=condition)
+    assert ran  # the rows sharing an image ran their prefix once
