@@ -38,6 +38,15 @@ OMITTED_FACTS = {
     "Qwen--Qwen2-Audio-7B-Instruct": {"num_hidden_layers": 32, "hidden_size": 4096},
 }
 
+# Placeholder-token ids a published file leaves to transformers' defaults, per fixture. Kimi-K2.5
+# names its image placeholder ``media_placeholder_token_id`` (163605, the id Kimi_K25Config's
+# ``image_token_id`` defaults to; the test checks the two agree) and its video placeholder only as
+# a string (``video_placeholder``), for which Kimi_K25Config's ``video_token_id`` default (163840)
+# stands.
+DEFAULT_TOKENS = {
+    "moonshotai--Kimi-K2.5": {"image": 163605, "video": 163840},
+}
+
 # Module paths in the transformers 5 layout, per model_type: decoder layers, final norm,
 # unembedding, and the feature module of each modality the checkpoint takes.
 LLAVA_LIKE = ("model.language_model.layers", "model.language_model.norm", "lm_head")
@@ -62,6 +71,16 @@ MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
         {"image": "language_projection"},
     ),
     "gemma4": (*LLAVA_LIKE, {"image": "model.embed_vision", "video": "model.embed_vision"}),
+    "mistral3": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "lfm2_vl": (
+        "model.language_model.layers",
+        "model.language_model.embedding_norm",
+        "lm_head",
+        {"image": PROJECTOR},
+    ),
+    "qwen3_5": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "exaone4_5": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "kimi_k25": (*LLAVA_LIKE, {"image": "model.mm_projector", "video": "model.mm_projector"}),
 }
 
 
@@ -94,6 +113,9 @@ def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
         "audio": _token(raw, "audio_token_index", "audio_token_id"),
         "video": _token(raw, "video_token_index", "video_token_id"),
     }
+    for modality, token in DEFAULT_TOKENS.get(name, {}).items():
+        if tokens[modality] is None:
+            tokens[modality] = token
     modalities = tuple(
         m
         for m, present in (
@@ -142,9 +164,14 @@ def test_facts_match_the_published_config(loaded: tuple) -> None:
         assert vlm.adapter.token_id(vlm.hf, modality) == token, modality
     if "image" in want["modalities"]:
         assert vlm.image_token_id == want["tokens"]["image"]
+    if "media_placeholder_token_id" in raw:  # Kimi-K2.5's own name for its image placeholder
+        assert vlm.image_token_id == raw["media_placeholder_token_id"]
     # a llava file with a Pixtral vision tower (Pixtral 12B / Large) gets the Pixtral variant,
     # whose variable image grid is not llava's fixed layout
-    pixtral = (raw.get("vision_config") or {}).get("model_type") == "pixtral"
+    pixtral = (
+        raw["model_type"] == "llava"
+        and (raw.get("vision_config") or {}).get("model_type") == "pixtral"
+    )
     assert ("pixtral tower" in vlm.adapter.name) == pixtral
     if pixtral:
         assert not vlm.adapter.layout_verified
