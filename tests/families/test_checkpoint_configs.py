@@ -81,6 +81,26 @@ MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
     "qwen3_5": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
     "exaone4_5": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
     "kimi_k25": (*LLAVA_LIKE, {"image": "model.mm_projector", "video": "model.mm_projector"}),
+    "glm4v": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "qwen3_vl": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "minicpmv4_6": (*LLAVA_LIKE, {"image": "model.merger", "video": "model.merger"}),
+    "qwen2_5_omni": (
+        *LLAVA_LIKE,
+        {"image": "model.visual", "audio": "model.audio_tower", "video": "model.visual"},
+    ),
+    "qwen3_asr": (*LLAVA_LIKE, {"audio": PROJECTOR}),
+}
+
+# Published files transformers 5 reads differently from what they state, per fixture: the test
+# expects the file's own facts and marks these strict xfail, so a fix shows up as an XPASS.
+# Qwen/Qwen3-ASR-0.6B publishes the qwen-asr package's layout (``thinker_config`` holding
+# ``text_config`` / ``audio_config`` of types ``qwen3_asr_text`` / ``qwen3_asr_audio_encoder``);
+# transformers 5.25's Qwen3ASRConfig reads only top-level ``text_config`` / ``audio_config``, so
+# the thinker's keys are dropped without a word and the skeleton takes the class defaults: 28
+# layers of width 2048 (Qwen3-ASR-1.7B's decoder) instead of the file's 28 x 1024.
+MISREAD = {
+    "Qwen--Qwen3-ASR-0.6B": "transformers 5.25's Qwen3ASRConfig ignores the published "
+    "thinker_config: the 0.6B file (width 1024) builds the default width-2048 decoder",
 }
 
 
@@ -91,12 +111,19 @@ def _token(raw: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
+def thinker(raw: dict[str, Any]) -> dict[str, Any]:
+    """The part of a published file that describes the model reading the media: an Omni or ASR
+    file (Qwen2.5-Omni, Qwen3-ASR) nests it in ``thinker_config`` beside its talker."""
+    return raw.get("thinker_config") or raw
+
+
 def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     """Layer count, width, placeholder-token ids and modalities as the published JSON states
     them. Qwen2-VL, Qwen2.5-VL and the first GOT-OCR 2.0 files keep the decoder's keys at the top level (transformers 5
     moves them into ``text_config``); the others nest them in ``text_config``. A checkpoint takes
     images when its file has a vision tower, audio when it has an audio tower, and video when it
     also names a video placeholder token."""
+    raw = thinker(raw)
     text = raw.get("text_config") or {}
     base = BASE_MODEL_FACTS.get(text.get("_name_or_path", ""), {})
 
@@ -153,12 +180,19 @@ def test_every_fixture_is_recorded_in_sources() -> None:
     assert not missing, f"fixtures with no entry in SOURCES.md: {missing}"
 
 
-def test_facts_match_the_published_config(loaded: tuple) -> None:
+def _known_misread(request: pytest.FixtureRequest, name: str) -> None:
+    if name in MISREAD:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=MISREAD[name]))
+
+
+def test_facts_match_the_published_config(loaded: tuple, request: pytest.FixtureRequest) -> None:
     name, raw, _, vlm = loaded
+    _known_misread(request, name)
     want = expected_facts(name, raw)
     assert vlm.n_layers == want["n_layers"]
     assert vlm.d_model == want["d_model"]
-    assert vlm.adapter.name.split(" ")[0] == raw["model_type"]
+    # an Omni file loads its thinker (the talker speaks, it reads no media)
+    assert vlm.adapter.name.split(" ")[0] in {raw["model_type"], thinker(raw)["model_type"]}
     assert tuple(vlm.adapter.modalities) == want["modalities"]
     for modality, token in want["tokens"].items():
         assert vlm.adapter.token_id(vlm.hf, modality) == token, modality
@@ -177,8 +211,9 @@ def test_facts_match_the_published_config(loaded: tuple) -> None:
         assert not vlm.adapter.layout_verified
 
 
-def test_module_paths_on_the_meta_device(loaded: tuple) -> None:
+def test_module_paths_on_the_meta_device(loaded: tuple, request: pytest.FixtureRequest) -> None:
     name, raw, _, vlm = loaded
+    _known_misread(request, name)
     want = expected_facts(name, raw)
     layers, norm, head, features = MODULE_PATHS[raw["model_type"]]
     assert (vlm._layers_path, vlm._norm_path, vlm._head_path) == (layers, norm, head)
