@@ -38,8 +38,18 @@ OMITTED_FACTS = {
     "Qwen--Qwen2-Audio-7B-Instruct": {"num_hidden_layers": 32, "hidden_size": 4096},
 }
 
+# Placeholder-token ids a published file leaves to transformers' defaults, per fixture. Kimi-K2.5
+# names its image placeholder ``media_placeholder_token_id`` (163605, the id Kimi_K25Config's
+# ``image_token_id`` defaults to; the test checks the two agree) and its video placeholder only as
+# a string (``video_placeholder``), for which Kimi_K25Config's ``video_token_id`` default (163840)
+# stands.
+DEFAULT_TOKENS = {
+    "moonshotai--Kimi-K2.5": {"image": 163605, "video": 163840},
+}
+
 # Module paths in the transformers 5 layout, per model_type: decoder layers, final norm,
-# unembedding, and the feature module of each modality the checkpoint takes.
+# unembedding, and the feature module of each modality the family's checkpoints take (a checkpoint
+# without one of the towers, as gemma-4-31B-it without audio, takes fewer).
 LLAVA_LIKE = ("model.language_model.layers", "model.language_model.norm", "lm_head")
 PROJECTOR = "model.multi_modal_projector"
 MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
@@ -61,7 +71,53 @@ MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
         "language_model.lm_head",
         {"image": "language_projection"},
     ),
-    "gemma4": (*LLAVA_LIKE, {"image": "model.embed_vision", "video": "model.embed_vision"}),
+    "gemma4": (
+        *LLAVA_LIKE,
+        {
+            "image": "model.embed_vision",
+            "audio": "model.embed_audio",
+            "video": "model.embed_vision",
+        },
+    ),
+    "mistral3": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "lfm2_vl": (
+        "model.language_model.layers",
+        "model.language_model.embedding_norm",
+        "lm_head",
+        {"image": PROJECTOR},
+    ),
+    "qwen3_5": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "exaone4_5": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "kimi_k25": (*LLAVA_LIKE, {"image": "model.mm_projector", "video": "model.mm_projector"}),
+    "glm4v": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "qwen3_vl": (*LLAVA_LIKE, {"image": "model.visual", "video": "model.visual"}),
+    "minicpmv4_6": (*LLAVA_LIKE, {"image": "model.merger", "video": "model.merger"}),
+    "qwen2_5_omni": (
+        *LLAVA_LIKE,
+        {"image": "model.visual", "audio": "model.audio_tower", "video": "model.visual"},
+    ),
+    "qwen3_asr": (*LLAVA_LIKE, {"audio": PROJECTOR}),
+    "smolvlm": (
+        "model.text_model.layers",
+        "model.text_model.norm",
+        "lm_head",
+        {"image": "model.connector"},
+    ),
+}
+
+# Types a library entry of another name serves (docs/families.md: smolvlm -> idefics3).
+ENTRY_OF = {"smolvlm": "idefics3"}
+
+# Published files transformers 5 reads differently from what they state, per fixture: the test
+# expects the file's own facts and marks these strict xfail, so a fix shows up as an XPASS.
+# Qwen/Qwen3-ASR-0.6B publishes the qwen-asr package's layout (``thinker_config`` holding
+# ``text_config`` / ``audio_config`` of types ``qwen3_asr_text`` / ``qwen3_asr_audio_encoder``);
+# transformers 5.25's Qwen3ASRConfig reads only top-level ``text_config`` / ``audio_config``, so
+# the thinker's keys are dropped without a word and the skeleton takes the class defaults: 28
+# layers of width 2048 (Qwen3-ASR-1.7B's decoder) instead of the file's 28 x 1024.
+MISREAD = {
+    "Qwen--Qwen3-ASR-0.6B": "transformers 5.25's Qwen3ASRConfig ignores the published "
+    "thinker_config: the 0.6B file (width 1024) builds the default width-2048 decoder",
 }
 
 
@@ -72,12 +128,19 @@ def _token(raw: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
+def thinker(raw: dict[str, Any]) -> dict[str, Any]:
+    """The part of a published file that describes the model reading the media: an Omni or ASR
+    file (Qwen2.5-Omni, Qwen3-ASR) nests it in ``thinker_config`` beside its talker."""
+    return raw.get("thinker_config") or raw
+
+
 def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     """Layer count, width, placeholder-token ids and modalities as the published JSON states
     them. Qwen2-VL, Qwen2.5-VL and the first GOT-OCR 2.0 files keep the decoder's keys at the top level (transformers 5
     moves them into ``text_config``); the others nest them in ``text_config``. A checkpoint takes
     images when its file has a vision tower, audio when it has an audio tower, and video when it
     also names a video placeholder token."""
+    raw = thinker(raw)
     text = raw.get("text_config") or {}
     base = BASE_MODEL_FACTS.get(text.get("_name_or_path", ""), {})
 
@@ -94,6 +157,9 @@ def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
         "audio": _token(raw, "audio_token_index", "audio_token_id"),
         "video": _token(raw, "video_token_index", "video_token_id"),
     }
+    for modality, token in DEFAULT_TOKENS.get(name, {}).items():
+        if tokens[modality] is None:
+            tokens[modality] = token
     modalities = tuple(
         m
         for m, present in (
@@ -131,37 +197,52 @@ def test_every_fixture_is_recorded_in_sources() -> None:
     assert not missing, f"fixtures with no entry in SOURCES.md: {missing}"
 
 
-def test_facts_match_the_published_config(loaded: tuple) -> None:
+def _known_misread(request: pytest.FixtureRequest, name: str) -> None:
+    if name in MISREAD:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=MISREAD[name]))
+
+
+def test_facts_match_the_published_config(loaded: tuple, request: pytest.FixtureRequest) -> None:
     name, raw, _, vlm = loaded
+    _known_misread(request, name)
     want = expected_facts(name, raw)
     assert vlm.n_layers == want["n_layers"]
     assert vlm.d_model == want["d_model"]
-    assert vlm.adapter.name.split(" ")[0] == raw["model_type"]
+    # an Omni file loads its thinker (the talker speaks, it reads no media)
+    entry = vlm.adapter.name.split(" ")[0]
+    assert entry in {ENTRY_OF.get(raw["model_type"], raw["model_type"]), thinker(raw)["model_type"]}
     assert tuple(vlm.adapter.modalities) == want["modalities"]
     for modality, token in want["tokens"].items():
         assert vlm.adapter.token_id(vlm.hf, modality) == token, modality
     if "image" in want["modalities"]:
         assert vlm.image_token_id == want["tokens"]["image"]
+    if "media_placeholder_token_id" in raw:  # Kimi-K2.5's own name for its image placeholder
+        assert vlm.image_token_id == raw["media_placeholder_token_id"]
     # a llava file with a Pixtral vision tower (Pixtral 12B / Large) gets the Pixtral variant,
     # whose variable image grid is not llava's fixed layout
-    pixtral = (raw.get("vision_config") or {}).get("model_type") == "pixtral"
+    pixtral = (
+        raw["model_type"] == "llava"
+        and (raw.get("vision_config") or {}).get("model_type") == "pixtral"
+    )
     assert ("pixtral tower" in vlm.adapter.name) == pixtral
     if pixtral:
         assert not vlm.adapter.layout_verified
 
 
-def test_module_paths_on_the_meta_device(loaded: tuple) -> None:
+def test_module_paths_on_the_meta_device(loaded: tuple, request: pytest.FixtureRequest) -> None:
     name, raw, _, vlm = loaded
+    _known_misread(request, name)
     want = expected_facts(name, raw)
     layers, norm, head, features = MODULE_PATHS[raw["model_type"]]
     assert (vlm._layers_path, vlm._norm_path, vlm._head_path) == (layers, norm, head)
-    assert set(features) == set(want["modalities"])
+    assert set(want["modalities"]) <= set(features)
     assert len(get_path(vlm.hf, layers)) == want["n_layers"]
     assert get_path(vlm.hf, norm).weight.shape[-1] == want["d_model"]
     assert get_path(vlm.hf, head) is vlm.hf.get_output_embeddings()
     # the envoys resolve to the same modules
     assert vlm.layers._module is get_path(vlm.hf, layers)
-    for modality, path in features.items():
+    for modality in want["modalities"]:
+        path = features[modality]
         assert vlm.adapter.features_path(modality) == path
         assert vlm.features(modality)._module is get_path(vlm.hf, path)
 
