@@ -46,16 +46,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from PIL import Image
 
 from . import region_layouts as rl
-from .encoding import encode
-from .encoding.codec import ModelLike as VLM
-from .samples import Sample
+
+if TYPE_CHECKING:  # interp.model imports this module; the encoding is imported when a check runs
+    from .encoding.codec import ModelLike as VLM
 
 # the probe image (width, height): wider than tall, so a transposed map fails
 PROBE = (96, 64)
@@ -242,6 +242,9 @@ def _embedded(vlm: VLM, inputs: dict[str, Any]) -> torch.Tensor:
 
 def _image_tokens(vlm: VLM, images: list[np.ndarray]) -> tuple[torch.Tensor, Any]:
     """The image tokens (``[n, d]`` over every row, in prompt order) and the encoding."""
+    from .encoding import encode
+    from .samples import Sample
+
     rows = [
         Sample(question="what is it?", image=Image.fromarray(im), id=str(k))
         for k, im in enumerate(images)

@@ -74,7 +74,10 @@ def test_registering_an_adapter_makes_a_model_loadable(samples):
     interp.register_adapter(adapter)
     try:
         vlm = interp.load(model, processor)
-        assert vlm.adapter is adapter
+        # the registered entry, its layout (set by no test) checked at load on these weights
+        assert vlm.adapter.name == "my_llava" and vlm.adapter.features == adapter.features
+        assert not adapter.layout_verified and vlm.adapter.layout_verified
+        assert vlm.adapter.token_layout is interp.region_layouts.llava_layout
         states = interp.residual_stream(vlm, samples[:2], progress_bar=False)
         ref = interp.residual_stream(shared_tiny_vlm("llava"), samples[:2], progress_bar=False)
         torch.testing.assert_close(states, ref)  # same seed, same weights

@@ -57,7 +57,10 @@ def test_demo_resume_equals_full_and_skips_layers() -> None:
         for i, k in ((0, "first"), (vlm.n_layers - 1, "last"))
     ]
     samples = demo_world(split="test", n=6, seed=0)
-    run = dict(split=None, batch_size=3, progress_bar=False, edges=("image>last",))
+    # forwards are counted: the clean forwards share no prefix (interp.prefix) here
+    run = dict(
+        split=None, batch_size=3, progress_bar=False, edges=("image>last",), share_prefix=False
+    )
     try:
         full = information_flow(vlm, samples, resume_layers=False, **run)
         counted_full = dict(calls)
