@@ -45,6 +45,7 @@ from .hub import looks_like_path, offline_kwargs
 from .layout_check import check_at_load
 from .options import is_remote, refuse_remote
 from .reprs import Summary
+from .sources import locate, processor_for
 from .thinker import inner_config, wrapper_of
 from .threads import ensure_threads
 
@@ -467,39 +468,15 @@ class VLM(Summary):
 
 
 def _resolve_source(model: str | Path) -> str:
-    if str(model) == "demo":
-        from .demo import CHECKPOINT_DIR
-
-        return str(CHECKPOINT_DIR)
-    if str(model) in ("demo-omni", "demo-omni-control"):
-        from .demo.omni import CHECKPOINT_DIR, CONTROL_DIR
-
-        folder = CHECKPOINT_DIR if str(model) == "demo-omni" else CONTROL_DIR
-        if not (folder / "config.json").is_file():
-            raise ModelNotFoundError(
-                f"{model} has no trained checkpoint in this install (expected in {folder}); "
-                "train it with `make train-demo-omni` (python -m interp.demo.omni.train)"
-            )
-        return str(folder)
-    if str(model) == "demo-smol":
-        # assembled once from SmolLM2's installed weights and the shipped trained parts
-        from .demo.smol.assemble import assemble
-
-        return str(assemble())
-    return str(model)
+    """The folder or hub id ``model`` names, through the registered sources (:mod:`.sources`)."""
+    return locate(model)
 
 
 def _load_processor(source: str, kwargs: dict[str, Any]) -> Any:
-    """``AutoProcessor`` for ``source``, except for a Qwen2.5-Omni folder saved without a video
-    processor (``demo-omni``), which ``AutoProcessor`` cannot read without torchvision."""
-    folder = Path(source).expanduser()
-    saved = folder / "processor_config.json"
-    if saved.is_file() and '"Qwen2_5OmniProcessor"' in saved.read_text():
-        from .demo.omni.model import is_frames_omni_folder, load_processor
-
-        if is_frames_omni_folder(folder):
-            return load_processor(folder)
-    return AutoProcessor.from_pretrained(source, **kwargs)
+    """``AutoProcessor`` for ``source``, unless a registered source reads the folder's processor
+    in a form of its own (``demo-omni``'s, saved without a video processor)."""
+    found = processor_for(source)
+    return found if found is not None else AutoProcessor.from_pretrained(source, **kwargs)
 
 
 def _check_config_json(path: Path, source: str) -> None:
@@ -577,12 +554,13 @@ def load(
     """Load a VLM and standardise it.
 
     Args:
-        model: ``"demo"`` (the embedded demo model), ``"demo-omni"`` (a Qwen2.5-Omni thinker
-            trained on the demo world v3, image + audio + video; ``"demo-omni-control"`` its
-            control model without the audio asymmetry; see :mod:`interp.demo.omni`),
-            ``"demo-smol"`` (the demo world in front of
-            the real SmolLM2-135M-Instruct; needs ``pip install "vlm-interp[smol]"``, see
-            :mod:`interp.demo.smol`), a hub id or local folder (loaded with
+        model: a name a registered model source resolves (:mod:`interp.sources`) — this
+            project's demo models: ``"demo"`` (the embedded demo model), ``"demo-omni"`` (a
+            Qwen2.5-Omni thinker trained on the demo world v3, image + audio + video;
+            ``"demo-omni-control"`` its control model without the audio asymmetry; see
+            :mod:`interp.demo.omni`), ``"demo-smol"`` (the demo world in front of the real
+            SmolLM2-135M-Instruct; needs ``pip install "vlm-interp[smol]"``, see
+            :mod:`interp.demo.smol`) —, else a hub id or local folder (loaded with
             ``AutoModelForImageTextToText`` / ``AutoProcessor``), or an already-built HF model.
         processor: the processor, required with a built model; loaded from ``model`` otherwise.
             A local folder holding ``config.json`` and no processor or tokenizer file (a published

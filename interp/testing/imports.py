@@ -36,7 +36,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("conditions", ("interp/conditions/",)),
     ("encoding", ("interp/encoding/",)),
     ("old import paths", ("interp/positions.py", "interp/targets.py")),
-    ("model", ("interp/model.py", "interp/hub.py", "interp/threads.py", "interp/layout_check.py")),
+    (
+        "model",
+        (
+            "interp/model.py",
+            "interp/hub.py",
+            "interp/sources.py",
+            "interp/threads.py",
+            "interp/layout_check.py",
+        ),
+    ),
     (
         "edits and reads",
         ("interp/edits.py", "interp/tracing.py", "interp/plain.py", "interp/wire.py"),
