@@ -204,6 +204,11 @@ class BatchDependentWarning(UserWarning):
     """The family's forward depends on the batch's other rows, so each row runs alone."""
 
 
+class ConfigMisreadWarning(UserWarning):
+    """transformers built a text decoder of another size than the folder's ``config.json``
+    states (its configuration class does not read the file's layout)."""
+
+
 __all__ = [
     "AdapterCheckError",
     "AudioError",
@@ -247,6 +252,7 @@ __all__ = [
     "UnknownFamilyError",
     "UnknownTokenWarning",
     "BatchDependentWarning",
+    "ConfigMisreadWarning",
     "UnknownVIPRuleError",
     "UnsupportedArchitectureError",
     "VIPParameterError",

@@ -46,7 +46,7 @@ from .layout_check import check_at_load
 from .options import is_remote, refuse_remote
 from .reprs import Summary
 from .sources import locate, processor_for
-from .thinker import inner_config, wrapper_of
+from .thinker import inner_config, warn_misread, wrapper_of
 from .threads import ensure_threads
 
 if TYPE_CHECKING:
@@ -479,9 +479,9 @@ def _load_processor(source: str, kwargs: dict[str, Any]) -> Any:
     return found if found is not None else AutoProcessor.from_pretrained(source, **kwargs)
 
 
-def _check_config_json(path: Path, source: str) -> None:
+def _check_config_json(path: Path, source: str) -> dict[str, Any]:
     """A local folder's ``config.json`` must be a JSON object (transformers would report a broken
-    file as a hub failure).
+    file as a hub failure); returns it.
 
     Raises:
         ModelConfigError: it is not valid JSON, or not an object.
@@ -498,6 +498,7 @@ def _check_config_json(path: Path, source: str) -> None:
             f"{source!r}: its config.json holds a {type(data).__name__}, not a JSON object; "
             f"repair or replace the file {str(path)!r}"
         )
+    return data
 
 
 def model_config(model: str | Path, *, whole: bool = False, **kwargs: Any) -> PretrainedConfig:
@@ -524,9 +525,8 @@ def model_config(model: str | Path, *, whole: bool = False, **kwargs: Any) -> Pr
         raise ModelNotFoundError(
             f"{source!r} is a folder without config.json: not a saved Hugging Face model"
         )
-    if path.is_dir():
-        _check_config_json(path / "config.json", source)
-    else:
+    data = _check_config_json(path / "config.json", source) if path.is_dir() else None
+    if not path.is_dir():
         kwargs = {**offline_kwargs(source), **kwargs}
     try:
         config = AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
@@ -536,6 +536,8 @@ def model_config(model: str | Path, *, whole: bool = False, **kwargs: Any) -> Pr
             f"provide it ({str(err).splitlines()[0]}). Without network access, give a local "
             "model folder or 'demo'."
         ) from None
+    if data is not None:
+        warn_misread(data, config, source)
     return config if whole else inner_config(config)
 
 

@@ -12,11 +12,14 @@ class): the talker and the speech decoder are never built, on any device.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from transformers import PretrainedConfig
+
+from .errors import ConfigMisreadWarning
 
 
 @dataclass(frozen=True)
@@ -101,4 +104,30 @@ def _part_model(config: PretrainedConfig, name: str, sub: PretrainedConfig) -> t
     return getattr(transformers, cls)._from_config(sub)
 
 
-__all__ = ["WRAPPERS", "Wrapper", "inner_config", "skipped_parameters", "wrapper_of"]
+def warn_misread(data: dict[str, Any], config: PretrainedConfig, source: str) -> None:
+    """Warn where the decoder transformers built has another width or depth than the file's
+    ``text_config`` (or its thinker's) states: a configuration class that does not read the
+    file's layout silently keeps its defaults (Qwen3-ASR's ``thinker_config``)."""
+    stated = (data.get("thinker_config") or data).get("text_config")
+    built = inner_config(config).get_text_config()
+    for key in ("hidden_size", "num_hidden_layers") if isinstance(stated, dict) else ():
+        want, got = stated.get(key), getattr(built, key, None)
+        if isinstance(want, int) and isinstance(got, int) and want != got:
+            warnings.warn(
+                ConfigMisreadWarning(
+                    f"{source!r}: its config.json states a text decoder with {key}={want}, but "
+                    f"transformers built {key}={got} (its {type(config).__name__} does not read "
+                    "the file's layout); the model will not be the checkpoint's"
+                ),
+                stacklevel=3,
+            )
+
+
+__all__ = [
+    "WRAPPERS",
+    "Wrapper",
+    "inner_config",
+    "skipped_parameters",
+    "warn_misread",
+    "wrapper_of",
+]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +114,9 @@ ENTRY_OF = {"smolvlm": "idefics3"}
 # Qwen/Qwen3-ASR-0.6B publishes the qwen-asr package's layout (``thinker_config`` holding
 # ``text_config`` / ``audio_config`` of types ``qwen3_asr_text`` / ``qwen3_asr_audio_encoder``);
 # transformers 5.25's Qwen3ASRConfig reads only top-level ``text_config`` / ``audio_config``, so
-# the thinker's keys are dropped without a word and the skeleton takes the class defaults: 28
-# layers of width 2048 (Qwen3-ASR-1.7B's decoder) instead of the file's 28 x 1024.
+# transformers drops the thinker's keys without a word and the skeleton takes the class
+# defaults: 28 layers of width 2048 (Qwen3-ASR-1.7B's decoder) instead of the file's 28 x 1024;
+# interp.load names it (ConfigMisreadWarning, test_a_misread_file_is_named_when_it_loads).
 MISREAD = {
     "Qwen--Qwen3-ASR-0.6B": "transformers 5.25's Qwen3ASRConfig ignores the published "
     "thinker_config: the 0.6B file (width 1024) builds the default width-2048 decoder",
@@ -301,3 +303,21 @@ def test_a_tower_the_published_config_leaves_out_drops_its_modality(tmp_path: Pa
     with pytest.raises(ModalityError, match="not audio"):
         vlm.adapter.token_id(vlm.hf, "audio")
     assert model_modalities(str(tmp_path)) == ("image", "video")
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_a_misread_file_is_named_when_it_loads(path: Path, tmp_path: Path) -> None:
+    """A file transformers reads to another decoder size than it states warns at load
+    (:class:`interp.ConfigMisreadWarning`, naming the key and both values); the others do not."""
+    shutil.copy(path, tmp_path / "config.json")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        vlm = interp.load(tmp_path, dispatch=False)
+    misread = [w for w in seen if issubclass(w.category, interp.ConfigMisreadWarning)]
+    if path.stem not in MISREAD:
+        assert not misread
+        return
+    raw = thinker(json.loads(path.read_text()))["text_config"]
+    assert str(misread[0].message).count("hidden_size") == 2
+    assert f"hidden_size={raw['hidden_size']}" in str(misread[0].message)
+    assert f"hidden_size={vlm.d_model}" in str(misread[0].message)
