@@ -43,7 +43,7 @@ own patch came from, as for the written entries).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -270,8 +270,14 @@ def _redrawn(
         yield (x0, y0, x1, y1), _image_tokens(vlm, [redrawn])[0]
 
 
-def _try(vlm: VLM, fn: rl.LayoutFn, base: np.ndarray, ref: torch.Tensor) -> tuple[str, int]:
-    """Why ``fn`` fails the perturbation test ("" when it passes), and the tokens checked."""
+def _try(
+    vlm: VLM,
+    fn: rl.LayoutFn,
+    redrawn: Callable[[], list[tuple[Box, torch.Tensor]]],
+    ref: torch.Tensor,
+) -> tuple[str, int]:
+    """Why ``fn`` fails the perturbation test ("" when it passes), and the tokens checked;
+    ``redrawn()`` gives the redrawn regions' image tokens (computed once for every candidate)."""
     try:
         layout = fn(vlm.processor, vlm.hf.config, PROBE)
     except Exception as err:  # noqa: BLE001 - a layout that does not apply is skipped
@@ -285,7 +291,7 @@ def _try(vlm: VLM, fn: rl.LayoutFn, base: np.ndarray, ref: torch.Tensor) -> tupl
         return "maps no token to a place in the image", 0
     m = max(float(np.median(sides)) / 2, 3.0)
     inside = 0
-    for (x0, y0, x1, y1), out in _redrawn(vlm, base):
+    for (x0, y0, x1, y1), out in redrawn():
         if out.shape != ref.shape:
             return "the image-token count changes with the pixels", 0
         changed = _changed(out, ref)
@@ -308,11 +314,10 @@ def _try(vlm: VLM, fn: rl.LayoutFn, base: np.ndarray, ref: torch.Tensor) -> tupl
     return "", inside
 
 
-def _pixel_rows_fail(vlm: VLM, base: np.ndarray, layout: str) -> str:
-    """Why redrawing the second row's pixels, as pixel layout ``layout`` finds them, does not
-    change exactly that row's image tokens ("" when it does)."""
-    other = _noise(*PROBE, seed=2)
-    ref, enc = _image_tokens(vlm, [base, other])
+def _pixel_rows_fail(vlm: VLM, layout: str, ref: torch.Tensor, enc: Any) -> str:
+    """Why redrawing the second row's pixels of the two-row encoding ``enc`` (image tokens
+    ``ref``), as pixel layout ``layout`` finds them, does not change exactly that row's image
+    tokens ("" when it does)."""
     adapter = replace(vlm.adapter, layout_verified=True, pixel_layout=layout)
     key = adapter.pixel_key(enc.inputs)
     try:
@@ -343,9 +348,10 @@ def _pixel_layout(vlm: VLM, base: np.ndarray) -> tuple[str, str]:
     own = vlm.adapter.pixel_layout
     if vlm.adapter.batch_dependent:
         return own, ""
+    ref, enc = _image_tokens(vlm, [base, _noise(*PROBE, seed=2)])  # one encoding for all
     first = ""
     for layout in [own, *(k for k in PIXEL_ROWS if k != own)]:
-        why = _pixel_rows_fail(vlm, base, layout)
+        why = _pixel_rows_fail(vlm, layout, ref, enc)
         if not why:
             return layout, first
         first = first or why
@@ -363,8 +369,15 @@ def check_layout(vlm: VLM) -> LayoutCheck:
     try:
         with bypassed(blocks):
             ref, _ = _image_tokens(vlm, [base])
+            cache: list[tuple[Box, torch.Tensor]] = []
+
+            def redrawn() -> list[tuple[Box, torch.Tensor]]:
+                if not cache:  # the candidates that get this far share the forwards
+                    cache.extend(_redrawn(vlm, base))
+                return cache
+
             for fn in candidates:
-                why, inside = _try(vlm, fn, base, ref)
+                why, inside = _try(vlm, fn, redrawn, ref)
                 tried.append((fn.__name__, why))
                 if not why:
                     rows, pixel = _pixel_layout(vlm, base)
