@@ -61,8 +61,8 @@ test: install-smol real-tokenizers
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 lint: install
-	$(VENV)/bin/ruff check interp interventions probes tests bench
-	$(VENV)/bin/ruff format --check interp interventions probes tests bench
+	$(VENV)/bin/ruff check interp interventions probes tests bench tools
+	$(VENV)/bin/ruff format --check interp interventions probes tests bench tools
 
 bench: install-smol
 	$(PY) bench/residual_stream.py
@@ -80,25 +80,25 @@ bench: install-smol
 	$(PY) bench/threads.py
 
 train-demo: install
-	$(PY) -m interp.demo.train --seed 0 --out interp/demo/checkpoint
+	$(PY) -m tools.demo.train --seed 0 --out interp/demo/checkpoint
 
 evaluate-demo: install
-	$(PY) -m interp.demo.evaluate
+	$(PY) -m tools.demo.evaluate
 
 train-demo-smol: install-smol
-	$(PY) -m interp.demo.smol.train --seed 0 --out interp/demo/smol/checkpoint
+	$(PY) -m tools.demo.smol.train --seed 0 --out interp/demo/smol/checkpoint
 
 evaluate-demo-smol: install-smol
-	$(PY) -m interp.demo.smol.evaluate
+	$(PY) -m tools.demo.smol.evaluate
 
 # demo-omni (a Qwen2.5-Omni thinker on the demo world v3) and its control model (no asymmetry)
 train-demo-omni: install
-	$(PY) -m interp.demo.omni.train --seed 0 --out interp/demo/omni/checkpoint \
+	$(PY) -m tools.demo.omni.train --seed 0 --out interp/demo/omni/checkpoint \
 		--control-out interp/demo/omni/control
 
 evaluate-demo-omni: install
-	$(PY) -m interp.demo.omni.evaluate
-	$(PY) -m interp.demo.omni.evaluate --checkpoint interp/demo/omni/control
+	$(PY) -m tools.demo.omni.evaluate
+	$(PY) -m tools.demo.omni.evaluate --checkpoint interp/demo/omni/control
 
 clean:
 	rm -rf $(VENV) results .pytest_cache

@@ -9,7 +9,7 @@ agreement split, for
   test split),
 - ``demo-smol`` on the same ``demo`` benchmark,
 - ``demo-smol`` (and, for comparison, the demo model) on notebook 07's faint-object items
-  (colour questions about objects at opacity :data:`interp.demo.smol.evaluate.FAINT`,
+  (colour questions about objects at opacity :data:`tools.demo.smol.evaluate.FAINT`,
   draws from 5000 on).
 
 Each (model, dataset) is measured once on ``--n`` items and kept in ``--cache`` (delete it to
@@ -42,11 +42,12 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).parents[1]))  # the repository root, for tools/
 from _common import bench_parser, parse  # noqa: E402
 
-from interp.demo.evaluate import to_markdown  # noqa: E402
 from interp.studies.coe import compare_vip_rules  # noqa: E402
 from probes.vip import RULES, VIPDetector  # noqa: E402
+from tools.demo.evaluate import to_markdown  # noqa: E402
 
 SETTINGS = (
     ("demo", "demo"),
@@ -59,7 +60,7 @@ SETTINGS = (
 def items(dataset: str, n: int) -> list:
     """The ``demo`` benchmark (colour questions) or notebook 07's faint-object colour items."""
     from interp.datasets import demo_world
-    from interp.demo.smol.evaluate import FAINT
+    from tools.demo.smol.evaluate import FAINT
 
     if dataset == "demo":
         return demo_world("test", n=n, qtypes=["color"])

@@ -1,8 +1,9 @@
 """The embedded demo VLM: a small Llava trained on the demo world (ships with the project).
 
 ``CHECKPOINT_DIR`` holds the HF-format checkpoint (``AutoModelForImageTextToText`` /
-``AutoProcessor`` load it offline). ``python -m interp.demo.train`` reproduces it from a seed and
-``python -m interp.demo.evaluate`` prints its evaluation table.
+``AutoProcessor`` load it offline). ``make train-demo`` reproduces it from a seed and
+``make evaluate-demo`` prints its evaluation table: the training and evaluation code is the
+repository's ``tools/demo/``, not part of the installed package.
 """
 
 from pathlib import Path

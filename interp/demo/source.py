@@ -48,7 +48,7 @@ class DemoSource:
             if not (folder / "config.json").is_file():
                 raise ModelNotFoundError(
                     f"{name} has no trained checkpoint in this install (expected in {folder}); "
-                    "train it with `make train-demo-omni` (python -m interp.demo.omni.train)"
+                    "train it with `make train-demo-omni` (the repository's tools/demo/omni/train.py)"
                 )
             return str(folder)
         if name == "demo-smol":

@@ -1,5 +1,6 @@
 """Every import a user copies from the shipped docs resolves: the README, docs/*.md, the notebooks
-and the bench scripts name modules and objects that exist (a moved module keeps its old path)."""
+and the bench scripts name modules and objects that exist (a moved module keeps its old path), of
+the installed packages and of the repository's tools/."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OWN = ("interp", "interventions", "probes")
+OWN = ("interp", "interventions", "probes", "tools")
 
 
 def _code_sources() -> dict[str, str]:

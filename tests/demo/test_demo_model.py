@@ -16,14 +16,6 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 
 from interp.datasets import CO_OCCURRENCE, PRIOR_COLORS, demo_world, text_corpus
 from interp.demo import CHECKPOINT_DIR
-from interp.demo.evaluate import (
-    evaluate,
-    follows,
-    greedy_answers,
-    pope_table,
-    prior_table,
-    summarize,
-)
 from interp.demo.model import (
     build_model,
     build_processor,
@@ -32,7 +24,15 @@ from interp.demo.model import (
     sample_images,
     sample_prompt,
 )
-from interp.demo.train import SMOKE, encode, train
+from tools.demo.evaluate import (
+    evaluate,
+    follows,
+    greedy_answers,
+    pope_table,
+    prior_table,
+    summarize,
+)
+from tools.demo.train import SMOKE, encode, train
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -410,14 +410,14 @@ def test_training_is_deterministic(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_smoke_training_and_evaluation_cli(tmp_path: Path) -> None:
     out = tmp_path / "ckpt"
-    run = [sys.executable, "-m", "interp.demo.train", "--smoke", "--seed", "1", "--out", str(out)]
+    run = [sys.executable, "-m", "tools.demo.train", "--smoke", "--seed", "1", "--out", str(out)]
     subprocess.run(run, cwd=ROOT, check=True, timeout=60, capture_output=True)
     model = AutoModelForImageTextToText.from_pretrained(out)
     proc = AutoProcessor.from_pretrained(out)
     answers = greedy_answers(model, proc, demo_world("test", 4, seed=0), max_new_tokens=3)
     assert len(answers) == 4 and all(isinstance(a, str) for a in answers)
     md, csv = tmp_path / "table.md", tmp_path / "table.csv"
-    cmd = [sys.executable, "-m", "interp.demo.evaluate", "--checkpoint", str(out), "--n", "40"]
+    cmd = [sys.executable, "-m", "tools.demo.evaluate", "--checkpoint", str(out), "--n", "40"]
     cmd += ["--markdown", str(md), "--csv", str(csv)]
     subprocess.run(cmd, cwd=ROOT, check=True, timeout=60, capture_output=True)
     assert "### accuracy" in md.read_text() and "### colour prior" in md.read_text()

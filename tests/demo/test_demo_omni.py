@@ -21,12 +21,12 @@ import interp
 from interp.datasets.world import demo_world
 from interp.datasets.world.generate import V3_QTYPES
 from interp.demo.omni import model as omni
-from interp.demo.omni.train import SMOKE, control_answer, encode, joint_batch, train
 from interp.encoding import encode as library_encode
 from interp.errors import ModelNotFoundError
 from interp.samples import Sample
 from interp.testing.checks import OFFLINE_ENV
 from interp.testing.tolerance import assert_close
+from tools.demo.omni.train import SMOKE, control_answer, encode, joint_batch, train
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_demo_omni_without_a_checkpoint_says_how_to_train(monkeypatch, tmp_path)
 
 
 def test_evaluation_tables(checkpoint):
-    from interp.demo.omni.evaluate import evaluate
+    from tools.demo.omni.evaluate import evaluate
 
     tables = evaluate(checkpoint, n=8)
     acc = tables["accuracy"].set_index("qtype")

@@ -14,11 +14,11 @@ import torch
 
 import interp
 from interp.cli import build_parser, model_modalities
-from interp.demo.omni.train import encode
 from interp.studies.audit import audit
 from interp.studies.audit.data import demo_data
 from interp.studies.audit.registry import AuditOptions, plan
 from interp.testing.tolerance import EPS, approx_close
+from tools.demo.omni.train import encode
 
 
 @pytest.fixture(scope="module")

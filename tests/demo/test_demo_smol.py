@@ -142,7 +142,7 @@ def test_faint_prior_table_by_hand():
     import pandas as pd
     from scipy.stats import mannwhitneyu
 
-    from interp.demo.smol.evaluate import faint_prior_table
+    from tools.demo.smol.evaluate import faint_prior_table
 
     rows = [  # image, entity, counterfactual, answer, pred_image, prior_answer
         ("c1", "circle", False, "red", "red", ""),
@@ -315,7 +315,7 @@ def test_the_model_card_numbers_come_from_the_shipped_training():
 def test_the_model_reads_the_image_on_held_out_colour_questions(smol):
     """Ground truth is the world's drawing: colour questions about clearly visible objects are
     answered from the image, and mostly wrongly without it (8 colours: chance 1/8)."""
-    from interp.demo.evaluate import evaluate
+    from tools.demo.evaluate import evaluate
 
     items = demo_world("test", n=32, qtypes=["color"], opacity=(0.5, 1.0), start=7000)
     frame = evaluate(smol.hf, smol.processor, items, batch_size=32, max_new_tokens=4)
@@ -343,10 +343,10 @@ def test_blind_colour_answers_follow_common_knowledge(smol):
 
 @needs_extra
 def test_smoke_training_gives_a_checkpoint_that_assembles(smol, tmp_path, monkeypatch):
-    """A few steps of ``python -m interp.demo.smol.train``, twice: the same weights from the same
+    """A few steps of ``python -m tools.demo.smol.train``, twice: the same weights from the same
     seed, adapters only on the decoder layers asked for (none on the tower), a record without
     machine paths, and a checkpoint that :func:`assemble` turns into a loadable model."""
-    from interp.demo.smol import train as smol_train
+    from tools.demo.smol import train as smol_train
 
     monkeypatch.chdir(tmp_path)
     for out in ("ck", "again"):

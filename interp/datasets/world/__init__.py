@@ -54,7 +54,7 @@ from __future__ import annotations
 from ...samples import IMAGE_SLOT
 
 # ``X as X``: public names of the one-module world kept reachable here, outside ``__all__``
-# (interp.demo.evaluate reads SHAPE_KINDS from here)
+# (the repository's tools/demo/evaluate/ reads SHAPE_KINDS from here)
 from ..render import CELLS as CELLS
 from ..render import COLORS as COLORS
 from ..render import SHAPE_KINDS as SHAPE_KINDS

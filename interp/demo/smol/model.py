@@ -105,8 +105,8 @@ def lora_config(cfg: SmolModelConfig, num_layers: int) -> Any:
 
 def add_adapters(model: LlavaForConditionalGeneration, cfg: SmolModelConfig) -> Any:
     """``model`` wrapped by ``peft`` with the adapters of :func:`lora_config` (freshly
-    initialised: trained by :mod:`~interp.demo.smol.train`, or overwritten by the shipped factors in
-    :mod:`~interp.demo.smol.assemble`)."""
+    initialised: trained by the repository's ``tools/demo/smol/train.py``, or overwritten by the
+    shipped factors in :mod:`~interp.demo.smol.assemble`)."""
     from peft import get_peft_model
 
     lora = lora_config(cfg, model.config.text_config.num_hidden_layers)

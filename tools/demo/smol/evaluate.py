@@ -1,6 +1,6 @@
-"""Evaluate ``demo-smol`` on the demo world: ``python -m interp.demo.smol.evaluate``.
+"""Evaluate ``demo-smol`` on the demo world: ``python -m tools.demo.smol.evaluate``.
 
-The same per-sample rows as the demo model's evaluation (:func:`interp.demo.evaluate.evaluate`:
+The same per-sample rows as the demo model's evaluation (:func:`tools.demo.evaluate.evaluate`:
 greedy answers with and without the image), summarised as: accuracy per question type, the colour
 prior (canonical vs counterfactual objects, and which errors name the canonical colour), the
 no-image ablation across wordings, and :func:`blind_prior_table` — what the model answers to a
@@ -21,7 +21,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from ...datasets.world import COLOR_NAMES, PLAIN_KINDS, PRIOR_COLORS, demo_world
+from interp.datasets.world import COLOR_NAMES, PLAIN_KINDS, PRIOR_COLORS, demo_world
+
 from ..evaluate import accuracy_table, evaluate, prior_table, to_markdown, wording_table
 
 

@@ -1,4 +1,4 @@
-"""The detailed evaluation tables from :func:`~interp.demo.evaluate.evaluate`'s rows, one per question
+"""The detailed evaluation tables from :func:`~tools.demo.evaluate.evaluate`'s rows, one per question
 family: accuracy per question type against chance, the colour prior (canonical vs counterfactual,
 which errors follow the prior), the no-image ablation across wordings, POPE object existence,
 modality conflicts, textual vs visual reference, and long answers labelled prior-driven vs
@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...datasets.render import CELLS
-from ...datasets.world import (
+from interp.datasets.render import CELLS
+from interp.datasets.world import (
     AGREEMENTS,
     CATEGORIES,
     COLOR_NAMES,

@@ -1,4 +1,4 @@
-"""Evaluate a VLM on the demo world: ``python -m interp.demo.evaluate``.
+"""Evaluate a VLM on the demo world: ``python -m tools.demo.evaluate``.
 
 :func:`evaluate` answers every sample greedily with the image and without it (the blind prompt:
 the same chat turn with the image items removed) and returns one row per sample.

@@ -1,5 +1,5 @@
 """The evaluation report: the tables as markdown (the model card's evaluation table) or one stacked
-CSV, and the command ``python -m interp.demo.evaluate`` that prints and writes them."""
+CSV, and the command ``python -m tools.demo.evaluate`` that prints and writes them."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...datasets.world import demo_world
-from .. import CHECKPOINT_DIR
+from interp.datasets.world import demo_world
+from interp.demo import CHECKPOINT_DIR
+
 from .answers import evaluate, load_checkpoint
 from .phenomena import phenomenon_tables
 from .tables import summarize

@@ -1,12 +1,12 @@
 """One table per planted phenomenon of the demo world (what was planted, how it is measured, the
-number), condensed from the detailed tables of :func:`~interp.demo.evaluate.summarize`."""
+number), condensed from the detailed tables of :func:`~tools.demo.evaluate.summarize`."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ...datasets.world import (
+from interp.datasets.world import (
     CATEGORIES,
     CO_OCCURRENCE_STRENGTH,
     FAMILIES,

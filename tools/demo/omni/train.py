@@ -1,6 +1,6 @@
-"""Train ``demo-omni`` on the demo world v3: ``python -m interp.demo.omni.train --seed 0 --out DIR``.
+"""Train ``demo-omni`` on the demo world v3: ``python -m tools.demo.omni.train --seed 0 --out DIR``.
 
-Three stages, each from fixed seeds, as the demo model's (:mod:`interp.demo.train`, whose
+Three stages, each from fixed seeds, as the demo model's (:mod:`tools.demo.train`, whose
 schedule, optimiser, determinism and record helpers this module reuses):
 
 1. language: the decoder learns the world's text as a causal LM (the language prior);
@@ -44,14 +44,25 @@ from transformers import (
     Qwen2_5OmniThinkerForConditionalGeneration,
 )
 
-from ...datasets.render import COLORS, SHAPE_KINDS
-from ...datasets.world import demo_world, text_corpus
-from ...datasets.world.audio import object_sound
-from ...datasets.world.generate import V3_QTYPES
-from ...datasets.world.speech import SPEECH_PHRASINGS, speech_clip
-from ...datasets.world.trimodal import trimodal_answer
-from ...samples import Sample
-from ..model import IM_END
+from interp.datasets.render import COLORS, SHAPE_KINDS
+from interp.datasets.world import demo_world, text_corpus
+from interp.datasets.world.audio import object_sound
+from interp.datasets.world.generate import V3_QTYPES
+from interp.datasets.world.speech import SPEECH_PHRASINGS, speech_clip
+from interp.datasets.world.trimodal import trimodal_answer
+from interp.demo.model import IM_END
+from interp.demo.omni import CHECKPOINT_DIR
+from interp.demo.omni.model import (
+    SAMPLING_RATE,
+    OmniModelConfig,
+    build_model,
+    build_processor,
+    sample_media,
+    sample_prompt,
+    save_processor,
+)
+from interp.samples import Sample
+
 from ..train import (
     _log,
     _optimizer,
@@ -60,16 +71,6 @@ from ..train import (
     _VisionHeads,
     deterministic,
     write_record,
-)
-from . import CHECKPOINT_DIR
-from .model import (
-    SAMPLING_RATE,
-    OmniModelConfig,
-    build_model,
-    build_processor,
-    sample_media,
-    sample_prompt,
-    save_processor,
 )
 
 
@@ -479,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     cfg = replace(cfg, **{k: v for k, v in given.items() if v is not None})
     out = args.out or (CHECKPOINT_DIR.with_name("control") if args.control else CHECKPOINT_DIR)
     flags = " ".join(argv if argv is not None else sys.argv[1:])
-    command = f"python -m interp.demo.omni.train {flags}".strip()
+    command = f"python -m tools.demo.omni.train {flags}".strip()
     train(cfg, out, command=command, control_out=args.control_out)
 
 

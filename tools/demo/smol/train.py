@@ -1,4 +1,4 @@
-"""Train the trained parts of ``demo-smol``: ``python -m interp.demo.smol.train --out DIR``.
+"""Train the trained parts of ``demo-smol``: ``python -m tools.demo.smol.train --out DIR``.
 
 Two stages from fixed seeds (one seed and thread count give the same weights):
 
@@ -29,9 +29,18 @@ from safetensors.torch import save_file
 from torch import nn
 from transformers import LlavaProcessor
 
-from ...datasets.render import COLORS
-from ...datasets.world import TRAIN_MIX, demo_world
-from ..model import IMAGE, image_token_count
+from interp.datasets.render import COLORS
+from interp.datasets.world import TRAIN_MIX, demo_world
+from interp.demo.model import IMAGE, image_token_count
+from interp.demo.smol import CHECKPOINT_DIR, TRAINED_FILE
+from interp.demo.smol.model import (
+    SmolModelConfig,
+    add_adapters,
+    build_model,
+    build_processor,
+    load_language_model,
+)
+
 from ..train import (
     TrainConfig,
     _log,
@@ -41,14 +50,6 @@ from ..train import (
     encode,
     train_vision,
     write_record,
-)
-from . import CHECKPOINT_DIR, TRAINED_FILE
-from .model import (
-    SmolModelConfig,
-    add_adapters,
-    build_model,
-    build_processor,
-    load_language_model,
 )
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     out = Path(args.out).resolve()
     if out.is_relative_to(Path.cwd()):  # the record ships with the checkpoint: no machine paths
         flags = flags.replace(str(args.out), str(out.relative_to(Path.cwd())))
-    train(cfg, args.out, command=f"python -m interp.demo.smol.train {flags}".strip())
+    train(cfg, args.out, command=f"python -m tools.demo.smol.train {flags}".strip())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Train the demo VLM on the demo world: ``python -m interp.demo.train --seed 0 --out DIR``.
+"""Train the demo VLM on the demo world: ``python -m tools.demo.train --seed 0 --out DIR``.
 
 Three stages, each from fixed seeds, so one seed and thread count give the same weights:
 
@@ -32,7 +32,7 @@ from PIL import Image
 from torch import nn
 from transformers import LlavaForConditionalGeneration, LlavaProcessor
 
-from ..datasets.render import (
+from interp.datasets.render import (
     CELLS,
     COLORS,
     SHAPE_KINDS,
@@ -41,10 +41,9 @@ from ..datasets.render import (
     render_scene,
     render_word,
 )
-from ..datasets.world import demo_world, text_corpus
-from ..samples import Sample
-from . import CHECKPOINT_DIR
-from .model import (
+from interp.datasets.world import demo_world, text_corpus
+from interp.demo import CHECKPOINT_DIR
+from interp.demo.model import (
     IM_END,
     IMAGE,
     DemoModelConfig,
@@ -55,6 +54,7 @@ from .model import (
     sample_images,
     sample_prompt,
 )
+from interp.samples import Sample
 
 
 @dataclass(frozen=True)
@@ -495,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.layers is not None:
         cfg = replace(cfg, model=replace(cfg.model, layers=args.layers))
     flags = " ".join(argv if argv is not None else sys.argv[1:])
-    train(cfg, args.out, command=f"python -m interp.demo.train {flags}".strip())
+    train(cfg, args.out, command=f"python -m tools.demo.train {flags}".strip())
 
 
 if __name__ == "__main__":

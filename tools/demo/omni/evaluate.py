@@ -1,4 +1,4 @@
-"""Evaluate ``demo-omni`` on held-out world-v3 items: ``python -m interp.demo.omni.evaluate``.
+"""Evaluate ``demo-omni`` on held-out world-v3 items: ``python -m tools.demo.omni.evaluate``.
 
 Greedy answers through the library (:func:`interp.generate`) on test-split items of a seed, and
 three tables:
@@ -25,10 +25,10 @@ from pathlib import Path
 import pandas as pd
 
 import interp
+from interp.datasets.world import demo_world
+from interp.demo.omni import CHECKPOINT_DIR
+from interp.samples import Sample
 
-from ...datasets.world import demo_world
-from ...samples import Sample
-from . import CHECKPOINT_DIR
 from .train import control_answer
 
 SOURCES = ("image", "audio", "text")

@@ -12,11 +12,11 @@ import pandas as pd
 import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor, PreTrainedModel, ProcessorMixin
 
-from ...datasets.world import SOURCES, generation_label
-from ...generation import generate
-from ...model import PLAIN_FORWARDS, VLM
-from ...samples import Sample, ensure_samples
-from .. import CHECKPOINT_DIR
+from interp.datasets.world import SOURCES, generation_label
+from interp.demo import CHECKPOINT_DIR
+from interp.generation import generate
+from interp.model import PLAIN_FORWARDS, VLM
+from interp.samples import Sample, ensure_samples
 
 
 def greedy_answers(

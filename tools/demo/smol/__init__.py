@@ -1,0 +1,1 @@
+"""Training and evaluation of ``demo-smol`` (its model and checkpoint: ``interp.demo.smol``)."""
