@@ -12,6 +12,7 @@ with the tokens ``<|im_start|> assistant``: the last prompt token is ``assistant
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -69,31 +70,49 @@ class DemoModelConfig:
         return asdict(self)
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    """Word-level tokenizer: specials, role words, then the world's sorted vocabulary.
+def word_level_tokenizer(
+    words: Sequence[str],
+    specials: Sequence[str],
+    named: dict[str, str],
+    template: str,
+) -> PreTrainedTokenizerFast:
+    """The demo models' word-level tokenizer: one id per word of ``words``, in order (a repeated
+    word keeps its first id), ``specials`` matched whole, ``named`` the named special tokens
+    (``image_token`` ...), ``template`` the chat template.
 
     Text is lowercased, split on whitespace, and every punctuation character becomes a word of
-    its own; markup tokens (``<image>``, ``<|im_start|>`` ...) are matched before that, verbatim.
+    its own; markup tokens (``specials``: ``<image>``, ``<|im_start|>`` ...) are matched before
+    that, verbatim. Padding is on the left, the end of a turn is the end of sequence.
     """
-    vocab_words = [*SPECIAL_TOKENS, *ROLE_WORDS, *world_vocabulary()]
-    vocab = {w: i for i, w in enumerate(vocab_words)}
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     core.normalizer = normalizers.Lowercase()
     core.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation(behavior="isolated")]
     )
     # markup is matched whole, before the pre-tokenizer splits on punctuation
-    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     tok = PreTrainedTokenizerFast(
         tokenizer_object=core,
         unk_token=UNK,
         pad_token=PAD,
         eos_token=IM_END,
-        extra_special_tokens={"image_token": IMAGE},
+        extra_special_tokens=dict(named),
         padding_side="left",
     )
-    tok.chat_template = chat_template(IMAGE)
+    tok.chat_template = template
     return tok
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Word-level tokenizer (:func:`word_level_tokenizer`): specials, role words, then the world's
+    sorted vocabulary."""
+    return word_level_tokenizer(
+        [*SPECIAL_TOKENS, *ROLE_WORDS, *world_vocabulary()],
+        SPECIAL_TOKENS,
+        {"image_token": IMAGE},
+        chat_template(IMAGE),
+    )
 
 
 def build_processor(cfg: DemoModelConfig | None = None) -> LlavaProcessor:
@@ -255,4 +274,5 @@ __all__ = [
     "prompt",
     "sample_images",
     "sample_prompt",
+    "word_level_tokenizer",
 ]

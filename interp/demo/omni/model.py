@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers
 from transformers import (
     PreTrainedTokenizerFast,
     Qwen2_5OmniProcessor,
@@ -52,7 +51,16 @@ from ...samples import Sample
 from ...testing.builders.common import processor_without_video
 from ...testing.builders.omni_common import omni_chat_template
 from ...testing.builders.qwen_vl import FramesVideoProcessor
-from ..model import IM_END, IM_START, LAST_PROMPT_TOKEN, PAD, ROLE_WORDS, UNK, greedy_generation
+from ..model import (
+    IM_END,
+    IM_START,
+    LAST_PROMPT_TOKEN,
+    PAD,
+    ROLE_WORDS,
+    UNK,
+    greedy_generation,
+    word_level_tokenizer,
+)
 
 IMAGE, AUDIO, VIDEO = "<|IMAGE|>", "<|AUDIO|>", "<|VIDEO|>"
 VISION_BOS, VISION_EOS, AUDIO_BOS, AUDIO_EOS = (
@@ -119,26 +127,15 @@ class OmniModelConfig:
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
-    """The demo model's word-level tokenizer over the world-v3 vocabulary, with the Qwen-Omni
-    markup tokens (matched whole, before punctuation splitting) and the omni chat template."""
-    vocab_words = [*SPECIAL_TOKENS, *ROLE_WORDS, *world_vocabulary(v3=True)]
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(vocab_words))}
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    core.normalizer = normalizers.Lowercase()
-    core.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation(behavior="isolated")]
+    """The demo model's word-level tokenizer (:func:`~interp.demo.model.word_level_tokenizer`) over
+    the world-v3 vocabulary, with the Qwen-Omni markup tokens (matched whole, before punctuation
+    splitting) and the omni chat template."""
+    return word_level_tokenizer(
+        [*SPECIAL_TOKENS, *ROLE_WORDS, *world_vocabulary(v3=True)],
+        SPECIAL_TOKENS,
+        NAMED_TOKENS,
+        omni_chat_template(IMAGE_PLACEHOLDER, AUDIO_PLACEHOLDER, VIDEO_PLACEHOLDER),
     )
-    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        unk_token=UNK,
-        pad_token=PAD,
-        eos_token=IM_END,
-        extra_special_tokens=dict(NAMED_TOKENS),
-        padding_side="left",
-    )
-    tok.chat_template = omni_chat_template(IMAGE_PLACEHOLDER, AUDIO_PLACEHOLDER, VIDEO_PLACEHOLDER)
-    return tok
 
 
 def image_processor(cfg: OmniModelConfig | None = None) -> Qwen2VLImageProcessorPil:
