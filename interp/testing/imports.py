@@ -18,25 +18,70 @@ layers below it; an import of a higher layer is an *upward* import (:func:`upwar
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("interp", "interventions", "probes")
 
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("statistics", ("probes/",)),
-    ("foundation", ("interp/errors.py", "interp/_lazy.py", "interp/reprs.py")),
-    ("run options", ("interp/options.py", "interp/shards.py")),
-    ("inputs", ("interp/samples.py", "interp/media.py", "interp/datasets/")),
-    (
+
+class Layer(NamedTuple):
+    """One row of the layers table: its name, its files and folders (paths from the repository
+    root; a folder holds everything under it), what it holds (one line, Markdown), and whether
+    the table lists a folder's modules and sub-packages one by one."""
+
+    name: str
+    paths: tuple[str, ...]
+    purpose: str
+    listed: bool = False
+
+
+LAYERS: tuple[Layer, ...] = (
+    Layer(
+        "statistics",
+        ("probes/",),
+        "statistics and classifiers on arrays (numpy, scipy, scikit-learn); nothing of `interp`",
+    ),
+    Layer(
+        "foundation",
+        ("interp/errors.py", "interp/_lazy.py", "interp/reprs.py"),
+        "the typed errors every layer raises; the lazy public names of each package; the short summary every result prints (`Summary`: a `repr` of at most 20 lines, an HTML table in Jupyter)",
+    ),
+    Layer(
+        "run options",
+        ("interp/options.py", "interp/shards.py"),
+        "`RunOptions`, the one object for every run option (batch size, store, shard, progress) and trace option (`remote`, `backend`) of every measurement and study; which share of the samples a process computes",
+    ),
+    Layer(
+        "inputs",
+        ("interp/samples.py", "interp/media.py", "interp/datasets/"),
+        "`Sample` and its images, audio and video (loaded on first use); the demo world, the data readers and the papers' benchmarks (`registry.py`, a leaf; `catalog.py`, the look-ups over the built-in sets)",
+    ),
+    Layer(
         "adapters",
         ("interp/adapters/", "interp/prompts.py", "interp/region_layouts.py", "interp/thinker.py"),
+        "per-family facts: module paths, image tokens, batching limits (`Adapter`, `register_adapter`); the default chat prompt the adapters' prompt builders start from; where each image token comes from in the image (`token_layout`); a full omni checkpoint's thinker; the modules of the folder: `base.py`: `Adapter` and its parts; `registry.py`: the table, a leaf; `families.py`: the built-in entries; `infer.py`: entries inferred from the config and module tree, and the load-time invariants; `pixels.py`: each layout's pixel rows and the processor output that holds them; `logits.py`: what a forward does to its head's output before it returns the logits, a scale and a soft-cap, `HeadTransform`",
     ),
-    ("conditions", ("interp/conditions/",)),
-    ("encoding", ("interp/encoding/",)),
-    ("old import paths", ("interp/positions.py", "interp/targets.py")),
-    (
+    Layer(
+        "conditions",
+        ("interp/conditions/",),
+        "the part registries (a leaf); `Condition` parsing; the built-in image, question, audio and video parts, each kind with its `register_*`; a sample as the model sees it under a condition (`prepare`)",
+        listed=True,
+    ),
+    Layer(
+        "encoding",
+        ("interp/encoding/",),
+        "the one-way stages drawn below, from a `Sample` to an `Encoding` and its named positions",
+        listed=True,
+    ),
+    Layer(
+        "old import paths",
+        ("interp/positions.py", "interp/targets.py"),
+        "names that moved into the encoding stages, importable where they were",
+    ),
+    Layer(
         "model",
         (
             "interp/model.py",
@@ -45,13 +90,19 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "interp/threads.py",
             "interp/layout_check.py",
         ),
+        "`load` → `VLM`; whether the Hugging Face hub can be reached (a hub id reads the local cache without it); the model sources, what a name given to `load` stands for (`ModelSource`, registered as entry points; the folder and hub-id source built in); the torch thread setting; an unchecked token layout checked on the loaded weights (the perturbation test)",
     ),
-    (
+    Layer(
         "edits and reads",
         ("interp/edits.py", "interp/tracing.py", "interp/plain.py", "interp/wire.py"),
+        "the intervention protocol: `Intervention`, `Decoding`, `Batch`, `EditContext`; reads inside a trace; a measurement lowered to plain data before its trace opens, so the block runs here or on NDIF ([remote.md](remote.md)); the torch-only code every block calls (applying the lowered edits, a row of attention weights), which travels to the server by source",
     ),
-    ("token → region maps", ("interp/regions.py",)),
-    (
+    Layer(
+        "token → region maps",
+        ("interp/regions.py",),
+        "`token_regions` → `TokenRegions`: boxes, views, occlusion grids per encoded row (see [regions.md](regions.md))",
+    ),
+    Layer(
         "the run loop",
         (
             "interp/runner.py",
@@ -61,8 +112,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "interp/prefix.py",
             "interp/resume.py",
         ),
+        "keys, the resumable store and its file locks, batches, progress (used by the measurements only); a command's outputs, staged until the run succeeds; contexts that begin alike running their shared prefix once (prefix sharing, [performance.md](performance.md)); sweeps of windowed edits resuming each window from the clean forward's residual stream (layer resume)",
     ),
-    (
+    Layer(
         "measurements",
         (
             "interp/residual.py",
@@ -71,11 +123,24 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "interp/attention.py",
             "interp/gradients.py",
         ),
+        "the public functions every study calls: `residual_stream`, `generate_states`, `generate`, `score`, `score_contexts`, `attention_weights`, `image_gradients`",
     ),
-    ("interventions", ("interventions/",)),
-    ("public names", ("interp/__init__.py",)),
-    ("support", ("interp/demo/", "interp/testing/", "interp/figures.py", "interp/headlines.py")),
-    (
+    Layer(
+        "interventions",
+        ("interventions/",),
+        "the edits and decoding methods themselves, on the intervention protocol",
+    ),
+    Layer(
+        "public names",
+        ("interp/__init__.py",),
+        "what `import interp` offers, each name imported on first use",
+    ),
+    Layer(
+        "support",
+        ("interp/demo/", "interp/testing/", "interp/figures.py", "interp/headlines.py"),
+        "the demo models (`model.py`, `train.py` and `evaluate/`: their architecture, training and evaluation; `smol/`, `omni/`: the other two; `source.py`: their model source), tiny models and checks for tests, shared figure helpers, headline numbers with their n and 95% interval (the audit's sections and the study commands' summaries)",
+    ),
+    Layer(
         "command line",
         (
             "interp/cli.py",
@@ -85,8 +150,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "interp/doctor.py",
             "interp/study_registry.py",
         ),
+        "the `interp` entry point and the command scaffold every study's `cli.py` declares itself through; the `--data` option (its early checks, the samples it names); help texts; the model check; the study registry (each study's `StudyEntry`, found through the `interp.studies` entry points: its command, audit section, reproduce recipe and docs)",
     ),
-    ("studies", ("interp/studies/",)),
+    Layer(
+        "studies",
+        ("interp/studies/",),
+        "one package per paper's analysis, each a command; the audit runs them all",
+        listed=True,
+    ),
 )
 """The layers from the bottom up, each a name and its files and folders (paths from the
 repository root; a folder holds everything under it). The same rows, in the same order, as the
@@ -207,8 +278,8 @@ def layer_of(name: str, known: dict[str, Path] | None = None) -> int:
     """
     path = (known or modules())[name].relative_to(ROOT).as_posix()
     best: tuple[int, int] | None = None
-    for k, (_, entries) in enumerate(LAYERS):
-        for entry in entries:
+    for k, layer in enumerate(LAYERS):
+        for entry in layer.paths:
             hit = path.startswith(entry) if entry.endswith("/") else path == entry
             if hit and (best is None or len(entry) > best[1]):
                 best = (k, len(entry))
@@ -226,7 +297,74 @@ def upward(edges: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
     return sorted((a, b) for a, targets in edges.items() for b in targets if rank[b] > rank[a])
 
 
-def main() -> int:
+DOC = ROOT / "docs" / "architecture.md"
+BEGIN = "<!-- the layers table: generated from LAYERS (python -m {module} --write) -->"
+END = "<!-- end of the generated layers table -->"
+
+
+def _where(layer: Layer) -> list[str]:
+    """The paths a row names: each entry, or for a listed folder its modules and sub-packages."""
+    out: list[str] = []
+    for entry in layer.paths:
+        folder = ROOT / entry
+        if not (layer.listed and entry.endswith("/")):
+            out.append(entry)
+            continue
+        for child in sorted(folder.iterdir()):
+            if child.suffix == ".py" and child.stem != "__init__":
+                out.append(f"{entry}{child.name}")
+            elif (child / "__init__.py").exists():
+                out.append(f"{entry}{child.name}/")
+    return out
+
+
+def imported_layers(edges: dict[str, set[str]] | None = None) -> list[list[int]]:
+    """Per layer, the other layers its modules import (indices in :data:`LAYERS`, ascending):
+    read from the import graph, not declared."""
+    known = modules()
+    edges = graph() if edges is None else edges
+    out: list[set[int]] = [set() for _ in LAYERS]
+    for a, targets in edges.items():
+        k = layer_of(a, known)
+        out[k] |= {layer_of(b, known) for b in targets} - {k}
+    return [sorted(s) for s in out]
+
+
+def layers_table() -> str:
+    """The layers table of ``docs/architecture.md``, from :data:`LAYERS` and the import graph:
+    a row per layer (its name, where it lives, what it holds, the layers it imports), between
+    the markers :data:`BEGIN` and :data:`END`."""
+    uses = imported_layers()
+    lines = [
+        BEGIN.format(module=module_name(Path(__file__).resolve())),
+        "",
+        "| layer | where | what it holds | imports |",
+        "|---|---|---|---|",
+    ]
+    for layer, below in zip(LAYERS, uses, strict=True):
+        where = ", ".join(f"`{path}`" for path in _where(layer))
+        imported = ", ".join(LAYERS[k].name for k in below) or "nothing of the project"
+        lines.append(f"| {layer.name} | {where} | {layer.purpose} | {imported} |")
+    return "\n".join([*lines, "", END])
+
+
+def write_doc(doc: Path = DOC) -> bool:
+    """Put :func:`layers_table` in ``doc`` between its markers; whether the file changed."""
+    text = doc.read_text()
+    start = text.index(BEGIN.split("(")[0])
+    end = text.index(END, start) + len(END)
+    new = text[:start] + layers_table() + text[end:]
+    if new != text:
+        doc.write_text(new)
+    return new != text
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the cycles and the upward imports; ``--write`` regenerates the layers table of
+    ``docs/architecture.md``."""
+    if "--write" in (sys.argv[1:] if argv is None else argv):
+        print(f"{DOC.relative_to(ROOT)}: {'written' if write_doc() else 'unchanged'}")
+        return 0
     edges = graph()
     found = cycles(edges)
     print(f"{len(edges)} modules, {sum(map(len, edges.values()))} import edges")

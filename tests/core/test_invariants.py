@@ -14,10 +14,13 @@ from interp.testing.imports import (
     ROOT,
     cycles,
     graph,
+    imported_layers,
     imports,
     layer_of,
+    layers_table,
     modules,
     upward,
+    write_doc,
 )
 
 # The cycles allowed for now, each as its modules: none. The list may only shrink (a cycle that is
@@ -162,7 +165,7 @@ def test_the_architecture_doc_places_every_module_in_exactly_one_layer():
 
 def test_the_layers_table_has_the_rows_of_LAYERS_in_their_order():
     rows = [[cell.strip() for cell in row.strip("|").split("|")] for row in _layers_rows()]
-    assert [r[0] for r in rows] == [name for name, _ in LAYERS]
+    assert [r[0] for r in rows] == [layer.name for layer in LAYERS]
     names = modules()
     paths = {path.relative_to(ROOT).as_posix(): name for name, path in names.items()}
     for k, row in enumerate(rows):
@@ -176,6 +179,29 @@ def test_the_layers_table_has_the_rows_of_LAYERS_in_their_order():
                 assert layer == k, (
                     f"{name}: row {row[0]!r} of the doc, {LAYERS[layer][0]!r} in LAYERS"
                 )
+
+
+def test_the_layers_table_is_generated_from_the_code(tmp_path: Path):
+    assert layers_table() in DOC.read_text(), (
+        "docs/architecture.md's layers table differs from LAYERS and the import graph: "
+        "run python -m interp.testing.imports --write"
+    )
+    stale = tmp_path / "architecture.md"
+    stale.write_text(DOC.read_text().replace("| run options |", "| run settings |"))
+    assert write_doc(stale) and stale.read_text() == DOC.read_text()
+    assert not write_doc(stale)
+
+
+def test_each_layer_imports_only_the_layers_before_it():
+    for k, below in enumerate(imported_layers()):
+        assert all(j < k for j in below), (
+            f"{LAYERS[k].name} imports {[LAYERS[j].name for j in below]}"
+        )
+    # the column is measured: the encoding stages read the adapters, the statistics import nothing
+    names = [layer.name for layer in LAYERS]
+    uses = imported_layers()
+    assert names.index("adapters") in uses[names.index("encoding")]
+    assert uses[names.index("statistics")] == []
 
 
 def test_the_architecture_doc_draws_the_encoding_pipeline():
