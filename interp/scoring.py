@@ -272,6 +272,7 @@ def score_windows(
     targets: Sequence[str | Sequence[int]],
     passes: Sequence[tuple[int, Sequence[Intervention]]],
     *,
+    labels: Mapping[str, Any] | None = None,
     run: RunOptions,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """Teacher-forced totals ``Σ_t log p(a_t | a_<t, x)`` of each sample's target, clean and under
@@ -279,28 +280,53 @@ def score_windows(
     resume (:mod:`interp.resume`): per batch the clean forward keeps the output of decoder layer
     ``a - 1`` for every pass's ``a`` > 1, and each pass's forward skips layers ``1..a-1``, giving
     them that output. The values are :func:`score`'s totals (float32 sums, then float64) within
-    float tolerance. No store, a local run (see :func:`interp.resume.why_not`).
+    float tolerance. A local run (see :func:`interp.resume.why_not`).
+
+    With ``run.store`` the clean and every pass's totals of each chunk of samples are written
+    together as one resumable run (identified by the edits of every pass, each pass's first
+    layer and ``labels``), and ``run.shard`` splits the samples as for any measurement.
 
     Returns:
         the clean totals ``[n]`` and one ``[n]`` array per pass, float64, in sample order.
     """
     trace = run.trace_options()
     cond = Condition.parse("full")
+    samples = ensure_samples(samples)
     ids = target_ids(vlm, targets)
     keep = tuple(sorted({a - 2 for a, _ in passes if a > 1}))  # 0-based layer a-1 of start a
     checked = [(a - 1, check_edits(vlm, edits)) for a, edits in passes]
-    base = np.zeros(len(samples))
-    totals = [np.zeros(len(samples)) for _ in passes]
-    for idx, enc in batches(vlm, samples, cond, run.batch_size, all_samples=samples):
-        rows = [samples[i] for i in idx]
-        tgt = [ids[i] for i in idx]
-        clean = Resume(keep=keep)
-        todo = [(base, [], clean)] + [(t, e, clean.at(a)) for t, (a, e) in zip(totals, checked)]
-        for out, edits, resume in todo:  # the clean forward first: it keeps the states
-            batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
-            lp = scored_forward(vlm, batch, tgt, edits, resume=resume, **trace)[0]
-            out[idx] = lp.sum(dim=1).double().numpy()
-    return base, totals
+    settings = {"passes": [[a, len(e)] for a, e in passes], **dict(labels or {})}
+    job = Job(
+        "score_windows",
+        settings,
+        conditions=[cond],
+        edits=[e for _, edits in checked for e in edits],
+        extras=ids,
+        pool=samples,
+    )
+    index = {str(s.id): i for i, s in enumerate(samples)}
+
+    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
+        base = torch.zeros(len(chunk), dtype=torch.float64)
+        totals = torch.zeros(len(chunk), len(passes), dtype=torch.float64)
+        for idx, enc in batches(vlm, chunk, cond, run.batch_size, all_samples=samples):
+            rows = [chunk[i] for i in idx]
+            tgt = [ids[index[str(s.id)]] for s in rows]
+            clean = Resume(keep=keep)
+            todo = [(None, [], clean)] + [(p, e, clean.at(a)) for p, (a, e) in enumerate(checked)]
+            for p, edits, resume in todo:  # the clean forward first: it keeps the states
+                batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
+                lp = scored_forward(vlm, batch, tgt, edits, resume=resume, **trace)[0]
+                total = lp.sum(dim=1).double()
+                if p is None:
+                    base[idx] = total
+                else:
+                    totals[idx, p] = total
+        return {"base": base, "totals": totals}, [{} for _ in chunk]
+
+    _, tensors, _ = run_job(vlm, samples, job, compute, run)
+    totals = tensors["totals"].double().numpy()
+    return tensors["base"].double().numpy(), [totals[:, p] for p in range(len(passes))]
 
 
 Context = tuple[Sample, "str | Condition"]
