@@ -5,9 +5,6 @@ audio rate afterwards (:func:`interp.conditions.apply.prepare`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 
 from ..errors import AudioError
@@ -15,10 +12,8 @@ from ..media import Audio, audio_rate
 from ..samples import Sample
 from .registry import (
     ConditionContext,
-    MediaFn,
-    SourcesFn,
+    media_registrar,
     one_of,
-    register_media,
     seeded_rng,
     swap_source,
 )
@@ -27,20 +22,12 @@ NULL_AUDIO_KINDS = ("silence", "noise", "mean")
 NOISE_STD = 0.1
 
 
-def register_audio_condition(
-    name: str,
-    fn: MediaFn | None = None,
-    *,
-    check: Callable[[str | None], Any] | None = None,
-    usage: str | None = None,
-    keeps: bool = True,
-    sources: SourcesFn | None = None,
-    overwrite: bool = False,
-) -> Any:
+register_audio_condition = media_registrar(
+    "audio",
     """Register an audio part ``name[:arg]``; usable as a decorator of
     ``fn(sample, arg, ctx) -> list of Audio`` (an empty list: no audio). ``keeps=False`` marks a
-    part whose inputs carry no audio (batches then need not group rows by audio)."""
-    return register_media("audio", name, fn, check, usage, keeps, sources, overwrite)
+    part whose inputs carry no audio (batches then need not group rows by audio).""",
+)
 
 
 # -- audio parts ---------------------------------------------------------------------------------

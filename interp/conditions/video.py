@@ -4,9 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 
 from ..errors import VideoError
@@ -14,10 +11,8 @@ from ..samples import Sample
 from .image import nominal_size, processor_mean
 from .registry import (
     ConditionContext,
-    MediaFn,
-    SourcesFn,
+    media_registrar,
     one_of,
-    register_media,
     seeded_rng,
     swap_source,
 )
@@ -26,19 +21,11 @@ NULL_VIDEO_KINDS = ("black", "mean")
 NULL_VIDEO_FRAMES = 4
 
 
-def register_video_condition(
-    name: str,
-    fn: MediaFn | None = None,
-    *,
-    check: Callable[[str | None], Any] | None = None,
-    usage: str | None = None,
-    keeps: bool = True,
-    sources: SourcesFn | None = None,
-    overwrite: bool = False,
-) -> Any:
+register_video_condition = media_registrar(
+    "video",
     """Register a video part ``name[:arg]``; usable as a decorator of
-    ``fn(sample, arg, ctx) -> list of T×H×W×3 uint8 arrays`` (an empty list: no video)."""
-    return register_media("video", name, fn, check, usage, keeps, sources, overwrite)
+    ``fn(sample, arg, ctx) -> list of T×H×W×3 uint8 arrays`` (an empty list: no video).""",
+)
 
 
 def _videos(sample: Sample, part: str) -> list[np.ndarray]:
