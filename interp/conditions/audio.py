@@ -14,8 +14,8 @@ from .registry import (
     ConditionContext,
     media_registrar,
     one_of,
+    register_swap,
     seeded_rng,
-    swap_source,
 )
 
 NULL_AUDIO_KINDS = ("silence", "noise", "mean")
@@ -60,13 +60,7 @@ def _null_audio(sample: Sample, arg: str | None, ctx: ConditionContext) -> list[
     return out
 
 
-register_audio_condition(
-    "swap_audio",
-    lambda sample, arg, ctx: swap_source("audio")(sample, arg, ctx)[0].load_audios(),
-    check=str,
-    usage="swap_audio:<sample id|next>",
-    sources=swap_source("audio"),
-)
+register_swap("audio")
 
 
 @register_audio_condition("distort_audio", check=float, usage="distort_audio:<snr_db>")

@@ -214,6 +214,19 @@ def register_media(
     )
 
 
+def register_swap(kind: MediaKind) -> None:
+    """Register ``swap_<kind>:<sample id|next>``: another sample's audio (videos) in place of the
+    sample's own (one definition for both kinds)."""
+    source = swap_source(kind)
+
+    def swapped(sample: Sample, arg: str | None, ctx: ConditionContext) -> list[Any]:
+        other = source(sample, arg, ctx)[0]
+        return other.load_audios() if kind == "audio" else other.load_videos()
+
+    usage = f"swap_{kind}:<sample id|next>"
+    register_media(kind, f"swap_{kind}", swapped, str, usage, True, source, False)
+
+
 def media_registrar(kind: MediaKind, doc: str) -> Callable[..., Any]:
     """The public ``register_audio_condition`` / ``register_video_condition`` (one definition:
     the two take the same arguments), documented by ``doc`` in ``interp.conditions.<kind>``."""
@@ -284,6 +297,7 @@ __all__ = [
     "one_of",
     "register_media",
     "register_part",
+    "register_swap",
     "seeded_rng",
     "swap_source",
     "stable_seed",

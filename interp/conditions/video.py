@@ -13,8 +13,8 @@ from .registry import (
     ConditionContext,
     media_registrar,
     one_of,
+    register_swap,
     seeded_rng,
-    swap_source,
 )
 
 NULL_VIDEO_KINDS = ("black", "mean")
@@ -52,13 +52,7 @@ def _null_video(sample: Sample, arg: str | None, ctx: ConditionContext) -> list[
     return [np.broadcast_to(np.array(color, np.uint8), shape).copy() for shape in shapes]
 
 
-register_video_condition(
-    "swap_video",
-    lambda sample, arg, ctx: swap_source("video")(sample, arg, ctx)[0].load_videos(),
-    check=str,
-    usage="swap_video:<sample id|next>",
-    sources=swap_source("video"),
-)
+register_swap("video")
 
 
 def _positive(arg: str | None) -> None:
