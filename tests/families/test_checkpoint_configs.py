@@ -43,6 +43,7 @@ OMITTED_FACTS = {
 }
 
 # Placeholder-token ids a published file leaves to transformers' defaults, per fixture. Kimi-K2.5
+# (and Kimi-K2.6, the same layout)
 # names its image placeholder ``media_placeholder_token_id`` (163605, the id Kimi_K25Config's
 # ``image_token_id`` defaults to; the test checks the two agree) and its video placeholder only as
 # a string (``video_placeholder``), for which Kimi_K25Config's ``video_token_id`` default (163840)
@@ -50,6 +51,7 @@ OMITTED_FACTS = {
 # (71011, the ``|SPEAKER|`` token Fuyu's processor writes for each image patch) stands.
 DEFAULT_TOKENS = {
     "moonshotai--Kimi-K2.5": {"image": 163605, "video": 163840},
+    "moonshotai--Kimi-K2.6": {"image": 163605, "video": 163840},
     "adept--fuyu-8b": {"image": 71011},
 }
 
