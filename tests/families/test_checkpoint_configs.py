@@ -128,6 +128,7 @@ MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
         {"image": "model.vision_embed_tokens"},
     ),
     "video_llava": (*LLAVA_LIKE, {"image": PROJECTOR, "video": PROJECTOR}),
+    "aria": (*LLAVA_LIKE, {"image": PROJECTOR}),
     "blip-2": (
         "language_model.model.decoder.layers",
         "language_model.model.decoder.final_layer_norm",
