@@ -182,8 +182,8 @@ def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     """Layer count, width, placeholder-token ids and modalities as the published JSON states
     them. Qwen2-VL, Qwen2.5-VL and the first GOT-OCR 2.0 files keep the decoder's keys at the top level (transformers 5
     moves them into ``text_config``); the others nest them in ``text_config``. A checkpoint takes
-    images when its file has a vision tower, audio when it has an audio tower, and video when it
-    also names a video placeholder token."""
+    images when its file has a vision tower (or is of a ``TOWERLESS_IMAGE`` type, as Fuyu), audio
+    when it has an audio tower, and video when it also names a video placeholder token."""
     raw = thinker(raw)
     text = raw.get("text_config") or {}
     base = BASE_MODEL_FACTS.get(text.get("_name_or_path", ""), {})
