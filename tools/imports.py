@@ -12,7 +12,7 @@ The layers are those of ``docs/architecture.md``'s table, from the bottom up (:d
 which the architecture test holds to the table): a module may import its own layer and the
 layers below it; an import of a higher layer is an *upward* import (:func:`upward`).
 
-``python -m interp.testing.imports`` prints the cycles and the upward imports.
+``python -m tools.imports`` prints the cycles and the upward imports.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("interp", "interventions", "probes")
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
