@@ -476,7 +476,7 @@ def build_real(
     kwargs: dict[str, Any] = {"tokenizer": tok, "chat_template": template}
     if family.image_config:
         kwargs["image_processor"] = _qwen_image_processor(family.image_config)
-    module = import_module(f"{__package__}.builders.{_BUILDERS[arch]}")
+    module = import_module(f"interp.testing.builders.{_BUILDERS[arch]}")
     return getattr(module, f"build_{arch}")(
         seed=seed, attn_implementation=attn_implementation, **kwargs
     )
