@@ -5,8 +5,9 @@ that cannot reach the repository — ``python -I -S`` (no current folder, no ``P
 ``.pth`` files: the editable install's finder, which points at a checkout, never runs), from a
 temporary folder, with the unpacked wheel first on the path and the environment's site-packages
 after it for the dependencies. A module that reads a path of the repository at import time
-(``Path(__file__).parents[2] / "docs"`` ...) fails here; the repository's tooling is ``tools/``,
-which the wheel leaves out, with ``tests/``, ``bench/``, ``docs/`` and ``notebooks/``."""
+(``Path(__file__).parents[2] / "docs"`` ...) fails here, and no module of the wheel uses
+``.parents[...]`` at all (the way each of them reached the repository). The repository's tooling is
+``tools/``, which the wheel leaves out, with ``tests/``, ``bench/``, ``docs/`` and ``notebooks/``."""
 
 from __future__ import annotations
 
@@ -121,6 +122,13 @@ def test_the_wheel_holds_the_packages_alone_and_imports_without_the_repository(t
     (record,) = (f for f in files if f.endswith(".dist-info/RECORD"))
     recorded = [line.split(",")[0] for line in (unpacked / record).read_text().splitlines()]
     assert _modules(recorded) == names
+
+    # no module climbs from its own file to the repository (``Path(__file__).parents[2] / ...``);
+    # its own data sits beside it (``Path(__file__).parent / "checkpoint"``)
+    climbing = sorted(
+        f for f in files if f.endswith(".py") and ".parents[" in (unpacked / f).read_text()
+    )
+    assert not climbing, f"modules that reach above their package: {climbing}"
 
     site_dirs = [d for d in site.getsitepackages() if Path(d).is_dir()]
     run = tmp_path / "elsewhere"
