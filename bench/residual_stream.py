@@ -7,7 +7,7 @@ Prints the median time of each and the ratio (target ≤ 1.10×), on the demo mo
 random model of each given architecture. Peak memory is measured in fresh subprocesses.
 
 Edits must not cost the LM head: on Gemma 4's tiny model with its real 262k-token vocabulary
-(``interp.testing.real_models``, after ``make real-tokenizers``) the read is timed without and with
+(``tools.real_models``, after ``make real-tokenizers``) the read is timed without and with
 a ``Steer`` edit, each against the bare HF forward (which computes the head).
 
     python bench/residual_stream.py [--n 256] [--batch-size 16] [--arch llava qwen2_vl]
@@ -61,8 +61,10 @@ def measure_steered(vlm: interp.VLM, samples, batch_size: int) -> dict[str, floa
 def large_vocab_rows(samples, batch_size: int) -> list[tuple[str, dict[str, float]]]:
     """Gemma 4 with its real vocabulary: reads without and with an edit (none if the real
     tokenizers are not fetched)."""
-    from interp.testing.real import RealTokenizerMissing
-    from interp.testing.real_models import real_vlm
+    # the repository's tooling (tools/, not installed): the repository root on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tools.real import RealTokenizerMissing
+    from tools.real_models import real_vlm
 
     try:
         vlm = real_vlm("gemma4")

@@ -278,6 +278,15 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((diff / scale).max())
 
 
+def _within(
+    report: DoctorReport, name: str, worst: float, tol: float, detail: str, fix: str
+) -> None:
+    """Add the check ``name``: ok where ``worst`` is within ``tol``, else a problem with ``fix``
+    (the one verdict of every numerical comparison here)."""
+    ok = worst <= tol
+    report.checks.append(Check(name, "ok" if ok else "problem", detail, "" if ok else fix))
+
+
 def _parity_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
     from .residual import residual_stream
 
@@ -292,33 +301,29 @@ def _parity_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
     reference = torch.stack([hidden[layer][0, last].cpu() for layer in range(vlm.n_layers)])
     worst = _relative(got[:, : vlm.n_layers], reference[None])
     tol = _tolerance(vlm)
-    status = "ok" if worst <= tol else "problem"
-    report.checks.append(
-        Check(
-            "residual reads",
-            status,
-            f"library vs HF output_hidden_states, layers 0..{vlm.n_layers - 1}: max difference "
-            f"{worst:.1e} of the states' scale (tolerance {tol:g} for "
-            f"{str(vlm.dtype).replace('torch.', '')})",
-            "" if status == "ok" else "report this model: an adapter's module path may be wrong",
-        )
+    _within(
+        report,
+        "residual reads",
+        worst,
+        tol,
+        f"library vs HF output_hidden_states, layers 0..{vlm.n_layers - 1}: max difference "
+        f"{worst:.1e} of the states' scale (tolerance {tol:g} for "
+        f"{str(vlm.dtype).replace('torch.', '')})",
+        "report this model: an adapter's module path may be wrong",
     )
     # the logit lens of the last state (final norm, head, the forward's own transform of the
     # head's output) against the forward's logits: a transform the library misses shows here
     lens = vlm.unembed(got[0, vlm.n_layers]).float().cpu()
     worst = _relative(lens[None, None], out.logits[0, last].float().cpu()[None, None])
-    status = "ok" if worst <= tol else "problem"
-    report.checks.append(
-        Check(
-            "logits",
-            status,
-            f"library (final norm, head, {vlm.head_transform or 'no transform'}) vs HF logits at "
-            f"the last token: max difference {worst:.1e} of their scale (tolerance {tol:g})",
-            ""
-            if status == "ok"
-            else "the forward transforms its head's output in a way the library does not apply "
-            "(interp/adapters/logits.py); report this model",
-        )
+    _within(
+        report,
+        "logits",
+        worst,
+        tol,
+        f"library (final norm, head, {vlm.head_transform or 'no transform'}) vs HF logits at "
+        f"the last token: max difference {worst:.1e} of their scale (tolerance {tol:g})",
+        "the forward transforms its head's output in a way the library does not apply "
+        "(interp/adapters/logits.py); report this model",
     )
 
 
@@ -336,15 +341,14 @@ def _batch_check(vlm: VLM, sample: Sample, report: DoctorReport) -> None:
     together = residual_stream(vlm, [sample, other], batch_size=2, progress_bar=False)
     worst = _relative(together, alone)
     tol = _tolerance(vlm)
-    status = "ok" if worst <= tol else "problem"
-    report.checks.append(
-        Check(
-            "batch invariance",
-            status,
-            f"batch of 1 vs 2 (left padding): max difference {worst:.1e} of the states' scale "
-            f"(tolerance {tol:g})",
-            "" if status == "ok" else "run with --batch-size 1 and report this model",
-        )
+    _within(
+        report,
+        "batch invariance",
+        worst,
+        tol,
+        f"batch of 1 vs 2 (left padding): max difference {worst:.1e} of the states' scale "
+        f"(tolerance {tol:g})",
+        "run with --batch-size 1 and report this model",
     )
 
 

@@ -437,6 +437,30 @@ def contrast_batch(
     )
 
 
+def refuse_no_prefix(conds: Sequence[Condition]) -> None:
+    """A run that is not teacher-forced has no answer prefix to remove (one message for every
+    such entry point)."""
+    if any(c.prefix == "removed" for c in conds):
+        raise ConditionError("'no_prefix' applies to teacher-forced scoring (interp.score) only")
+
+
+def prompt_run(
+    samples: Sequence[Sample] | Sample,
+    condition: str | Condition,
+    run: RunOptions | None,
+    options: dict[str, Any],
+) -> tuple[RunOptions, dict[str, Any], list[Sample], Condition]:
+    """The run options, trace keywords, samples and parsed condition of an entry point that runs
+    prompts under one condition without teacher forcing (:func:`generate`,
+    :func:`interp.residual_stream`): what both resolve and check first, in this order."""
+    opts = RunOptions.resolve(run, **options)
+    trace = opts.trace_options()
+    samples = ensure_samples(samples)
+    cond = Condition.parse(condition)
+    refuse_no_prefix([cond])
+    return opts, trace, samples, cond
+
+
 def generate(
     vlm: VLM,
     samples: Sequence[Sample] | Sample,
@@ -476,12 +500,7 @@ def generate(
     Raises:
         DecodingError: ``decoding`` cannot run on this model or condition (before any compute).
     """
-    opts = RunOptions.resolve(run, **options)
-    trace = opts.trace_options()
-    samples = ensure_samples(samples)
-    cond = Condition.parse(condition)
-    if cond.prefix == "removed":
-        raise ConditionError("'no_prefix' applies to teacher-forced scoring (interp.score) only")
+    opts, trace, samples, cond = prompt_run(samples, condition, run, options)
     sampling = Sampling(do_sample, temperature, top_k, top_p, seed)
     if decoding is not None:
         check_decoding(vlm, cond, decoding, samples)

@@ -493,11 +493,9 @@ def audio_digest(audio: AudioLike, sid: Any = None) -> str:
     """A content hash of one audio input: the file's bytes for a path, the samples otherwise."""
     if isinstance(audio, (str, Path)):
         return _file_digest(Path(audio), "audio", MissingAudioError, sid)
-    h = hashlib.sha256()
     a = to_audio(audio, sid)
-    h.update(f"audio:{a.sampling_rate}:{a.waveform.shape}:".encode())
-    h.update(a.waveform.tobytes())
-    return h.hexdigest()
+    head = f"audio:{a.sampling_rate}:{a.waveform.shape}:".encode()
+    return hashlib.sha256(head + a.waveform.tobytes()).hexdigest()
 
 
 def _read_video_file(path: Path, sid: Any) -> np.ndarray:
@@ -576,11 +574,9 @@ def video_digest(video: VideoLike, sid: Any = None) -> str:
     """A content hash of one video: the file's bytes for a path, the frames otherwise."""
     if isinstance(video, (str, Path)):
         return _file_digest(Path(video), "video", MissingVideoError, sid)
-    h = hashlib.sha256()
     frames = to_video(video, sid)
-    h.update(f"video:{frames.shape}:".encode())
-    h.update(np.ascontiguousarray(frames).tobytes())
-    return h.hexdigest()
+    head = f"video:{frames.shape}:".encode()
+    return hashlib.sha256(head + np.ascontiguousarray(frames).tobytes()).hexdigest()
 
 
 def audio_rate(processor: Any) -> int | None:

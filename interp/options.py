@@ -100,6 +100,10 @@ class RunOptions:
         return out
 
 
+LENS_RUN = RunOptions(batch_size=16)
+"""The defaults of a logit lens over states already read (:meth:`interp.VLM.unembed` calls of
+16 rows each), where no ``run=`` is given."""
+
 NOT_LOWERED = "its traces still carry library objects (conditions, edits)"
 """Why a study whose traces are not lowered to plain data yet refuses a remote run."""
 
@@ -122,4 +126,4 @@ def refuse_remote(
         )
 
 
-__all__ = ["NOT_LOWERED", "RunOptions", "is_remote", "refuse_remote"]
+__all__ = ["LENS_RUN", "NOT_LOWERED", "RunOptions", "is_remote", "refuse_remote"]

@@ -37,6 +37,7 @@ from .reprs import Summary
 from .samples import Sample
 
 if TYPE_CHECKING:
+    from .adapters.base import Adapter
     from .encoding import Encoding
     from .model import VLM
 
@@ -187,17 +188,15 @@ class TokenRegions(Summary):
         )
 
 
-def image_layout(vlm: VLM, size: tuple[int, int], images_in_row: int = 1) -> ImageLayout:
-    """The family's layout of one image of ``size`` (width, height), before any prompt, in a row
-    of ``images_in_row`` images (passed to a layout that takes it: some processors lay out an
-    image of a multi-image row differently).
+def require_spatial_layout(adapter: Adapter, what: str) -> None:
+    """Refuse ``what`` on a family whose image tokens have no token-to-region map (from the
+    adapter alone: :func:`image_layout` and the attribute command's up-front check).
 
     Raises:
+        LayoutNotMappedError: the family's layout is not verified, or its map not written yet.
         NoSpatialLayoutError: the family's image tokens have no place in the image.
-        LayoutNotMappedError: the family is not mapped yet.
     """
-    adapter = vlm.adapter
-    adapter.require_layout("token regions, attribution maps and region edits")
+    adapter.require_layout(what)
     if adapter.no_layout:
         raise NoSpatialLayoutError(
             f"{adapter.name} has no token-to-region map: {adapter.no_layout}. Region-based "
@@ -209,6 +208,19 @@ def image_layout(vlm: VLM, size: tuple[int, int], images_in_row: int = 1) -> Ima
             f"{adapter.name}: the token-to-region map is not mapped yet; mapped families: "
             f"{', '.join(mapped)} (a new one sets Adapter.token_layout)"
         )
+
+
+def image_layout(vlm: VLM, size: tuple[int, int], images_in_row: int = 1) -> ImageLayout:
+    """The family's layout of one image of ``size`` (width, height), before any prompt, in a row
+    of ``images_in_row`` images (passed to a layout that takes it: some processors lay out an
+    image of a multi-image row differently).
+
+    Raises:
+        NoSpatialLayoutError: the family's image tokens have no place in the image.
+        LayoutNotMappedError: the family is not mapped yet.
+    """
+    adapter = vlm.adapter
+    require_spatial_layout(adapter, "token regions, attribution maps and region edits")
     vlm.require_processor()
     extra: dict[str, int] = {}
     if images_in_row != 1 and "images_in_row" in inspect.signature(adapter.token_layout).parameters:

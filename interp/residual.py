@@ -61,12 +61,7 @@ def residual_stream(
     Returns:
         float32 CPU tensor ``[N, len(layers), d_model]`` in the order of ``samples``.
     """
-    opts = RunOptions.resolve(run, **options)
-    trace = opts.trace_options()
-    samples = ensure_samples(samples)
-    cond = Condition.parse(condition)
-    if cond.prefix == "removed":
-        raise ConditionError("'no_prefix' applies to teacher-forced scoring (interp.score) only")
+    opts, trace, samples, cond = generation.prompt_run(samples, condition, run, options)
     wanted = resolve_layers(vlm, layers)
     local_only(vlm, trace, "residual_stream", edits=edits or ())  # refused before any check
     edits = check_edits(vlm, edits)
@@ -240,8 +235,7 @@ def generate_states(
     names = [str(c) for c in conds]
     if not conds or len(set(names)) != len(names):
         raise ConditionError(f"give one or more different conditions, got {given!r}")
-    if any(c.prefix == "removed" for c in conds):
-        raise ConditionError("'no_prefix' applies to teacher-forced scoring (interp.score) only")
+    generation.refuse_no_prefix(conds)
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     wanted = resolve_layers(vlm, layers)

@@ -22,8 +22,10 @@ pass each output on (the adapter's ``layer_resume``, set on the verified entries
 Qwen3-Omni's DeepStack, which adds image features after early layers outside the layer modules,
 nor Gemma 4's per-layer inputs and shared keys and values, nor Mllama's cross-attention layers that
 a text-only batch skips); a local run (a remote run falls back to the full forwards: its blocks
-are plain requests, and kept states would cross the wire both ways); no result store or shard (the
-sweep's per-window stores are the full path's); and ``RunOptions.resume_layers`` on.
+are plain requests, and kept states would cross the wire both ways); and ``RunOptions.resume_layers``
+on. A stored or sharded sweep resumes too: each chunk of samples keeps its clean and every window's
+totals together as one resumable run (:func:`interp.scoring.score_windows`), in a store of its own
+beside the full path's per-window stores.
 """
 
 from __future__ import annotations
@@ -66,8 +68,6 @@ def why_not(vlm: VLM, opts: RunOptions) -> str | None:
         return f"{vlm.adapter.name}: its decoder is not verified for layer resume (layer_resume)"
     if opts.is_remote or getattr(vlm, "remote", False):
         return "a remote run"
-    if opts.store is not None or opts.shard is not None:
-        return "a stored or sharded run"
     return None
 
 

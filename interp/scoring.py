@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -243,9 +244,7 @@ def score(
         out = torch.zeros(len(chunk), max(len(t) for t in chunk_ids))
         if shared and prefix.worth_trying(chunk, cond):
             rows = [(s, cond) for s in chunk]
-            lps = score_rows(
-                vlm, rows, chunk_ids, batch_size=opts.batch_size, pool=samples, **trace
-            )
+            lps = score_rows(vlm, rows, chunk_ids, pool=samples, run=_rows_run(opts))
             for i, lp in enumerate(lps):
                 out[i, : len(lp)] = lp
             return {"logprobs": out}, [{"n": len(t)} for t in chunk_ids]
@@ -273,6 +272,7 @@ def score_windows(
     targets: Sequence[str | Sequence[int]],
     passes: Sequence[tuple[int, Sequence[Intervention]]],
     *,
+    labels: Mapping[str, Any] | None = None,
     run: RunOptions,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """Teacher-forced totals ``Σ_t log p(a_t | a_<t, x)`` of each sample's target, clean and under
@@ -280,28 +280,53 @@ def score_windows(
     resume (:mod:`interp.resume`): per batch the clean forward keeps the output of decoder layer
     ``a - 1`` for every pass's ``a`` > 1, and each pass's forward skips layers ``1..a-1``, giving
     them that output. The values are :func:`score`'s totals (float32 sums, then float64) within
-    float tolerance. No store, a local run (see :func:`interp.resume.why_not`).
+    float tolerance. A local run (see :func:`interp.resume.why_not`).
+
+    With ``run.store`` the clean and every pass's totals of each chunk of samples are written
+    together as one resumable run (identified by the edits of every pass, each pass's first
+    layer and ``labels``), and ``run.shard`` splits the samples as for any measurement.
 
     Returns:
         the clean totals ``[n]`` and one ``[n]`` array per pass, float64, in sample order.
     """
     trace = run.trace_options()
     cond = Condition.parse("full")
+    samples = ensure_samples(samples)
     ids = target_ids(vlm, targets)
     keep = tuple(sorted({a - 2 for a, _ in passes if a > 1}))  # 0-based layer a-1 of start a
     checked = [(a - 1, check_edits(vlm, edits)) for a, edits in passes]
-    base = np.zeros(len(samples))
-    totals = [np.zeros(len(samples)) for _ in passes]
-    for idx, enc in batches(vlm, samples, cond, run.batch_size, all_samples=samples):
-        rows = [samples[i] for i in idx]
-        tgt = [ids[i] for i in idx]
-        clean = Resume(keep=keep)
-        todo = [(base, [], clean)] + [(t, e, clean.at(a)) for t, (a, e) in zip(totals, checked)]
-        for out, edits, resume in todo:  # the clean forward first: it keeps the states
-            batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
-            lp = scored_forward(vlm, batch, tgt, edits, resume=resume, **trace)[0]
-            out[idx] = lp.sum(dim=1).double().numpy()
-    return base, totals
+    settings = {"passes": [[a, len(e)] for a, e in passes], **dict(labels or {})}
+    job = Job(
+        "score_windows",
+        settings,
+        conditions=[cond],
+        edits=[e for _, edits in checked for e in edits],
+        extras=ids,
+        pool=samples,
+    )
+    index = {str(s.id): i for i, s in enumerate(samples)}
+
+    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
+        base = torch.zeros(len(chunk), dtype=torch.float64)
+        totals = torch.zeros(len(chunk), len(passes), dtype=torch.float64)
+        for idx, enc in batches(vlm, chunk, cond, run.batch_size, all_samples=samples):
+            rows = [chunk[i] for i in idx]
+            tgt = [ids[index[str(s.id)]] for s in rows]
+            clean = Resume(keep=keep)
+            todo = [(None, [], clean)] + [(p, e, clean.at(a)) for p, (a, e) in enumerate(checked)]
+            for p, edits, resume in todo:  # the clean forward first: it keeps the states
+                batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
+                lp = scored_forward(vlm, batch, tgt, edits, resume=resume, **trace)[0]
+                total = lp.sum(dim=1).double()
+                if p is None:
+                    base[idx] = total
+                else:
+                    totals[idx, p] = total
+        return {"base": base, "totals": totals}, [{} for _ in chunk]
+
+    _, tensors, _ = run_job(vlm, samples, job, compute, run)
+    totals = tensors["totals"].double().numpy()
+    return tensors["base"].double().numpy(), [totals[:, p] for p in range(len(passes))]
 
 
 Context = tuple[Sample, "str | Condition"]
@@ -311,31 +336,52 @@ ContextsFn = Callable[[int, Sample], list[Context]]
 every sample)."""
 
 
+def _rows_run(opts: RunOptions) -> RunOptions:
+    """A stored measurement's options for the :func:`score_rows` of one chunk: the chunk is
+    already this process's share, and the measurement stores its results itself."""
+    return dataclasses.replace(opts, store=None, shard=None)
+
+
 def score_rows(
     vlm: VLM,
     rows: Sequence[Context],
     targets: Sequence[Sequence[int]],
     *,
-    batch_size: int,
     edits: Sequence[Intervention] = (),
-    share_prefix: bool = True,
     pool: Sequence[Sample] | None = None,
-    **trace_kwargs: Any,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> list[Tensor]:
     """Natural-log ``log p(a_t | a_<t, context)`` of each row's target token ids, one
     teacher-forced forward per row (the values :func:`score` gives each row alone), rows of one
-    condition batched together (``batch_size`` rows a forward; similar lengths share a batch).
-    No store: see :func:`score_contexts` for stored, resumable runs. ``trace_kwargs`` go to every
-    trace (the edits' preparation included), e.g. ``remote=True``.
+    condition batched together (``run.batch_size`` rows a forward; similar lengths share a
+    batch). The run's trace options go to every trace (the edits' preparation included), e.g.
+    ``remote=True``. No store: see :func:`score_contexts` for stored, resumable runs.
 
-    With ``share_prefix`` (and a family that supports it, no edits, a local run), rows with equal
-    media run the tokens they share once and only their own suffixes after it
+    With ``run.share_prefix`` (and a family that supports it, no edits, a local run), rows with
+    equal media run the tokens they share once and only their own suffixes after it
     (:mod:`interp.prefix`): the same values within float tolerance, fewer tokens computed.
     ``pool``: the samples a ``swap`` part draws from (default: the rows of each condition).
 
+    Args:
+        run: how it runs (:class:`~interp.options.RunOptions`: batch size, prefix sharing,
+            nnsight trace options); its fields may also be given as keywords, as in
+            :func:`interp.residual_stream`.
+
     Returns:
         one float64 ``[T_row]`` tensor per row, in row order.
+
+    Raises:
+        ValueError: a store or a shard is asked for (rows are not stored; use
+            :func:`score_contexts`).
     """
+    opts = RunOptions.resolve(run, **options)
+    if opts.store is not None or opts.shard is not None:
+        raise ValueError(
+            "score_rows keeps no store and computes every row: use score_contexts for a stored, "
+            "sharded run"
+        )
+    batch_size, trace_kwargs = opts.batch_size, opts.trace_options()
     out: list[Tensor | None] = [None] * len(rows)
     groups: dict[Condition, list[int]] = {}
     for j, (_, cond) in enumerate(rows):
@@ -345,7 +391,7 @@ def score_rows(
         # similar lengths share a batch (less padding); every row is still scored on its own
         pools[cond] = sorted(where, key=lambda j: (len(targets[j]), len(rows[j][0].question), j))
     left = dict(pools)
-    if share_prefix and prefix.applies(vlm, edits, trace_kwargs):
+    if opts.share_prefix and prefix.applies(vlm, edits, trace_kwargs):
         left = _score_shared(vlm, rows, targets, pools, out, batch_size, trace_kwargs, pool)
     for cond, where in pools.items():
         group = list(pool) if pool is not None else [rows[j][0] for j in where]  # for ``swap``
@@ -506,15 +552,7 @@ def score_contexts(
             counts.append(len(ctx))
         if len(set(counts)) != 1:
             raise ContextError("every sample must have the same number of contexts")
-        lps = score_rows(
-            vlm,
-            rows,
-            tgts,
-            batch_size=opts.batch_size,
-            edits=edits,
-            share_prefix=opts.share_prefix,
-            **trace,
-        )
+        lps = score_rows(vlm, rows, tgts, edits=edits, run=_rows_run(opts))
         width = max(len(ids[index[str(s.id)]]) for s in chunk)
         out = torch.zeros(len(chunk), counts[0], width, dtype=torch.float64)
         for r, lp in enumerate(lps):

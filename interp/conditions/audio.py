@@ -5,9 +5,6 @@ audio rate afterwards (:func:`interp.conditions.apply.prepare`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 
 from ..errors import AudioError
@@ -15,32 +12,22 @@ from ..media import Audio, audio_rate
 from ..samples import Sample
 from .registry import (
     ConditionContext,
-    MediaFn,
-    SourcesFn,
+    media_registrar,
     one_of,
-    register_media,
+    register_swap,
     seeded_rng,
-    swap_source,
 )
 
 NULL_AUDIO_KINDS = ("silence", "noise", "mean")
 NOISE_STD = 0.1
 
 
-def register_audio_condition(
-    name: str,
-    fn: MediaFn | None = None,
-    *,
-    check: Callable[[str | None], Any] | None = None,
-    usage: str | None = None,
-    keeps: bool = True,
-    sources: SourcesFn | None = None,
-    overwrite: bool = False,
-) -> Any:
+register_audio_condition = media_registrar(
+    "audio",
     """Register an audio part ``name[:arg]``; usable as a decorator of
     ``fn(sample, arg, ctx) -> list of Audio`` (an empty list: no audio). ``keeps=False`` marks a
-    part whose inputs carry no audio (batches then need not group rows by audio)."""
-    return register_media("audio", name, fn, check, usage, keeps, sources, overwrite)
+    part whose inputs carry no audio (batches then need not group rows by audio).""",
+)
 
 
 # -- audio parts ---------------------------------------------------------------------------------
@@ -73,13 +60,7 @@ def _null_audio(sample: Sample, arg: str | None, ctx: ConditionContext) -> list[
     return out
 
 
-register_audio_condition(
-    "swap_audio",
-    lambda sample, arg, ctx: swap_source("audio")(sample, arg, ctx)[0].load_audios(),
-    check=str,
-    usage="swap_audio:<sample id|next>",
-    sources=swap_source("audio"),
-)
+register_swap("audio")
 
 
 @register_audio_condition("distort_audio", check=float, usage="distort_audio:<snr_db>")

@@ -23,8 +23,7 @@ from .registry import (
     QuestionFn,
     RewriteFn,
     SourcesFn,
-    arg_check,
-    check_free,
+    register_part,
     stable_seed,
 )
 
@@ -66,23 +65,21 @@ def register_image_condition(
             removing one audio input and its ``{audio}`` slot). It must not load media: batching
             and decoding checks call it to learn which modalities a row carries.
     """
-
-    def register(fn: ImageFn) -> ImageFn:
-        check_free(name, overwrite)
-        IMAGE_CONDITIONS[name] = ImageCondition(
-            name=name,
-            images=fn,
-            check=arg_check(check),
-            usage=usage or (name if check is None else f"{name}:<arg>"),
-            uses_image=uses_image,
-            pixels=pixels,
-            sources=sources,
-            question=question,
-            rewrite=rewrite,
-        )
-        return fn
-
-    return register(images) if images is not None else register
+    return register_part(
+        IMAGE_CONDITIONS,
+        ImageCondition,
+        "images",
+        name,
+        images,
+        check,
+        usage,
+        overwrite,
+        uses_image=uses_image,
+        pixels=pixels,
+        sources=sources,
+        question=question,
+        rewrite=rewrite,
+    )
 
 
 def processor_mean(processor: Any) -> tuple[int, int, int]:

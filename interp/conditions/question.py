@@ -10,8 +10,7 @@ from .registry import (
     QUESTION_CONDITIONS,
     QuestionCondition,
     QuestionFn,
-    arg_check,
-    check_free,
+    register_part,
 )
 
 
@@ -26,17 +25,9 @@ def register_question_condition(
     """Register a question part ``name[:arg]``; usable as a decorator of
     ``question(text, arg, sample) -> new text`` (image slots in the new text place the images)."""
 
-    def register(fn: QuestionFn) -> QuestionFn:
-        check_free(name, overwrite)
-        QUESTION_CONDITIONS[name] = QuestionCondition(
-            name=name,
-            question=fn,
-            check=arg_check(check),
-            usage=usage or (name if check is None else f"{name}:<arg>"),
-        )
-        return fn
-
-    return register(question) if question is not None else register
+    return register_part(
+        QUESTION_CONDITIONS, QuestionCondition, "question", name, question, check, usage, overwrite
+    )
 
 
 register_question_condition("no_question", lambda text, arg, sample: "", usage="no_question")

@@ -159,6 +159,35 @@ def arg_check(check: Callable[[str | None], Any] | None) -> Callable[[str | None
     return needs_arg
 
 
+def register_part(
+    registry: dict[str, Any],
+    make: Callable[..., Registered],
+    field: str,
+    name: str,
+    fn: Callable[..., Any] | None,
+    check: Callable[[str | None], Any] | None,
+    usage: str | None,
+    overwrite: bool,
+    **fields: Any,
+) -> Any:
+    """What every ``register_*_condition`` does (one place, so all kinds check names and fill in
+    the argument check and usage line alike): ``make(name=name, <field>=fn, ...)`` stored under
+    ``name``; with ``fn`` None, a decorator that registers the function it decorates."""
+
+    def register(f: Callable[..., Any]) -> Callable[..., Any]:
+        check_free(name, overwrite)
+        registry[name] = make(
+            name=name,
+            check=arg_check(check),
+            usage=usage or (name if check is None else f"{name}:<arg>"),
+            **{field: f},
+            **fields,
+        )
+        return f
+
+    return register(fn) if fn is not None else register
+
+
 def register_media(
     kind: MediaKind,
     name: str,
@@ -169,22 +198,55 @@ def register_media(
     sources: SourcesFn | None,
     overwrite: bool,
 ) -> Any:
-    registry = media_registry(kind)
+    """Register an audio or video part (see :func:`media_registrar`)."""
+    return register_part(
+        media_registry(kind),
+        MediaCondition,
+        "apply",
+        name,
+        fn,
+        check,
+        usage,
+        overwrite,
+        kind=kind,
+        keeps=keeps,
+        sources=sources,
+    )
 
-    def register(f: MediaFn) -> MediaFn:
-        check_free(name, overwrite)
-        registry[name] = MediaCondition(
-            name=name,
-            kind=kind,
-            apply=f,
-            check=arg_check(check),
-            usage=usage or (name if check is None else f"{name}:<arg>"),
-            keeps=keeps,
-            sources=sources,
-        )
-        return f
 
-    return register(fn) if fn is not None else register
+def register_swap(kind: MediaKind) -> None:
+    """Register ``swap_<kind>:<sample id|next>``: another sample's audio (videos) in place of the
+    sample's own (one definition for both kinds)."""
+    source = swap_source(kind)
+
+    def swapped(sample: Sample, arg: str | None, ctx: ConditionContext) -> list[Any]:
+        other = source(sample, arg, ctx)[0]
+        return other.load_audios() if kind == "audio" else other.load_videos()
+
+    usage = f"swap_{kind}:<sample id|next>"
+    register_media(kind, f"swap_{kind}", swapped, str, usage, True, source, False)
+
+
+def media_registrar(kind: MediaKind, doc: str) -> Callable[..., Any]:
+    """The public ``register_audio_condition`` / ``register_video_condition`` (one definition:
+    the two take the same arguments), documented by ``doc`` in ``interp.conditions.<kind>``."""
+
+    def register_condition(
+        name: str,
+        fn: MediaFn | None = None,
+        *,
+        check: Callable[[str | None], Any] | None = None,
+        usage: str | None = None,
+        keeps: bool = True,
+        sources: SourcesFn | None = None,
+        overwrite: bool = False,
+    ) -> Any:
+        return register_media(kind, name, fn, check, usage, keeps, sources, overwrite)
+
+    register_condition.__name__ = register_condition.__qualname__ = f"register_{kind}_condition"
+    register_condition.__module__ = f"interp.conditions.{kind}"
+    register_condition.__doc__ = doc
+    return register_condition
 
 
 def one_of(kinds: Sequence[str]) -> Callable[[str | None], None]:
@@ -230,9 +292,12 @@ __all__ = [
     "MediaCondition",
     "QuestionCondition",
     "check_free",
+    "media_registrar",
     "media_registry",
     "one_of",
     "register_media",
+    "register_part",
+    "register_swap",
     "seeded_rng",
     "swap_source",
     "stable_seed",

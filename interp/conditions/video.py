@@ -4,9 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 
 from ..errors import VideoError
@@ -14,31 +11,21 @@ from ..samples import Sample
 from .image import nominal_size, processor_mean
 from .registry import (
     ConditionContext,
-    MediaFn,
-    SourcesFn,
+    media_registrar,
     one_of,
-    register_media,
+    register_swap,
     seeded_rng,
-    swap_source,
 )
 
 NULL_VIDEO_KINDS = ("black", "mean")
 NULL_VIDEO_FRAMES = 4
 
 
-def register_video_condition(
-    name: str,
-    fn: MediaFn | None = None,
-    *,
-    check: Callable[[str | None], Any] | None = None,
-    usage: str | None = None,
-    keeps: bool = True,
-    sources: SourcesFn | None = None,
-    overwrite: bool = False,
-) -> Any:
+register_video_condition = media_registrar(
+    "video",
     """Register a video part ``name[:arg]``; usable as a decorator of
-    ``fn(sample, arg, ctx) -> list of T×H×W×3 uint8 arrays`` (an empty list: no video)."""
-    return register_media("video", name, fn, check, usage, keeps, sources, overwrite)
+    ``fn(sample, arg, ctx) -> list of T×H×W×3 uint8 arrays`` (an empty list: no video).""",
+)
 
 
 def _videos(sample: Sample, part: str) -> list[np.ndarray]:
@@ -65,13 +52,7 @@ def _null_video(sample: Sample, arg: str | None, ctx: ConditionContext) -> list[
     return [np.broadcast_to(np.array(color, np.uint8), shape).copy() for shape in shapes]
 
 
-register_video_condition(
-    "swap_video",
-    lambda sample, arg, ctx: swap_source("video")(sample, arg, ctx)[0].load_videos(),
-    check=str,
-    usage="swap_video:<sample id|next>",
-    sources=swap_source("video"),
-)
+register_swap("video")
 
 
 def _positive(arg: str | None) -> None:

@@ -1,8 +1,13 @@
-"""Test support, for the project's tests, notebooks and users' own checks: tiny random VLMs with
-working offline processors (:mod:`~interp.testing.tiny`), small sample sets (:mod:`~interp.testing.samples`), independent
-references of measurements and edits (:mod:`~interp.testing.reference`), the error contract (:mod:`~interp.testing.checks`),
-the real-tokenizer conformance references (:mod:`~interp.testing.conformance`) and the run-time annotation
-checker (:mod:`~interp.testing.typechecking`).
+"""The conformance kit, for checking your own adapter, intervention or study as the project's tests
+check its own: tiny random VLMs with working offline processors (:mod:`~interp.testing.tiny`), small
+sample sets (:mod:`~interp.testing.samples`), independent references of measurements and edits
+(:mod:`~interp.testing.reference`), the tolerances they are compared under
+(:mod:`~interp.testing.tolerance`), the error contract (:mod:`~interp.testing.checks`), a family's
+parity with plain Hugging Face (:mod:`~interp.testing.zoo_parity`), the chat-pipeline reference
+(:mod:`~interp.testing.chat_reference`), a loopback NDIF (:mod:`~interp.testing.loopback`) and the
+run-time annotation checker (:mod:`~interp.testing.typechecking`). Nothing here reads the
+repository: its own tooling (the zoo sweep, the real-tokenizer fetcher and fixtures, the pins,
+digests and import-layer checks) is in ``tools/`` of the source tree, outside the package.
 
 The names below are imported on first use (PEP 562): importing :mod:`interp.testing.typechecking`
 before installing its hook loads nothing else of the project.

@@ -4,8 +4,8 @@ Each architecture has a builder in :mod:`interp.testing.builders` returning ``(h
 a real transformers model class with random weights (a few hundred thousand parameters) and the
 architecture's real processor class with an offline tokenizer. Building one takes well under a second
 and needs no network. Every builder also takes ``tokenizer=`` and ``chat_template=`` (Qwen-VL also
-``image_processor=``) in place of the invented ones: :mod:`interp.testing.real_models` builds the same
-tiny models around real checkpoints' tokenizers and templates.
+``image_processor=``) in place of the invented ones: the repository's ``tools/real_models.py`` builds the
+same tiny models around real checkpoints' tokenizers and templates.
 """
 
 from __future__ import annotations

@@ -15,7 +15,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
-ROOTS = ("interp/", "interventions/", "probes/", "tests/", "docs/", "bench/", "notebooks/")
+ROOTS = (
+    "interp/",
+    "interventions/",
+    "probes/",
+    "tests/",
+    "docs/",
+    "bench/",
+    "notebooks/",
+    "tools/",
+)
 
 
 def _doc() -> str:

@@ -1,7 +1,7 @@
 """``encode`` gives the same tensors and the same named positions as the stored digests of every
 tiny architecture under every condition the suite uses (``tests/fixtures/encoding_digests.json``,
 taken from the encoding path before it was split into stages; see
-:mod:`interp.testing.digests`). A difference is named by architecture, rows / condition and
+:mod:`tools.digests`). A difference is named by architecture, rows / condition and
 field."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from interp.testing.digests import FIXTURE, MADE_UNDER, dumps, fold
-from interp.testing.pins import check_made_under
 from interp.testing.tiny import ARCHITECTURES, MEDIA_ARCHITECTURES
+from tools.digests import FIXTURE, MADE_UNDER, dumps, fold
+from tools.pins import check_made_under
 
 STORED = json.loads(FIXTURE.read_text())
 VERSION = STORED.pop(MADE_UNDER)
@@ -42,9 +42,7 @@ def test_every_architecture_is_stored():
 def test_encode_matches_the_stored_digests(arch):
     # transformers' processors change between releases (5.25 dropped Qwen3-VL's outer vision
     # wrapper around a video): digests compare one stack with itself
-    check_made_under(
-        VERSION, "tests/fixtures/encoding_digests.json", "python -m interp.testing.digests"
-    )
+    check_made_under(VERSION, "tests/fixtures/encoding_digests.json", "python -m tools.digests")
     found = {key: fold(dump) for key, dump in dumps(arch).items()}
     differences = _differences(STORED[arch], found)
     assert not differences, "\n".join(differences[:40])

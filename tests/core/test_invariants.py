@@ -1,23 +1,26 @@
 """The core's shape: no import cycles in ``interp/``, ``interventions/`` and ``probes/`` (every import
-counts, function-local and ``TYPE_CHECKING`` ones too; see :mod:`interp.testing.imports`), no new
+counts, function-local and ``TYPE_CHECKING`` ones too; see :mod:`tools.imports`), no new
 import from a lower layer up to a higher one, the encoding stages import only the stages before
 them, and ``docs/architecture.md`` places every module in exactly one layer, in the order of
-:data:`interp.testing.imports.LAYERS`."""
+:data:`tools.imports.LAYERS`."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from interp.testing.imports import (
+from tools.imports import (
     LAYERS,
     ROOT,
     cycles,
     graph,
+    imported_layers,
     imports,
     layer_of,
+    layers_table,
     modules,
     upward,
+    write_doc,
 )
 
 # The cycles allowed for now, each as its modules: none. The list may only shrink (a cycle that is
@@ -78,7 +81,7 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_local_import(tmp_path
     )
     (package / "w.py").write_text(source)
     known = {"interp.x": package / "x.py", "interp.y": package / "y.py"}
-    import interp.testing.imports as graph_module
+    import tools.imports as graph_module
 
     root = graph_module.ROOT
     graph_module.ROOT = tmp_path
@@ -162,7 +165,7 @@ def test_the_architecture_doc_places_every_module_in_exactly_one_layer():
 
 def test_the_layers_table_has_the_rows_of_LAYERS_in_their_order():
     rows = [[cell.strip() for cell in row.strip("|").split("|")] for row in _layers_rows()]
-    assert [r[0] for r in rows] == [name for name, _ in LAYERS]
+    assert [r[0] for r in rows] == [layer.name for layer in LAYERS]
     names = modules()
     paths = {path.relative_to(ROOT).as_posix(): name for name, path in names.items()}
     for k, row in enumerate(rows):
@@ -178,6 +181,29 @@ def test_the_layers_table_has_the_rows_of_LAYERS_in_their_order():
                 )
 
 
+def test_the_layers_table_is_generated_from_the_code(tmp_path: Path):
+    assert layers_table() in DOC.read_text(), (
+        "docs/architecture.md's layers table differs from LAYERS and the import graph: "
+        "run python -m tools.imports --write"
+    )
+    stale = tmp_path / "architecture.md"
+    stale.write_text(DOC.read_text().replace("| run options |", "| run settings |"))
+    assert write_doc(stale) and stale.read_text() == DOC.read_text()
+    assert not write_doc(stale)
+
+
+def test_each_layer_imports_only_the_layers_before_it():
+    for k, below in enumerate(imported_layers()):
+        assert all(j < k for j in below), (
+            f"{LAYERS[k].name} imports {[LAYERS[j].name for j in below]}"
+        )
+    # the column is measured: the encoding stages read the adapters, the statistics import nothing
+    names = [layer.name for layer in LAYERS]
+    uses = imported_layers()
+    assert names.index("adapters") in uses[names.index("encoding")]
+    assert uses[names.index("statistics")] == []
+
+
 def test_the_architecture_doc_draws_the_encoding_pipeline():
     text = DOC.read_text()
     assert "## The encoding pipeline" in text
@@ -190,4 +216,4 @@ def test_the_architecture_doc_draws_the_encoding_pipeline():
 def test_every_module_is_importable_as_listed():
     # the graph knows each module by the name Python imports it under
     names = modules()
-    assert "interp.testing.imports" in names and "probes.stats" in names
+    assert "interp.testing.tiny" in names and "probes.stats" in names

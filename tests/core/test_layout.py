@@ -1,5 +1,6 @@
 """The test suite's own layout: test files in one subfolder per part of the project, helpers in
-:mod:`interp.testing` or as fixtures in ``tests/conftest.py`` (never imported from a test file or
+:mod:`interp.testing` (the installed conformance kit), in ``tools/`` (the repository's tooling) or as
+fixtures in ``tests/conftest.py`` (never imported from a test file or
 from ``conftest``), every file name unique (pytest imports each file by its name), and every
 mention of a test file in the documentation pointing at a file that exists."""
 
@@ -37,7 +38,7 @@ def test_no_test_file_imports_conftest_or_another_test_file():
         for name in _imported_modules(path)
         if name.split(".")[0] == "conftest" or name.split(".")[-1].startswith("test_")
     ]
-    assert not bad, f"move shared helpers to interp.testing or a conftest fixture: {bad}"
+    assert not bad, f"move shared helpers to interp.testing, tools or a conftest fixture: {bad}"
 
 
 def test_every_test_file_is_in_a_subfolder():
@@ -49,7 +50,7 @@ def test_every_test_file_is_in_a_subfolder():
             continue
         assert len(rel.parts) == 2 and rel.parts[0] in SUBFOLDERS, f"{rel}: not in {SUBFOLDERS}"
         assert path.name.startswith("test_") or path.name == "conftest.py", (
-            f"{rel}: a helper module among the tests; put it in interp.testing"
+            f"{rel}: a helper module among the tests; put it in interp.testing or tools"
         )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from interp.testing.imports import PACKAGES, ROOT, module_name
+from tools.imports import PACKAGES, ROOT, module_name
 
 LAZY_PACKAGES = sorted(
     p

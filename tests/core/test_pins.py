@@ -11,9 +11,9 @@ import re
 import pytest
 import transformers
 
-from interp.testing.digests import FIXTURE, MADE_UNDER
-from interp.testing.pins import CONSTRAINTS, MadeUnderAnotherStackError, check_made_under, pinned
-from interp.testing.zoo import DOC
+from tools.digests import FIXTURE, MADE_UNDER
+from tools.pins import CONSTRAINTS, MadeUnderAnotherStackError, check_made_under, pinned
+from tools.zoo import DOC
 
 
 def test_constraints_pin_the_version_the_fixtures_were_made_under():

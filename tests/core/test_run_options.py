@@ -47,9 +47,6 @@ NOT_MEASUREMENTS = {
     "interp.encode": "builds the inputs; runs no model",
     "interp.token_regions": "maps image regions to token positions; runs no model",
     "interp.studies.flow.check_flow": "checks edges and windows against the model's shape",
-    "interp.studies.recall.logit_lens": "plain torch on given states; batch_size chunks the head",
-    "interp.studies.drives.score_contexts": "the per-row scorer interp.scoring.score_rows, a "
-    "helper with its own batch_size and nnsight keywords",
 }
 
 # the entry points as they are today: the discovery below must find every one of them
@@ -179,6 +176,26 @@ def test_a_store_and_its_resume_through_run(tmp_path):
     again = interp.score(vlm, samples, ["yes"] * 4, store=tmp_path / "s", progress_bar=False)
     torch.testing.assert_close(again.logprobs, first.logprobs, rtol=0, atol=0)
     assert (tmp_path / "s").is_dir()
+
+
+def test_the_row_scorer_and_the_lens_take_run_and_refuse_a_store(tmp_path):
+    from interp.encoding import target_ids
+    from interp.scoring import score_rows
+    from interp.studies.recall import logit_lens
+
+    vlm = shared_tiny_vlm("llava")
+    samples = make_samples(3)
+    rows, targets = [(s, "full") for s in samples], target_ids(vlm, ["Yes it is."] * 3)
+    by_keywords = score_rows(vlm, rows, targets, batch_size=2, share_prefix=False)
+    by_run = score_rows(vlm, rows, targets, run=RunOptions(batch_size=2, share_prefix=False))
+    for a, b in zip(by_run, by_keywords, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="score_contexts"):
+        score_rows(vlm, rows, targets, store=tmp_path / "s")
+    states = torch.randn(3, vlm.n_layers + 1, vlm.d_model)
+    tokens = torch.tensor([1, 2, 3])
+    lens = logit_lens(vlm, states, tokens, run=RunOptions(batch_size=2))
+    torch.testing.assert_close(lens, logit_lens(vlm, states, tokens, batch_size=3))
 
 
 # -- (d) trace options reach every trace ----------------------------------------------------------

@@ -476,7 +476,7 @@ def real_audio_vlm() -> interp.VLM:
     from tokenizers import AddedToken
 
     from interp.testing.builders.audio import build_qwen2_audio
-    from interp.testing.real import RealTokenizerMissing, load_tokenizer
+    from tools.real import RealTokenizerMissing, load_tokenizer
 
     try:
         tok = load_tokenizer("qwen")
@@ -495,8 +495,8 @@ def real_audio_vlm() -> interp.VLM:
 
 
 def real_video_vlm() -> interp.VLM:
-    from interp.testing.real import RealTokenizerMissing
-    from interp.testing.real_models import real_vlm
+    from tools.real import RealTokenizerMissing
+    from tools.real_models import real_vlm
 
     try:
         return real_vlm("qwen2_vl")

@@ -35,18 +35,29 @@ BASE_MODEL_FACTS = {"lmsys/vicuna-7b-v1.5": {"num_hidden_layers": 32, "hidden_si
 # statement of the real size: Qwen2-Audio-7B-Instruct's text_config names no size (Qwen2Config
 # builds 32 layers of width 4096); fine-tunes re-saving its configuration state hidden_size 4096
 # (AGI-Eval/Auto-ATT, chenhaodev/qwen2-audio-7b-aishell1) and the model card calls it a 7B model.
+# HuggingFaceM4/idefics2-8b-base's text_config (model_type mistral) names no size either: MistralConfig
+# builds 32 layers of width 4096, Mistral-7B-v0.1's shape, the decoder the model card names.
 OMITTED_FACTS = {
     "Qwen--Qwen2-Audio-7B-Instruct": {"num_hidden_layers": 32, "hidden_size": 4096},
+    "HuggingFaceM4--idefics2-8b-base": {"num_hidden_layers": 32, "hidden_size": 4096},
 }
 
 # Placeholder-token ids a published file leaves to transformers' defaults, per fixture. Kimi-K2.5
+# (and Kimi-K2.6, the same layout)
 # names its image placeholder ``media_placeholder_token_id`` (163605, the id Kimi_K25Config's
 # ``image_token_id`` defaults to; the test checks the two agree) and its video placeholder only as
 # a string (``video_placeholder``), for which Kimi_K25Config's ``video_token_id`` default (163840)
-# stands.
+# stands. adept/fuyu-8b's file names no image placeholder: FuyuConfig's ``image_token_id`` default
+# (71011, the ``|SPEAKER|`` token Fuyu's processor writes for each image patch) stands.
 DEFAULT_TOKENS = {
     "moonshotai--Kimi-K2.5": {"image": 163605, "video": 163840},
+    "moonshotai--Kimi-K2.6": {"image": 163605, "video": 163840},
+    "adept--fuyu-8b": {"image": 71011},
 }
+
+# Types that take images with no vision tower, hence no ``vision_config``: Fuyu projects the raw
+# patches (``patch_size`` / ``image_size`` at the top level) straight into the decoder.
+TOWERLESS_IMAGE = {"fuyu"}
 
 # Module paths in the transformers 5 layout, per model_type: decoder layers, final norm,
 # unembedding, and the feature module of each modality the family's checkpoints take (a checkpoint
@@ -104,10 +115,30 @@ MODULE_PATHS: dict[str, tuple[str, str, str, dict[str, str]]] = {
         "lm_head",
         {"image": "model.connector"},
     ),
+    "idefics2": (
+        "model.text_model.layers",
+        "model.text_model.norm",
+        "lm_head",
+        {"image": "model.connector"},
+    ),
+    "fuyu": (
+        "model.language_model.layers",
+        "model.language_model.final_layernorm",
+        "lm_head",
+        {"image": "model.vision_embed_tokens"},
+    ),
+    "video_llava": (*LLAVA_LIKE, {"image": PROJECTOR, "video": PROJECTOR}),
+    "aria": (*LLAVA_LIKE, {"image": PROJECTOR}),
+    "blip-2": (
+        "language_model.model.decoder.layers",
+        "language_model.model.decoder.final_layer_norm",
+        "language_model.lm_head",
+        {"image": "language_projection"},
+    ),
 }
 
-# Types a library entry of another name serves (docs/families.md: smolvlm -> idefics3).
-ENTRY_OF = {"smolvlm": "idefics3"}
+# Types a library entry of another name serves (docs/families.md: smolvlm -> idefics3, blip-2 -> blip2).
+ENTRY_OF = {"smolvlm": "idefics3", "blip-2": "blip2"}
 
 # Published files transformers 5 reads differently from what they state, per fixture: the test
 # expects the file's own facts and marks these strict xfail, so a fix shows up as an XPASS.
@@ -120,6 +151,17 @@ ENTRY_OF = {"smolvlm": "idefics3"}
 MISREAD = {
     "Qwen--Qwen3-ASR-0.6B": "transformers 5.25's Qwen3ASRConfig ignores the published "
     "thinker_config: the 0.6B file (width 1024) builds the default width-2048 decoder",
+}
+
+# Published files whose ``model_type`` names another family than their ``architectures``: the
+# Auto classes build the family the type names, so the decoder's facts are right (no
+# ConfigMisreadWarning) but the other family's modality is dropped. Strict xfail, as MISREAD.
+# llava-hf/LLaVA-NeXT-Video-7B-hf at revision 6ae32f6 saved ``model_type: llava_next`` with
+# ``architectures: [LlavaNextVideoForConditionalGeneration]`` and a ``video_token_index``: it loads
+# as LLaVA-NeXT (images only); the hub's PR #4 later renamed the type to ``llava_next_video``.
+MISTYPED = {
+    "llava-hf--LLaVA-NeXT-Video-7B-hf": "model_type llava_next (a LlavaNextVideo file saved before "
+    "hub PR #4): transformers builds LLaVA-NeXT, which takes no video",
 }
 
 
@@ -140,8 +182,8 @@ def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
     """Layer count, width, placeholder-token ids and modalities as the published JSON states
     them. Qwen2-VL, Qwen2.5-VL and the first GOT-OCR 2.0 files keep the decoder's keys at the top level (transformers 5
     moves them into ``text_config``); the others nest them in ``text_config``. A checkpoint takes
-    images when its file has a vision tower, audio when it has an audio tower, and video when it
-    also names a video placeholder token."""
+    images when its file has a vision tower (or is of a ``TOWERLESS_IMAGE`` type, as Fuyu), audio
+    when it has an audio tower, and video when it also names a video placeholder token."""
     raw = thinker(raw)
     text = raw.get("text_config") or {}
     base = BASE_MODEL_FACTS.get(text.get("_name_or_path", ""), {})
@@ -152,7 +194,7 @@ def expected_facts(name: str, raw: dict[str, Any]) -> dict[str, Any]:
                 return int(source[key])
         raise KeyError(f"{key} is neither in {name} nor in BASE_MODEL_FACTS / OMITTED_FACTS")
 
-    vision = raw.get("vision_config") is not None
+    vision = raw.get("vision_config") is not None or raw["model_type"] in TOWERLESS_IMAGE
     audio = raw.get("audio_config") is not None
     tokens = {
         "image": _token(raw, "image_token_index", "image_token_id"),
@@ -200,8 +242,9 @@ def test_every_fixture_is_recorded_in_sources() -> None:
 
 
 def _known_misread(request: pytest.FixtureRequest, name: str) -> None:
-    if name in MISREAD:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=MISREAD[name]))
+    reason = MISREAD.get(name) or MISTYPED.get(name)
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 def test_facts_match_the_published_config(loaded: tuple, request: pytest.FixtureRequest) -> None:

@@ -2,7 +2,7 @@
 Face, or it is refused with the library's typed error before any forward (issue #45 item 2).
 
 Types: the supported rows of ``docs/families.md`` that take images (read back by
-:func:`interp.testing.zoo.documented_rows`; ``tests/families/test_zoo.py`` keeps the file equal to
+:func:`tools.zoo.documented_rows`; ``tests/families/test_zoo.py`` keeps the file equal to
 the sweep), each built tiny once, as the zoo builds it: the tiny builder of a family the tiny-model
 tests check (a full omni checkpoint loads its thinker, so it runs the thinker's), else
 :func:`~interp.testing.builders.inferred.tiny_inferred` (the default config shrunk, the borrowed
@@ -44,9 +44,9 @@ from interp.testing.builders.inferred import ParityError, tiny_inferred
 from interp.testing.reference import hf_forward, hf_hidden_states, hf_last_states
 from interp.testing.samples import make_samples
 from interp.testing.tolerance import assert_close
-from interp.testing.zoo import documented_rows
 from interventions import AblateImageTokens, Patch, SwapImage, SwapImageTokens
 from interventions.decoding import vcd
+from tools.zoo import documented_rows
 
 ROWS = {
     r.model_type: r

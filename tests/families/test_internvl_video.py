@@ -150,8 +150,8 @@ def test_real_tokenizer_video_and_image_positions_decode_back():
     """With InternVL3's real Qwen2.5 BPE and chat template: the video positions are the
     ``<IMG_CONTEXT>`` tokens of the ``Frame<i>:`` runs, the image's the rest, and the question
     decodes to its own words."""
-    from interp.testing.real import RealTokenizerMissing
-    from interp.testing.real_models import real_vlm
+    from tools.real import RealTokenizerMissing
+    from tools.real_models import real_vlm
 
     try:
         vlm = real_vlm("internvl")

@@ -384,7 +384,7 @@ def test_mixed_batch(built: Built) -> None:
 def test_slot_pieces_are_joined_by_a_space_where_the_template_puts_images_first() -> None:
     """LLaVA-NeXT-Mistral's published template renders every image, then the text items back to
     back; the tiny chatml template interleaves them in place."""
-    from interp.testing.real_models import FIXTURES
+    from tools.real_models import FIXTURES
 
     template = (FIXTURES / "llava-v1.6-mistral-7b-hf" / "chat_template.jinja").read_text()
     _, images_first = build_llava_next(chat_template=template)

@@ -205,8 +205,8 @@ def test_gemma4_real_tokenizer_has_the_checkpoint_ids_and_template() -> None:
     (the checkpoint's), and its own chat template writes the image item as the processor expects."""
     from transformers import Gemma4Config
 
-    from interp.testing.real import RealTokenizerMissing
-    from interp.testing.real_models import real_vlm
+    from tools.real import RealTokenizerMissing
+    from tools.real_models import real_vlm
 
     try:
         vlm = real_vlm("gemma4")

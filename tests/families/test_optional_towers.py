@@ -22,10 +22,10 @@ from interp.encoding import encode
 from interp.testing import hf_last_states
 from interp.testing.builders.gemma_omni import build_gemma4
 from interp.testing.builders.zoo_configs import set_unbuilt_defaults, set_unset_ids
-from interp.testing.digests import media_samples
 from interp.testing.tolerance import assert_close
-from interp.testing.zoo import shrink
 from interp.testing.zoo_parity import check, text_check
+from tools.digests import media_samples
+from tools.zoo import shrink
 
 KINDS = ("image", "audio", "video")
 # (type, towers left None, the modalities its entry keeps)

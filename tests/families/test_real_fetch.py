@@ -7,8 +7,8 @@ import zipfile
 
 import pytest
 
-from interp.testing import fetch_real, real
-from interp.testing.fetch_real import Archive, fetch
+from tools import fetch_real, real
+from tools.fetch_real import Archive, fetch
 
 
 def test_a_present_source_is_not_fetched_again(tmp_path, monkeypatch):

@@ -26,7 +26,9 @@ from interp.testing import (
     reference_attention,
     steering_vector,
 )
-from interp.testing.conformance import (
+from interp.testing.tolerance import assert_close
+from interventions import Knockout, Steer
+from tools.conformance import (
     FAMILIES,
     decoded_runs,
     edit_positions,
@@ -34,9 +36,7 @@ from interp.testing.conformance import (
     get_real,
     samples_for,
 )
-from interp.testing.real_models import build_real, real_model_type
-from interp.testing.tolerance import assert_close
-from interventions import Knockout, Steer
+from tools.real_models import build_real, real_model_type
 
 # "Describe the image." and a capitalised first word broke question positions under
 # SentencePiece; the slot question puts the question around the image.

@@ -23,7 +23,7 @@ from interp.testing.chat_reference import (
     no_doubled_bos,
     paligemma_inputs,
 )
-from interp.testing.conformance import (
+from tools.conformance import (
     CONDITIONS,
     FAMILIES,
     MULTI_IMAGE,
@@ -92,7 +92,7 @@ def test_mistral_tokenizer_equals_its_sentencepiece_model():
     prompt the ids of the original LLaVA (each text chunk around ``<image>`` encoded on its own,
     so the text after the image starts with a "▁" piece)."""
     spm = pytest.importorskip("sentencepiece")
-    from interp.testing.real import cache_dir
+    from tools.real import cache_dir
 
     tok = get_real("llava_next_mistral").tokenizer
     model = cache_dir() / "mistral_common" / "tokenizer.model"
@@ -139,7 +139,7 @@ def test_pixtral_tokenizer_equals_its_tekken_file():
     import base64
     import json
 
-    from interp.testing.real import tekken_file
+    from tools.real import tekken_file
 
     tok = get_real("pixtral").tokenizer
     raw = json.loads(tekken_file("pixtral").read_text(encoding="utf-8"))
@@ -271,7 +271,7 @@ def test_gemma4_whose_tokenizer_adds_bos_gets_one():
     here does not add it): with a tokenizer that adds it and a template that writes it, the prompt
     still begins with one BOS, as in HF's chat pipeline."""
     import interp
-    from interp.testing.real_models import build_real
+    from tools.real_models import build_real
 
     get_real("gemma4")  # skips without the real tokenizers
     model, processor = build_real("gemma4")
@@ -290,7 +290,7 @@ def test_pixtral_whose_tokenizer_adds_bos_gets_one():
     that adds one too (as a SentencePiece-style conversion does), the prompt still begins with
     one BOS, as in HF's chat pipeline."""
     import interp
-    from interp.testing.real_models import build_real
+    from tools.real_models import build_real
 
     get_real("pixtral")  # skips without the real tokenizers
     model, processor = build_real("pixtral")

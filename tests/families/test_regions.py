@@ -22,9 +22,9 @@ from PIL import Image
 
 import interp
 from interp.adapters import get_path
-from interp.testing.real import RealTokenizerMissing
-from interp.testing.real_models import real_vlm
 from interp.testing.tiny import shared_tiny_vlm, tiny_vlm
+from tools.real import RealTokenizerMissing
+from tools.real_models import real_vlm
 
 Box = tuple[float, float, float, float]
 

@@ -21,10 +21,10 @@ from interp.adapters import ADAPTERS
 from interp.adapters.infer import invariants, pattern_of
 from interp.testing import build_tiny, shared_tiny_vlm
 from interp.testing.builders.zoo_configs import set_unbuilt_defaults, set_unset_ids
-from interp.testing.pins import check_made_under
 from interp.testing.samples import make_samples
 from interp.testing.tolerance import assert_close
-from interp.testing.zoo import DOC, TESTED, Row, classify, mapping_types, render
+from tools.pins import check_made_under
+from tools.zoo import DOC, TESTED, Row, classify, mapping_types, render
 
 TYPES = mapping_types()
 ROWS: dict[str, Row] = {}
@@ -136,7 +136,7 @@ def test_the_sweep_covers_the_mapping_and_supports_most_of_it():
 def test_the_real_tokenizer_column_names_the_conformance_suites_checkpoints():
     """Every family of the conformance suite is filed under a supported type of the mapping, and
     the column says exact or stand-in as the suite's entry does (hand-picked rows)."""
-    from interp.testing.real_models import REAL_FAMILIES, real_model_type
+    from tools.real_models import REAL_FAMILIES, real_model_type
 
     by_type = {r.model_type: r for r in (row_of(t) for t in TYPES)}
     for name in REAL_FAMILIES:
@@ -150,9 +150,9 @@ def test_the_real_tokenizer_column_names_the_conformance_suites_checkpoints():
 
 def test_docs_families_is_the_sweeps_table():
     made_under = re.search(r"transformers ([0-9][^ ']*)'s", DOC.read_text()).group(1)
-    check_made_under(made_under, "docs/families.md", "python -m interp.testing.zoo")
+    check_made_under(made_under, "docs/families.md", "python -m tools.zoo")
     rows = [row_of(t) for t in TYPES]
-    assert DOC.read_text() == render(rows), "run: python -m interp.testing.zoo"
+    assert DOC.read_text() == render(rows), "run: python -m tools.zoo"
 
 
 def test_a_placeholder_id_left_unset_by_the_default_config_is_named_and_a_set_one_loads():
@@ -179,7 +179,7 @@ def test_a_default_config_the_model_does_not_build_from_gets_its_unusable_fields
     a layer type); with the fields a checkpoint sets, it builds and the row names them."""
     from transformers import AutoModelForMultimodalLM
 
-    from interp.testing.zoo import shrink
+    from tools.zoo import shrink
 
     config = AutoConfig.for_model(model_type)
     with pytest.raises((ValueError, TypeError, KeyError)), torch.device("meta"):
@@ -272,7 +272,7 @@ def test_load_time_invariants_name_the_field_to_set():
 def _meta_of(config) -> torch.nn.Module:
     from transformers import AutoModelForMultimodalLM
 
-    from interp.testing.zoo import shrink
+    from tools.zoo import shrink
 
     with torch.device("meta"):
         return AutoModelForMultimodalLM.from_config(shrink(config))
@@ -312,7 +312,7 @@ def test_a_head_the_model_does_not_offer_is_named_by_its_path():
     from transformers import AutoModelForMultimodalLM
 
     from interp.adapters.infer import invariants
-    from interp.testing.zoo import shrink
+    from tools.zoo import shrink
 
     config = AutoConfig.for_model("nemotron_h_omni")
     set_unset_ids(config)

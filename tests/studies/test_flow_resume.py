@@ -4,11 +4,17 @@ skipped layers' bodies really do not run."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 import interp
+from interp import scoring
 from interp.datasets import demo_world
 from interp.options import RunOptions
 from interp.resume import why_not
@@ -104,5 +110,72 @@ def test_tiny_family_resume(arch: str) -> None:
 def test_fallbacks_run_in_full() -> None:
     vlm = interp.load("demo")
     assert why_not(vlm, RunOptions(resume_layers=False)) == "resume_layers=False"
-    assert why_not(vlm, RunOptions(store="somewhere")) == "a stored or sharded run"
+    assert why_not(vlm, RunOptions(store="somewhere", shard=(0, 2))) is None  # resumes too
     assert why_not(vlm, RunOptions(remote="local")) == "a remote run"
+
+
+def test_a_stored_sweep_resumes_and_is_served_from_its_store(tmp_path, monkeypatch) -> None:
+    vlm = interp.load("demo")
+    samples = demo_world(split="test", n=5, seed=2)
+    run = dict(split=None, batch_size=2, progress_bar=False, edges=("image>last",))
+    full = information_flow(vlm, samples, resume_layers=False, **run)
+    stored = information_flow(vlm, samples, store=tmp_path / "flow", **run)
+    _check_equal(full, stored, float(np.abs(full.base).max()))
+    assert (tmp_path / "flow" / "windows").is_dir()  # the resumed path's own store
+    assert not (tmp_path / "flow" / "base").exists()  # no per-window store of the full path
+
+    def no_forward(*args, **kwargs):  # a stored run computes nothing again
+        raise AssertionError("a forward ran although every result is stored")
+
+    monkeypatch.setattr(scoring, "scored_forward", no_forward)
+    again = information_flow(vlm, samples, store=tmp_path / "flow", **run)
+    np.testing.assert_array_equal(again.base, stored.base)
+    np.testing.assert_array_equal(again.delta["image>last"], stored.delta["image>last"])
+    # other windows are another run: the store refuses to serve it, naming what differs
+    with pytest.raises(interp.StoreError, match="windows"):
+        information_flow(vlm, samples, store=tmp_path / "flow", window=2, **run)
+
+
+SHARD_SCRIPT = """
+import numpy as np, torch
+torch.set_num_threads(1)
+import interp
+from interp import scoring
+from interp.datasets import demo_world
+from interp.studies.flow import information_flow
+flow = information_flow(interp.load("demo"), demo_world(split="test", n=5, seed=2),
+                        split=None, batch_size=2, progress_bar=False, edges=("image>last",),
+                        store={store!r}, shard="auto")
+np.save({out!r}, np.concatenate([flow.base[:, None], flow.delta["image>last"]], axis=1))
+"""
+
+
+def test_a_sharded_sweep_resumes_in_each_process(tmp_path: Path) -> None:
+    """Two processes (ranked through RANK / WORLD_SIZE) each run half the batches of the resumed
+    sweep into one store; both return the whole result, equal to the full forwards'."""
+    procs = []
+    for rank in range(2):
+        script = SHARD_SCRIPT.format(store=str(tmp_path / "s"), out=str(tmp_path / f"r{rank}.npy"))
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"}
+        procs.append(subprocess.Popen([sys.executable, "-c", script], env=env))
+    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    full = information_flow(
+        interp.load("demo"),
+        demo_world(split="test", n=5, seed=2),
+        split=None,
+        batch_size=2,
+        progress_bar=False,
+        edges=("image>last",),
+        resume_layers=False,
+    )
+    want = np.concatenate([full.base[:, None], full.delta["image>last"]], axis=1)
+    for rank in range(2):
+        got = np.load(tmp_path / f"r{rank}.npy")
+        assert_close(
+            torch.tensor(got),
+            torch.tensor(want),
+            dtype=torch.float32,
+            scale=float(np.abs(want).max()),
+        )
+    manifests = sorted(p.name for p in (tmp_path / "s" / "windows").glob("manifest*.json"))
+    assert manifests == ["manifest-0-of-2.json", "manifest-1-of-2.json"]

@@ -98,13 +98,21 @@ def _text(value: Any) -> str | None:
     return None if text.lower() in ("", "nan", "none") else text
 
 
+def _table(
+    name: str, root: Path | None, columns: tuple[str, ...], what: str
+) -> tuple[list[dict[str, Any]], Path | None]:
+    """Benchmark ``name``'s rows (checked to hold ``columns``; ``what`` names it in the error)
+    and the folder its relative image paths start from: how every table reader here begins."""
+    rows, base = table_rows(BENCHMARKS_BY_NAME[name], root)
+    require_columns(rows, columns, what)
+    return rows, base
+
+
 # -- MME --------------------------------------------------------------------------------------------
 
 
 def read_mme(root: Path | None, opts: Options) -> list[Sample]:
-    bench = BENCHMARKS_BY_NAME["mme"]
-    rows, base = table_rows(bench, root)
-    require_columns(rows, MME_COLUMNS, "MME")
+    rows, base = _table("mme", root, MME_COLUMNS, "MME")
     out = []
     for k, row in enumerate(rows):
         answer = _text(row["answer"])
@@ -132,9 +140,7 @@ def read_mme(root: Path | None, opts: Options) -> list[Sample]:
 
 
 def read_mmbench(root: Path | None, opts: Options) -> list[Sample]:
-    bench = BENCHMARKS_BY_NAME["mmbench"]
-    rows, base = table_rows(bench, root)
-    require_columns(rows, MMBENCH_COLUMNS, "MMBench")
+    rows, base = _table("mmbench", root, MMBENCH_COLUMNS, "MMBench")
     out = []
     for k, row in enumerate(rows):
         options = {c: t for c in LETTERS[:4] if (t := _text(row.get(c))) is not None}
@@ -183,9 +189,7 @@ def mmstar_options(question: str) -> dict[str, str]:
 
 
 def read_mmstar(root: Path | None, opts: Options) -> list[Sample]:
-    bench = BENCHMARKS_BY_NAME["mmstar"]
-    rows, base = table_rows(bench, root)
-    require_columns(rows, MMSTAR_COLUMNS, "MMStar")
+    rows, base = _table("mmstar", root, MMSTAR_COLUMNS, "MMStar")
     out = []
     for k, row in enumerate(rows):
         question = str(row["question"]).strip()
@@ -231,9 +235,7 @@ def mmmu_single_image(row: dict[str, Any]) -> bool:
 
 
 def read_mmmu(root: Path | None, opts: Options) -> list[Sample]:
-    bench = BENCHMARKS_BY_NAME["mmmu"]
-    rows, base = table_rows(bench, root)
-    require_columns(rows, MMMU_COLUMNS, "MMMU")
+    rows, base = _table("mmmu", root, MMMU_COLUMNS, "MMMU")
     out = []
     for row in rows:
         if not mmmu_single_image(row):
@@ -350,9 +352,7 @@ def read_vlind(root: Path | None, opts: Options) -> list[Sample]:
 
 
 def read_vilp(root: Path | None, opts: Options) -> list[Sample]:
-    bench = BENCHMARKS_BY_NAME["vilp"]
-    rows, base = table_rows(bench, root)
-    require_columns(rows, VILP_COLUMNS, "ViLP")
+    rows, base = _table("vilp", root, VILP_COLUMNS, "ViLP")
     out = []
     for k, row in enumerate(rows):
         if row["image3"] is None or _text(row["answer3"]) is None:

@@ -6,7 +6,7 @@ tokens per 32x32 world image, two frames per temporal patch for videos), a Whisp
 encoder, and a Qwen2 decoder with M-RoPE. Qwen2.5-Omni is the family whose stock processor,
 ``Qwen2_5OmniProcessor``, takes images, audio and videos here: its video processor needs
 torchvision, which this project's CPU install lacks, so videos go through the torchvision-free
-:class:`~interp.testing.builders.qwen_vl.FramesVideoProcessor` (frames through the stock image
+:class:`~interp.demo.omni.processors.FramesVideoProcessor` (frames through the stock image
 processor, paired into temporal patches; compared with the stock video processor in
 ``docs/omni_families.md``). Gemma 4's video path is not wired (its video processor does not
 import without torchvision).
@@ -48,9 +48,6 @@ from ...datasets.render import IMAGE_SIZE
 from ...datasets.world import world_vocabulary
 from ...prompts import chat_content
 from ...samples import Sample
-from ...testing.builders.common import processor_without_video
-from ...testing.builders.omni_common import omni_chat_template
-from ...testing.builders.qwen_vl import FramesVideoProcessor
 from ..model import (
     IM_END,
     IM_START,
@@ -61,6 +58,7 @@ from ..model import (
     greedy_generation,
     word_level_tokenizer,
 )
+from .processors import FramesVideoProcessor, omni_chat_template, processor_without_video
 
 IMAGE, AUDIO, VIDEO = "<|IMAGE|>", "<|AUDIO|>", "<|VIDEO|>"
 VISION_BOS, VISION_EOS, AUDIO_BOS, AUDIO_EOS = (

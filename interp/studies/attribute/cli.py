@@ -73,18 +73,11 @@ def check_layers(inv: Invocation) -> None:
     """The family has a token → region map, and with ``--method attention`` its image enters as
     tokens (from the configuration alone)."""
     from interp.adapters import adapter_for
-    from interp.errors import LayoutNotMappedError, NoSpatialLayoutError
     from interp.model import model_config
+    from interp.regions import require_spatial_layout
 
     adapter = adapter_for(model_config(inv.args.model))
-    adapter.require_layout("attribution maps")
-    if adapter.no_layout:
-        raise NoSpatialLayoutError(
-            f"{adapter.name} has no token-to-region map: {adapter.no_layout}; attribution maps "
-            "need a family whose image tokens form a spatial layout"
-        )
-    if adapter.token_layout is None:
-        raise LayoutNotMappedError(f"{adapter.name}: the token-to-region map is not mapped yet")
+    require_spatial_layout(adapter, "attribution maps")
     layer = inv.args.layer
     if inv.args.method == "gradient" and not 0 <= layer <= (inv.n_layers or 0):
         raise UsageError(f"--layer {layer} is outside the residual indices 0..{inv.n_layers}")

@@ -43,7 +43,7 @@ from torch import Tensor
 from interp.conditions import Condition
 from interp.edits import Intervention
 from interp.errors import InterpError, ModalityError
-from interp.options import RunOptions
+from interp.options import LENS_RUN, RunOptions
 from interp.reprs import Summary
 from interp.residual import READ_AT, ReadAt, generate_states
 from interp.samples import Sample, ensure_samples
@@ -107,13 +107,20 @@ class ChainOfEmbedding(Summary):
         return [str(s.id) for s in self.samples]
 
     def distance(
-        self, metric: str = "cosine", *, vlm: VLM | None = None, batch_size: int = 16
+        self,
+        metric: str = "cosine",
+        *,
+        vlm: VLM | None = None,
+        run: RunOptions | None = None,
+        **options: Any,
     ) -> Float[np.ndarray, "n layer"]:
         """Per-sample, per-layer distance d(z_a^l, z_b^l) between the two conditions.
 
         ``"cosine"`` (default, 1 − cos) and ``"l2"`` compare the hidden states; ``"kl"`` (KL(p_a‖p_b))
         and ``"js"`` compare logit-lens distributions softmax(lm_head(final_norm(z^l))) (Table 4 /
-        Fig. 13 ablation) and need the model (``vlm=``, or the one that produced this result).
+        Fig. 13 ablation) and need the model (``vlm=``, or the one that produced this result):
+        ``run.batch_size`` rows a head call, with the run's trace options (a model loaded for
+        NDIF: one request per batch); its fields may also be given as keywords.
         """
         a, b = (self.states[c] for c in self.conditions)
         fn = get_distance(metric)
@@ -124,11 +131,13 @@ class ChainOfEmbedding(Summary):
             raise InterpError(
                 f"metric {metric!r} projects states through the model's head: pass vlm="
             )
+        opts = RunOptions.resolve(run or LENS_RUN, **options)
+        step, trace = opts.batch_size, opts.trace_options()
         out = np.empty(a.shape[:2])
-        for start in range(0, len(a), batch_size):
-            sl = slice(start, start + batch_size)
-            la = to_numpy(model.unembed(a[sl]).float().log_softmax(-1))
-            lb = to_numpy(model.unembed(b[sl]).float().log_softmax(-1))
+        for start in range(0, len(a), step):
+            sl = slice(start, start + step)
+            la = to_numpy(model.unembed(a[sl], **trace).float().log_softmax(-1))
+            lb = to_numpy(model.unembed(b[sl], **trace).float().log_softmax(-1))
             out[sl] = fn(la, lb)
         return out
 

@@ -66,6 +66,14 @@ def _safe_spearman(x: np.ndarray, y: np.ndarray) -> CorrelationResult:
         return spearman(x, y)
 
 
+def _tvi_rho(distances: np.ndarray, layer: int, correct: np.ndarray) -> dict[str, float]:
+    """``rho`` and ``p_value``: Spearman of the post-``layer`` TVI with correctness on the
+    scored samples (correct not NaN), as each VIP table reports it."""
+    scored = ~np.isnan(correct)
+    r = _safe_spearman(tvi(distances, layer)[scored], correct[scored])
+    return {"rho": r.rho, "p_value": r.p_value}
+
+
 @dataclass(repr=False)
 class Diagnosis(Summary):
     """Everything the chain-of-embedding analysis derives for one model and dataset.
@@ -522,9 +530,7 @@ def vip_methods(
     for method, layer in (("manual", manual), ("automatic", auto.layer_)):
         row: dict[str, object] = {"method": method, "vip": layer}
         if layer is not None and diag.correct is not None:
-            scored = ~np.isnan(diag.correct)
-            r = _safe_spearman(tvi(diag.distances, int(layer))[scored], diag.correct[scored])
-            row.update(rho=r.rho, p_value=r.p_value)
+            row.update(_tvi_rho(diag.distances, int(layer), diag.correct))
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -567,9 +573,7 @@ def compare_vip_rules(
             cohens_d=float(res.cohens_d[layer]),
         )
         if correct is not None:
-            scored = ~np.isnan(correct)
-            r = _safe_spearman(tvi(distances, int(layer))[scored], correct[scored])
-            row.update(rho=r.rho, p_value=r.p_value)
+            row.update(_tvi_rho(distances, int(layer), correct))
         rows.append(row)
     return pd.DataFrame(rows)
 

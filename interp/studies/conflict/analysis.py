@@ -24,6 +24,13 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+def _rate(k: int, n: int) -> dict[str, Any]:
+    """The columns every rate table here shares: ``rate`` = k / n with its Wilson 95 % interval
+    ``low``, ``high``, then ``k``, ``n`` (NaN rate and bounds where n = 0)."""
+    low, high = wilson(k, n) if n else (float("nan"), float("nan"))
+    return {"rate": k / n if n else float("nan"), "low": low, "high": high, "k": k, "n": n}
+
+
 def rates(frame: pd.DataFrame, by: Sequence[str], labels: Sequence[str]) -> pd.DataFrame:
     """Share of each response label per group, with Wilson 95 % CIs: one row per (group, label)
     with ``rate``, ``low``, ``high``, ``k``, ``n``."""
@@ -33,18 +40,7 @@ def rates(frame: pd.DataFrame, by: Sequence[str], labels: Sequence[str]) -> pd.D
         n = len(part)
         for lab in labels:
             k = int((part["label"] == lab).sum())
-            lo, hi = wilson(k, n)
-            rows.append(
-                {
-                    **dict(zip(by, key)),
-                    "label": lab,
-                    "rate": k / n,
-                    "low": lo,
-                    "high": hi,
-                    "k": k,
-                    "n": n,
-                }
-            )
+            rows.append({**dict(zip(by, key)), "label": lab} | _rate(k, n))
     return pd.DataFrame(rows)
 
 
@@ -189,19 +185,14 @@ class ConflictResponses(Summary):
                 .groupby(["configuration", "evidence", "position"], sort=True)
             ):
                 k, n = int((grp["label"] == src.bias).sum()), len(grp)
-                lo, hi = wilson(k, n)
                 rows.append(
                     {
                         "configuration": config,
                         "evidence": evidence,
                         "source": src.name,
                         "position": int(p),
-                        "rate": k / n,
-                        "low": lo,
-                        "high": hi,
-                        "k": k,
-                        "n": n,
                     }
+                    | _rate(k, n)
                 )
         return pd.DataFrame(rows)
 
@@ -239,12 +230,7 @@ class ConflictResponses(Summary):
             measures.append(("accuracy where all agree", agree, NO_BIAS))
             for name, grp, label in measures:
                 k, n = int((grp["label"] == label).sum()), len(grp)
-                lo, hi = wilson(k, n) if n else (float("nan"), float("nan"))
-                rate = k / n if n else float("nan")
-                rows.append(
-                    {"decoding": dname, "measure": name, "rate": rate, "low": lo, "high": hi}
-                    | {"k": k, "n": n}
-                )
+                rows.append({"decoding": dname, "measure": name} | _rate(k, n))
         return pd.DataFrame(rows)
 
     def decoding_effects(
@@ -296,8 +282,7 @@ class ConflictResponses(Summary):
                 n = len(ids)
                 hit = (part.loc[ids, "label"] == label).to_numpy(float)
                 ref = (base.loc[ids, "label"] == label).to_numpy(float)
-                k = int(hit.sum())
-                low, high = wilson(k, n) if n else (float("nan"), float("nan"))
+                rate = _rate(int(hit.sum()), n)
                 change_low = change_high = float("nan")
                 if n:
                     groups = part.loc[ids, "group"].astype(str).to_numpy()
@@ -307,11 +292,11 @@ class ConflictResponses(Summary):
                         change_low, change_high = bootstrap_ci(
                             lambda a, b: float(a.sum() / b.sum()), sums, counts, seed=seed
                         )
-                rate = k / n if n else float("nan")
-                change = rate - ref.mean() if n else float("nan")
+                change = rate["rate"] - ref.mean() if n else float("nan")
                 rows.append(
-                    {"decoding": name, "measure": measure, "rate": rate, "low": low}
-                    | {"high": high, "k": k, "n": n, "baseline": ref.mean() if n else np.nan}
+                    {"decoding": name, "measure": measure}
+                    | rate
+                    | {"baseline": ref.mean() if n else np.nan}
                     | {"change": change, "change_low": change_low, "change_high": change_high}
                     | {"changed": bool(change_low > 0 or change_high < 0)}
                 )

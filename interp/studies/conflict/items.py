@@ -21,7 +21,7 @@ the question. The ``only:<source>`` condition keeps one source and removes the o
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -311,19 +311,17 @@ def _check_source(arg: str | None) -> None:
         raise ValueError(f"unknown source {arg!r}; sources: {', '.join(SOURCES)}")
 
 
-register_image_condition(
-    "without",
-    lambda sample, arg, ctx: list(sample.load_images()) or None,
-    check=_check_source,
-    usage="without:<source>",
-    rewrite=lambda sample, arg: without_source(sample, str(arg)),
-    overwrite=True,
-)
-register_image_condition(
-    "only",
-    lambda sample, arg, ctx: list(sample.load_images()) or None,
-    check=_check_source,
-    usage="only:<source>",
-    rewrite=lambda sample, arg: only_source(sample, str(arg)),
-    overwrite=True,
-)
+def _register_source_part(name: str, rewrite: Callable[[Sample, str], Sample]) -> None:
+    """Register ``<name>:<source>``: the sample rewritten by ``rewrite`` (its own images kept)."""
+    register_image_condition(
+        name,
+        lambda sample, arg, ctx: list(sample.load_images()) or None,
+        check=_check_source,
+        usage=f"{name}:<source>",
+        rewrite=lambda sample, arg: rewrite(sample, str(arg)),
+        overwrite=True,
+    )
+
+
+_register_source_part("without", without_source)
+_register_source_part("only", only_source)

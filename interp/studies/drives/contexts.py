@@ -249,6 +249,26 @@ def _null_context(
     return _compose(s.question, s.image, sid), Condition(Part("null", null_image), question)
 
 
+def _other_visuals(
+    s: Sample, others: Sequence[Sample], tag: str, visual: str, *, own_question: bool
+) -> list[Context]:
+    """Sample ``s``'s rows under each of ``others``' images (or videos), with ``s``'s question
+    (``own_question``) or theirs; row ids ``<s.id>|<tag><j>``. Shared by the support terms of the
+    drives and the held-out terms of :func:`~.recovery.recovery_error`."""
+    return [
+        (
+            _compose(
+                s.question if own_question else c.question,
+                c.image,
+                f"{s.id}|{tag}{j}",
+                c.video if visual == "video" else None,
+            ),
+            FULL,
+        )
+        for j, c in enumerate(others)
+    ]
+
+
 def drive_contexts(
     samples: Sequence[Sample],
     support: Sequence[Sample],
@@ -285,14 +305,8 @@ def drive_contexts(
 
     def contexts(i: int, s: Sample) -> list[Context]:
         # the row ids' tags (pcd, qcd, vcd) key the result store: kept as they are
-        rows: list[Context] = [
-            (_compose(c.question, c.image, f"{s.id}|pcd{j}", vid(c)), FULL)
-            for j, c in enumerate(sup)
-        ]
-        rows += [
-            (_compose(s.question, c.image, f"{s.id}|qcd{j}", vid(c)), FULL)
-            for j, c in enumerate(sup)
-        ]
+        rows = _other_visuals(s, sup, "pcd", visual, own_question=False)
+        rows += _other_visuals(s, sup, "qcd", visual, own_question=True)
         rows.append((_compose(s.question, s.image, f"{s.id}|vcd", vid(s)), visual_cond))
         rows.append(_null_context(s, i, samples, nimg, qpart, partners, "p0", visual))
         if pmi:

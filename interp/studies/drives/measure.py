@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from .contexts import (
 from .result import CausalDrives
 
 if TYPE_CHECKING:
+    from interp.conditions import Part
     from interp.edits import Intervention
     from interp.model import VLM
 
@@ -93,6 +94,68 @@ def _greedy_targets(
             "pass targets= explicitly or drop these samples"
         )
     return [list(ids) for ids in gen.token_ids]
+
+
+class _Setup(NamedTuple):
+    """What :func:`causal_drives` and :func:`~.removal.source_removal` check and resolve before
+    their forwards (one place, so both raise the same errors in the same order)."""
+
+    samples: list[Sample]
+    visual: str
+    null_image: str
+    qpart: Part
+    support: list[Sample]
+    ids: list[list[int]]
+    edits: list[Intervention]
+    partners: list[int] | None
+
+
+def _setup(
+    vlm: VLM,
+    samples: Sequence[Sample],
+    opts: RunOptions,
+    targets: Sequence[str | Sequence[int]] | None,
+    null_image: str,
+    null_question: str,
+    max_new_tokens: int,
+    edits: Sequence[Intervention] | None,
+    visual: str,
+    *,
+    support: tuple[Sequence[Sample] | None, int, int] | None = None,
+) -> _Setup:
+    """Checks every argument before any compute (``opts``: the run options, resolved first), then
+    generates the greedy targets where none are given. ``support``: ``(support, k, seed)`` to
+    resolve the support set (after the samples' checks, before the targets'), None for a
+    measurement without one."""
+    samples = ensure_samples(samples)
+    visual = _visual_name(visual)
+    _check_images(samples, visual=visual)
+    nimg = _null_image_name(null_image)
+    _check_null_visual(nimg, visual)
+    qpart = _question_part(null_question)
+    _check_common(opts.batch_size, max_new_tokens)
+    sup = [] if support is None else _resolve_support(samples, *support, visual)
+    ids = _resolve_targets(vlm, samples, targets)
+    checked = check_edits(vlm, edits)
+    partners = _mismatched_partners(samples, visual) if nimg == "mismatched" else None
+    if qpart.arg:
+        warn_unknown_tokens(vlm, [Sample(qpart.arg)])
+    if ids is None:
+        ids = _greedy_targets(vlm, samples, max_new_tokens=max_new_tokens, edits=checked, run=opts)
+    return _Setup(samples, visual, nimg, qpart, sup, ids, checked, partners)
+
+
+def _partner_prints(samples: list[Sample], partners: list[int] | None) -> list[str] | None:
+    """The mismatched partners' fingerprints (the store's extras), None without partners."""
+    return None if partners is None else [samples[j].fingerprint() for j in partners]
+
+
+def _answer_mask(ids: list[list[int]]) -> np.ndarray:
+    """``[N, T]``: True on each answer's tokens (T: the longest answer)."""
+    mask = np.zeros((len(ids), max(len(t) for t in ids)), dtype=bool)
+    for i, t in enumerate(ids):
+        mask[i, : len(t)] = True
+    return mask
 
 
 # -- the measurement: teacher-forced log-probabilities of every context ----------------------------
@@ -200,21 +263,18 @@ def causal_drives(
         DriveError: not one target per sample, or bad ``batch_size`` / ``max_new_tokens``.
     """
     opts = drives_options(run, options)
-    samples = ensure_samples(samples)
-    visual = _visual_name(visual)
-    _check_images(samples, visual=visual)
-    nimg = _null_image_name(null_image)
-    _check_null_visual(nimg, visual)
-    qpart = _question_part(null_question)
-    _check_common(opts.batch_size, max_new_tokens)
-    sup = _resolve_support(samples, support, k, seed, visual)
-    ids = _resolve_targets(vlm, samples, targets)
-    edits = check_edits(vlm, edits)
-    partners = _mismatched_partners(samples, visual) if nimg == "mismatched" else None
-    if qpart.arg:
-        warn_unknown_tokens(vlm, [Sample(qpart.arg)])
-    if ids is None:
-        ids = _greedy_targets(vlm, samples, max_new_tokens=max_new_tokens, edits=edits, run=opts)
+    samples, visual, nimg, qpart, sup, ids, edits, partners = _setup(
+        vlm,
+        samples,
+        opts,
+        targets,
+        null_image,
+        null_question,
+        max_new_tokens,
+        edits,
+        visual,
+        support=(support, k, seed),
+    )
     K = len(sup)
     marginal = bool(pmi and pmi_marginal)
     contexts = drive_contexts(
@@ -237,9 +297,6 @@ def causal_drives(
         settings["visual"] = visual
     if marginal:  # stores without it keep their settings
         settings["pmi_marginal"] = True
-    extras = None
-    if partners is not None:
-        extras = [samples[j].fingerprint() for j in partners]
     lps = _measure(
         vlm,
         samples,
@@ -247,15 +304,13 @@ def causal_drives(
         contexts,
         name="causal_drives",
         settings=settings,
-        extras=extras,
+        extras=_partner_prints(samples, partners),
         edits=edits,
         run=replace(opts, store=substore(opts.store, "drives")),
     )
     arrays = _drive_arrays(lps, K, pmi, marginal)
-    width = max(len(t) for t in ids)
-    mask = np.zeros((len(samples), width), dtype=bool)
-    for i, t in enumerate(ids):
-        mask[i, : len(t)] = True
+    mask = _answer_mask(ids)
+    width = mask.shape[1]
     return CausalDrives(
         sample_ids=[str(s.id) for s in samples],
         token_ids=ids,

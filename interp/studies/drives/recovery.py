@@ -22,13 +22,12 @@ from probes.trajectories import relative_bins
 
 from .analysis import _logsumexp, _pad
 from .contexts import (
-    FULL,
     LN2,
     Context,
     _check_common,
     _check_images,
     _check_matches,
-    _compose,
+    _other_visuals,
     _visual_of,
 )
 from .measure import _measure, drives_options
@@ -213,19 +212,9 @@ def recovery_error(
     edits = check_edits(vlm, edits)
     M = len(ctx)
 
-    def vid(c: Sample) -> Any:
-        return c.video if visual == "video" else None
-
     def rows(i: int, s: Sample) -> list[Context]:
-        out: list[Context] = [
-            (_compose(s.question, c.image, f"{s.id}|gq{j}", vid(c)), FULL)
-            for j, c in enumerate(ctx)
-        ]
-        out += [
-            (_compose(c.question, c.image, f"{s.id}|gp{j}", vid(c)), FULL)
-            for j, c in enumerate(ctx)
-        ]
-        return out
+        out = _other_visuals(s, ctx, "gq", visual, own_question=True)
+        return out + _other_visuals(s, ctx, "gp", visual, own_question=False)
 
     lps = _measure(
         vlm,

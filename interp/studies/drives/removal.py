@@ -12,10 +12,8 @@ import pandas as pd
 from jaxtyping import Bool
 
 from interp.conditions import Condition, Part
-from interp.edits import check_edits
-from interp.encoding import warn_unknown_tokens
 from interp.reprs import Summary
-from interp.samples import Sample, ensure_samples
+from interp.samples import Sample
 from interp.store import substore
 from probes.trajectories import relative_bins
 
@@ -23,17 +21,10 @@ from .analysis import _pad
 from .contexts import (
     FULL,
     Context,
-    _check_common,
-    _check_images,
-    _check_null_visual,
     _compose,
-    _mismatched_partners,
     _null_context,
-    _null_image_name,
-    _question_part,
-    _visual_name,
 )
-from .measure import _greedy_targets, _measure, _resolve_targets, drives_options
+from .measure import _answer_mask, _measure, _partner_prints, _setup, drives_options
 
 if TYPE_CHECKING:
     from interp.edits import Intervention
@@ -131,20 +122,9 @@ def source_removal(
     Raises: as :func:`causal_drives` (a remote run holding edits: RemoteError, before any request).
     """
     opts = drives_options(run, options)
-    samples = ensure_samples(samples)
-    visual = _visual_name(visual)
-    _check_images(samples, visual=visual)
-    nimg = _null_image_name(null_image)
-    _check_null_visual(nimg, visual)
-    qpart = _question_part(null_question)
-    _check_common(opts.batch_size, max_new_tokens)
-    ids = _resolve_targets(vlm, samples, targets)
-    edits = check_edits(vlm, edits)
-    partners = _mismatched_partners(samples, visual) if nimg == "mismatched" else None
-    if qpart.arg:
-        warn_unknown_tokens(vlm, [Sample(qpart.arg)])
-    if ids is None:
-        ids = _greedy_targets(vlm, samples, max_new_tokens=max_new_tokens, edits=edits, run=opts)
+    samples, visual, nimg, qpart, _, ids, edits, partners = _setup(
+        vlm, samples, opts, targets, null_image, null_question, max_new_tokens, edits, visual
+    )
 
     def contexts(i: int, s: Sample) -> list[Context]:
         v = s.video if visual == "video" else None
@@ -158,7 +138,6 @@ def source_removal(
             ),
         ]
 
-    extras = None if partners is None else [samples[j].fingerprint() for j in partners]
     lps = _measure(
         vlm,
         samples,
@@ -167,14 +146,12 @@ def source_removal(
         name="source_removal",
         settings={"null_image": nimg, "null_question": qpart.arg or ""}
         | ({"visual": visual} if visual == "video" else {}),
-        extras=extras,
+        extras=_partner_prints(samples, partners),
         edits=edits,
         run=replace(opts, store=substore(opts.store, "removal")),
     )
-    width = max(len(t) for t in ids)
-    mask = np.zeros((len(samples), width), dtype=bool)
-    for i, t in enumerate(ids):
-        mask[i, : len(t)] = True
+    mask = _answer_mask(ids)
+    width = mask.shape[1]
     names = ("full", "no_question", "no_image", "no_prefix")
     probs = {n: _pad([np.exp(lp[c]) for lp in lps], width) for c, n in enumerate(names)}
     return SourceRemoval([str(s.id) for s in samples], probs, mask, nimg, qpart.arg or "")

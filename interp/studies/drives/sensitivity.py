@@ -35,7 +35,7 @@ from .contexts import (
     _question_part,
     _visual_of,
 )
-from .measure import _measure, drives_options
+from .measure import _measure, _partner_prints, drives_options
 from .result import CausalDrives
 
 if TYPE_CHECKING:
@@ -154,7 +154,6 @@ def drive_sensitivity(
                 _null_context(s, i, samples, nimg, qpart, partners, "p0", visual),
             ]
 
-        extras = None if nimg != "mismatched" else [samples[j].fingerprint() for j in partners]  # type: ignore[union-attr]
         lps = _measure(
             vlm,
             samples,
@@ -164,7 +163,7 @@ def drive_sensitivity(
             # image stores keep their settings (and resume)
             settings={"null_image": nimg, "null_question": nq}
             | ({"visual": visual} if visual == "video" else {}),
-            extras=extras,
+            extras=_partner_prints(samples, partners if nimg == "mismatched" else None),
             edits=edits,
             run=replace(
                 opts,

@@ -180,11 +180,12 @@ def information_flow(
     base scores and every knockout pass are plain requests (one per batch).
 
     Layer resume (``RunOptions.resume_layers``, on by default; :mod:`interp.resume`): a local run
-    without a store or shard, on a family verified for it, runs the clean forward of each batch
-    once, keeping the residual stream at every window's first layer, and each knockout forward
-    skips the decoder layers below its window (the embeddings and the vision tower still run).
-    The values are the full forwards' within float tolerance; a remote, stored or sharded run,
-    or another family, runs every forward in full.
+    on a family verified for it runs the clean forward of each batch once, keeping the residual
+    stream at every window's first layer, and each knockout forward skips the decoder layers
+    below its window (the embeddings and the vision tower still run). The values are the full
+    forwards' within float tolerance; with a ``store`` every batch's clean and knockout totals
+    are kept together under ``store/windows`` (resumable, shardable); a remote run, or another
+    family, runs every forward in full.
 
     Raises:
         InterventionError: flash attention (no 4-D mask), a window larger than the model, an
@@ -240,7 +241,10 @@ def information_flow(
         texts = list(targets)  # type: ignore[arg-type]
     if why_not(vlm, opts) is None:
         passes = [(w[0], edge.knockouts(w)) for edge in parsed for w in found]
-        base_total, totals = score_windows(vlm, samples, targets, passes, run=opts)
+        labels = {"edges": names, "windows": [list(w) for w in found], "answer": answer}
+        base_total, totals = score_windows(
+            vlm, samples, targets, passes, labels=labels, run=part("windows")
+        )
         delta = {
             edge.name: np.stack(totals[k * len(found) : (k + 1) * len(found)], 1)
             - base_total[:, None]

@@ -16,7 +16,7 @@ from jaxtyping import Float, Int
 from interp.edits import check_edits
 from interp.errors import EmptyInputError, RecallError
 from interp.generation import generate
-from interp.options import RunOptions
+from interp.options import LENS_RUN, RunOptions
 from interp.residual import generate_states
 from interp.samples import Sample
 from interp.store import substore
@@ -39,8 +39,8 @@ def logit_lens(
     states: Float[TensorLike, "n layer d"],
     tokens: Int[TensorLike, " n"],
     *,
-    batch_size: int = 16,
-    **trace_options: Any,
+    run: RunOptions | None = None,
+    **options: Any,
 ) -> Float[TensorLike, "n layer"]:
     """The probability of token ``tokens[i]`` read off every layer (Sec. 6.1, Fig. 4 top):
     ``p_i^(l) = softmax(U · norm(h_i^(l)))[t_i]`` with ``norm`` the final norm and ``U`` the
@@ -51,8 +51,10 @@ def logit_lens(
     Args:
         states: residual-stream states ``[N, L+1, d]`` (e.g. of :func:`interp.residual_stream`).
         tokens: ``[N]`` token ids (the eventual output token of each row).
-        trace_options: where the lens runs on a model loaded for NDIF (``remote=``, ...; one
-            request per batch, :meth:`interp.VLM.unembed`).
+        run: how it runs (:class:`~interp.options.RunOptions`): ``run.batch_size`` rows a
+            head call, and its trace options where the lens runs on a model loaded for NDIF
+            (``remote=``, ...; one request per batch, :meth:`interp.VLM.unembed`); its fields
+            may also be given as keywords.
 
     Returns:
         float32 CPU tensor ``[N, L+1]``.
@@ -62,6 +64,8 @@ def logit_lens(
             f"logit_lens takes states [N, L+1, d] and one token per row [N]; got "
             f"{tuple(states.shape)} and {tuple(tokens.shape)}"
         )
+    opts = RunOptions.resolve(run or LENS_RUN, **options)
+    batch_size, trace_options = opts.batch_size, opts.trace_options()
     out = torch.empty(states.shape[:2])
     for start in range(0, len(states), batch_size):
         sl = slice(start, start + batch_size)
@@ -227,7 +231,7 @@ def run_recall(
         for i, text in zip(asked, said):
             answers["identify"][i] = text
     first = torch.tensor(gen_v.first, dtype=torch.long)
-    lens = logit_lens(vlm, gen_v.states, first, batch_size=opts.batch_size, **opts.trace_options())
+    lens = logit_lens(vlm, gen_v.states, first, run=opts)
     ppl = [answer_perplexity_of(lp, len(t)) for lp, t in zip(gen_v.logprobs, gen_v.ids)]
     return RecallRun(
         items=items,

@@ -7,10 +7,12 @@ on top: ``head_dim``, ``rope_parameters``, ``cross_attention_layers``, ``tie_wor
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
-import numpy as np
-from transformers import PreTrainedModel, PreTrainedTokenizerBase, ProcessorMixin
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+# the processor pieces without torchvision, shared with demo-omni's processor (defined there)
+from ...demo.omni.processors import NoVideoProcessor, flat_videos, processor_without_video
 
 TEXT_HIDDEN = 64
 TEXT_LAYERS = 3
@@ -69,55 +71,6 @@ def finish(model: M, tok: PreTrainedTokenizerBase, attn_implementation: str) -> 
     return model.float().eval()
 
 
-P = TypeVar("P", bound=ProcessorMixin)
-
-
-class NoVideoProcessor:
-    """Stands in for a video processor where torchvision (which every video processor needs) is
-    absent: it carries the sampling defaults that some processors read while rendering a chat
-    template (SmolVLM reads ``num_frames`` and ``fps``), and refuses videos."""
-
-    num_frames = None
-    fps = None
-    _auto_class = None
-    # added to the processor's own list by some processors (Qwen-Omni)
-    model_input_names: ClassVar[list[str]] = []
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("this processor was built without a video processor (no torchvision)")
-
-    def save_pretrained(self, *args: Any, **kwargs: Any) -> None:
-        """Nothing to save."""
-
-
-def processor_without_video(cls: type[P], *, stand_in: bool = False, **kwargs: Any) -> P:
-    """Construct the processor class ``cls`` (exactly that class) without a video processor.
-
-    ``ProcessorMixin.__init__`` type-checks every sub-processor against classes that only exist
-    when torchvision imports, so a ``None`` video processor is refused. The check is relaxed on
-    this one instance, for the video processor only, while ``__init__`` runs; the result is an
-    unmodified ``cls`` instance that handles text and images (passing videos fails). With
-    ``stand_in``, a :class:`NoVideoProcessor` takes the video processor's place, for processors
-    that read video defaults while rendering a chat template.
-    """
-    processor = cls.__new__(cls)
-    strict_check = processor.check_argument_for_proper_class
-
-    def check(argument_name: str, argument: object) -> object:
-        if argument_name == "video_processor" and argument is None:
-            return None
-        return strict_check(argument_name, argument)
-
-    processor.check_argument_for_proper_class = check  # type: ignore[method-assign]
-    try:
-        cls.__init__(processor, video_processor=None, **kwargs)
-    finally:
-        del processor.check_argument_for_proper_class
-    if stand_in:
-        processor.video_processor = NoVideoProcessor()
-    return processor
-
-
 __all__ = [
     "HEAD_DIM",
     "INIT_STD",
@@ -125,20 +78,9 @@ __all__ = [
     "TEXT_LAYERS",
     "VISION_HIDDEN",
     "NoVideoProcessor",
+    "flat_videos",
     "finish",
     "processor_without_video",
     "text_kwargs",
     "vision_kwargs",
 ]
-
-
-def flat_videos(videos: Any) -> Any:
-    """Videos nested per row (``[[clip], [clip, clip]]``, as ``apply_chat_template`` passes them,
-    which the stock video processors accept) as one flat list of clips."""
-    if isinstance(videos, (list, tuple)) and all(
-        isinstance(row, (list, tuple))
-        and all(isinstance(c, np.ndarray) and c.ndim == 4 for c in row)
-        for row in videos
-    ):
-        return [clip for row in videos for clip in row]
-    return videos

@@ -3,7 +3,7 @@ audio and video items, the tiny Whisper feature extractor, and video processors 
 where torchvision imports.
 
 Every video processor in transformers needs torchvision; where it is absent (this project's CPU
-install) the builders put :class:`~interp.testing.builders.common.NoVideoProcessor` in its place,
+install) the builders put :class:`~interp.demo.omni.processors.NoVideoProcessor` in its place,
 so the processor handles text, images and audio and refuses videos.
 """
 
@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from transformers import ProcessorMixin, WhisperFeatureExtractor
 
+from ...demo.omni.processors import omni_chat_template
 from .common import NoVideoProcessor, processor_without_video
 
 P = TypeVar("P", bound=ProcessorMixin)
@@ -22,27 +23,6 @@ P = TypeVar("P", bound=ProcessorMixin)
 SAMPLING_RATE = 16000
 MEL_BINS = 32
 AUDIO_SECONDS = 2
-
-
-def omni_chat_template(image: str, audio: str = "", video: str = "", system: str = "") -> str:
-    """ChatML with ``image`` / ``audio`` / ``video`` written for those content items (text items
-    as given); ``system`` (if any) becomes a system turn when the messages carry none."""
-    head = ""
-    if system:
-        head = (
-            "{% if messages[0]['role'] != 'system' %}<|im_start|>system\n"
-            + system
-            + "<|im_end|>\n{% endif %}"
-        )
-    return (
-        head + "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-        "{% if m['content'] is string %}{{ m['content'] }}{% else %}"
-        "{% for c in m['content'] %}"
-        "{% if c['type'] == 'image' %}" + image + "{% elif c['type'] == 'audio' %}" + audio + ""
-        "{% elif c['type'] == 'video' %}" + video + "{% else %}{{ c['text'] }}{% endif %}"
-        "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
 
 
 def whisper_features(**overrides: Any) -> WhisperFeatureExtractor:

@@ -6,7 +6,7 @@ and eval mode, deterministic from ``seed``, and the stock processor class (``Qwe
 / ``Qwen3OmniMoeProcessor``) built offline around the tiny tokenizer, a
 ``Qwen2VLImageProcessorPil``, a ``WhisperFeatureExtractor`` (16 kHz, 32 mel bins, 2 s clips) and a
 ``Qwen2VLVideoProcessor`` where torchvision imports (Qwen2-VL's torchvision-free
-:class:`~interp.testing.builders.qwen_vl.FramesVideoProcessor` otherwise: the Qwen-Omni vision model
+:class:`~interp.demo.omni.processors.FramesVideoProcessor` otherwise: the Qwen-Omni vision model
 takes Qwen2-VL's patch layout).
 
 Placeholders, as the checkpoints' chat templates write them and the processor expands them:

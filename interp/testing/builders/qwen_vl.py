@@ -21,11 +21,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-import numpy as np
 import torch
-from PIL import Image
 from transformers import (
-    BatchFeature,
     PreTrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
@@ -42,8 +39,8 @@ from transformers import (
     Qwen3VLForConditionalGeneration,
     Qwen3VLProcessor,
 )
-from transformers.video_utils import make_batched_metadata
 
+from ...demo.omni.processors import FramesVideoProcessor
 from ..tokenizer import tiny_tokenizer
 from .common import (
     HEAD_DIM,
@@ -51,7 +48,6 @@ from .common import (
     TEXT_HIDDEN,
     VISION_HIDDEN,
     finish,
-    flat_videos,
     processor_without_video,
     text_kwargs,
 )
@@ -89,63 +85,6 @@ def qwen_vl_tokenizer() -> PreTrainedTokenizerFast:
         image_placeholder=IMAGE_PLACEHOLDER,
         video_placeholder=VIDEO_PLACEHOLDER,
     )
-
-
-class FramesVideoProcessor:
-    """Qwen2-VL's video preprocessing without torchvision, built on the stock
-    ``Qwen2VLImageProcessorPil``: every frame is resized, rescaled and normalised by the image
-    processor (so frames match images of the same size exactly), the frame count is padded to a
-    multiple of the temporal patch by repeating the last frame, and each pair of consecutive frames
-    fills the two temporal slots of a patch — the layout of ``Qwen2VLVideoProcessor``'s
-    ``pixel_values_videos`` (rows ordered by time step, then merge group) with ``video_grid_thw``
-    = (frames / 2, patch rows, patch columns)."""
-
-    model_input_names = ["pixel_values_videos", "video_grid_thw"]
-    _auto_class = None
-
-    def __init__(self, image_processor: Qwen2VLImageProcessorPil) -> None:
-        self.image_processor = image_processor
-        self.patch_size = int(image_processor.patch_size)
-        self.merge_size = int(image_processor.merge_size)
-        self.temporal_patch_size = int(image_processor.temporal_patch_size)
-        self.image_mean = image_processor.image_mean
-        self.image_std = image_processor.image_std
-        self.num_frames = None
-        self.fps = None
-
-    def __call__(self, videos: Any, return_tensors: Any = "pt", **kwargs: Any) -> BatchFeature:
-        if isinstance(videos, np.ndarray) and videos.ndim == 4:
-            videos = [videos]
-        videos = flat_videos(videos)
-        pixels, grids = [], []
-        tp = self.temporal_patch_size
-        for video in videos:
-            frames = [np.asarray(f) for f in video]
-            frames += [frames[-1]] * (-len(frames) % tp)
-            out = self.image_processor([Image.fromarray(f) for f in frames], return_tensors="np")
-            _, gh, gw = (int(x) for x in out["image_grid_thw"][0])
-            n = gh * gw
-            # per frame: [n, C, tp, p, p] with the frame copied into every temporal slot
-            per_frame = out["pixel_values"].reshape(len(frames), n, 3, tp, *[self.patch_size] * 2)
-            single = per_frame[:, :, :, 0]  # [frames, n, C, p, p]
-            steps = single.reshape(len(frames) // tp, tp, n, 3, *single.shape[-2:])
-            patches = steps.transpose(0, 2, 3, 1, 4, 5)  # [t, n, C, tp, p, p]
-            pixels.append(patches.reshape(len(frames) // tp * n, -1))
-            grids.append([len(frames) // tp, gh, gw])
-        return BatchFeature(
-            {
-                "pixel_values_videos": np.concatenate(pixels).astype(np.float32),
-                "video_grid_thw": np.array(grids, dtype=np.int64),
-                # as the stock processor: raw frames carry no fps, which reads as 24 fps
-                # (Qwen2.5-VL derives second_per_grid_ts from it); the processor drops it after
-                "video_metadata": make_batched_metadata(videos, kwargs.get("video_metadata")),
-            },
-            tensor_type=return_tensors,
-            skip_tensor_conversion=["video_metadata"],
-        )
-
-    def save_pretrained(self, *args: Any, **kwargs: Any) -> None:
-        """Nothing to save (the image processor's settings define it)."""
 
 
 def qwen_vl_image_processor(

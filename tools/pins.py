@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-CONSTRAINTS = Path(__file__).resolve().parents[2] / "constraints.txt"
+CONSTRAINTS = Path(__file__).resolve().parents[1] / "constraints.txt"
 
 
 class MadeUnderAnotherStackError(AssertionError):

@@ -6,7 +6,7 @@ A stored copy (``tests/fixtures/encoding_digests.json``) was taken before the en
 split into stages; ``tests/core/test_encoding_digests.py`` recomputes and compares it, so any
 change of what the model sees, or where a named position falls, shows up as a named difference.
 
-Run ``python -m interp.testing.digests [--arch A ...] [--out PATH]`` to (re)write the fixture.
+Run ``python -m tools.digests [--arch A ...] [--out PATH]`` to (re)write the fixture.
 """
 
 from __future__ import annotations
@@ -24,12 +24,13 @@ import torch
 import transformers
 from PIL import Image
 
-from ..samples import Sample
+from interp.samples import Sample
+from interp.testing.tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, shared_tiny_vlm
+
 from .conformance import ASK, CONDITIONS, INSTRUCT, samples_for
-from .tiny import ARCHITECTURES, MEDIA_ARCHITECTURES, shared_tiny_vlm
 
 MADE_UNDER = "_transformers"  # the fixture's key for the transformers version it was made under
-FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "encoding_digests.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "encoding_digests.json"
 
 # image and question parts (every architecture), on the conformance samples
 IMAGE_CONDITIONS: tuple[str, ...] = (
@@ -146,10 +147,10 @@ def _value(value: Any) -> Any:
 
 
 def _positions(vlm: Any, enc: Any, samples: list[Sample], condition: str) -> dict[str, Any]:
-    from ..conditions import Condition
-    from ..edits import Batch, EditContext
-    from ..encoding import image_slot_mask, question_mask
-    from ..tracing import resolve_positions
+    from interp.conditions import Condition
+    from interp.edits import Batch, EditContext
+    from interp.encoding import image_slot_mask, question_mask
+    from interp.tracing import resolve_positions
 
     batch = Batch(vlm, enc, samples, Condition.parse(condition))
     ctx = EditContext(vlm, batch, None)
@@ -180,7 +181,7 @@ def encoding_dump(vlm: Any, samples: list[Sample], condition: str) -> Any:
     """Every batch :func:`interp.encoding.batches` forms (batch size 4): its row indices, each
     field of its :class:`~interp.Encoding` (tensors as digests) and its named positions; or the
     error the condition raises on these samples."""
-    from ..encoding import batches
+    from interp.encoding import batches
 
     try:
         out = []

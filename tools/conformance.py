@@ -12,11 +12,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ..conditions import Condition
-from ..edits import Batch, EditContext
-from ..encoding import append_targets, encode, target_ids
-from ..model import VLM
-from ..samples import IMAGE_SLOT, Sample
+from interp.conditions import Condition
+from interp.edits import Batch, EditContext
+from interp.encoding import append_targets, encode, target_ids
+from interp.model import VLM
+from interp.samples import IMAGE_SLOT, Sample
+
 from .real import MAKE_TARGET, RealTokenizerMissing
 from .real_models import REAL_FAMILIES, real_vlm
 

@@ -2,7 +2,7 @@
 
 :func:`build_real` builds the tiny model of a family's architecture (:mod:`interp.testing.tiny`:
 random weights, a few small layers) with, instead of the invented tokenizer and template, the
-family's real tokenizer (:mod:`interp.testing.real`, the full vocabulary, the VLM's added tokens on
+family's real tokenizer (:mod:`tools.real`, the full vocabulary, the VLM's added tokens on
 top) and the checkpoint's published chat template and processor settings
 (``tests/fixtures/checkpoints``; each folder's ``SOURCE.md`` says where every file came from).
 :data:`REAL_FAMILIES` records, per family (keyed by its tiny architecture, or by a name of its own
@@ -27,9 +27,9 @@ from .real import RealTokenizerMissing, load_tokenizer
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from ..model import VLM
+    from interp.model import VLM
 
-FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "checkpoints"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "checkpoints"
 
 # InstructBLIP has no chat template: its processor tokenises the instruction as given. This
 # template renders the text items joined by a space (no image placeholder: the processor adds the
@@ -47,7 +47,7 @@ class RealFamily:
 
     Attributes:
         checkpoint: the public checkpoint whose tokenizer, template and settings are used.
-        tokenizer: a name of :data:`interp.testing.real.TOKENIZERS`.
+        tokenizer: a name of :data:`tools.real.TOKENIZERS`.
         exact: whether that tokenizer is the checkpoint's own vocabulary (else a stand-in).
         named: named special tokens the processor reads (``image_token`` ...), added if absent.
         extra: further special tokens the checkpoint adds (unnamed).
@@ -334,7 +334,7 @@ def real_tokenizer(family: RealFamily) -> PreTrainedTokenizerBase:
 
 def _qwen_image_processor(checkpoint_dir: str) -> Any:
     """The checkpoint's published patch size and normalisation, with a small pixel budget."""
-    from .builders.qwen_vl import qwen_vl_image_processor
+    from interp.testing.builders.qwen_vl import qwen_vl_image_processor
 
     cfg = json.loads(fixture(checkpoint_dir, "preprocessor_config.json").read_text())
     patch = int(cfg["patch_size"])
@@ -350,8 +350,8 @@ def _llava_15(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str)
     """LLaVA-1.5 at its published resolution: CLIP 336 px, patch 14, 576 image tokens."""
     from transformers import CLIPImageProcessorPil, CLIPVisionConfig
 
-    from .builders.common import vision_kwargs
-    from .builders.llava import _build_llava
+    from interp.testing.builders.common import vision_kwargs
+    from interp.testing.builders.llava import _build_llava
 
     cfg = json.loads(fixture("llava-1.5-7b-hf", "preprocessor_config.json").read_text())
     size = int(cfg["crop_size"]["height"])
@@ -415,7 +415,13 @@ def _pixtral(tok: PreTrainedTokenizerBase, template: str, seed: int, attn: str, 
         PixtralVisionConfig,
     )
 
-    from .builders.common import INIT_STD, VISION_HIDDEN, finish, text_kwargs, vision_kwargs
+    from interp.testing.builders.common import (
+        INIT_STD,
+        VISION_HIDDEN,
+        finish,
+        text_kwargs,
+        vision_kwargs,
+    )
 
     longest, patch = 48, 8 // merge
     vision = PixtralVisionConfig(**vision_kwargs(longest, patch, head_dim=VISION_HIDDEN // 2))
@@ -455,7 +461,7 @@ def build_real(
         RealTokenizerMissing: the tokenizer files are not fetched (``make real-tokenizers``) or
             the fixtures are not there.
     """
-    from .tiny import _BUILDERS
+    from interp.testing.tiny import _BUILDERS
 
     if name not in REAL_FAMILIES:
         raise ValueError(f"no real family {name!r}; choose one of {', '.join(REAL_FAMILIES)}")
@@ -470,7 +476,7 @@ def build_real(
     kwargs: dict[str, Any] = {"tokenizer": tok, "chat_template": template}
     if family.image_config:
         kwargs["image_processor"] = _qwen_image_processor(family.image_config)
-    module = import_module(f"{__package__}.builders.{_BUILDERS[arch]}")
+    module = import_module(f"interp.testing.builders.{_BUILDERS[arch]}")
     return getattr(module, f"build_{arch}")(
         seed=seed, attn_implementation=attn_implementation, **kwargs
     )
@@ -480,7 +486,7 @@ def build_real(
 def real_vlm(name: str, seed: int = 0) -> VLM:
     """:func:`build_real` of family ``name`` loaded as a :class:`~interp.VLM`, one per session
     (do not mutate it)."""
-    from ..model import load
+    from interp.model import load
 
     return load(*build_real(name, seed=seed))
 
