@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(1, str(Path(__file__).parents[1]))  # the repository root, for tools/
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from _common import bench_parser, parse  # noqa: E402

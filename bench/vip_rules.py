@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(1, str(Path(__file__).parents[1]))  # the repository root, for tools/
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
 from _common import bench_parser, parse  # noqa: E402
 
 from interp.studies.coe import compare_vip_rules  # noqa: E402
