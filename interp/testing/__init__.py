@@ -27,6 +27,8 @@ _LAZY: dict[str, str] = {
     "Recorder": "reference",
     "add_to_layer": "reference",
     "build_tiny": "tiny",
+    "check_seeded": "builds",
+    "check_tiny_build": "builds",
     "chat_template": "tokenizer",
     "grow_inputs": "reference",
     "hf_forward": "reference",
@@ -47,6 +49,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from .builds import check_seeded, check_tiny_build
     from .checks import INTERP, OFFLINE_ENV, one_error_line, refused
     from .reference import (
         Recorder,
@@ -76,6 +79,8 @@ __all__ = [
     "add_to_layer",
     "build_tiny",
     "chat_template",
+    "check_seeded",
+    "check_tiny_build",
     "grow_inputs",
     "hf_forward",
     "hf_hidden_states",

@@ -22,6 +22,7 @@ import interp
 from interp.adapters import chat_prompt
 from interp.testing import random_image
 from interp.testing.builders import gemma, idefics3, mllama
+from interp.testing.builds import check_attn_implementation, check_seeded, check_tiny_build
 
 Builder = Callable[..., tuple[PreTrainedModel, ProcessorMixin]]
 
@@ -144,22 +145,8 @@ def _captured_output(b: Built, path: str, enc: BatchFeature) -> torch.Tensor:
 
 
 def test_built_model_is_tiny_fp32_eval_and_auto_mapped(built: Built) -> None:
-    model = built.model
-    assert not model.training
-    assert {p.dtype for p in model.parameters()} == {torch.float32}
-    assert model.config.architectures == [type(model).__name__]
-    assert MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING[type(model.config)] is type(model)
-    text = model.config.text_config
-    assert text.hidden_size == 64
-    assert (text.num_attention_heads, text.num_key_value_heads) == (4, 2)
-    assert len(model.get_decoder().layers) == text.num_hidden_layers == 3
-    vision = model.config.vision_config
-    assert vision.hidden_size == 32
-    n_vision_layers = vision.num_hidden_layers + getattr(vision, "num_global_layers", 0)
-    assert 1 <= n_vision_layers <= 2
-    # Every tokenizer id has an embedding row.
-    assert model.get_input_embeddings().num_embeddings >= len(built.processor.tokenizer)
-    assert model.config.image_token_id < len(built.processor.tokenizer)
+    check_tiny_build(built.model, built.processor)
+    assert MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING[type(built.model.config)] is type(built.model)
 
 
 def test_processor_is_the_architectures_processor(built: Built) -> None:
@@ -175,17 +162,12 @@ def test_processor_is_the_architectures_processor(built: Built) -> None:
 
 
 def test_same_seed_same_weights_other_seed_other_weights(built: Built) -> None:
-    again, _ = BUILDERS[built.name](seed=0)
-    other, _ = BUILDERS[built.name](seed=1)
-    ref = built.model.state_dict()
-    assert all(torch.equal(ref[k], v) for k, v in again.state_dict().items())
-    assert any(not torch.equal(ref[k], v) for k, v in other.state_dict().items())
+    check_seeded(BUILDERS[built.name])
 
 
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_attn_implementation_is_applied(name: str) -> None:
-    model, _ = BUILDERS[name](attn_implementation="sdpa")
-    assert model.get_decoder().config._attn_implementation == "sdpa"
+    check_attn_implementation(BUILDERS[name])
 
 
 def test_parameters_hf_initialises_to_zero_are_random() -> None:

@@ -27,6 +27,7 @@ from interp.testing.builders.llava import (
     build_llava_onevision,
     build_llava_siglip,
 )
+from interp.testing.builds import check_attn_implementation, check_seeded, check_tiny_build
 from interp.testing.tolerance import assert_close
 
 Builder = Callable[..., tuple[PreTrainedModel, ProcessorMixin]]
@@ -141,32 +142,28 @@ def _decoder_inputs_embeds(b: Built, enc: BatchFeature) -> torch.Tensor:
 
 
 def test_built_model_is_tiny_fp32_eval_and_auto_mapped(built: Built) -> None:
-    model = built.model
-    assert not model.training
-    assert {p.dtype for p in model.parameters()} == {torch.float32}
-    assert model.config.architectures == [type(model).__name__]
+    check_tiny_build(built.model, built.processor)
     # The class a checkpoint with this config would load through AutoModelForImageTextToText.
-    assert MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING[type(model.config)] is type(model)
-    text = model.config.text_config
-    assert (text.hidden_size, text.num_hidden_layers) == (64, 3)
-    assert (text.num_attention_heads, text.num_key_value_heads) == (4, 2)
-    assert model.config.vision_config.hidden_size == 32
-    assert model.config.vision_config.num_hidden_layers <= 2
-    assert model.config.text_config.vocab_size == len(built.processor.tokenizer)
+    assert MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING[type(built.model.config)] is type(built.model)
+    assert built.model.config.text_config.vocab_size == len(built.processor.tokenizer)
 
 
 def test_same_seed_same_weights_other_seed_other_weights(built: Built) -> None:
-    again, _ = BUILDERS[built.name](seed=0)
-    other, _ = BUILDERS[built.name](seed=1)
-    ref = built.model.state_dict()
-    assert all(torch.equal(ref[k], v) for k, v in again.state_dict().items())
-    assert any(not torch.equal(ref[k], v) for k, v in other.state_dict().items())
+    check_seeded(BUILDERS[built.name])
 
 
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_attn_implementation_is_applied(name: str) -> None:
-    model, _ = BUILDERS[name](attn_implementation="sdpa")
-    assert model.get_decoder().config._attn_implementation == "sdpa"
+    check_attn_implementation(BUILDERS[name])
+
+
+def test_the_build_checks_fail_where_they_should() -> None:
+    model, processor = build_llava()
+    model.train()
+    with pytest.raises(AssertionError, match="training mode"):
+        check_tiny_build(model, processor)
+    with pytest.raises(AssertionError, match="another seed built the same weights"):
+        check_seeded(lambda seed=0, **kw: build_llava(seed=0, **kw))
 
 
 # --- 1. chat template -------------------------------------------------------------------------

@@ -25,10 +25,10 @@ from transformers import (
     Qwen2VLProcessor,
     Qwen3VLProcessor,
 )
-from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
 from interp.testing.builders.internvl import build_internvl
 from interp.testing.builders.qwen_vl import build_qwen2_5_vl, build_qwen2_vl, build_qwen3_vl
+from interp.testing.builds import check_seeded, check_tiny_build
 from interp.testing.tolerance import assert_close
 
 Builder = Callable[..., tuple[PreTrainedModel, ProcessorMixin]]
@@ -123,29 +123,13 @@ def feature_rows(output: object) -> torch.Tensor:
 
 def test_builder_gives_real_tiny_classes(arch: str, built) -> None:
     model, processor = built
-    cfg = model.config
-    assert MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES[cfg.model_type] == type(model).__name__
-    assert cfg.architectures == [type(model).__name__]
+    check_tiny_build(model, processor)
     assert type(processor) is PROCESSORS[arch]
-    assert processor.tokenizer.padding_side == "left"
-    assert not model.training
-    assert all(p.dtype == torch.float32 for p in model.parameters())
-    text = cfg.get_text_config()
-    assert (text.hidden_size, text.num_hidden_layers) == (64, 3)
-    assert (text.num_attention_heads, text.num_key_value_heads) == (4, 2)
-    assert cfg.vision_config.hidden_size == 32 or cfg.vision_config.embed_dim == 32
-    assert cfg.vision_config.num_hidden_layers <= 2
-    assert text.vocab_size >= len(processor.tokenizer)
     assert processor.tokenizer.convert_ids_to_tokens(image_token_id(model)) == processor.image_token
 
 
 def test_deterministic_from_seed(arch: str) -> None:
-    a = BUILDERS[arch](seed=3)[0].state_dict()
-    b = BUILDERS[arch](seed=3)[0].state_dict()
-    c = BUILDERS[arch](seed=4)[0].state_dict()
-    assert a.keys() == b.keys()
-    assert all(torch.equal(a[k], b[k]) for k in a)
-    assert any(not torch.equal(a[k], c[k]) for k in a)
+    check_seeded(BUILDERS[arch], seeds=(3, 4))
 
 
 def test_chat_template_image_and_blind_prompts(built) -> None:
