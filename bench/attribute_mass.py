@@ -2,7 +2,7 @@
 object's box, for grounded and prior-driven answers, on a demo-world model.
 
 The model answers a pool of demo colour questions greedily (``--faint``: objects at the faint
-opacities of ``tools.demo.smol.evaluate.FAINT``, where a prior can win over the image); each
+opacities of ``interp.datasets.world.FAINT``, where a prior can win over the image); each
 answer is grouped by ``answer_group`` (grounded: the drawn colour; prior: the object's prior colour
 on a counterfactual drawing). Up to ``--per-group`` samples of each of the two groups are then
 attributed on a 4 × 4 grid by black-image-swap occlusion, zero-ablation occlusion (the default of
@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the repository root, for tools/
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from _common import bench_parser, parse  # noqa: E402
 
 import interp  # noqa: E402
 from interp.datasets import demo_world  # noqa: E402
+from interp.datasets.world import FAINT  # noqa: E402
 from interp.studies.attribute import (  # noqa: E402
     answer_group,
     answers_for,
@@ -40,7 +40,6 @@ from interp.studies.attribute import (  # noqa: E402
     occlusion,
     rank_agreement,
 )
-from tools.demo.smol.evaluate import FAINT  # noqa: E402
 
 # --methods: the short name of each method, in the order they run
 METHODS = ("swap", "zero", "gradient", "attention")

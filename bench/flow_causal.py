@@ -4,7 +4,7 @@ the image → last edge, the item's own answer scored, all items as one group.
 
 The datasets are ``bench/vip_rules.py``'s: the ``demo`` benchmark (colour questions of the demo
 world's test split, as ``interp flow --data demo``) and notebook 07's faint-object colour items
-(opacity :data:`tools.demo.smol.evaluate.FAINT`, draws from 5000 on), which the command line
+(opacity :data:`interp.datasets.world.FAINT`, draws from 5000 on), which the command line
 cannot name. The output has the command's ``summary.txt`` shape (the run line, the causal
 integration layer, the mean Δ per window), so store it as a text file:
 

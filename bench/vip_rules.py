@@ -9,7 +9,7 @@ agreement split, for
   test split),
 - ``demo-smol`` on the same ``demo`` benchmark,
 - ``demo-smol`` (and, for comparison, the demo model) on notebook 07's faint-object items
-  (colour questions about objects at opacity :data:`tools.demo.smol.evaluate.FAINT`,
+  (colour questions about objects at opacity :data:`interp.datasets.world.FAINT`,
   draws from 5000 on).
 
 Each (model, dataset) is measured once on ``--n`` items and kept in ``--cache`` (delete it to
@@ -60,7 +60,7 @@ SETTINGS = (
 def items(dataset: str, n: int) -> list:
     """The ``demo`` benchmark (colour questions) or notebook 07's faint-object colour items."""
     from interp.datasets import demo_world
-    from tools.demo.smol.evaluate import FAINT
+    from interp.datasets.world import FAINT
 
     if dataset == "demo":
         return demo_world("test", n=n, qtypes=["color"])

@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 from transformers import Qwen2_5OmniThinkerForConditionalGeneration
 
 import interp
-from interp.datasets.world import demo_world
+from interp.datasets.world import control_answer, demo_world
 from interp.datasets.world.generate import V3_QTYPES
 from interp.demo.omni import model as omni
 from interp.encoding import encode as library_encode
@@ -26,7 +26,7 @@ from interp.errors import ModelNotFoundError
 from interp.samples import Sample
 from interp.testing.checks import OFFLINE_ENV
 from interp.testing.tolerance import assert_close
-from tools.demo.omni.train import SMOKE, control_answer, encode, joint_batch, train
+from tools.demo.omni.train import SMOKE, encode, joint_batch, train
 
 
 @pytest.fixture(scope="module")

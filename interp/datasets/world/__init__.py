@@ -95,6 +95,7 @@ from .existence import (
 from .generate import (
     ALL_QTYPES,
     CONFLICT_QTYPES,
+    FAINT,
     QTYPES,
     REFERENCE_QTYPES,
     TEXT_MIX,
@@ -126,6 +127,7 @@ from .trimodal import (
     TRI_POSITION_TRUST,
     TRI_SOURCES,
     TRI_TRUST,
+    control_answer,
     label_triple,
     trimodal_answer,
 )
@@ -145,6 +147,7 @@ __all__ = [
     "EVAL_COUNTERFACTUAL_SHARE",
     "EVIDENCE_CONDITIONS",
     "FACTS",
+    "FAINT",
     "FAMILIES",
     "FULL_VISIBILITY",
     "IMAGE_SLOT",
@@ -185,6 +188,7 @@ __all__ = [
     "VISION_QTYPES",
     "WORDED_QTYPES",
     "conflict_answer",
+    "control_answer",
     "demo_world",
     "describe_answer",
     "describe_motion",

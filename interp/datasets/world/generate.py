@@ -126,6 +126,13 @@ def _check_qtypes(qtypes: Sequence[str]) -> tuple[str, ...]:
     return tuple(qtypes)
 
 
+FAINT = (0.05, 0.25)
+"""An opacity band (``demo_world(..., opacity=FAINT)``) of objects visible, but faintly enough for
+a language prior to matter: above it the demo models answer colour questions almost perfectly
+with or without a prior (the faint-colour items of the smol prior tables, the flow and
+where-in-the-image notebooks)."""
+
+
 def demo_world(
     split: str = "test",
     n: int = 500,

@@ -88,6 +88,17 @@ def trimodal_answer(labels: dict[str, str], forms: dict[str, str], order: Sequen
     return max(score, key=lambda lab: (round(score[lab], 9), last[lab]))
 
 
+def control_answer(sample: Sample) -> str:
+    """A trimodal item's answer under the control rule: the world's trust rule
+    (:func:`trimodal_answer`) with the audio read as if it were always the spoken sentence (equal
+    trust for both audio forms), so the audio form plays no part; the visual bias and the recency
+    effect stay. ``demo-omni-control`` was trained on these answers."""
+    m = sample.meta
+    labels = {"image": m["image_label"], "audio": m["audio_label"], "text": m["text_label"]}
+    forms = {"image": m["image_form"], "audio": "propositional", "text": "propositional"}
+    return trimodal_answer(labels, forms, m["order"].split(","))
+
+
 _PAIRS: tuple[tuple[int, int], ...] = tuple(
     (s, t) for s in range(1, len(SHAPE_KINDS)) for t in range(1, len(SHAPE_KINDS)) if s != t
 )
@@ -258,6 +269,7 @@ __all__ = [
     "TRI_QUESTION",
     "TRI_SOURCES",
     "TRI_TRUST",
+    "control_answer",
     "label_triple",
     "trimodal_answer",
 ]

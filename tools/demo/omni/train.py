@@ -49,7 +49,7 @@ from interp.datasets.world import demo_world, text_corpus
 from interp.datasets.world.audio import object_sound
 from interp.datasets.world.generate import V3_QTYPES
 from interp.datasets.world.speech import SPEECH_PHRASINGS, speech_clip
-from interp.datasets.world.trimodal import trimodal_answer
+from interp.datasets.world.trimodal import control_answer
 from interp.demo.model import IM_END
 from interp.demo.omni import CHECKPOINT_DIR
 from interp.demo.omni.model import (
@@ -122,16 +122,6 @@ SMOKE = OmniTrainConfig(
         mlp=64,
     ),
 )
-
-
-def control_answer(sample: Sample) -> str:
-    """A trimodal item's answer under the control rule: the world's trust rule with the audio
-    read as if it were always the spoken sentence (equal trust for both audio forms), so the
-    audio form plays no part; the visual bias and the recency effect stay."""
-    m = sample.meta
-    labels = {"image": m["image_label"], "audio": m["audio_label"], "text": m["text_label"]}
-    forms = {"image": m["image_form"], "audio": "propositional", "text": "propositional"}
-    return trimodal_answer(labels, forms, m["order"].split(","))
 
 
 def _controlled(samples: list[Sample], control: bool) -> list[Sample]:

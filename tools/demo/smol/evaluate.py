@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from interp.datasets.world import COLOR_NAMES, PLAIN_KINDS, PRIOR_COLORS, demo_world
+from interp.datasets.world import COLOR_NAMES, FAINT, PLAIN_KINDS, PRIOR_COLORS, demo_world
 
 from ..evaluate import accuracy_table, evaluate, prior_table, to_markdown, wording_table
 
@@ -53,11 +53,6 @@ def blind_prior_table(frame: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-FAINT = (0.05, 0.25)
-"""Opacity band of :func:`faint_prior_table`'s items: visible, but faintly enough for a prior to
-matter (above it the model answers colour questions almost perfectly either way)."""
 
 
 def faint_prior_table(frame: pd.DataFrame, group_key: str = "group") -> pd.DataFrame:
