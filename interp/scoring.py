@@ -307,26 +307,22 @@ def score_windows(
     index = {str(s.id): i for i, s in enumerate(samples)}
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
-        base = torch.zeros(len(chunk), dtype=torch.float64)
-        totals = torch.zeros(len(chunk), len(passes), dtype=torch.float64)
+        # column 0 the clean totals, column 1 + p pass p's
+        totals = torch.zeros(len(chunk), 1 + len(passes), dtype=torch.float64)
         for idx, enc in batches(vlm, chunk, cond, run.batch_size, all_samples=samples):
             rows = [chunk[i] for i in idx]
             tgt = [ids[index[str(s.id)]] for s in rows]
             clean = Resume(keep=keep)
-            todo = [(None, [], clean)] + [(p, e, clean.at(a)) for p, (a, e) in enumerate(checked)]
-            for p, edits, resume in todo:  # the clean forward first: it keeps the states
+            todo = [([], clean)] + [(e, clean.at(a)) for a, e in checked]
+            for col, (edits, resume) in enumerate(todo):  # the clean forward first: it keeps
                 batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
                 lp = scored_forward(vlm, batch, tgt, edits, resume=resume, **trace)[0]
-                total = lp.sum(dim=1).double()
-                if p is None:
-                    base[idx] = total
-                else:
-                    totals[idx, p] = total
-        return {"base": base, "totals": totals}, [{} for _ in chunk]
+                totals[idx, col] = lp.sum(dim=1).double()
+        return {"totals": totals}, [{} for _ in chunk]
 
     _, tensors, _ = run_job(vlm, samples, job, compute, run)
-    totals = tensors["totals"].double().numpy()
-    return tensors["base"].double().numpy(), [totals[:, p] for p in range(len(passes))]
+    totals = tensors["totals"].numpy()
+    return totals[:, 0], [totals[:, 1 + p] for p in range(len(passes))]
 
 
 Context = tuple[Sample, "str | Condition"]

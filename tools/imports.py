@@ -291,14 +291,20 @@ def layer_of(name: str, known: dict[str, Path] | None = None) -> int:
 def upward(edges: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
     """The imports ``(importer, imported)`` whose imported module lies in a higher layer than
     the importer, sorted."""
-    known = modules()
     edges = graph() if edges is None else edges
-    rank = {name: layer_of(name, known) for name in edges}
+    rank = ranks(edges)
     return sorted((a, b) for a, targets in edges.items() for b in targets if rank[b] > rank[a])
 
 
+def ranks(edges: dict[str, set[str]]) -> dict[str, int]:
+    """The layer index (:func:`layer_of`) of every module of the graph."""
+    known = modules()
+    return {name: layer_of(name, known) for name in edges}
+
+
 DOC = ROOT / "docs" / "architecture.md"
-BEGIN = "<!-- the layers table: generated from LAYERS (python -m {module} --write) -->"
+MARK = "<!-- the layers table: generated from LAYERS"
+BEGIN = MARK + " (python -m {module} --write) -->"
 END = "<!-- end of the generated layers table -->"
 
 
@@ -321,12 +327,11 @@ def _where(layer: Layer) -> list[str]:
 def imported_layers(edges: dict[str, set[str]] | None = None) -> list[list[int]]:
     """Per layer, the other layers its modules import (indices in :data:`LAYERS`, ascending):
     read from the import graph, not declared."""
-    known = modules()
     edges = graph() if edges is None else edges
+    rank = ranks(edges)
     out: list[set[int]] = [set() for _ in LAYERS]
     for a, targets in edges.items():
-        k = layer_of(a, known)
-        out[k] |= {layer_of(b, known) for b in targets} - {k}
+        out[rank[a]] |= {rank[b] for b in targets} - {rank[a]}
     return [sorted(s) for s in out]
 
 
@@ -351,7 +356,7 @@ def layers_table() -> str:
 def write_doc(doc: Path = DOC) -> bool:
     """Put :func:`layers_table` in ``doc`` between its markers; whether the file changed."""
     text = doc.read_text()
-    start = text.index(BEGIN.split("(")[0])
+    start = text.index(MARK)
     end = text.index(END, start) + len(END)
     new = text[:start] + layers_table() + text[end:]
     if new != text:
