@@ -15,7 +15,7 @@ probability reaches p, at least one).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from einops import rearrange
 from torch import Tensor
 from transformers import GenerationConfig
 
+from . import prefix, prefix_generation
 from .conditions import Condition, stable_seed
 from .conditions.apply import carries, video_frames
 from .edits import (
@@ -522,13 +523,26 @@ def generate(
         pool=samples,
     )
 
+    # samples that share media run the tokens before their questions once (interp.prefix_generation)
+    shared = opts.share_prefix and prefix_generation.applies(vlm, edits, decoding, trace)
+
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         records: list[dict[str, Any]] = [{} for _ in chunk]
         kept: list[Tensor | None] = [None] * len(chunk)
-        for idx in batch_indices(vlm, chunk, cond, opts.batch_size, all_samples=samples):
+        if shared and prefix.worth_trying(chunk, cond):
+            once = plain_generation_config(vlm, 1)
+            once.return_dict_in_generate = True
+            todo: Iterable[tuple[list[int], Any, dict[str, Any]]] = prefix_generation.batches(
+                vlm, chunk, cond, samples, opts.batch_size, max_new_tokens, once
+            )
+        else:
+            indices = batch_indices(vlm, chunk, cond, opts.batch_size, all_samples=samples)
+            todo = ((idx, None, {}) for idx in indices)
+        for idx, enc, cached in todo:
             rows = [chunk[i] for i in idx]
             if decoding is None:
-                enc = encode(vlm, rows, cond, all_samples=samples)
+                if enc is None:
+                    enc = encode(vlm, rows, cond, all_samples=samples)
                 batch = Batch(vlm, enc, rows, cond, "generate", samples, trace_options=trace)
             else:
                 batch = contrast_batch(vlm, rows, cond, decoding, samples, trace_options=trace)
@@ -541,6 +555,7 @@ def generate(
                 decoding=decoding,
                 output_scores=output_scores,
                 **trace,
+                **cached,  # the shared prefixes' cache (interp.prefix_generation)
             )
             for row, i in enumerate(idx):
                 records[i] = {"ids": ids[row]}
