@@ -77,6 +77,7 @@ bench: install-smol
 	$(PY) bench/recall.py
 	$(PY) bench/demo_smol.py
 	$(PY) bench/real_width.py
+	$(PY) bench/prefix_sharing.py
 	$(PY) bench/threads.py
 
 train-demo: install

@@ -16,7 +16,13 @@ For each model, on the same encoded batches of demo items, the library against b
 - **drives, shared/full** and **contexts, shared/full** — prefix sharing: ``causal_drives``
   (K = 2, the given answers) and ``score_contexts`` (each answer under four text conditions of its
   image) with ``share_prefix`` on, against the same calls with every context in full (the "HF"
-  columns of these two rows hold the library's full-forward path, not bare HF).
+  columns of these two rows hold the library's full-forward path, not bare HF);
+- **ablation, shared/full** — ``no_image_ablation`` (demo items in their four wordings, with the
+  image and under each default condition without it, greedy) with prefix sharing in generation
+  against every prompt in full;
+- **flow, resume/full** — the flow row's sweep with layer resume (``resume_layers``) against every
+  knockout forward in full (the "HF" columns of these last four rows hold the library's full
+  path, not bare HF).
 
 Each row: median seconds of both sides, the ratio, tokens/s and the peak device memory of each
 side (``torch.cuda.max_memory_allocated`` after a reset; on the CPU none is measured). The
@@ -57,8 +63,9 @@ from _common import hf_last_states  # noqa: E402
 from real_width import hf_vcd  # noqa: E402
 
 import interp  # noqa: E402
-from interp.datasets import demo_world  # noqa: E402
+from interp.datasets import WORDED_QTYPES, demo_world  # noqa: E402
 from interp.encoding import batches, encode  # noqa: E402
+from interp.studies.ablation import no_image_ablation  # noqa: E402
 from interp.studies.attribute import occlusion  # noqa: E402
 from interp.studies.drives import causal_drives  # noqa: E402
 from interp.studies.flow import information_flow  # noqa: E402
@@ -335,6 +342,33 @@ def run_arch(arch: str, args: argparse.Namespace) -> dict:
             share_prefix=share,
         )
 
+    # the ablation shows each item its group's next picture: at least two groups
+    items = demo_world(split="test", n=4 * args.n, seed=0, qtypes=WORDED_QTYPES)
+
+    def ablation(share: bool) -> object:
+        return no_image_ablation(
+            vlm,
+            items,
+            max_new_tokens=m,
+            n_boot=10,
+            batch_size=b,
+            progress_bar=False,
+            share_prefix=share,
+        )
+
+    def flow(resume: bool) -> object:
+        return information_flow(
+            vlm,
+            samples,
+            edges=["image>last"],
+            window=FLOW_WINDOW,
+            stride=FLOW_WINDOW,
+            split=None,
+            batch_size=b,
+            progress_bar=False,
+            resume_layers=resume,
+        )
+
     shared, full = contexts(True), contexts(False)
     info["shared_max_diff"] = max(float((a - c).abs().max()) for a, c in zip(shared, full))
 
@@ -362,16 +396,7 @@ def run_arch(arch: str, args: argparse.Namespace) -> dict:
             new_tokens,
         ),
         "flow (image>last)": (
-            lambda: information_flow(
-                vlm,
-                samples,
-                edges=["image>last"],
-                window=FLOW_WINDOW,
-                stride=FLOW_WINDOW,
-                split=None,
-                batch_size=b,
-                progress_bar=False,
-            ),
+            lambda: flow(True),
             lambda: bare_forwards(vlm, samples, b, n_windows + 1),
             prompt_tokens * (n_windows + 1),
         ),
@@ -389,6 +414,16 @@ def run_arch(arch: str, args: argparse.Namespace) -> dict:
             lambda: contexts(True),
             lambda: contexts(False),
             prompt_tokens * len(CONTEXTS),
+        ),
+        "ablation, shared/full": (
+            lambda: ablation(True),
+            lambda: ablation(False),
+            len(items) * 5 * m,
+        ),
+        "flow, resume/full": (
+            lambda: flow(True),
+            lambda: flow(False),
+            prompt_tokens * (n_windows + 1),
         ),
     }
     results = []

@@ -60,6 +60,8 @@ def test_cpu_smoke_runs_every_measurement(gpu, tmp_path):
             "occlusion (2x2)",
             "drives, shared/full",
             "contexts, shared/full",
+            "ablation, shared/full",
+            "flow, resume/full",
         ]
         assert r["shared_max_diff"] < 1e-4  # prefix sharing gives the full forwards' scores
         assert all(row["interp_s"] > 0 and row["hf_s"] > 0 for row in r["rows"])
