@@ -14,8 +14,11 @@ given value), giving each of them the kept ``h^a``. The earlier skipped layers' 
 skipped layers, which ignore their input, so only layer ``a - 1``'s value matters. The results are
 the full forwards' within float tolerance (``tests/studies/test_flow_resume.py``).
 
-What still runs in full: the embeddings and the vision tower (the decoder's inputs are built before
-layer 0; skipping them is not done yet), and every layer from the window on.
+A resumed forward also leaves out the media inputs (:data:`MEDIA_INPUTS`: pixels, audio
+features and their masks, the inputs HF's ``generate`` drops after the prompt's forward), so the
+vision and audio towers do not run: their features would only replace placeholder embeddings that
+feed the skipped layers. The token embeddings, the positions (M-RoPE's from the grids, which stay)
+and every layer from the window on still run.
 
 Where it applies (:func:`why_not`): the family's decoder does nothing between its layer modules but
 pass each output on (the adapter's ``layer_resume``, set on the verified entries: not Qwen3-VL's or
@@ -30,13 +33,30 @@ beside the full path's per-window stores.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from transformers.generation.utils import MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL
 
 from .options import RunOptions
 
 if TYPE_CHECKING:
     from .model import VLM
+
+
+MEDIA_INPUTS = frozenset(MULTIMODAL_INPUTS_TO_DROP_OUTSIDE_PREFILL)
+"""The forward inputs a resumed forward leaves out: those HF's ``generate`` drops once the prompt
+has run (the models' forwards take the placeholder tokens without them), unless the forward
+requires them (:func:`resumed_inputs`)."""
+
+
+def resumed_inputs(vlm: VLM, inputs: dict[str, Any]) -> dict[str, Any]:
+    """``inputs`` without the media inputs (:data:`MEDIA_INPUTS`) the model's forward can do
+    without (InstructBLIP's requires its pixels: its Q-Former's queries are the placeholders)."""
+    params = inspect.signature(vlm.hf.forward).parameters
+    required = {k for k, p in params.items() if p.default is inspect.Parameter.empty}
+    return {k: v for k, v in inputs.items() if k not in MEDIA_INPUTS or k in required}
 
 
 @dataclass
@@ -71,4 +91,4 @@ def why_not(vlm: VLM, opts: RunOptions) -> str | None:
     return None
 
 
-__all__ = ["Resume", "why_not"]
+__all__ = ["MEDIA_INPUTS", "Resume", "resumed_inputs", "why_not"]

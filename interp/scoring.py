@@ -26,7 +26,7 @@ from .errors import ContextError, EmptyInputError
 from .options import RunOptions
 from .plain import head_transform, residual_site, stand_in
 from .reprs import Summary
-from .resume import Resume
+from .resume import Resume, resumed_inputs
 from .runner import Job
 from .runner import run as run_job
 from .samples import Sample, ensure_samples
@@ -159,6 +159,9 @@ def scored_forward(
         keeps = [vlm.layers[i] for i in resume.keep]
         state = resume.states[resume.start - 1] if resume.start else None
     trace, inputs = vlm.open_trace(traced, plain=hook is None, **trace_kwargs)
+    if state is not None:
+        # the media's features would feed only the skipped layers: the vision tower does not run
+        inputs = resumed_inputs(vlm, inputs)
     mode = torch.no_grad() if grad_sites is None else torch.enable_grad()
     with mode, trace as tracer:
         if hook is not None:  # edits first: the read sees edited logits

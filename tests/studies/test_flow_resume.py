@@ -1,6 +1,6 @@
 """Layer resume in the information-flow study (``interp.resume``, ``RunOptions.resume_layers``):
 Δ from the forwards resumed at each window's first layer equals Δ from the full forwards, and the
-skipped layers' bodies really do not run."""
+skipped layers' bodies and the vision tower really do not run."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _check_equal(full, resumed, scale: float) -> None:
 def test_demo_resume_equals_full_and_skips_layers() -> None:
     vlm = interp.load("demo")
     assert why_not(vlm, RunOptions()) is None
-    calls = {"first": 0, "last": 0}
+    calls = {"first": 0, "last": 0, "tower": 0}
     # a submodule of the layer: its body calls it, a skipped layer's does not
     hooks = [
         getattr(vlm.layers[i]._module, vlm.adapter.attention_module).register_forward_hook(
@@ -62,6 +62,11 @@ def test_demo_resume_equals_full_and_skips_layers() -> None:
         )
         for i, k in ((0, "first"), (vlm.n_layers - 1, "last"))
     ]
+    hooks.append(  # a resumed forward leaves the pixels out: the vision tower does not run
+        vlm.hf.model.vision_tower.register_forward_hook(
+            lambda *_: calls.__setitem__("tower", calls["tower"] + 1)
+        )
+    )
     samples = demo_world(split="test", n=6, seed=0)
     # forwards are counted: the clean forwards share no prefix (interp.prefix) here
     run = dict(
@@ -70,16 +75,17 @@ def test_demo_resume_equals_full_and_skips_layers() -> None:
     try:
         full = information_flow(vlm, samples, resume_layers=False, **run)
         counted_full = dict(calls)
-        calls.update(first=0, last=0)
+        calls.update(first=0, last=0, tower=0)
         resumed = information_flow(vlm, samples, **run)
     finally:
         for h in hooks:
             h.remove()
     batches, windows = 2, vlm.n_layers
-    # full: (1 clean + one knockout per window) forwards per batch reach both layers
-    assert counted_full == {"first": batches * (1 + windows), "last": batches * (1 + windows)}
-    # resumed: layer 0 runs in the clean forward and the first window's only; the last in all
-    assert calls == {"first": batches * 2, "last": batches * (1 + windows)}
+    every = batches * (1 + windows)
+    # full: (1 clean + one knockout per window) forwards per batch reach both layers and the tower
+    assert counted_full == {"first": every, "last": every, "tower": every}
+    # resumed: layer 0 and the tower run in the clean forward and the first window's only
+    assert calls == {"first": batches * 2, "last": every, "tower": batches * 2}
     scale = float(np.abs(full.base).max())
     _check_equal(full, resumed, scale)
     assert np.abs(full.delta["image>last"]).max() > 1e-3  # the knockouts do change the answer
