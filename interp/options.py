@@ -43,8 +43,9 @@ class RunOptions:
         wait_timeout, idle_timeout: how long a sharded run waits for its peers, and for a peer
             that is not running.
         share_prefix: contexts that begin with the same tokens and media run that prefix once
-            and only their own suffixes after it (:mod:`interp.prefix`; results equal within
-            float tolerance); False runs every context in full.
+            and only their own suffixes after it, when scoring (:mod:`interp.prefix`) and when
+            generating (:mod:`interp.prefix_generation`; results equal within float tolerance);
+            False runs every context in full.
         resume_layers: a sweep of edits confined to windows of decoder layers (the information-flow
             study's knockouts) runs the clean forward once per batch, keeps the residual stream at
             each window's first layer and runs each window's forward from there, the layers below

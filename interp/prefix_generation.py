@@ -111,12 +111,8 @@ def _prefix_lengths(enc: Encoding, groups: list[list[int]]) -> list[int]:
 
 
 def _per_token(inputs: dict[str, Any], enc: Encoding) -> dict[str, Tensor]:
-    batch, length = enc.input_ids.shape
-    return {
-        k: v
-        for k, v in inputs.items()
-        if isinstance(v, Tensor) and v.dim() >= 2 and v.shape[:2] == (batch, length)
-    }
+    """The per-token inputs of ``enc``'s batch (``[batch, seq, ...]``)."""
+    return prefix._per_token(inputs, *enc.input_ids.shape)
 
 
 def _pack(
