@@ -158,13 +158,18 @@ def _prefix_cache(
 
 
 def _batch(
-    vlm: VLM, rows: list[Row], pad: int, max_new_tokens: int, config: GenerationConfig
+    vlm: VLM,
+    rows: list[Row],
+    keys: list[str | None],
+    pad: int,
+    max_new_tokens: int,
+    config: GenerationConfig,
 ) -> tuple[Encoding, dict[str, Any]] | None:
     """The encoding of one batch with its inputs rebuilt to continue from the groups' prefix cache
     (the module docstring, steps 2-3), and the trace keyword carrying that cache; None when a row
     carries media a condition edits after the processor, no group shares anything, or the rows
-    with the new tokens would outgrow a sliding window (:func:`sliding_window`)."""
-    keys = [prefix.media_key(row.seen) for row in rows]
+    with the new tokens would outgrow a sliding window (:func:`sliding_window`). ``keys``: the
+    rows' media keys (:func:`interp.prefix.media_key`)."""
     if any(k is None for k in keys):
         return None
     first: dict[str, int] = {}
@@ -221,7 +226,10 @@ def batches(
     :func:`interp.encoding.encode` gives it, with no keyword."""
     codec = as_codec(vlm)
     resolved = resolve(chunk, cond, codec.processor, all_samples=pool)
-    keys = [prefix.media_key(row.seen) for row in resolved]
+    keys = []
+    for row in resolved:  # each row's media loaded once here, and again for its batch
+        keys.append(prefix.media_key(row.seen))
+        row.release()
     first: dict[Any, int] = {}
     rank = [first.setdefault(k if k is not None else ("row", i), i) for i, k in enumerate(keys)]
     order = sorted(range(len(chunk)), key=lambda i: (rank[i], i))  # equal media side by side
@@ -229,7 +237,7 @@ def batches(
     pad = vlm.tokenizer.pad_token_id or 0
     for idx in batch_rows(codec.adapter, ordered, batch_size):
         rows = [ordered[i] for i in idx]
-        built = _batch(vlm, rows, pad, max_new_tokens, prefix_config)
+        built = _batch(vlm, rows, [keys[order[i]] for i in idx], pad, max_new_tokens, prefix_config)
         enc, extra = built if built is not None else (assemble(codec, rows), {})
         for row in rows:
             row.release()
