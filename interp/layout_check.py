@@ -8,7 +8,8 @@ entry inferred from the config, a written entry without a checked layout) gets i
 checked here, on the model and processor in hand, when it is loaded with its weights:
 
 1. **Local tokens.** The vision tower's blocks (each ``ModuleList`` outside the text decoder whose
-   blocks attend or mix, and return a tensor of their input's shape) are bypassed: their output
+   blocks attend or mix — a mixer, a short convolution over the patch grid — and return a tensor
+   of their input's shape) are bypassed: their output
    is replaced by their input. What is left from the pixels to the image tokens is the patch
    embedding and the model's own merge (norms, projector, pixel shuffle, pooling, patch merger,
    and a connector's resampler: the blocks inside a feature site after the tower are kept), so
@@ -27,8 +28,9 @@ checked here, on the model and processor in hand, when it is loaded with its wei
 
 Candidates, in order: the entry's own ``token_layout``, then the layouts of
 :mod:`interp.region_layouts` (LLaVA's single grid, Qwen-VL's, one grid on the canvas the
-processor makes, Gemma 3's, Gemma 4's, any-resolution tiles, InternVL's, Idefics3's); one that
-raises or gives another token count than the prompt's is skipped. The first that passes is the
+processor makes, Gemma 3's, Gemma 4's, any-resolution tiles, InternVL's, Idefics3's, then a
+grid merged by strided convolutions, HunYuan-VL's framed grid, Inkling 2's padded blocks); one
+that raises or gives another token count than the prompt's is skipped. The first that passes is the
 model's layout (``vlm.adapter.token_layout``, ``layout_verified``). When none passes and every
 one of at least :data:`MIN_PLACELESS` image tokens changes whichever corner (a sixteenth of the
 image) is redrawn (a resampler, a projector with learned queries), the tokens have no place in the image: the entry
@@ -71,6 +73,9 @@ CANDIDATES: tuple[rl.LayoutFn, ...] = (
     rl.anyres_layout,
     rl.internvl_layout,
     rl.idefics3_layout,
+    rl.conv_downsampled_layout,
+    rl.hunyuan_vl_layout,
+    rl.padded_blocks_layout,
 )
 Box = tuple[int, int, int, int]
 
@@ -142,7 +147,8 @@ def _overlap(boxes: np.ndarray, box: tuple[float, float, float, float]) -> np.nd
 
 def vision_blocks(vlm: VLM) -> list[torch.nn.Module]:
     """The blocks of every ``ModuleList`` of the model outside the text decoder and the audio
-    tower whose blocks hold an attention or a mixer (the vision tower's layers, a resampler's)."""
+    tower whose blocks hold an attention, a mixer or a short convolution over the patch grid (the
+    vision tower's layers, a resampler's)."""
     decoder = vlm.adapter.decoder(vlm.hf)
     inside = {id(m) for m in decoder.modules()}
     site = vlm.adapter.image_features
@@ -169,6 +175,8 @@ def vision_blocks(vlm: VLM) -> list[torch.nn.Module]:
                 for sub, _ in b.named_modules()
                 for key in ("attn", "attention", "mixer")
             )
+            # a gated convolution over the patch grid mixes too (LFM3-VL's conv layers)
+            or any("shortconv" in type(m).__name__.lower() for m in b.modules())
         ]
         if mixing and len(mixing) == len(module):
             out.extend(module)
