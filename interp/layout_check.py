@@ -76,6 +76,7 @@ CANDIDATES: tuple[rl.LayoutFn, ...] = (
     rl.conv_downsampled_layout,
     rl.hunyuan_vl_layout,
     rl.padded_blocks_layout,
+    rl.minicpmv_layout,
 )
 Box = tuple[int, int, int, int]
 

@@ -359,6 +359,29 @@ def padded_blocks_layout(processor: Any, config: Any, image: tuple[int, int]) ->
     return View(1.0, 1.0).grid(image, -(-h // bh), -(-w // bw), (bw, bh))
 
 
+def minicpmv_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """MiniCPM-V 4.6 / 4.7 / MiniCPM-OCR, one view (no slices): the image resized as the image
+    processor really does (run on a blank image; its ``target_sizes``: rows and columns of
+    patches), one token per ``k × k`` patches, row-major — ``k`` 4 in ``"16x"`` mode (the ViT's
+    window merger then ``MiniCPMV4_6Merger``, 2 × 2 each), 2 in ``"4x"`` mode (the merger
+    alone), as ``find_best_resize``'s ``merge_factor``. An image cut into slices (several target
+    sizes) is not mapped."""
+    from PIL import Image
+
+    out = _image_processor(processor)(images=[Image.new("RGB", image)], return_tensors="pt")
+    if "target_sizes" not in out:
+        raise ValueError("no target_sizes: not MiniCPM-V's processor")
+    sizes = np.asarray(out["target_sizes"]).reshape(-1, 2)
+    if len(sizes) != 1:
+        raise ValueError(f"not one view: {len(sizes)} slices")
+    rows, cols = (int(v) for v in sizes[0])
+    patch = _side(_opt(processor, "patch_size") or _vision(config).patch_size)
+    mode = _opt(processor, "downsample_mode") or getattr(config, "downsample_mode", "16x")
+    k = 2 if mode == "4x" else 4
+    view = View.resized(image, (cols * patch, rows * patch))
+    return view.grid(image, rows // k, cols // k, (patch * k, patch * k))
+
+
 # -- tiled families -------------------------------------------------------------------------------
 
 
@@ -519,6 +542,7 @@ __all__ = [
     "idefics3_layout",
     "internvl_layout",
     "llava_layout",
+    "minicpmv_layout",
     "non_spatial",
     "padded_blocks_layout",
     "qwen_layout",

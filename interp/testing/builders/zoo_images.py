@@ -148,7 +148,8 @@ def _radio_patches(vision: dict[str, Any]) -> Any:
 def _minicpm(mode: str) -> Callable[[dict[str, Any]], Any]:
     """MiniCPM-V 4.6's PIL image processor (4.7 and MiniCPM-OCR take the same inputs; theirs need
     torchvision) without slicing, at the tiny tower's patch and the type's downsampling ``mode``,
-    each image one :data:`IMAGE_SIZE` view: ``pixel_values`` of the whole batch side by side
+    each image one view of about :data:`GRID_SIZE` squared pixels (at :data:`IMAGE_SIZE` the
+    16x merge leaves one token): ``pixel_values`` of the whole batch side by side
     ``[1, 3, p, patches * p]`` and ``target_sizes`` (patch rows and columns per view)."""
 
     def build(vision: dict[str, Any]) -> Any:
@@ -156,7 +157,7 @@ def _minicpm(mode: str) -> Callable[[dict[str, Any]], Any]:
 
         return MiniCPMV4_6ImageProcessorPil(
             patch_size=int(vision["patch_size"]),
-            scale_resolution=IMAGE_SIZE,
+            scale_resolution=GRID_SIZE,
             slice_mode=False,
             max_slice_nums=1,
             downsample_mode=mode,
