@@ -77,6 +77,7 @@ CANDIDATES: tuple[rl.LayoutFn, ...] = (
     rl.hunyuan_vl_layout,
     rl.padded_blocks_layout,
     rl.minicpmv_layout,
+    rl.fuyu_layout,
 )
 Box = tuple[int, int, int, int]
 

@@ -382,6 +382,26 @@ def minicpmv_layout(processor: Any, config: Any, image: tuple[int, int]) -> Imag
     return view.grid(image, rows // k, cols // k, (patch * k, patch * k))
 
 
+def fuyu_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """Fuyu: the image shrunk (never enlarged) to fit the processor's ``size``, keeping its aspect
+    ratio (``FuyuImageProcessor.resize``: ``int(side · min(h_t / h, w_t / w))``), padded below and
+    right; ``preprocess_with_tokenizer_info`` keeps the unpadded part rounded up to whole patches
+    and writes one image token per patch, row-major (each row's newline token is text, not an
+    image token). A patch reaching into the padding is clipped to the image."""
+    if getattr(config, "model_type", "") != "fuyu":
+        raise ValueError("not Fuyu's patch grid")
+    size, patch = _opt(processor, "size"), _opt(processor, "patch_size")
+    th, tw = int(_get(size, "height")), int(_get(size, "width"))
+    ph, pw = int(_get(patch, "height")), int(_get(patch, "width"))
+    w, h = image
+    nw, nh = w, h
+    if _opt(processor, "do_resize", True) and (w > tw or h > th):
+        scale = min(th / h, tw / w)
+        nh, nw = int(h * scale), int(w * scale)
+    view = View.resized(image, (nw, nh))
+    return view.grid(image, -(-nh // ph), -(-nw // pw), (pw, ph))
+
+
 # -- tiled families -------------------------------------------------------------------------------
 
 
@@ -535,6 +555,7 @@ __all__ = [
     "View",
     "anyres_layout",
     "conv_downsampled_layout",
+    "fuyu_layout",
     "gemma3_layout",
     "gemma4_layout",
     "grid_layout",

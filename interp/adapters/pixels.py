@@ -19,7 +19,9 @@ from typing import Any, Literal
 import torch
 from einops import reduce
 
-PixelLayout = Literal["images", "patches", "rows", "tiles", "cross_tiles", "side_by_side"]
+PixelLayout = Literal[
+    "images", "patches", "rows", "tiles", "cross_tiles", "side_by_side", "token_patches"
+]
 PixelRows = Callable[
     [dict[str, Any], Sequence[int], torch.Tensor, Any, "torch.Tensor | None"], list[Any]
 ]
@@ -152,6 +154,18 @@ def side_by_side(
     return out
 
 
+def token_patches(
+    inputs: dict[str, Any],
+    images_per_row: Sequence[int],
+    image_mask: torch.Tensor,
+    processor: Any,
+    video_mask: torch.Tensor | None = None,
+) -> list[Any]:
+    """Dim 0 enumerates flattened patches of every row, one per image token of the row (Fuyu's
+    ``image_patches``: no tower, each patch projected to one token)."""
+    return _slices([int(c) for c in image_mask.sum(1).tolist()])
+
+
 PIXEL_ROWS: dict[str, PixelRows] = {
     "images": images,
     "patches": patches,
@@ -159,6 +173,7 @@ PIXEL_ROWS: dict[str, PixelRows] = {
     "tiles": tiles,
     "cross_tiles": cross_tiles,
     "side_by_side": side_by_side,
+    "token_patches": token_patches,
 }
 
 
