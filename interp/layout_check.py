@@ -311,10 +311,17 @@ def _try(
             return f"redrawing region {(x0, y0, x1, y1)} changes no image token", 0
         if (changed & ~grown).any():
             far = np.flatnonzero(changed & ~grown)
-            return (
-                f"region {(x0, y0, x1, y1)} changes tokens {far[:6].tolist()} mapped elsewhere",
-                0,
+            why = f"region {(x0, y0, x1, y1)} changes tokens {far[:6].tolist()} mapped elsewhere"
+            # all of them in the ring one token wide around the region: the map is right but
+            # each token reads past its own cell (overlapping convolutions after the patches)
+            tw, th = (
+                np.nanmedian(boxes[:, 2] - boxes[:, 0]),
+                np.nanmedian(boxes[:, 3] - boxes[:, 1]),
             )
+            ring = _overlap(boxes, (x0 - m - tw, y0 - m - th, x1 + m + tw, y1 + m + th))
+            if ring[far].all():
+                why += " (each within a token of it: the tokens read past their own cells)"
+            return why, 0
         if (shrunk & ~changed).any():
             kept = np.flatnonzero(shrunk & ~changed)
             return f"region {(x0, y0, x1, y1)} leaves tokens {kept[:6].tolist()} mapped inside", 0
@@ -406,7 +413,11 @@ def check_layout(vlm: VLM) -> LayoutCheck:
     except _Unbypassable as err:
         return LayoutCheck("", str(err), tuple(tried))
     best = next((why for _, why in tried if not why.startswith(("does not", "maps"))), "")
-    reason = best or "no candidate layout gives the prompt's image-token count"
+    counts = [f"{name} {why.split()[1]}" for name, why in tried if why.startswith("maps ")]
+    reason = best or (
+        f"no candidate layout gives the prompt's image-token count ({len(ref)}; "
+        + (f"{', '.join(counts)}; the others do not apply)" if counts else "none applies)")
+    )
     return LayoutCheck("", reason, tuple(tried), len(ref))
 
 
