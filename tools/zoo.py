@@ -74,6 +74,9 @@ UNMAPPED = {
     "deepseek_ocr2": "its image tokens are the 144 (or 256) learned queries its Qwen2-style "
     "encoder appends to the SAM features (DeepseekOcr2VisionModel), then a view separator: "
     "no grid to map, and with that encoder bypassed by the check no token reads the image",
+    "molmo2": "get_image_features needs image_token_pooling (the patch indices each token "
+    "pools, over a global view and overlapping crops) and image_grids, which only Molmo2's own "
+    "image processor makes (it needs torchvision); no hand-cut stand-in is written",
     "unlimited_ocr": "its global view is SAM's grid brought down 4 x per side by two 3 x 3 "
     "stride-2 convolutions, through a CLIP encoder, each row closed by image_newline and the "
     "view by view_separator (UnlimitedOcrModel.get_image_features): no candidate frames a grid "
@@ -260,7 +263,8 @@ def layout_cell(model_type: str, adapter: Any) -> str:
             else:
                 model, processor, name = tiny_inferred(model_type)
     except ParityError as err:
-        return f"refused (not checked: its tiny model does not build: {_short(err)})"
+        note = f"; {UNMAPPED[model_type]}" if model_type in UNMAPPED else ""
+        return f"refused (not checked: its tiny model does not build: {_short(err)}{note})"
     with _quiet():
         checked = load(model, processor).adapter
     if checked.layout_verified and checked.no_layout:
