@@ -162,11 +162,11 @@ def _radio_patches(vision: dict[str, Any]) -> Any:
     return _hand_cut(["pixel_values", "image_grid_hw"], cut)
 
 
-def _minicpm(mode: str) -> Callable[[dict[str, Any]], Any]:
+def _minicpm(mode: str, resolution: int = GRID_SIZE) -> Callable[[dict[str, Any]], Any]:
     """MiniCPM-V 4.6's PIL image processor (4.7 and MiniCPM-OCR take the same inputs; theirs need
     torchvision) without slicing, at the tiny tower's patch and the type's downsampling ``mode``,
-    each image one view of about :data:`GRID_SIZE` squared pixels (at :data:`IMAGE_SIZE` the
-    16x merge leaves one token): ``pixel_values`` of the whole batch side by side
+    each image one view of about ``resolution`` squared pixels (at :data:`IMAGE_SIZE` the 16x
+    merge leaves one token): ``pixel_values`` of the whole batch side by side
     ``[1, 3, p, patches * p]`` and ``target_sizes`` (patch rows and columns per view)."""
 
     def build(vision: dict[str, Any]) -> Any:
@@ -174,7 +174,7 @@ def _minicpm(mode: str) -> Callable[[dict[str, Any]], Any]:
 
         return MiniCPMV4_6ImageProcessorPil(
             patch_size=int(vision["patch_size"]),
-            scale_resolution=GRID_SIZE,
+            scale_resolution=resolution,
             slice_mode=False,
             max_slice_nums=1,
             downsample_mode=mode,
@@ -395,7 +395,7 @@ IMAGE_PROCESSORS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "inkling2_loop": _padded_blocks,
     "minicpmv4_6": _minicpm("16x"),
     "minicpmv4_7": _minicpm("16x"),
-    "minicpm_ocr": _minicpm("4x"),
+    "minicpm_ocr": _minicpm("4x", GRID_SIZE // 2),  # 2 x 2 merges: half the size suffices
     "video_llama_3": _video_llama_3,
     "paddleocr_vl": _paddleocr_vl,
     "got_ocr2": _square_grid(""),
