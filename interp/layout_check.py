@@ -8,7 +8,8 @@ entry inferred from the config, a written entry without a checked layout) gets i
 checked here, on the model and processor in hand, when it is loaded with its weights:
 
 1. **Local tokens.** The vision tower's blocks (each ``ModuleList`` outside the text decoder whose
-   blocks attend or mix, and return a tensor of their input's shape) are bypassed: their output
+   blocks attend or mix — a mixer, a short convolution over the patch grid — and return a tensor
+   of their input's shape) are bypassed: their output
    is replaced by their input. What is left from the pixels to the image tokens is the patch
    embedding and the model's own merge (norms, projector, pixel shuffle, pooling, patch merger,
    and a connector's resampler: the blocks inside a feature site after the tower are kept), so
@@ -27,8 +28,9 @@ checked here, on the model and processor in hand, when it is loaded with its wei
 
 Candidates, in order: the entry's own ``token_layout``, then the layouts of
 :mod:`interp.region_layouts` (LLaVA's single grid, Qwen-VL's, one grid on the canvas the
-processor makes, Gemma 3's, Gemma 4's, any-resolution tiles, InternVL's, Idefics3's); one that
-raises or gives another token count than the prompt's is skipped. The first that passes is the
+processor makes, Gemma 3's, Gemma 4's, any-resolution tiles, InternVL's, Idefics3's, then a
+grid merged by strided convolutions, HunYuan-VL's framed grid, Inkling 2's padded blocks,
+MiniCPM-V's, Fuyu's); one that raises or gives another token count than the prompt's is skipped. The first that passes is the
 model's layout (``vlm.adapter.token_layout``, ``layout_verified``). When none passes and every
 one of at least :data:`MIN_PLACELESS` image tokens changes whichever corner (a sixteenth of the
 image) is redrawn (a resampler, a projector with learned queries), the tokens have no place in the image: the entry
@@ -71,6 +73,11 @@ CANDIDATES: tuple[rl.LayoutFn, ...] = (
     rl.anyres_layout,
     rl.internvl_layout,
     rl.idefics3_layout,
+    rl.conv_downsampled_layout,
+    rl.hunyuan_vl_layout,
+    rl.padded_blocks_layout,
+    rl.minicpmv_layout,
+    rl.fuyu_layout,
 )
 Box = tuple[int, int, int, int]
 
@@ -142,7 +149,8 @@ def _overlap(boxes: np.ndarray, box: tuple[float, float, float, float]) -> np.nd
 
 def vision_blocks(vlm: VLM) -> list[torch.nn.Module]:
     """The blocks of every ``ModuleList`` of the model outside the text decoder and the audio
-    tower whose blocks hold an attention or a mixer (the vision tower's layers, a resampler's)."""
+    tower whose blocks hold an attention, a mixer or a short convolution over the patch grid (the
+    vision tower's layers, a resampler's)."""
     decoder = vlm.adapter.decoder(vlm.hf)
     inside = {id(m) for m in decoder.modules()}
     site = vlm.adapter.image_features
@@ -169,6 +177,8 @@ def vision_blocks(vlm: VLM) -> list[torch.nn.Module]:
                 for sub, _ in b.named_modules()
                 for key in ("attn", "attention", "mixer")
             )
+            # a gated convolution over the patch grid mixes too (LFM3-VL's conv layers)
+            or any("shortconv" in type(m).__name__.lower() for m in b.modules())
         ]
         if mixing and len(mixing) == len(module):
             out.extend(module)
@@ -301,10 +311,17 @@ def _try(
             return f"redrawing region {(x0, y0, x1, y1)} changes no image token", 0
         if (changed & ~grown).any():
             far = np.flatnonzero(changed & ~grown)
-            return (
-                f"region {(x0, y0, x1, y1)} changes tokens {far[:6].tolist()} mapped elsewhere",
-                0,
+            why = f"region {(x0, y0, x1, y1)} changes tokens {far[:6].tolist()} mapped elsewhere"
+            # all of them in the ring one token wide around the region: the map is right but
+            # each token reads past its own cell (overlapping convolutions after the patches)
+            tw, th = (
+                np.nanmedian(boxes[:, 2] - boxes[:, 0]),
+                np.nanmedian(boxes[:, 3] - boxes[:, 1]),
             )
+            ring = _overlap(boxes, (x0 - m - tw, y0 - m - th, x1 + m + tw, y1 + m + th))
+            if ring[far].all():
+                why += " (each within a token of it: the tokens read past their own cells)"
+            return why, 0
         if (shrunk & ~changed).any():
             kept = np.flatnonzero(shrunk & ~changed)
             return f"region {(x0, y0, x1, y1)} leaves tokens {kept[:6].tolist()} mapped inside", 0
@@ -396,7 +413,11 @@ def check_layout(vlm: VLM) -> LayoutCheck:
     except _Unbypassable as err:
         return LayoutCheck("", str(err), tuple(tried))
     best = next((why for _, why in tried if not why.startswith(("does not", "maps"))), "")
-    reason = best or "no candidate layout gives the prompt's image-token count"
+    counts = [f"{name} {why.split()[1]}" for name, why in tried if why.startswith("maps ")]
+    reason = best or (
+        f"no candidate layout gives the prompt's image-token count ({len(ref)}; "
+        + (f"{', '.join(counts)}; the others do not apply)" if counts else "none applies)")
+    )
     return LayoutCheck("", reason, tuple(tried), len(ref))
 
 

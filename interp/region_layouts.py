@@ -181,6 +181,7 @@ MERGE_ATTRS = (
     "spatial_merge_size",
     "merge_size",
     "merge_kernel_size",
+    "hidden_stride",  # Ovis2's visual tokenizer: hidden_stride x hidden_stride patches a token
 )
 
 
@@ -293,6 +294,112 @@ def gemma4_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageL
         rh, rw = get_aspect_ratio_preserving_size(h, w, patch, budget, k)
     unit = patch * k
     return View.resized(image, (rw, rh)).grid(image, rh // unit, rw // unit, (unit, unit))
+
+
+# types whose tokens come from the patch grid through two stride-2 3 x 3 convolutions (kernel 3,
+# padding 1: each halves a side, rounding up): GotOcr2MultiModalProjector's conv_upsampler1/2
+# (GOT-OCR 2.0, PP-Chart2Table, which reuses it), Step3p7VisionModel's downsampler1/2
+CONV_DOWNSAMPLED = {"got_ocr2": 4, "pp_chart2table": 4, "step3p7": 4}
+
+
+def conv_downsampled_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """GOT-OCR 2.0 / PP-Chart2Table / Step 3.7's global view: the image resized (and cropped) as
+    the image processor does (:func:`resize_crop`: GOT's square resize), a grid of patches
+    (``vision_config.patch_size``) brought down ``k`` times per side by strided convolutions
+    (:data:`CONV_DOWNSAMPLED`; each stride-2 convolution of a side ``n`` gives ``ceil(n / 2)``),
+    one token per ``k × k`` block of patches, row-major (the convolutions' output flattened as
+    ``flatten(2).permute(0, 2, 1)``). Step 3.7's local crops (an image past its processor's crop
+    size) are not mapped: such an image's token count differs and the layout is skipped."""
+    k = CONV_DOWNSAMPLED.get(str(getattr(config, "model_type", "")))
+    if k is None:
+        raise ValueError("not a type with a strided-convolution merge")
+    view, canvas = resize_crop(processor, image)
+    patch = _side(_vision(config).patch_size)
+    cols, rows = canvas[0] // patch, canvas[1] // patch
+    for _ in range(int(math.log2(k))):
+        cols, rows = -(-cols // 2), -(-rows // 2)
+    return view.grid(image, rows, cols, (patch * k, patch * k))
+
+
+def hunyuan_vl_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """HunYuan-VL: :func:`grid_layout`'s merged grid (the image smart-resized to a multiple of
+    patch × merge, one token per ``merge × merge`` block by ``HunYuanVLVisionPatchMerger``'s
+    strided convolution), framed as its merger frames it: ``image_begin``, each row of tokens
+    followed by ``image_newline``, ``image_end`` — ``rows · (cols + 1) + 2`` tokens (the split
+    sizes of ``HunYuanVLModel.get_image_features``). The begin and end tokens are learned
+    vectors at image-token placeholders, non-spatial: labelled ``"cls"`` (``"separator"`` is for
+    text tokens inside an image's span)."""
+    if getattr(config, "model_type", "") != "hunyuan_vl":
+        raise ValueError("not HunYuan-VL's framed grid")
+    grid = grid_layout(processor, config, image)
+    left = grid.boxes[:, 0]
+    rows = int(np.sum(left == np.nanmin(left)))  # tokens at the left edge: one per row
+    cols = len(grid) // rows
+    parts = [non_spatial("cls")]
+    for r in range(rows):
+        row = slice(r * cols, (r + 1) * cols)
+        parts += [ImageLayout(grid.boxes[row], grid.views[row]), non_spatial("newline")]
+    return ImageLayout.concat([*parts, non_spatial("cls")])
+
+
+# types whose image processor cuts the unresized image, padded, into blocks of its ``size``
+PADDED_BLOCKS = ("inkling2", "inkling2_loop")
+
+
+def padded_blocks_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """Inkling 2: the image is not resized; ``Inkling2ImageProcessor._preprocess`` pads it right
+    and below to whole blocks of its ``size`` (h × w pixels) and cuts ``ceil(H / h) ×
+    ceil(W / w)`` blocks, row-major, one image token each (the tower merges each block's
+    patches); a token's box is its block clipped to the image."""
+    if getattr(config, "model_type", "") not in PADDED_BLOCKS:
+        raise ValueError("not a type that cuts the unresized image into blocks")
+    size = _opt(processor, "size")
+    bw, bh = int(_get(size, "width")), int(_get(size, "height"))
+    w, h = image
+    return View(1.0, 1.0).grid(image, -(-h // bh), -(-w // bw), (bw, bh))
+
+
+def minicpmv_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """MiniCPM-V 4.6 / 4.7 / MiniCPM-OCR, one view (no slices): the image resized as the image
+    processor really does (run on a blank image; its ``target_sizes``: rows and columns of
+    patches), one token per ``k × k`` patches, row-major — ``k`` 4 in ``"16x"`` mode (the ViT's
+    window merger then ``MiniCPMV4_6Merger``, 2 × 2 each), 2 in ``"4x"`` mode (the merger
+    alone), as ``find_best_resize``'s ``merge_factor``. An image cut into slices (several target
+    sizes) is not mapped."""
+    from PIL import Image
+
+    out = _image_processor(processor)(images=[Image.new("RGB", image)], return_tensors="pt")
+    if "target_sizes" not in out:
+        raise ValueError("no target_sizes: not MiniCPM-V's processor")
+    sizes = np.asarray(out["target_sizes"]).reshape(-1, 2)
+    if len(sizes) != 1:
+        raise ValueError(f"not one view: {len(sizes)} slices")
+    rows, cols = (int(v) for v in sizes[0])
+    patch = _side(_opt(processor, "patch_size") or _vision(config).patch_size)
+    mode = _opt(processor, "downsample_mode") or getattr(config, "downsample_mode", "16x")
+    k = 2 if mode == "4x" else 4
+    view = View.resized(image, (cols * patch, rows * patch))
+    return view.grid(image, rows // k, cols // k, (patch * k, patch * k))
+
+
+def fuyu_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
+    """Fuyu: the image shrunk (never enlarged) to fit the processor's ``size``, keeping its aspect
+    ratio (``FuyuImageProcessor.resize``: ``int(side · min(h_t / h, w_t / w))``), padded below and
+    right; ``preprocess_with_tokenizer_info`` keeps the unpadded part rounded up to whole patches
+    and writes one image token per patch, row-major (each row's newline token is text, not an
+    image token). A patch reaching into the padding is clipped to the image."""
+    if getattr(config, "model_type", "") != "fuyu":
+        raise ValueError("not Fuyu's patch grid")
+    size, patch = _opt(processor, "size"), _opt(processor, "patch_size")
+    th, tw = int(_get(size, "height")), int(_get(size, "width"))
+    ph, pw = int(_get(patch, "height")), int(_get(patch, "width"))
+    w, h = image
+    nw, nh = w, h
+    if _opt(processor, "do_resize", True) and (w > tw or h > th):
+        scale = min(th / h, tw / w)
+        nh, nw = int(h * scale), int(w * scale)
+    view = View.resized(image, (nw, nh))
+    return view.grid(image, -(-nh // ph), -(-nw // pw), (pw, ph))
 
 
 # -- tiled families -------------------------------------------------------------------------------
@@ -447,13 +554,18 @@ __all__ = [
     "LayoutFn",
     "View",
     "anyres_layout",
+    "conv_downsampled_layout",
+    "fuyu_layout",
     "gemma3_layout",
     "gemma4_layout",
     "grid_layout",
+    "hunyuan_vl_layout",
     "idefics3_layout",
     "internvl_layout",
     "llava_layout",
+    "minicpmv_layout",
     "non_spatial",
+    "padded_blocks_layout",
     "qwen_layout",
     "resize_crop",
 ]

@@ -217,7 +217,10 @@ class Adapter:
             image's count (Qwen-VL); ``"rows"`` — dim 0 is the batch row, dim 1 its images, padding
             images all zero (Idefics3/SmolVLM); ``"tiles"`` — dim 0 enumerates tiles, a row has
             ``image tokens / processor.image_seq_length`` of them (InternVL); ``"cross_tiles"`` —
-            ``[batch, images, tiles, ...]`` with ``aspect_ratio_mask`` marking real tiles (Mllama).
+            ``[batch, images, tiles, ...]`` with ``aspect_ratio_mask`` marking real tiles (Mllama);
+            ``"side_by_side"`` — ``[1, 3, p, patches · p]``, every view's patches side by side,
+            ``target_sizes`` giving each view's (MiniCPM-V 4.6); ``"token_patches"`` — dim 0
+            enumerates flattened patches, one per image token of each row (Fuyu).
         pixel_input: the processor output holding the image pixels those conditions edit; ""
             (the default) finds it: the one floating tensor named ``*pixel_values*`` that is not
             a video's (``pixel_values``; Video-LLaVA's ``pixel_values_images``), see

@@ -305,12 +305,15 @@ for _adapter in (
         image_features="model.vision_embed_tokens",
         mixed_batches=False,
         forward_inputs=_mask_positions,
+        pixel_input="image_patches",  # the patches, flattened: no pixel_values
+        pixel_layout="token_patches",
         notes="no vision tower: each image patch, flattened, goes through one linear projection "
         "(vision_embed_tokens), whose output is placed at the |SPEAKER| tokens; the processor "
         "writes them as a row-major grid, each row closed by a |NEWLINE| token (a vocabulary "
         "embedding), and pads on the left, so single forwards get mask-derived position_ids, as "
         "generate derives them; its processor pairs the texts with a flat image list, so rows with "
-        "and without an image run apart; the grid's place in the image is not verified",
+        "and without an image run apart; the grid's place in the image is checked at load "
+        "(fuyu_layout)",
     ),
     Adapter(
         name="ovis2",

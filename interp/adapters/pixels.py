@@ -19,7 +19,9 @@ from typing import Any, Literal
 import torch
 from einops import reduce
 
-PixelLayout = Literal["images", "patches", "rows", "tiles", "cross_tiles"]
+PixelLayout = Literal[
+    "images", "patches", "rows", "tiles", "cross_tiles", "side_by_side", "token_patches"
+]
 PixelRows = Callable[
     [dict[str, Any], Sequence[int], torch.Tensor, Any, "torch.Tensor | None"], list[Any]
 ]
@@ -123,12 +125,55 @@ def _image_tiles(
     return out
 
 
+def side_by_side(
+    inputs: dict[str, Any],
+    images_per_row: Sequence[int],
+    image_mask: torch.Tensor,
+    processor: Any,
+    video_mask: torch.Tensor | None = None,
+) -> list[Any]:
+    """``[1, 3, p, patches · p]``: every view's patches side by side, one patch (``p`` pixels)
+    wide each, ``target_sizes`` giving each view's patch rows and columns and
+    ``num_patches_per_image`` each image's views (one each where absent) (MiniCPM-V 4.6)."""
+    pixels = inputs["pixel_values"]
+    p = int(pixels.shape[-2])
+    per_view = inputs["target_sizes"].reshape(-1, 2).prod(-1).tolist()
+    n_images = sum(images_per_row)
+    views = inputs.get("num_patches_per_image")
+    views = [1] * n_images if views is None else [int(v) for v in torch.as_tensor(views).flatten()]
+    widths, k = [], 0
+    for n in views:
+        widths.append(int(sum(per_view[k : k + n])) * p)
+        k += n
+    out: list[Any] = []
+    start, image = 0, 0
+    for n in images_per_row:
+        width = int(sum(widths[image : image + n]))
+        out.append((0, slice(None), slice(None), slice(start, start + width)) if n else None)
+        start, image = start + width, image + n
+    return out
+
+
+def token_patches(
+    inputs: dict[str, Any],
+    images_per_row: Sequence[int],
+    image_mask: torch.Tensor,
+    processor: Any,
+    video_mask: torch.Tensor | None = None,
+) -> list[Any]:
+    """Dim 0 enumerates flattened patches of every row, one per image token of the row (Fuyu's
+    ``image_patches``: no tower, each patch projected to one token)."""
+    return _slices([int(c) for c in image_mask.sum(1).tolist()])
+
+
 PIXEL_ROWS: dict[str, PixelRows] = {
     "images": images,
     "patches": patches,
     "rows": rows,
     "tiles": tiles,
     "cross_tiles": cross_tiles,
+    "side_by_side": side_by_side,
+    "token_patches": token_patches,
 }
 
 

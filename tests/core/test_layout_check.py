@@ -15,6 +15,7 @@ import torch
 import interp
 import interp.layout_check as lc
 from interp import region_layouts as rl
+from interp.adapters.pixels import PIXEL_ROWS
 from interp.testing.builders.inferred import tiny_inferred
 from interp.testing.samples import make_samples
 from interp.testing.tiny import build_tiny
@@ -95,14 +96,19 @@ def test_no_candidate_is_refused_with_the_reason(monkeypatch) -> None:
     assert not calls  # refused before any forward
 
 
-def test_a_wrong_pixel_layout_is_replaced_or_refused() -> None:
+def test_a_wrong_pixel_layout_is_replaced_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """Video-LLaMA 3's processor flattens its images' patches into one tensor: the ``images``
     pixel layout its inferred entry assumes would distort the wrong rows, and ``patches`` is
-    found instead; for Inkling's no pixel layout passes, and the layout is refused."""
+    found instead; Inkling's flattens one patch per image token over the batch, found as
+    ``token_patches``; without that layout no pixel layout passes, and the layout is refused."""
     model, processor, _ = tiny_inferred("video_llama_3")
     assert interp.adapter_for(model).pixel_layout == "images"
     vlm = interp.load(model, processor)
     assert vlm.adapter.layout_verified and vlm.adapter.pixel_layout == "patches"
+    model, processor, _ = tiny_inferred("inkling_mm_model")
+    vlm = interp.load(model, processor)
+    assert vlm.adapter.layout_verified and vlm.adapter.pixel_layout == "token_patches"
+    monkeypatch.delitem(PIXEL_ROWS, "token_patches")
     model, processor, _ = tiny_inferred("inkling_mm_model")
     vlm = interp.load(model, processor)
     assert not vlm.adapter.layout_verified

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .zoo_images import ARIA_PATCH, ARIA_SIZE, HIGH_RES_SIZE, IMAGE_SIZE
+from .zoo_images import ARIA_PATCH, ARIA_SIZE, GRID_SIZE, HIGH_RES_SIZE, IMAGE_SIZE
 
 
 def set_unset_ids(config: Any) -> list[str]:
@@ -102,10 +102,18 @@ def _pooled_tokens(d: dict[str, Any]) -> None:
     d["mm_tokens_per_image"] = 4
 
 
+def _grid_tower(d: dict[str, Any]) -> None:
+    """A tower merging 4 x 4 patches (Granite Docling's pixel shuffle, GOT-OCR 2.0's convolutions)
+    at the :data:`GRID_SIZE` images its processor makes (position tables sized to them)."""
+    d["vision_config"]["image_size"] = GRID_SIZE
+
+
 def _sliding_window(d: dict[str, Any]) -> None:
     """Step3p7 builds a sliding-window mask on every forward, but its default config leaves
-    ``sliding_window`` unset (a checkpoint sets it): a window shorter than the checks' prompts."""
+    ``sliding_window`` unset (a checkpoint sets it): a window shorter than the checks' prompts;
+    its tower at the :data:`GRID_SIZE` images its processor makes."""
     d["text_config"]["sliding_window"] = 16
+    _grid_tower(d)
 
 
 def _audio_window(d: dict[str, Any]) -> None:
@@ -200,6 +208,9 @@ CONFIG_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
     "aria": _aria_queries,
     "shieldgemma2": _pooled_tokens,
     "step3p7": _sliding_window,
+    "granite_docling": _grid_tower,
+    "got_ocr2": _grid_tower,
+    "pp_chart2table": _grid_tower,
     "voxtral": _audio_window,
 }
 
