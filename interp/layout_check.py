@@ -27,11 +27,11 @@ checked here, on the model and processor in hand, when it is loaded with its wei
    first that passes replaces it (a processor that flattens patches: ``"patches"``).
 
 Candidates, in order: the entry's own ``token_layout``, then the layouts of
-:mod:`interp.region_layouts` (LLaVA's single grid, Qwen-VL's, one grid on the canvas the
-processor makes, Gemma 3's, Gemma 4's, any-resolution tiles, InternVL's, Idefics3's, then a
-grid merged by strided convolutions, HunYuan-VL's framed grid, Inkling 2's padded blocks,
-MiniCPM-V's, Fuyu's); one that raises or gives another token count than the prompt's is skipped. The first that passes is the
-model's layout (``vlm.adapter.token_layout``, ``layout_verified``). When none passes and every
+:mod:`interp.region_layouts` (LLaVA's single grid, Qwen-VL's, one grid on the canvas the processor
+makes, Gemma 3's, Gemma 4's, any-resolution tiles, InternVL's, Idefics3's, then a grid merged by
+strided convolutions, HunYuan-VL's framed grid, Inkling 2's padded blocks, MiniCPM-V's, Fuyu's);
+one that raises or gives another token count than the prompt's is skipped. The first that passes is
+the model's layout (``vlm.adapter.token_layout``, ``layout_verified``). When none passes and every
 one of at least :data:`MIN_PLACELESS` image tokens changes whichever corner (a sixteenth of the
 image) is redrawn (a resampler, a projector with learned queries), the tokens have no place in the image: the entry
 gets ``no_layout`` (token regions raise :class:`~interp.errors.NoSpatialLayoutError`) and, its

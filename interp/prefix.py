@@ -222,18 +222,23 @@ def units(
     return out
 
 
-def common_length(units: Sequence[Unit]) -> int:
-    """The prefix length ``P`` a group of rows with equal media shares: their common token
-    prefix, cut before the first logit any of them reads (the row's read must run in its suffix);
-    0 when that leaves a media placeholder out of it (nothing is shared)."""
-    first = units[0].ids
-    p = min(int(u.ids.shape[0]) for u in units)
-    for u in units[1:]:
-        differ = (u.ids[:p] != first[:p]).nonzero()
+def shared_length(ids: Sequence[Tensor], cap: int, media_end: int) -> int:
+    """The prefix length ``P`` rows with equal media share: the length of their common token
+    prefix (``ids``: each row's tokens from its first), at most ``cap``; 0 when that leaves a
+    media placeholder (``media_end``: one past the last of any row) out of it, or is 0."""
+    p = min(cap, *(int(t.shape[0]) for t in ids))
+    for t in ids[1:]:
+        differ = (t[:p] != ids[0][:p]).nonzero()
         if len(differ):
             p = int(differ[0])
-    p = min(p, *(int(u.where.min()) for u in units))
-    return p if p >= max(u.media_end for u in units) and p > 0 else 0
+    return p if p >= media_end and p > 0 else 0
+
+
+def common_length(units: Sequence[Unit]) -> int:
+    """The prefix length ``P`` a group of rows with equal media shares (:func:`shared_length`),
+    cut before the first logit any of them reads (the row's read must run in its suffix)."""
+    cap = min(int(u.where.min()) for u in units)
+    return shared_length([u.ids for u in units], cap, max(u.media_end for u in units))
 
 
 def plan(units: Sequence[Unit]) -> tuple[list[tuple[list[int], int]], list[int]]:
@@ -418,6 +423,7 @@ __all__ = [
     "remote_logprobs",
     "representative",
     "run_prefix",
+    "shared_length",
     "suffix_logprobs",
     "units",
     "worth_trying",

@@ -13,10 +13,11 @@ system text, the image's tokens, then the question. :func:`batches` prepares the
    model's own ``generate`` for one token, keeping the cache (keys and values of every layer),
    and selects each row's group from it (``batch_select_indices``);
 3. :func:`interp.generate` generates every row from that cache in one nnsight generate trace
-   (:func:`interp.generation.generate_batch`, unchanged): the input is each row's group prefix (left-padded as in step 2)
-   then its own suffix, left-padded where it begins, so the pads sit in the middle; the attention
-   mask is 0 on both pads, and HF's position ids (``cumsum(mask) - 1``) give the suffix ``P + k``,
-   as the row's full prompt would have. HF slices the tokens past the cache, so only suffixes run.
+   (:func:`interp.generation.generate_batch`, unchanged): the input is each row's group prefix
+   (left-padded as in step 2) then its own suffix, left-padded where it begins, so the pads sit in
+   the middle; the attention mask is 0 on both pads, and HF's position ids (``cumsum(mask) - 1``)
+   give the suffix ``P + k``, as the row's full prompt would have. HF slices the tokens past the
+   cache, so only suffixes run.
 
 M-RoPE families (Qwen-VL, the Qwen omni thinkers) continue a cache at those positions plus the
 model's rope delta (``rope_deltas``), which the prefixes' ``generate`` sets per group: each row
@@ -92,21 +93,18 @@ def _lengths(enc: Encoding) -> tuple[list[int], list[int]]:
     return starts, ends
 
 
-def _prefix_lengths(enc: Encoding, groups: list[list[int]]) -> list[int]:
-    """Each group's prefix length: its rows' common tokens, at most every row's length - 1 (the
-    last prompt token runs with the suffix and gives the first logit), at least the media (else
-    0: the group cannot share)."""
+def _prefix_lengths(
+    enc: Encoding, groups: list[list[int]], starts: list[int], ends: list[int]
+) -> list[int]:
+    """Each group's prefix length (:func:`interp.prefix.shared_length`): at most every row's
+    length - 1 (the last prompt token runs with the suffix and gives the first logit), 0 where
+    the group cannot share; ``starts`` and ``ends`` as :func:`_lengths` gives them."""
     ids = enc.input_ids
-    starts, ends = _lengths(enc)
     out = []
     for members in groups:
         rows = [ids[r, starts[r] :] for r in members]
-        p = min(len(t) for t in rows) - 1
-        for t in rows[1:]:
-            differ = (t[:p] != rows[0][:p]).nonzero()
-            if len(differ):
-                p = int(differ[0])
-        out.append(p if p >= max(ends[r] for r in members) and p > 0 else 0)
+        cap = min(len(t) for t in rows) - 1
+        out.append(prefix.shared_length(rows, cap, max(ends[r] for r in members)))
     return out
 
 
@@ -176,10 +174,10 @@ def _batch(
     group_of = [first.setdefault(k, len(first)) for k in keys]  # type: ignore[arg-type]
     groups = [[r for r, g in enumerate(group_of) if g == k] for k in range(len(first))]
     enc = assemble(as_codec(vlm), rows)
-    lengths = _prefix_lengths(enc, groups)
+    starts, ends = _lengths(enc)
+    lengths = _prefix_lengths(enc, groups, starts, ends)
     if 0 in lengths or all(len(m) == 1 for m in groups):
         return None
-    starts, _ = _lengths(enc)
     total = enc.input_ids.shape[1]
     tails = [(r, starts[r] + lengths[group_of[r]], total) for r in range(len(rows))]
     width = max(b - a for _, a, b in tails)
