@@ -24,10 +24,10 @@ Where it applies (:func:`why_not`): the family's decoder does nothing between it
 pass each output on (the adapter's ``layer_resume``, set on the verified entries: not Qwen3-VL's or
 Qwen3-Omni's DeepStack, which adds image features after early layers outside the layer modules,
 nor Gemma 4's per-layer inputs and shared keys and values, nor Mllama's cross-attention layers that
-a text-only batch skips); a local run (a remote run falls back to the full forwards: its blocks
-are plain requests, and kept states would cross the wire both ways); and ``RunOptions.resume_layers``
-on. A stored or sharded sweep resumes too: each chunk of samples keeps its clean and every window's
-totals together as one resumable run (:func:`interp.scoring.score_windows`), in a store of its own
+a text-only batch skips); and ``RunOptions.resume_layers`` on. A remote run resumes on the
+server: each batch's sweep is one nnsight session whose clean trace keeps the states in the
+server's memory (:func:`interp.windows.remote_totals`); the states never cross the wire. A stored or sharded sweep resumes too: each chunk of samples keeps its clean and every window's
+totals together as one resumable run (:func:`interp.windows.score_windows`), in a store of its own
 beside the full path's per-window stores.
 """
 
@@ -86,8 +86,6 @@ def why_not(vlm: VLM, opts: RunOptions) -> str | None:
         return "resume_layers=False"
     if not vlm.adapter.layer_resume:
         return f"{vlm.adapter.name}: its decoder is not verified for layer resume (layer_resume)"
-    if opts.is_remote or getattr(vlm, "remote", False):
-        return "a remote run"
     return None
 
 

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 import torch
 from jaxtyping import Bool, Float
@@ -17,7 +16,7 @@ from torch import Tensor
 from . import prefix
 from .conditions import Condition
 from .edits import Batch, Intervention, check_edits, edit_hook, local_only
-from .encoding import append_targets, batches, target_ids
+from .encoding import Encoding, append_targets, batches, target_ids
 from .encoding.assemble import assemble, check_pixel_conditions
 from .encoding.batch import batch_rows
 from .encoding.codec import as_codec
@@ -101,6 +100,34 @@ def trace_target_logprobs(
     return scored_forward(vlm, batch, targets, edits, **trace_kwargs)[0]
 
 
+def teacher_forced(
+    vlm: VLM, batch: Batch, targets: Sequence[Sequence[int]]
+) -> tuple[Encoding, Tensor, Tensor, Tensor, Tensor]:
+    """The plain data of a teacher-forced read of ``targets`` on ``batch``: ``(traced, rows,
+    where, tgt, valid)`` — the traced encoding (prompt + targets, or the prompt alone without the
+    prefix), and the indices :func:`interp.wire.target_logprobs` reads with: the logit at
+    ``(rows, where[r, t])`` scores token ``tgt[r, t]`` where ``valid[r, t]``. Sets
+    ``batch.traced`` and ``batch.answer_mask`` (the target positions) for the edits to lower."""
+    enc = batch.encoding
+    width = max(len(t) for t in targets)
+    tgt = torch.zeros(len(enc), width, dtype=torch.long, device=enc.input_ids.device)
+    valid = torch.zeros(len(enc), width, dtype=torch.bool, device=enc.input_ids.device)
+    for row, ids in enumerate(targets):
+        tgt[row, : len(ids)] = torch.tensor(ids, device=tgt.device)
+        valid[row, : len(ids)] = True
+    rows = torch.arange(len(enc), device=tgt.device)[:, None]
+    if batch.condition.prefix == "removed":
+        traced, where = enc, enc.last_index[:, None].expand(-1, width)
+        answer = torch.zeros_like(enc.image_mask)
+    else:
+        traced, positions, valid = append_targets(vlm, enc, targets)
+        where = positions - 1  # the logit at position p predicts the token at p + 1
+        answer = torch.zeros_like(traced.image_mask)
+        answer[rows.expand_as(positions)[valid], positions[valid]] = True
+    batch.traced, batch.answer_mask = traced, answer
+    return traced, rows, where, tgt, valid
+
+
 def scored_forward(
     vlm: VLM,
     batch: Batch,
@@ -123,23 +150,7 @@ def scored_forward(
     do not run and output the kept ``resume.states[resume.start - 1]``, and the outputs of the
     layers in ``resume.keep`` are kept into ``resume.states``.
     """
-    enc = batch.encoding
-    width = max(len(t) for t in targets)
-    tgt = torch.zeros(len(enc), width, dtype=torch.long, device=enc.input_ids.device)
-    valid = torch.zeros(len(enc), width, dtype=torch.bool, device=enc.input_ids.device)
-    for row, ids in enumerate(targets):
-        tgt[row, : len(ids)] = torch.tensor(ids, device=tgt.device)
-        valid[row, : len(ids)] = True
-    rows = torch.arange(len(enc), device=tgt.device)[:, None]
-    if batch.condition.prefix == "removed":
-        traced, where = enc, enc.last_index[:, None].expand(-1, width)
-        answer = torch.zeros_like(enc.image_mask)
-    else:
-        traced, positions, valid = append_targets(vlm, enc, targets)
-        where = positions - 1  # the logit at position p predicts the token at p + 1
-        answer = torch.zeros_like(traced.image_mask)
-        answer[rows.expand_as(positions)[valid], positions[valid]] = True
-    batch.traced, batch.answer_mask = traced, answer
+    traced, rows, where, tgt, valid = teacher_forced(vlm, batch, targets)
     # plain data only inside the block (it runs here or on NDIF: interp.plain)
     head, (scale, cap) = vlm.lm_head, head_transform(vlm)
     writes, hook = edit_hook(vlm, batch, edits)
@@ -267,65 +278,6 @@ def score(
         logprobs[i, : r["n"]] = tensors["logprobs"][i, : r["n"]]
         mask[i, : r["n"]] = True
     return TokenScores(logprobs, mask, ids, [str(s.id) for s in samples], str(cond))
-
-
-def score_windows(
-    vlm: VLM,
-    samples: Sequence[Sample],
-    targets: Sequence[str | Sequence[int]],
-    passes: Sequence[tuple[int, Sequence[Intervention]]],
-    *,
-    labels: Mapping[str, Any] | None = None,
-    run: RunOptions,
-) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Teacher-forced totals ``Σ_t log p(a_t | a_<t, x)`` of each sample's target, clean and under
-    each pass ``(a, edits)`` whose edits touch only decoder layers ``a..L`` (1-based), with layer
-    resume (:mod:`interp.resume`): per batch the clean forward keeps the output of decoder layer
-    ``a - 1`` for every pass's ``a`` > 1, and each pass's forward skips layers ``1..a-1``, giving
-    them that output. The values are :func:`score`'s totals (float32 sums, then float64) within
-    float tolerance. A local run (see :func:`interp.resume.why_not`).
-
-    With ``run.store`` the clean and every pass's totals of each chunk of samples are written
-    together as one resumable run (identified by the edits of every pass, each pass's first
-    layer and ``labels``), and ``run.shard`` splits the samples as for any measurement.
-
-    Returns:
-        the clean totals ``[n]`` and one ``[n]`` array per pass, float64, in sample order.
-    """
-    trace = run.trace_options()
-    cond = Condition.parse("full")
-    samples = ensure_samples(samples)
-    ids = target_ids(vlm, targets)
-    keep = tuple(sorted({a - 2 for a, _ in passes if a > 1}))  # 0-based layer a-1 of start a
-    checked = [(a - 1, check_edits(vlm, edits)) for a, edits in passes]
-    settings = {"passes": [[a, len(e)] for a, e in passes], **dict(labels or {})}
-    job = Job(
-        "score_windows",
-        settings,
-        conditions=[cond],
-        edits=[e for _, edits in checked for e in edits],
-        extras=ids,
-        pool=samples,
-    )
-    index = {str(s.id): i for i, s in enumerate(samples)}
-
-    def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
-        # column 0 the clean totals, column 1 + p pass p's
-        totals = torch.zeros(len(chunk), 1 + len(passes), dtype=torch.float64)
-        for idx, enc in batches(vlm, chunk, cond, run.batch_size, all_samples=samples):
-            rows = [chunk[i] for i in idx]
-            tgt = [ids[index[str(s.id)]] for s in rows]
-            clean = Resume(keep=keep)
-            todo = [([], clean)] + [(e, clean.at(a)) for a, e in checked]
-            for col, (edits, resume) in enumerate(todo):  # the clean forward first: it keeps
-                batch = Batch(vlm, enc, rows, cond, "score", samples, trace_options=trace)
-                lp = scored_forward(vlm, batch, tgt, edits, resume=resume, **trace)[0]
-                totals[idx, col] = lp.sum(dim=1).double()
-        return {"totals": totals}, [{} for _ in chunk]
-
-    _, tensors, _ = run_job(vlm, samples, job, compute, run)
-    totals = tensors["totals"].numpy()
-    return totals[:, 0], [totals[:, 1 + p] for p in range(len(passes))]
 
 
 Context = tuple[Sample, "str | Condition"]
@@ -569,7 +521,7 @@ __all__ = [
     "score",
     "score_contexts",
     "score_rows",
-    "score_windows",
     "scored_forward",
+    "teacher_forced",
     "trace_target_logprobs",
 ]

@@ -121,10 +121,11 @@ LAYERS: tuple[Layer, ...] = (
             "interp/generation.py",
             "interp/prefix_generation.py",
             "interp/scoring.py",
+            "interp/windows.py",
             "interp/attention.py",
             "interp/gradients.py",
         ),
-        "the public functions every study calls: `residual_stream`, `generate_states`, `generate`, `score`, `score_contexts`, `attention_weights`, `image_gradients`",
+        "the public functions every study calls: `residual_stream`, `generate_states`, `generate`, `score`, `score_contexts`, `score_windows` (a sweep of windowed edits with layer resume, here or on NDIF), `attention_weights`, `image_gradients`",
     ),
     Layer(
         "interventions",

@@ -113,6 +113,24 @@ def test_a_qwen_vl_family_runs_on_the_loopback_and_equals_local(ndif, qwen, cond
     )
 
 
+def test_a_resumed_flow_sweep_on_a_qwen_vl_family_equals_local_full_forwards(ndif, qwen):
+    """Layer resume on the server with M-RoPE positions (the resumed traces leave out the pixels;
+    the positions still come from the grids): one request for the sweep, Δ as a local run with
+    every forward in full."""
+    from interp.studies.flow import information_flow
+
+    local, remote = qwen
+    samples = [s for s in make_samples() if s.has_image and s.answer][:3]
+    kw = dict(edges=["image>last"], window=1, split=None, batch_size=3, progress_bar=False)
+    before = ndif.requests()
+    got = information_flow(remote, samples, remote=ndif.url, **kw)
+    assert ndif.requests() - before == 1
+    want = information_flow(local, samples, resume_layers=False, **kw)
+    assert_close(got.base, want.base, dtype=torch.float32)
+    assert_close(got.delta["image>last"], want.delta["image>last"], dtype=torch.float32)
+    assert abs(want.delta["image>last"][:, 1:]).max() > 1e-4  # a resumed window acts
+
+
 def test_image_edits_on_a_qwen_vl_family_run_on_the_loopback(ndif, qwen):
     """The swap's source read and the writes at the decoder input, with M-RoPE positions."""
     from interventions import AblateImage, SwapImage

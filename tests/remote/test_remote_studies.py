@@ -34,25 +34,32 @@ def test_occlusion_runs_on_the_loopback_and_equals_local(ndif, demo, hide):
     assert not remote.dispatched
 
 
-def test_information_flow_runs_on_the_loopback_and_equals_local(ndif, demo):
-    """Attention knockout per window and edge: the greedy answers under both conditions, the
-    base scores and one scoring request per (edge, window) and batch, all on the server; Δ equals
-    a local run with eager attention."""
+@pytest.mark.parametrize("resume", [True, False])
+def test_information_flow_runs_on_the_loopback_and_equals_local(ndif, demo, resume):
+    """Attention knockout per window and edge: the greedy answers under both conditions, then
+    with layer resume one request per batch for the whole sweep (a session that keeps the states
+    on the server), without it the base scores and one request per (edge, window) and batch; Δ
+    equals a local run with eager attention and every forward in full."""
     from interp.studies.flow import information_flow
 
     remote = demo[1]
     eager = interp.load("demo", attn_implementation="eager")
-    samples = [s for s in make_samples() if s.has_image and s.answer][:4]
+    samples = [s for s in make_samples() if s.has_image and s.answer][:6]
     kw = dict(edges=["image>last", "question>last"], window=4, stride=4, batch_size=4)
     before = ndif.requests()
-    got = information_flow(remote, samples, remote=ndif.url, progress_bar=False, **kw)
+    got = information_flow(
+        remote, samples, remote=ndif.url, progress_bar=False, resume_layers=resume, **kw
+    )
     n_windows = len(got.windows)
-    assert ndif.requests() - before == 2 + 1 + 2 * n_windows  # generate ×2, base, knockouts
-    want = information_flow(eager, samples, progress_bar=False, **kw)
+    assert n_windows == 3
+    sweep = 2 if resume else 2 * (1 + 2 * n_windows)  # 2 batches: one session each, or per pass
+    assert ndif.requests() - before == 2 * 2 + sweep  # greedy answers ×2 conditions ×2 batches
+    want = information_flow(eager, samples, progress_bar=False, resume_layers=False, **kw)
     assert got.groups.tolist() == want.groups.tolist()
     for edge in want.edges:
         assert_close(got.delta[edge], want.delta[edge], dtype=torch.float32)
     assert abs(want.delta["image>last"]).max() > 1e-3  # the knockouts act
+    assert abs(want.delta["question>last"][:, 1:]).max() > 1e-3  # and the resumed windows too
 
 
 def test_the_decoding_study_runs_on_the_loopback_and_equals_local(ndif, demo):

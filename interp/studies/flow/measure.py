@@ -25,8 +25,8 @@ from interp.errors import EmptyTargetError, InterventionError, PositionError
 from interp.options import RunOptions
 from interp.resume import why_not
 from interp.samples import Sample, ensure_samples
-from interp.scoring import score_windows
 from interp.store import substore
+from interp.windows import score_windows
 from interventions import Knockout
 from probes.split import agreement_split
 
@@ -176,16 +176,18 @@ def information_flow(
             ``store`` folder under which every scoring pass keeps its own resumable store; its
             fields may also be given as keywords (``batch_size=8``, ``store=...``).
 
-    Runs remotely with ``remote=True`` (or on a model loaded for NDIF): the greedy answers, the
-    base scores and every knockout pass are plain requests (one per batch).
+    Runs remotely with ``remote=True`` (or on a model loaded for NDIF): the greedy answers and
+    the sweep are plain requests; with layer resume the sweep is one request per batch (an
+    nnsight session that keeps the states on the server, :mod:`interp.windows`), without it the
+    base scores and every knockout pass are one request per batch each.
 
-    Layer resume (``RunOptions.resume_layers``, on by default; :mod:`interp.resume`): a local run
-    on a family verified for it runs the clean forward of each batch once, keeping the residual
-    stream at every window's first layer, and each knockout forward skips the decoder layers
-    below its window (the embeddings and the vision tower still run). The values are the full
-    forwards' within float tolerance; with a ``store`` every batch's clean and knockout totals
-    are kept together under ``store/windows`` (resumable, shardable); a remote run, or another
-    family, runs every forward in full.
+    Layer resume (``RunOptions.resume_layers``, on by default; :mod:`interp.resume`): a run on a
+    family verified for it, here or remote, runs the clean forward of each batch once, keeping
+    the residual stream at every window's first layer, and each knockout forward skips the
+    decoder layers below its window (and the towers; the embeddings still run). The values are
+    the full forwards' within float tolerance; with a ``store`` every batch's clean and knockout
+    totals are kept together under ``store/windows`` (resumable, shardable); another family runs
+    every forward in full.
 
     Raises:
         InterventionError: flash attention (no 4-D mask), a window larger than the model, an
