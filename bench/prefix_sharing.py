@@ -14,7 +14,10 @@ side by side in one run, on the same inputs:
   in full; its difference column counts the answers that differ;
 - **flow**: ``information_flow`` (windows of ``--window`` layers, the study's default edges, the
   given answers) with layer resume (``resume_layers``, :mod:`interp.resume`) against every
-  knocked-out forward in full.
+  knocked-out forward in full. At real width its model has ``--flow-layers`` decoder layers (8;
+  ``--real-flow-n`` samples): with window 1, resume runs (L + 3L(L+1)/2) / (L + 3L²) of an
+  L-layer model's layer passes (0.79 at L = 2, 0.58 at 8, 0.52 at LLaVA-1.5's 32), so a 2-layer
+  cut could not show what a real model saves.
 
 On the demo model the image is 16 of about 30 prompt tokens: there is little to share, and a
 generated answer's 12 steps cost what they cost either way. At real width the image's 576 tokens
@@ -28,12 +31,13 @@ peak resident memory each path adds in a fresh child process. Ratios are printed
 
     python bench/prefix_sharing.py [--n 32] [--k 20] [--real-n 2] [--real-k 2] [--layers 2]
         [--ablation-n 96] [--real-ablation-n 8] [--max-new-tokens 12] [--real-max-new-tokens 4]
-        [--window 1] [--repeats 5] [--real-repeats 1]
+        [--window 1] [--flow-layers 8] [--real-flow-n 1] [--repeats 5] [--real-repeats 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -81,17 +85,23 @@ def cpu_paired(
     return statistics.median(a), statistics.median(b), statistics.median(ratios), diff
 
 
-def model_of(name: str, args: argparse.Namespace) -> interp.VLM:
+def model_of(name: str, args: argparse.Namespace, layers: int | None = None) -> interp.VLM:
+    """The demo model, or the real-width model with ``layers`` decoder layers (``--layers``)."""
     if name == "demo":
         return interp.load("demo")
     from real_width import build
 
-    return build(args.layers, args.vision_layers, args.image_size, torch.float32)
+    return build(layers or args.layers, args.vision_layers, args.image_size, torch.float32)
 
 
-def workloads(name: str, args: argparse.Namespace) -> dict[str, Callable[[bool], object]]:
-    """The two measurements on model ``name``, each a function of ``share_prefix``."""
-    vlm = model_of(name, args)
+def workloads(
+    name: str, args: argparse.Namespace, studies: list[str]
+) -> dict[str, Callable[[bool], object]]:
+    """The measurements on model ``name``, each a function of ``share_prefix``; the models
+    ``studies`` need are built here (the real-width flow's with ``--flow-layers`` layers)."""
+    deep = name != "demo" and args.flow_layers != args.layers
+    vlm = model_of(name, args) if not deep or set(studies) - {"flow"} else None
+    flow_vlm = model_of(name, args, args.flow_layers) if deep and "flow" in studies else vlm
     n, k = (args.n, args.k) if name == "demo" else (args.real_n, args.real_k)
     samples = demo_world("test", n=n, qtypes=["describe"])
     targets = [s.answer for s in samples]
@@ -142,8 +152,8 @@ def workloads(name: str, args: argparse.Namespace) -> dict[str, Callable[[bool],
 
     def flow(share: bool) -> object:
         result = information_flow(
-            vlm,
-            samples,
+            flow_vlm,
+            samples if name == "demo" else samples[: args.real_flow_n],
             window=args.window,
             split=None,
             batch_size=args.batch_size,
@@ -159,7 +169,7 @@ def _memory_child(spec: str, args: argparse.Namespace) -> None:
     """Peak resident memory over one run above what the loaded model holds (polled every 5 ms:
     the process's own peak also holds the model's construction)."""
     name, study, share = spec.split(":")
-    run = workloads(name, args)[study]
+    run = workloads(name, args, [study])[study]
     before, peak, done = current_rss_mib(), [0.0], threading.Event()
 
     def poll() -> None:
@@ -189,6 +199,8 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=12)
     parser.add_argument("--real-max-new-tokens", type=int, default=4)
     parser.add_argument("--window", type=int, default=1)
+    parser.add_argument("--flow-layers", type=int, default=8, help="the real-width flow's model")
+    parser.add_argument("--real-flow-n", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5, help="pairs on the demo model")
     parser.add_argument("--real-repeats", type=int, default=1, help="pairs at real width")
     parser.add_argument("--studies", nargs="*", default=["drives", "contexts", "ablation", "flow"])
@@ -204,7 +216,7 @@ def main() -> None:
         f"and {args.real_repeats} at real width, each after a warm-up of both"
     )
     for name in args.models:
-        runs = workloads(name, args)
+        runs = workloads(name, args, args.studies)
         demo = name == "demo"
         n, k = (args.n, args.k) if demo else (args.real_n, args.real_k)
         sizes = {
@@ -212,20 +224,24 @@ def main() -> None:
             "contexts": f"N={n} x {len(CONDITIONS)}",
             "ablation": f"N={args.ablation_n if demo else args.real_ablation_n} x 5, "
             f"{args.max_new_tokens if demo else args.real_max_new_tokens} new",
-            "flow": f"N={n}, window {args.window}",
+            "flow": f"N={n if demo else args.real_flow_n}, window {args.window}",
         }
         label = (
             "demo model"
             if name == "demo"
             else f"LLaVA-1.5 width, {args.layers} layers, {args.image_size} px"
         )
+        timed = {}
         for study in args.studies:
             run = runs[study]
-            shared, full, ratio, diff = cpu_paired(
+            timed[study] = cpu_paired(
                 lambda run=run: run(True),
                 lambda run=run: run(False),
                 args.repeats if demo else args.real_repeats,
             )
+        del runs, run  # the children measure memory without this process's models beside them
+        gc.collect()
+        for study, (shared, full, ratio, diff) in timed.items():
             mem = {}
             for share in (1, 0):
                 out = run_child(
@@ -235,8 +251,11 @@ def main() -> None:
                     *_passthrough(args),
                 )
                 mem[share] = out["added_mib"]
+            where = label
+            if not demo and study == "flow":
+                where = f"LLaVA-1.5 width, {args.flow_layers} layers, {args.image_size} px"
             print(
-                f"  {label:38} {study:8} {sizes[study]}: shared {shared:6.2f} s   full "
+                f"  {where:38} {study:8} {sizes[study]}: shared {shared:6.2f} s   full "
                 f"{full:6.2f} s   ratio {ratio:.2f}x   {diff}   peak memory "
                 f"added {mem[1]:.0f} / {mem[0]:.0f} MiB"
             )
@@ -249,7 +268,8 @@ def _passthrough(args: argparse.Namespace) -> list[str]:
     out += ["--vision-layers", str(args.vision_layers), "--image-size", str(args.image_size)]
     out += ["--ablation-n", str(args.ablation_n), "--real-ablation-n", str(args.real_ablation_n)]
     out += ["--ablation-batch-size", str(args.ablation_batch_size), "--window", str(args.window)]
-    out += ["--max-new-tokens", str(args.max_new_tokens)]
+    out += ["--max-new-tokens", str(args.max_new_tokens), "--flow-layers", str(args.flow_layers)]
+    out += ["--real-flow-n", str(args.real_flow_n)]
     out += ["--real-max-new-tokens", str(args.real_max_new_tokens)]
     return out
 

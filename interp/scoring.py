@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -128,6 +129,40 @@ def teacher_forced(
     return traced, rows, where, tgt, valid
 
 
+def head_tail(
+    vlm: VLM,
+    traced: Encoding,
+    inputs: dict[str, Any],
+    where: Tensor,
+    valid: Tensor,
+    writes: Sequence[Any],
+    hook: Any,
+) -> tuple[dict[str, Any], Tensor]:
+    """Only the positions a teacher-forced read needs go through the head: the forward gets
+    HF's ``logits_to_keep = k`` (its head sees the last k positions, k = T - min ``where``: the
+    targets are appended on the right, so they are the sequence's tail), and ``where`` counts
+    from the end (``where - T``, whatever the number of positions the head returns). At real
+    width the head over the whole sequence costs about two thirds of a decoder layer (d = 4096,
+    32k vocabulary). Unchanged where the forward does not take ``logits_to_keep`` (or a
+    text-only batch runs another module), and where an edit may see the head's output (an edit
+    that does not lower, or a write to the head)."""
+    head = getattr(vlm.lm_head, "_module", None)
+    if hook is not None or any(getattr(w[0], "_module", w[0]) is head for e, _ in writes for w in e):
+        return inputs, where
+    if vlm.adapter.text_only_module is not None and not any(traced.has_image):
+        return inputs, where
+    try:
+        params = inspect.signature(vlm.hf.forward).parameters
+    except (TypeError, ValueError):
+        return inputs, where
+    if "logits_to_keep" not in params or not bool(valid.any()):
+        return inputs, where
+    n = traced.input_ids.shape[1]
+    first = int(where[valid].min())
+    # padded targets' entries (not valid) are read and masked: keep them inside the tail
+    return {**inputs, "logits_to_keep": n - first}, (where - n).clamp(min=first - n)
+
+
 def scored_forward(
     vlm: VLM,
     batch: Batch,
@@ -170,6 +205,7 @@ def scored_forward(
         keeps = [vlm.layers[i] for i in resume.keep]
         state = resume.states[resume.start - 1] if resume.start else None
     trace, inputs = vlm.open_trace(traced, plain=hook is None, **trace_kwargs)
+    inputs, where = head_tail(vlm, traced, inputs, where, valid, writes, hook)
     if state is not None:
         # the media's features would feed only the skipped layers: the vision tower does not run
         inputs = resumed_inputs(vlm, inputs)
@@ -521,6 +557,7 @@ __all__ = [
     "score",
     "score_contexts",
     "score_rows",
+    "head_tail",
     "scored_forward",
     "teacher_forced",
     "trace_target_logprobs",

@@ -138,6 +138,7 @@ def remote_totals(
         writes, hook = edit_hook(vlm, batch, edits)
         inputs, fn = vlm._call(traced, False)
         vlm._check_remote(fn, hook is None, dict(sent))  # refused before the request
+        inputs, where = scoring.head_tail(vlm, traced, inputs, where, valid, writes, hook)
         if start:  # the media's features would feed only the skipped layers
             inputs = resumed_inputs(vlm, inputs)
         keeps = [] if steps else list(keep)  # the clean pass (the first) keeps

@@ -113,3 +113,29 @@ def test_score_equals_manual_log_softmax(vlm, samples):
         ref = hf_target_logprobs(vlm, encode(vlm, [s], "full"), tgt)
         assert_close(scores.logprobs[i, : len(tgt)], ref)
         assert scores.mask[i].sum() == len(tgt)
+
+
+def test_the_head_runs_on_the_targets_tail_only(vlm, samples):
+    """A teacher-forced read gives the forward ``logits_to_keep``: the head's input holds the
+    positions that predict a target (and the scores still equal HF's full forward's)."""
+    import inspect
+
+    targets = ["yellow banana", "two", "a red circle and a blue square"]
+    seen: list[int] = []
+    head = vlm.adapter.lm_head(vlm.hf)
+    handle = head.register_forward_hook(lambda m, args, out: seen.append(args[0].shape[1]))
+    try:
+        scores = interp.score(
+            vlm, samples[:3], targets, batch_size=3, share_prefix=False, progress_bar=False
+        )
+    finally:
+        handle.remove()
+    tgt = [vlm.tokenizer(t, add_special_tokens=False)["input_ids"] for t in targets]
+    for i, s in enumerate(samples[:3]):
+        ref = hf_target_logprobs(vlm, encode(vlm, [s], "full"), tgt[i])
+        assert_close(scores.logprobs[i, : len(tgt[i])], ref)
+    if "logits_to_keep" in inspect.signature(vlm.hf.forward).parameters:
+        # the longest target's predicting positions, from the prompt's last on, and the last one
+        assert seen == [max(len(t) for t in tgt) + 1]
+    else:
+        assert len(seen) == 1 and seen[0] > max(len(t) for t in tgt)
