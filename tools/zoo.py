@@ -69,11 +69,6 @@ UNMAPPED = {
     "molmo2": "get_image_features needs image_token_pooling (the patch indices each token "
     "pools, over a global view and overlapping crops) and image_grids, which only Molmo2's own "
     "image processor makes (it needs torchvision); no hand-cut stand-in is written",
-    "unlimited_ocr": "its global view is SAM's grid brought down 4 x per side by two 3 x 3 "
-    "stride-2 convolutions, through a CLIP encoder, each row closed by image_newline and the "
-    "view by view_separator (UnlimitedOcrModel.get_image_features): no candidate frames a grid "
-    "so; its convolutions are GOT-OCR 2.0's (a 3 x 3 neck, two 3 x 3 stride-2), whose tokens "
-    "the check finds reading past their cells",
 }
 
 

@@ -77,6 +77,7 @@ def test_the_resample_reach_is_its_weights_support(
         ("got_ocr2", "conv_downsampled_layout"),
         ("pp_chart2table", "conv_downsampled_layout"),
         ("deepseek_vl_hybrid", "llava_layout"),
+        ("unlimited_ocr", "conv_downsampled_layout"),  # rows closed by newlines, a separator
     ],
 )
 def test_the_reach_lets_the_grid_pass(arch: str, layout: str) -> None:
@@ -163,3 +164,23 @@ def test_pixel_conditions_stay_refused_with_two_pixel_tensors() -> None:
     assert "pixel-space conditions stay refused" in vlm.adapter.layout_checked
     with pytest.raises(interp.LayoutNotMappedError, match="several image pixel tensors"):
         interp.residual_stream(vlm, make_samples(2), "distort:500", progress_bar=False)
+
+
+def test_unlimited_ocrs_framing_is_checked() -> None:
+    """Its newline closes each row: the same tokens with the newline opening each row instead
+    (right count, each row's tokens one place later) are refused."""
+
+    def opened(processor: object, config: object, size: tuple[int, int]) -> rl.ImageLayout:
+        grid = rl.conv_downsampled_layout(processor, config, size)
+        order = [k for k in range(len(grid) - 1) if grid.views[k] == "newline"]
+        spatial = [k for k in range(len(grid) - 1) if grid.views[k] != "newline"]
+        side = len(order)
+        keep = [i for r in range(side) for i in (order[r], *spatial[r * side : (r + 1) * side])]
+        return rl.ImageLayout(grid.boxes[[*keep, len(grid) - 1]], grid.views)
+
+    model, processor, _ = tiny_inferred("unlimited_ocr")
+    vlm = interp.load(model, processor)
+    assert vlm.adapter.layout_verified
+    vlm.adapter = dataclasses.replace(vlm.adapter, token_layout=opened, layout_verified=False)
+    name, why = lc.check_layout(vlm).tried[0]
+    assert name == "opened" and "mapped" in why, why
