@@ -21,6 +21,18 @@ checked here, on the model and processor in hand, when it is loaded with its wei
    overlaps the region shrunk by ``m`` changed, and at least one token lay well inside a region.
    ``m = max(s / 2, 3)`` original pixels, ``s`` the median token side (a resize filter spreads a
    pixel change over its support: bicubic reaches 2 source pixels, or 2 ratios when it shrinks).
+   **The reach.** A merge of overlapping convolutions makes each token read past its own cell
+   (GOT-OCR 2.0's SAM neck, a 3 × 3 convolution, then two 3 × 3 stride-2 convolutions: a token
+   of 4 × 4 patches reads 4 patches before its cell and 1 after, per side). The reach is not
+   declared per type: :mod:`interp.reach` records the ``Conv2d`` and ``F.interpolate`` steps
+   outside the bypassed blocks on the reference forward and composes their kernels, strides,
+   paddings and resample supports into ``(before, after)`` per axis, in token cells. A changed
+   token then passes when its box grown by the reach (each side by ``reach · its width`` or
+   height) overlaps the region grown by ``m``; the tokens that must change are still those whose
+   own box overlaps the region shrunk by ``m``. The reach is zero for a tower whose only
+   convolution is its patch embedding (kernel = stride, no padding), the check unchanged there;
+   it is directional, so a grid shifted by a token either way, transposed, or with the wrong
+   count per side still fails (``tests/core/test_reach.py``).
 3. **The pixel rows.** In a batch of two images, redrawing the pixels the entry's
    ``pixel_layout`` assigns to the second row changes that row's image tokens and not the first
    row's (what ``distort`` edits); where it does not, the other pixel layouts are tried and the
@@ -38,9 +50,12 @@ gets ``no_layout`` (token regions raise :class:`~interp.errors.NoSpatialLayoutEr
 pixel rows passing, pixel-space conditions run. Otherwise the layout-dependent features stay
 refused and the :class:`~interp.errors.LayoutNotMappedError` says why.
 
-What it does not see: an error smaller than the margin (a layout off by a pixel or two), and
-whatever the bypassed blocks would add (they mix tokens globally; the layout is where each token's
-own patch came from, as for the written entries).
+What it does not see: an error smaller than the margin (a layout off by a pixel or two, or by
+half a token on a grid as coarse as the probe's 4 × 4), and whatever the bypassed blocks would add
+(they mix tokens globally; the layout is where each token's own patch came from, as for the
+written entries). A processor with no one image pixel tensor to edit (DeepSeek-VL hybrid's
+``pixel_values`` and ``high_res_pixel_values``) gets its token layout; its pixel rows are not
+checked and pixel-space conditions stay refused (``pixel_key`` raises at encode).
 """
 
 from __future__ import annotations
@@ -55,6 +70,7 @@ import torch
 from PIL import Image
 
 from . import region_layouts as rl
+from .reach import Reach, Recorder
 
 if TYPE_CHECKING:  # interp.model imports this module; the encoding is imported when a check runs
     from .encoding.codec import ModelLike as VLM
@@ -80,6 +96,7 @@ CANDIDATES: tuple[rl.LayoutFn, ...] = (
     rl.fuyu_layout,
 )
 Box = tuple[int, int, int, int]
+NO_REACH = Reach()
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,8 @@ class LayoutCheck:
     placeless: bool = False
     fn: rl.LayoutFn | None = field(default=None, repr=False, compare=False)
     pixel_layout: str = ""
+    reach: Reach = NO_REACH
+    unedited: str = ""  # why pixel-space conditions stay refused (no one pixel tensor to edit)
 
     @property
     def ok(self) -> bool:
@@ -105,16 +124,18 @@ class LayoutCheck:
         return bool(self.layout) or self.placeless
 
     def __str__(self) -> str:
+        pixels = f"; pixel-space conditions stay refused: {self.unedited}" if self.unedited else ""
         if self.placeless:
             return (
                 f"every one of the {self.tokens} image tokens changed whichever corner of the "
                 "image was redrawn (a resampler or a projector that mixes them): they have no "
-                "place in the image (checked on the loaded model)"
+                f"place in the image (checked on the loaded model){pixels}"
             )
         if self.ok:
+            reach = f"; {self.reach}" if self.reach else ""
             return (
                 f"{self.layout} checked on the loaded model ({self.tokens} image tokens, "
-                f"{self.inside} inside redrawn regions changed, the rest as mapped)"
+                f"{self.inside} inside redrawn regions changed, the rest as mapped{reach}){pixels}"
             )
         return f"no layout passed the check on the loaded model: {self.reason}"
 
@@ -285,9 +306,13 @@ def _try(
     fn: rl.LayoutFn,
     redrawn: Callable[[], list[tuple[Box, torch.Tensor]]],
     ref: torch.Tensor,
+    reach: Reach = NO_REACH,
 ) -> tuple[str, int]:
     """Why ``fn`` fails the perturbation test ("" when it passes), and the tokens checked;
-    ``redrawn()`` gives the redrawn regions' image tokens (computed once for every candidate)."""
+    ``redrawn()`` gives the redrawn regions' image tokens (computed once for every candidate).
+    A changed token passes when the pixels it reads (its box grown by ``reach``) overlap the
+    region grown by ``m``; the tokens that must change are those whose own box overlaps the
+    region shrunk by ``m``."""
     try:
         layout = fn(vlm.processor, vlm.hf.config, PROBE)
     except Exception as err:  # noqa: BLE001 - a layout that does not apply is skipped
@@ -300,12 +325,13 @@ def _try(
     if not len(sides):
         return "maps no token to a place in the image", 0
     m = max(float(np.median(sides)) / 2, 3.0)
+    reads = reach.boxes(boxes)
     inside = 0
     for (x0, y0, x1, y1), out in redrawn():
         if out.shape != ref.shape:
             return "the image-token count changes with the pixels", 0
         changed = _changed(out, ref)
-        grown = _overlap(boxes, (x0 - m, y0 - m, x1 + m, y1 + m))
+        grown = _overlap(reads, (x0 - m, y0 - m, x1 + m, y1 + m))
         shrunk = _overlap(boxes, (x0 + m, y0 + m, x1 - m, y1 - m))
         if not changed.any():
             return f"redrawing region {(x0, y0, x1, y1)} changes no image token", 0
@@ -318,8 +344,8 @@ def _try(
                 np.nanmedian(boxes[:, 2] - boxes[:, 0]),
                 np.nanmedian(boxes[:, 3] - boxes[:, 1]),
             )
-            ring = _overlap(boxes, (x0 - m - tw, y0 - m - th, x1 + m + tw, y1 + m + th))
-            if ring[far].all():
+            ring = _overlap(reads, (x0 - m - tw, y0 - m - th, x1 + m + tw, y1 + m + th))
+            if not reach and ring[far].all():  # (with a reach, that is allowed for)
                 why += " (each within a token of it: the tokens read past their own cells)"
             return why, 0
         if (shrunk & ~changed).any():
@@ -356,23 +382,30 @@ def _pixel_rows_fail(vlm: VLM, layout: str, ref: torch.Tensor, enc: Any) -> str:
     return ""
 
 
-def _pixel_layout(vlm: VLM, base: np.ndarray) -> tuple[str, str]:
+def _pixel_layout(vlm: VLM, base: np.ndarray) -> tuple[str, str, str]:
     """The first pixel layout (the entry's own, then the others of
-    :data:`~interp.adapters.pixels.PIXEL_ROWS`) whose rows pass, and why the entry's own failed
-    (both "" for a family whose rows run alone: nothing to tell apart)."""
+    :data:`~interp.adapters.pixels.PIXEL_ROWS`) whose rows pass, why the entry's own failed
+    (both "" for a family whose rows run alone: nothing to tell apart), and why pixel-space
+    conditions stay refused whatever the rows: no one image pixel tensor to edit (then the
+    entry's own layout is kept, unchecked: ``pixel_key`` refuses those conditions at encode)."""
     from .adapters.pixels import PIXEL_ROWS
+    from .errors import LayoutNotMappedError
 
     own = vlm.adapter.pixel_layout
     if vlm.adapter.batch_dependent:
-        return own, ""
+        return own, "", ""
     ref, enc = _image_tokens(vlm, [base, _noise(*PROBE, seed=2)])  # one encoding for all
+    try:
+        replace(vlm.adapter, layout_verified=True).pixel_key(enc.inputs)
+    except LayoutNotMappedError as err:  # several pixel tensors (DeepSeek-VL hybrid's), or none
+        return own, "", str(err).split(", but ", 1)[-1].split("; register", 1)[0]
     first = ""
     for layout in [own, *(k for k in PIXEL_ROWS if k != own)]:
         why = _pixel_rows_fail(vlm, layout, ref, enc)
         if not why:
-            return layout, first
+            return layout, first, ""
         first = first or why
-    return "", first
+    return "", first, ""
 
 
 def check_layout(vlm: VLM) -> LayoutCheck:
@@ -383,9 +416,13 @@ def check_layout(vlm: VLM) -> LayoutCheck:
     own = vlm.adapter.token_layout
     candidates = ([own] if own is not None else []) + [c for c in CANDIDATES if c is not own]
     tried: list[tuple[str, str]] = []
+    # the merge's convolutions, recorded on the reference forward (the decoder's are not read)
+    recorder = Recorder(vlm.hf, [*blocks, vlm.adapter.decoder(vlm.hf)])
     try:
         with bypassed(blocks):
-            ref, _ = _image_tokens(vlm, [base])
+            with recorder.recording():
+                ref, _ = _image_tokens(vlm, [base])
+            reach = NO_REACH if recorder.unknown else recorder.reach(len(ref))
             cache: list[tuple[Box, torch.Tensor]] = []
 
             def redrawn() -> list[tuple[Box, torch.Tensor]]:
@@ -394,21 +431,35 @@ def check_layout(vlm: VLM) -> LayoutCheck:
                 return cache
 
             for fn in candidates:
-                why, inside = _try(vlm, fn, redrawn, ref)
+                why, inside = _try(vlm, fn, redrawn, ref, reach)
                 tried.append((fn.__name__, why))
                 if not why:
-                    rows, pixel = _pixel_layout(vlm, base)
+                    rows, pixel, unedited = _pixel_layout(vlm, base)
                     if not rows:
                         return LayoutCheck("", pixel, tuple(tried), len(ref))
                     return LayoutCheck(
-                        fn.__name__, "", tuple(tried), len(ref), inside, fn=fn, pixel_layout=rows
+                        fn.__name__,
+                        "",
+                        tuple(tried),
+                        len(ref),
+                        inside,
+                        fn=fn,
+                        pixel_layout=rows,
+                        reach=reach,
+                        unedited=unedited,
                     )
             if len(ref) >= MIN_PLACELESS and _mixes_all(vlm, base, ref):
-                rows, pixel = _pixel_layout(vlm, base)
+                rows, pixel, unedited = _pixel_layout(vlm, base)
                 if not rows:
                     return LayoutCheck("", pixel, tuple(tried), len(ref))
                 return LayoutCheck(
-                    "", "", tuple(tried), len(ref), pixel_layout=rows, placeless=True
+                    "",
+                    "",
+                    tuple(tried),
+                    len(ref),
+                    pixel_layout=rows,
+                    placeless=True,
+                    unedited=unedited,
                 )
     except _Unbypassable as err:
         return LayoutCheck("", str(err), tuple(tried))

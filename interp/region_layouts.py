@@ -298,8 +298,12 @@ def gemma4_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageL
 
 # types whose tokens come from the patch grid through two stride-2 3 x 3 convolutions (kernel 3,
 # padding 1: each halves a side, rounding up): GotOcr2MultiModalProjector's conv_upsampler1/2
-# (GOT-OCR 2.0, PP-Chart2Table, which reuses it), Step3p7VisionModel's downsampler1/2
-CONV_DOWNSAMPLED = {"got_ocr2": 4, "pp_chart2table": 4, "step3p7": 4}
+# (GOT-OCR 2.0, PP-Chart2Table, which reuses it), Step3p7VisionModel's downsampler1/2,
+# UnlimitedOcrSamVisionProj's conv1/2
+CONV_DOWNSAMPLED = {"got_ocr2": 4, "pp_chart2table": 4, "step3p7": 4, "unlimited_ocr": 4}
+# of those, the types whose global view closes each row with image_newline and ends with
+# view_separator (UnlimitedOcrModel.get_image_features)
+NEWLINE_FRAMED = ("unlimited_ocr",)
 
 
 def conv_downsampled_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:
@@ -308,17 +312,29 @@ def conv_downsampled_layout(processor: Any, config: Any, image: tuple[int, int])
     (``vision_config.patch_size``) brought down ``k`` times per side by strided convolutions
     (:data:`CONV_DOWNSAMPLED`; each stride-2 convolution of a side ``n`` gives ``ceil(n / 2)``),
     one token per ``k × k`` block of patches, row-major (the convolutions' output flattened as
-    ``flatten(2).permute(0, 2, 1)``). Step 3.7's local crops (an image past its processor's crop
-    size) are not mapped: such an image's token count differs and the layout is skipped."""
-    k = CONV_DOWNSAMPLED.get(str(getattr(config, "model_type", "")))
+    ``flatten(2).permute(0, 2, 1)``). Unlimited-OCR (:data:`NEWLINE_FRAMED`; its SAM tower's
+    ``sam_config.patch_size``): each row followed by ``image_newline``, then ``view_separator``
+    (a learned vector, labelled ``"cls"``): ``rows · (cols + 1) + 1`` tokens. Local crops (Step
+    3.7's, Unlimited-OCR's: an image past the processor's crop size) are not mapped: such an
+    image's token count differs and the layout is skipped."""
+    kind = str(getattr(config, "model_type", ""))
+    k = CONV_DOWNSAMPLED.get(kind)
     if k is None:
         raise ValueError("not a type with a strided-convolution merge")
     view, canvas = resize_crop(processor, image)
-    patch = _side(_vision(config).patch_size)
+    vision = _vision(config)
+    patch = _side(getattr(vision, "sam_config", vision).patch_size)
     cols, rows = canvas[0] // patch, canvas[1] // patch
     for _ in range(int(math.log2(k))):
         cols, rows = -(-cols // 2), -(-rows // 2)
-    return view.grid(image, rows, cols, (patch * k, patch * k))
+    grid = view.grid(image, rows, cols, (patch * k, patch * k))
+    if kind not in NEWLINE_FRAMED:
+        return grid
+    parts = []
+    for r in range(rows):
+        row = slice(r * cols, (r + 1) * cols)
+        parts += [ImageLayout(grid.boxes[row], grid.views[row]), non_spatial("newline")]
+    return ImageLayout.concat([*parts, non_spatial("cls")])
 
 
 def hunyuan_vl_layout(processor: Any, config: Any, image: tuple[int, int]) -> ImageLayout:

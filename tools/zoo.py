@@ -63,25 +63,12 @@ TESTED = (
 # refused layouts whose cause the check's reason cannot name: what the model's merge does (read
 # from its transformers code), appended to the *layout* cell
 UNMAPPED = {
-    "got_ocr2": "SAM's neck (a 3 x 3 convolution) and two 3 x 3 stride-2 convolutions "
-    "(GotOcr2MultiModalProjector) make each token read a patch ring and a whole token beyond "
-    "its 4 x 4 patch cell, past the check's half-token margin",
-    "pp_chart2table": "GOT-OCR 2.0's model: SAM's neck and two 3 x 3 stride-2 convolutions make "
-    "each token read a whole token beyond its 4 x 4 patch cell, past the check's half-token margin",
-    "deepseek_vl_hybrid": "each token joins a SigLIP patch with high-resolution SAM features "
-    "resampled bilinearly and brought down by SAM's neck and two 3 x 3 stride-2 convolutions "
-    "(DeepseekVLSamVisionProj), which read a token or more beyond the token's cell",
     "deepseek_ocr2": "its image tokens are the 144 (or 256) learned queries its Qwen2-style "
     "encoder appends to the SAM features (DeepseekOcr2VisionModel), then a view separator: "
     "no grid to map, and with that encoder bypassed by the check no token reads the image",
     "molmo2": "get_image_features needs image_token_pooling (the patch indices each token "
     "pools, over a global view and overlapping crops) and image_grids, which only Molmo2's own "
     "image processor makes (it needs torchvision); no hand-cut stand-in is written",
-    "unlimited_ocr": "its global view is SAM's grid brought down 4 x per side by two 3 x 3 "
-    "stride-2 convolutions, through a CLIP encoder, each row closed by image_newline and the "
-    "view by view_separator (UnlimitedOcrModel.get_image_features): no candidate frames a grid "
-    "so; its convolutions are GOT-OCR 2.0's (a 3 x 3 neck, two 3 x 3 stride-2), whose tokens "
-    "the check finds reading past their cells",
 }
 
 
@@ -270,7 +257,9 @@ def layout_cell(model_type: str, adapter: Any) -> str:
     if checked.layout_verified and checked.no_layout:
         return f"none at load (each image token reads the whole image; {name} processor)"
     if checked.layout_verified:
-        return f"verified at load ({checked.token_layout.__name__}; {name} processor)"
+        _, _, pixels = checked.layout_checked.partition("pixel-space conditions stay refused: ")
+        pixels = f"; pixel-space conditions refused: {pixels}" if pixels else ""
+        return f"verified at load ({checked.token_layout.__name__}; {name} processor{pixels})"
     why = checked.layout_refusal.removeprefix("no layout passed the check on the loaded model: ")
     if model_type in UNMAPPED:
         why = f"{why}; {UNMAPPED[model_type]}"
