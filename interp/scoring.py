@@ -147,7 +147,9 @@ def head_tail(
     text-only batch runs another module), and where an edit may see the head's output (an edit
     that does not lower, or a write to the head)."""
     head = getattr(vlm.lm_head, "_module", None)
-    if hook is not None or any(getattr(w[0], "_module", w[0]) is head for e, _ in writes for w in e):
+    if hook is not None or any(
+        getattr(w[0], "_module", w[0]) is head for e, _ in writes for w in e
+    ):
         return inputs, where
     if vlm.adapter.text_only_module is not None and not any(traced.has_image):
         return inputs, where
