@@ -119,6 +119,7 @@ LAYERS: tuple[Layer, ...] = (
         (
             "interp/residual.py",
             "interp/generation.py",
+            "interp/contrast.py",
             "interp/prefix_generation.py",
             "interp/scoring.py",
             "interp/attention.py",
