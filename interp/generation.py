@@ -15,6 +15,7 @@ probability reaches p, at least one).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,7 @@ from .edits import (
 )
 from .encoding import batch_indices, encode
 from .errors import ConditionError
-from .options import RunOptions
+from .options import RunOptions, is_remote
 from .plain import head_transform
 from .reprs import Summary
 from .runner import Job
@@ -212,6 +213,7 @@ def generate_batch(
     prompt_read: PromptRead | None = None,
     decoding: Decoding | None = None,
     output_scores: bool = False,
+    server_prefix: prefix_generation.ServerPrefix | None = None,
     **trace_kwargs: Any,
 ) -> tuple[list[list[int]], tuple[Tensor, Tensor | None] | None, Tensor | None]:
     """Generate for one batch inside one nnsight generate trace.
@@ -226,7 +228,10 @@ def generate_batch(
 
     The block holds only envoys, tensors and plain values (:mod:`interp.plain`): greedy
     generation without edits or a decoding method runs here or on NDIF alike; edits, a decoding
-    method and seeded sampling are library objects and run here only.
+    method and seeded sampling are library objects and run here only. With ``server_prefix``
+    (a remote run sharing prefixes, :mod:`interp.prefix_generation`) one nnsight session runs
+    the prefixes' forward, selects each row's group from the cache it leaves on the server, and
+    then the same block from that cache; the results are read once the session has closed.
 
     Returns:
         the new token ids per expert row (cut at the end-of-sequence token), the prompt read
@@ -252,88 +257,110 @@ def generate_batch(
     contrast = decoding.lower(max_new_tokens) if decoding is not None else None
     combine = decoding.combine if decoding is not None and contrast is None else None
     prompt_states = prompt_mass = None
-    trace, inputs = vlm.open_trace(
+    keywords, inputs = vlm.trace_keywords(
         batch.encoding,
         generate=True,
         plain=hook is None and combine is None,
         **plain_generate_kwargs(vlm, max_new_tokens),
         **trace_kwargs,
     )
-    with torch.no_grad(), quiet_unreached(), trace as tracer:
-        # edits first: at a shared site (the logits) they act before the choice
-        if hook is not None:
-            hook(tracer)
-        for prompt_writes, step_writes in writes:  # interp.wire.apply_writes, by source
-            with tracer.invoke():  # one invoke per edit; every step when it edits generated steps
-                for step in tracer.iter[:] if step_writes else [0]:
-                    apply_writes(prompt_writes if step == 0 else step_writes, step)
-                    if step_writes:  # every step waits for the model (see apply_edits)
-                        _ = head.output
-        with tracer.invoke(**inputs):
-            chosen = nnsight.save([])
-            kept = nnsight.save([])
-            for step in tracer.iter[:]:
-                if step == 0 and prompt_read is not None:  # the prompt's states, before the logits
-                    sites, order, rows, index, image_mask = prompt_read
-                    states, masses = [], []
-                    for s, k in sites:  # in execution order, each cut to the read rows at once
-                        if k == "attention" or k.startswith("weights:"):
-                            w = row_weights(s, k, rows, index)
-                        else:
-                            states.append(read_site(s, k, rows, index))
-                            continue
-                        masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
-                    prompt_states = torch.stack(states, 1)[:, order].save()
-                    if masses:
-                        prompt_mass = torch.stack(masses, 1).mean(1).save()
-                out = head.output
-                last = out[:, -1]
-                if scale != 1.0:  # the forward's own transform of the head's output
-                    last = last * scale
-                if cap:
-                    last = torch.tanh(last / cap) * cap
-                if contrast is not None:  # Decoding.lower's formula
-                    logprobs, weights, log_beta = contrast
-                    z = last.float().log_softmax(-1) if logprobs else last.float()
-                    expert, amateur = z[:n], z[n:].reshape(copies - 1, n, -1).mean(0)
-                    w = weights[step]
-                    scores = (1.0 + w) * expert - w * amateur
-                    cut = expert < log_beta + expert.max(dim=-1, keepdim=True).values
-                    scores = scores.masked_fill(cut, float("-inf"))
-                elif combine is None:
-                    scores = last
-                else:
-                    z = last.float()
-                    scores = combine(
-                        z[:n], rearrange(z[n:], "(k n) v -> k n v", n=n), int(step) + 1
-                    )
-                if seeds is None:
-                    token = scores.argmax(dim=-1)
-                else:  # temperature, top-k, top-p (as HF's warpers), a draw per row on the CPU
-                    if step == 0:
-                        gens = []
-                        for s in seeds:
-                            gens.append(torch.Generator().manual_seed(s))
-                    z = scores.float() / temperature
-                    if top_k:
-                        kth = torch.topk(z, min(top_k, z.shape[-1]), dim=-1).values[..., -1:]
-                        z = z.masked_fill(z < kth, float("-inf"))
-                    if top_p < 1.0:
-                        ordered, order = torch.sort(z, descending=False, dim=-1)
-                        cut = ordered.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p)
-                        cut[..., -1:] = False  # keep at least the most likely token
-                        z = z.masked_fill(cut.scatter(-1, order, cut), float("-inf"))
-                    probs = z.softmax(dim=-1).cpu()
-                    draws = []
-                    for r in range(n):
-                        draws.append(torch.multinomial(probs[r], 1, generator=gens[r]))
-                    token = torch.cat(draws).to(scores.device)
-                if output_scores:  # a copy: without a method, scores is a view of the logits
-                    kept.append(scores.detach().to("cpu", torch.float32, copy=True))
-                forced = torch.full_like(last, float("-inf"))
-                forced[torch.arange(n_rows, device=forced.device), token.repeat(copies)] = 0.0
-                out[:, -1] = forced
-                chosen.append(token.cpu())
+    nn, session, first, rows_of, key = vlm.nn, contextlib.nullcontext(), None, None, ""
+    sent: dict[str, Any] = {}
+    if is_remote(keywords):
+        # a session per batch, shared or not: nnsight's server reads a file's block source once,
+        # so every request from this file must ship the same block (the session's)
+        sent = {k: keywords.pop(k) for k in ("remote", "backend") if k in keywords}
+        session = nn.session(**sent)
+    if server_prefix is not None:
+        if not is_remote(sent):  # locally the prefixes' cache comes as a trace keyword
+            raise ValueError("server_prefix is for a remote run")
+        first, rows_of, key = server_prefix.inputs, server_prefix.rows, server_prefix.cache_kwarg
+    with torch.no_grad(), quiet_unreached(), session:
+        if first is not None:  # the prefixes' cache, kept on the server, a row per batch row
+            with nn.trace(**first, use_cache=True):
+                ran = nn.output
+                cache = ran.get("cache")
+                if cache is None:
+                    cache = ran.get("past_key_values")
+            cache.batch_select_indices(rows_of)
+            keywords[key] = cache
+        with nn.trace(**keywords) as tracer:
+            # edits first: at a shared site (the logits) they act before the choice
+            if hook is not None:
+                hook(tracer)
+            for prompt_writes, step_writes in writes:  # interp.wire.apply_writes, by source
+                # one invoke per edit; every step when it edits generated steps
+                with tracer.invoke():
+                    for step in tracer.iter[:] if step_writes else [0]:
+                        apply_writes(prompt_writes if step == 0 else step_writes, step)
+                        if step_writes:  # every step waits for the model (see apply_edits)
+                            _ = head.output
+            with tracer.invoke(**inputs):
+                chosen = nnsight.save([])
+                kept = nnsight.save([])
+                for step in tracer.iter[:]:
+                    # the prompt's states, before the logits
+                    if step == 0 and prompt_read is not None:
+                        sites, order, rows, index, image_mask = prompt_read
+                        states, masses = [], []
+                        for s, k in sites:  # in execution order, each cut to the read rows at once
+                            if k == "attention" or k.startswith("weights:"):
+                                w = row_weights(s, k, rows, index)
+                            else:
+                                states.append(read_site(s, k, rows, index))
+                                continue
+                            masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
+                        prompt_states = torch.stack(states, 1)[:, order].save()
+                        if masses:
+                            prompt_mass = torch.stack(masses, 1).mean(1).save()
+                    out = head.output
+                    last = out[:, -1]
+                    if scale != 1.0:  # the forward's own transform of the head's output
+                        last = last * scale
+                    if cap:
+                        last = torch.tanh(last / cap) * cap
+                    if contrast is not None:  # Decoding.lower's formula
+                        logprobs, weights, log_beta = contrast
+                        z = last.float().log_softmax(-1) if logprobs else last.float()
+                        expert, amateur = z[:n], z[n:].reshape(copies - 1, n, -1).mean(0)
+                        w = weights[step]
+                        scores = (1.0 + w) * expert - w * amateur
+                        cut = expert < log_beta + expert.max(dim=-1, keepdim=True).values
+                        scores = scores.masked_fill(cut, float("-inf"))
+                    elif combine is None:
+                        scores = last
+                    else:
+                        z = last.float()
+                        scores = combine(
+                            z[:n], rearrange(z[n:], "(k n) v -> k n v", n=n), int(step) + 1
+                        )
+                    if seeds is None:
+                        token = scores.argmax(dim=-1)
+                    else:  # temperature, top-k, top-p (as HF's warpers), a draw per row on the CPU
+                        if step == 0:
+                            gens = []
+                            for s in seeds:
+                                gens.append(torch.Generator().manual_seed(s))
+                        z = scores.float() / temperature
+                        if top_k:
+                            kth = torch.topk(z, min(top_k, z.shape[-1]), dim=-1).values[..., -1:]
+                            z = z.masked_fill(z < kth, float("-inf"))
+                        if top_p < 1.0:
+                            ordered, order = torch.sort(z, descending=False, dim=-1)
+                            cut = ordered.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p)
+                            cut[..., -1:] = False  # keep at least the most likely token
+                            z = z.masked_fill(cut.scatter(-1, order, cut), float("-inf"))
+                        probs = z.softmax(dim=-1).cpu()
+                        draws = []
+                        for r in range(n):
+                            draws.append(torch.multinomial(probs[r], 1, generator=gens[r]))
+                        token = torch.cat(draws).to(scores.device)
+                    if output_scores:  # a copy: without a method, scores is a view of the logits
+                        kept.append(scores.detach().to("cpu", torch.float32, copy=True))
+                    forced = torch.full_like(last, float("-inf"))
+                    forced[torch.arange(n_rows, device=forced.device), token.repeat(copies)] = 0.0
+                    out[:, -1] = forced
+                    chosen.append(token.cpu())
     ids = torch.stack(chosen, dim=1) if chosen else torch.zeros(n, 0, dtype=torch.long)
     scores_out = torch.stack(kept, dim=1) if output_scores and kept else None
     prompt = None if prompt_read is None else (prompt_states, prompt_mass)
@@ -427,6 +454,7 @@ def generate(
 
     # samples that share media run the tokens before their questions once (interp.prefix_generation)
     shared = opts.share_prefix and prefix_generation.applies(vlm, edits, decoding, trace)
+    remote = prefix.remote(vlm, trace)  # the prefixes then run in each batch's session
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         records: list[dict[str, Any]] = [{} for _ in chunk]
@@ -435,7 +463,7 @@ def generate(
             once = plain_generation_config(vlm, 1)
             once.return_dict_in_generate = True
             todo: Iterable[tuple[list[int], Any, dict[str, Any]]] = prefix_generation.batches(
-                vlm, chunk, cond, samples, opts.batch_size, max_new_tokens, once
+                vlm, chunk, cond, samples, opts.batch_size, max_new_tokens, once, remote
             )
         else:
             indices = batch_indices(vlm, chunk, cond, opts.batch_size, all_samples=samples)
@@ -457,7 +485,7 @@ def generate(
                 decoding=decoding,
                 output_scores=output_scores,
                 **trace,
-                **cached,  # the shared prefixes' cache (interp.prefix_generation)
+                **cached,  # the shared prefixes' cache, or remotely their inputs
             )
             for row, i in enumerate(idx):
                 records[i] = {"ids": ids[row]}
