@@ -15,7 +15,8 @@ probability reaches p, at least one).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from transformers import GenerationConfig
 
 from . import prefix, prefix_generation
 from .conditions import Condition, stable_seed
-from .conditions.apply import carries, video_frames
+from .contrast import check_decoding, contrast_batch
 from .edits import (
     Batch,
     Decoding,
@@ -39,8 +40,8 @@ from .edits import (
     quiet_unreached,
 )
 from .encoding import batch_indices, encode
-from .errors import ConditionError, DecodingError
-from .options import RunOptions
+from .errors import ConditionError
+from .options import RunOptions, is_remote
 from .plain import head_transform
 from .reprs import Summary
 from .runner import Job
@@ -94,74 +95,6 @@ class Sampling:
 
 
 GREEDY = Sampling()
-
-
-def check_decoding(
-    vlm: VLM, condition: Condition, decoding: Decoding, samples: Sequence[Sample]
-) -> None:
-    """Validate a decoding method against the model, the condition and the samples, before any
-    compute.
-
-    Raises:
-        DecodingError: no amateur, an amateur equal to the expert's condition, or a family that
-            cannot run a sample's expert and amateur inputs in one forward (one with an image,
-            audio or video, the other without, where the adapter's ``mixed_batches`` /
-            ``mixed_audio`` / ``mixed_video`` is False), or, where the adapter stacks a forward's
-            videos, expert and amateur videos of different frame counts.
-    """
-    if not isinstance(decoding, Decoding):
-        raise DecodingError(
-            f"decoding must be an interp.Decoding (e.g. interventions.decoding.vcd()), got "
-            f"{type(decoding).__name__}"
-        )
-    if not decoding.amateurs:
-        raise DecodingError(f"{decoding!r} has no amateur condition")
-    for amateur in decoding.amateurs:
-        if amateur == condition:
-            raise DecodingError(
-                f"the amateur condition {str(amateur)!r} equals the expert's condition: the "
-                "contrast would be zero; give an amateur that removes or degrades something "
-                "(e.g. 'blind', 'distort:500')"
-            )
-        kinds = (("image", "an image"), ("audio", "audio"), ("video", "a video"))
-        for kind, noun in kinds:
-            if vlm.adapter.mixed(kind):
-                continue
-            for s in samples:
-                expert_has, amateur_has = carries(s, condition, kind), carries(s, amateur, kind)
-                if expert_has != amateur_has:
-
-                    def says(flag: bool, noun: str = noun) -> str:
-                        return f"carries {noun}" if flag else "carries none"
-
-                    keep = (
-                        "e.g. 'null:black' or 'distort:500'"
-                        if kind == "image"
-                        else f"e.g. 'null_{kind}:{'silence' if kind == 'audio' else 'black'}'"
-                    )
-                    raise DecodingError(
-                        f"{vlm.adapter.name} cannot run rows with and without {noun} in one "
-                        "forward, and contrastive decoding runs the expert and amateur inputs in "
-                        f"one batch (sample {s.id!r}: its input under {str(condition)!r} "
-                        f"{says(expert_has)}, under the amateur {str(amateur)!r} "
-                        f"{says(amateur_has)}). Use an amateur that keeps the {kind}, {keep}."
-                    )
-        if vlm.adapter.stacked_videos:
-            for s in samples:
-                expert, other = (
-                    video_frames(s, c, vlm.processor, all_samples=samples)
-                    for c in (condition, amateur)
-                )
-                if expert and other and expert != other:
-                    raise DecodingError(
-                        f"{vlm.adapter.name} stacks a forward's videos, so they need one frame "
-                        f"count, and contrastive decoding runs the expert and amateur inputs in one "
-                        f"batch (sample {s.id!r}: {list(expert)} frames under {str(condition)!r}, "
-                        f"{list(other)} under the amateur {str(amateur)!r}). Use an amateur that "
-                        "keeps the frame count, e.g. 'shuffle_frames', 'still:0' or "
-                        "'null_video:black'."
-                    )
-    decoding.check(vlm)
 
 
 @dataclass(repr=False)
@@ -280,6 +213,7 @@ def generate_batch(
     prompt_read: PromptRead | None = None,
     decoding: Decoding | None = None,
     output_scores: bool = False,
+    server_prefix: prefix_generation.ServerPrefix | None = None,
     **trace_kwargs: Any,
 ) -> tuple[list[list[int]], tuple[Tensor, Tensor | None] | None, Tensor | None]:
     """Generate for one batch inside one nnsight generate trace.
@@ -294,7 +228,10 @@ def generate_batch(
 
     The block holds only envoys, tensors and plain values (:mod:`interp.plain`): greedy
     generation without edits or a decoding method runs here or on NDIF alike; edits, a decoding
-    method and seeded sampling are library objects and run here only.
+    method and seeded sampling are library objects and run here only. With ``server_prefix``
+    (a remote run sharing prefixes, :mod:`interp.prefix_generation`) one nnsight session runs
+    the prefixes' forward, selects each row's group from the cache it leaves on the server, and
+    then the same block from that cache; the results are read once the session has closed.
 
     Returns:
         the new token ids per expert row (cut at the end-of-sequence token), the prompt read
@@ -320,122 +257,114 @@ def generate_batch(
     contrast = decoding.lower(max_new_tokens) if decoding is not None else None
     combine = decoding.combine if decoding is not None and contrast is None else None
     prompt_states = prompt_mass = None
-    trace, inputs = vlm.open_trace(
+    keywords, inputs = vlm.trace_keywords(
         batch.encoding,
         generate=True,
         plain=hook is None and combine is None,
         **plain_generate_kwargs(vlm, max_new_tokens),
         **trace_kwargs,
     )
-    with torch.no_grad(), quiet_unreached(), trace as tracer:
-        # edits first: at a shared site (the logits) they act before the choice
-        if hook is not None:
-            hook(tracer)
-        for prompt_writes, step_writes in writes:  # interp.wire.apply_writes, by source
-            with tracer.invoke():  # one invoke per edit; every step when it edits generated steps
-                for step in tracer.iter[:] if step_writes else [0]:
-                    apply_writes(prompt_writes if step == 0 else step_writes, step)
-                    if step_writes:  # every step waits for the model (see apply_edits)
-                        _ = head.output
-        with tracer.invoke(**inputs):
-            chosen = nnsight.save([])
-            kept = nnsight.save([])
-            for step in tracer.iter[:]:
-                if step == 0 and prompt_read is not None:  # the prompt's states, before the logits
-                    sites, order, rows, index, image_mask = prompt_read
-                    states, masses = [], []
-                    for s, k in sites:  # in execution order, each cut to the read rows at once
-                        if k == "attention" or k.startswith("weights:"):
-                            w = row_weights(s, k, rows, index)
-                        else:
-                            states.append(read_site(s, k, rows, index))
-                            continue
-                        masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
-                    prompt_states = torch.stack(states, 1)[:, order].save()
-                    if masses:
-                        prompt_mass = torch.stack(masses, 1).mean(1).save()
-                out = head.output
-                last = out[:, -1]
-                if scale != 1.0:  # the forward's own transform of the head's output
-                    last = last * scale
-                if cap:
-                    last = torch.tanh(last / cap) * cap
-                if contrast is not None:  # Decoding.lower's formula
-                    logprobs, weights, log_beta = contrast
-                    z = last.float().log_softmax(-1) if logprobs else last.float()
-                    expert, amateur = z[:n], z[n:].reshape(copies - 1, n, -1).mean(0)
-                    w = weights[step]
-                    scores = (1.0 + w) * expert - w * amateur
-                    cut = expert < log_beta + expert.max(dim=-1, keepdim=True).values
-                    scores = scores.masked_fill(cut, float("-inf"))
-                elif combine is None:
-                    scores = last
-                else:
-                    z = last.float()
-                    scores = combine(
-                        z[:n], rearrange(z[n:], "(k n) v -> k n v", n=n), int(step) + 1
-                    )
-                if seeds is None:
-                    token = scores.argmax(dim=-1)
-                else:  # temperature, top-k, top-p (as HF's warpers), a draw per row on the CPU
-                    if step == 0:
-                        gens = []
-                        for s in seeds:
-                            gens.append(torch.Generator().manual_seed(s))
-                    z = scores.float() / temperature
-                    if top_k:
-                        kth = torch.topk(z, min(top_k, z.shape[-1]), dim=-1).values[..., -1:]
-                        z = z.masked_fill(z < kth, float("-inf"))
-                    if top_p < 1.0:
-                        ordered, order = torch.sort(z, descending=False, dim=-1)
-                        cut = ordered.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p)
-                        cut[..., -1:] = False  # keep at least the most likely token
-                        z = z.masked_fill(cut.scatter(-1, order, cut), float("-inf"))
-                    probs = z.softmax(dim=-1).cpu()
-                    draws = []
-                    for r in range(n):
-                        draws.append(torch.multinomial(probs[r], 1, generator=gens[r]))
-                    token = torch.cat(draws).to(scores.device)
-                if output_scores:  # a copy: without a method, scores is a view of the logits
-                    kept.append(scores.detach().to("cpu", torch.float32, copy=True))
-                forced = torch.full_like(last, float("-inf"))
-                forced[torch.arange(n_rows, device=forced.device), token.repeat(copies)] = 0.0
-                out[:, -1] = forced
-                chosen.append(token.cpu())
+    nn, session, first, rows_of, key = vlm.nn, contextlib.nullcontext(), None, None, ""
+    sent: dict[str, Any] = {}
+    if is_remote(keywords):
+        # a session per batch, shared or not: nnsight's server reads a file's block source once,
+        # so every request from this file must ship the same block (the session's)
+        sent = {k: keywords.pop(k) for k in ("remote", "backend") if k in keywords}
+        session = nn.session(**sent)
+    if server_prefix is not None:
+        if not is_remote(sent):  # locally the prefixes' cache comes as a trace keyword
+            raise ValueError("server_prefix is for a remote run")
+        first, rows_of, key = server_prefix.inputs, server_prefix.rows, server_prefix.cache_kwarg
+    with torch.no_grad(), quiet_unreached(), session:
+        if first is not None:  # the prefixes' cache, kept on the server, a row per batch row
+            with nn.trace(**first, use_cache=True):
+                ran = nn.output
+                cache = ran.get("cache")
+                if cache is None:
+                    cache = ran.get("past_key_values")
+            cache.batch_select_indices(rows_of)
+            keywords[key] = cache
+        with nn.trace(**keywords) as tracer:
+            # edits first: at a shared site (the logits) they act before the choice
+            if hook is not None:
+                hook(tracer)
+            for prompt_writes, step_writes in writes:  # interp.wire.apply_writes, by source
+                # one invoke per edit; every step when it edits generated steps
+                with tracer.invoke():
+                    for step in tracer.iter[:] if step_writes else [0]:
+                        apply_writes(prompt_writes if step == 0 else step_writes, step)
+                        if step_writes:  # every step waits for the model (see apply_edits)
+                            _ = head.output
+            with tracer.invoke(**inputs):
+                chosen = nnsight.save([])
+                kept = nnsight.save([])
+                for step in tracer.iter[:]:
+                    # the prompt's states, before the logits
+                    if step == 0 and prompt_read is not None:
+                        sites, order, rows, index, image_mask = prompt_read
+                        states, masses = [], []
+                        for s, k in sites:  # in execution order, each cut to the read rows at once
+                            if k == "attention" or k.startswith("weights:"):
+                                w = row_weights(s, k, rows, index)
+                            else:
+                                states.append(read_site(s, k, rows, index))
+                                continue
+                            masses.append((w * image_mask[:, None, :]).sum(-1).mean(-1))
+                        prompt_states = torch.stack(states, 1)[:, order].save()
+                        if masses:
+                            prompt_mass = torch.stack(masses, 1).mean(1).save()
+                    out = head.output
+                    last = out[:, -1]
+                    if scale != 1.0:  # the forward's own transform of the head's output
+                        last = last * scale
+                    if cap:
+                        last = torch.tanh(last / cap) * cap
+                    if contrast is not None:  # Decoding.lower's formula
+                        logprobs, weights, log_beta = contrast
+                        z = last.float().log_softmax(-1) if logprobs else last.float()
+                        expert, amateur = z[:n], z[n:].reshape(copies - 1, n, -1).mean(0)
+                        w = weights[step]
+                        scores = (1.0 + w) * expert - w * amateur
+                        cut = expert < log_beta + expert.max(dim=-1, keepdim=True).values
+                        scores = scores.masked_fill(cut, float("-inf"))
+                    elif combine is None:
+                        scores = last
+                    else:
+                        z = last.float()
+                        scores = combine(
+                            z[:n], rearrange(z[n:], "(k n) v -> k n v", n=n), int(step) + 1
+                        )
+                    if seeds is None:
+                        token = scores.argmax(dim=-1)
+                    else:  # temperature, top-k, top-p (as HF's warpers), a draw per row on the CPU
+                        if step == 0:
+                            gens = []
+                            for s in seeds:
+                                gens.append(torch.Generator().manual_seed(s))
+                        z = scores.float() / temperature
+                        if top_k:
+                            kth = torch.topk(z, min(top_k, z.shape[-1]), dim=-1).values[..., -1:]
+                            z = z.masked_fill(z < kth, float("-inf"))
+                        if top_p < 1.0:
+                            ordered, order = torch.sort(z, descending=False, dim=-1)
+                            cut = ordered.softmax(dim=-1).cumsum(dim=-1) <= (1 - top_p)
+                            cut[..., -1:] = False  # keep at least the most likely token
+                            z = z.masked_fill(cut.scatter(-1, order, cut), float("-inf"))
+                        probs = z.softmax(dim=-1).cpu()
+                        draws = []
+                        for r in range(n):
+                            draws.append(torch.multinomial(probs[r], 1, generator=gens[r]))
+                        token = torch.cat(draws).to(scores.device)
+                    if output_scores:  # a copy: without a method, scores is a view of the logits
+                        kept.append(scores.detach().to("cpu", torch.float32, copy=True))
+                    forced = torch.full_like(last, float("-inf"))
+                    forced[torch.arange(n_rows, device=forced.device), token.repeat(copies)] = 0.0
+                    out[:, -1] = forced
+                    chosen.append(token.cpu())
     ids = torch.stack(chosen, dim=1) if chosen else torch.zeros(n, 0, dtype=torch.long)
     scores_out = torch.stack(kept, dim=1) if output_scores and kept else None
     prompt = None if prompt_read is None else (prompt_states, prompt_mass)
     return cut_at_eos(vlm, ids), prompt, scores_out
-
-
-def contrast_batch(
-    vlm: VLM,
-    samples: Sequence[Sample],
-    condition: Condition,
-    decoding: Decoding,
-    all_samples: Sequence[Sample],
-    *,
-    trace_options: Mapping[str, Any] | None = None,
-) -> Batch:
-    """One batch of contrastive decoding: the samples under ``condition`` (the expert rows),
-    then the same samples under each amateur condition, encoded together (``trace_options``: the
-    measurement's nnsight keywords, see :attr:`Batch.trace_options`)."""
-    rows = list(samples) * (1 + len(decoding.amateurs))
-    conds = [condition] * len(samples)
-    for amateur in decoding.amateurs:
-        conds += [amateur] * len(samples)
-    enc = encode(vlm, rows, conds, all_samples=all_samples)
-    return Batch(
-        vlm,
-        enc,
-        rows,
-        condition,
-        "generate",
-        list(all_samples),
-        experts=len(samples),
-        conditions=conds,
-        trace_options=dict(trace_options or {}),
-    )
 
 
 def refuse_no_prefix(conds: Sequence[Condition]) -> None:
@@ -525,6 +454,7 @@ def generate(
 
     # samples that share media run the tokens before their questions once (interp.prefix_generation)
     shared = opts.share_prefix and prefix_generation.applies(vlm, edits, decoding, trace)
+    remote = prefix.remote(vlm, trace)  # the prefixes then run in each batch's session
 
     def compute(chunk: list[Sample]) -> tuple[dict[str, Tensor], list[dict[str, Any]]]:
         records: list[dict[str, Any]] = [{} for _ in chunk]
@@ -533,7 +463,7 @@ def generate(
             once = plain_generation_config(vlm, 1)
             once.return_dict_in_generate = True
             todo: Iterable[tuple[list[int], Any, dict[str, Any]]] = prefix_generation.batches(
-                vlm, chunk, cond, samples, opts.batch_size, max_new_tokens, once
+                vlm, chunk, cond, samples, opts.batch_size, max_new_tokens, once, remote
             )
         else:
             indices = batch_indices(vlm, chunk, cond, opts.batch_size, all_samples=samples)
@@ -555,7 +485,7 @@ def generate(
                 decoding=decoding,
                 output_scores=output_scores,
                 **trace,
-                **cached,  # the shared prefixes' cache (interp.prefix_generation)
+                **cached,  # the shared prefixes' cache, or remotely their inputs
             )
             for row, i in enumerate(idx):
                 records[i] = {"ids": ids[row]}

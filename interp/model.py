@@ -393,11 +393,19 @@ class VLM(Summary):
         (:mod:`interp.plain`), so it may run remotely; any other trace given ``remote=`` or
         ``backend=`` raises :class:`~interp.errors.RemoteError` before a request is sent.
         """
+        kwargs, inputs = self.trace_keywords(enc, generate=generate, plain=plain, **kwargs)
+        return self.nn.trace(**kwargs), inputs
+
+    def trace_keywords(
+        self, enc: Encoding, *, generate: bool = False, plain: bool = False, **kwargs: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """:meth:`open_trace`'s trace keywords (``self.nn.trace(**keywords)`` opens it) and the
+        inputs of its data invoke: for a block that opens the trace itself, inside a session."""
         inputs, fn = self._call(enc, generate)
         self._check_remote(fn, plain, kwargs)
         if fn is not None:
             kwargs["fn"] = fn
-        return self.nn.trace(**kwargs), inputs
+        return kwargs, inputs
 
     def final_logits(self, head_output: Any) -> Any:
         """The logits the model's forward returns, from its head's output (``vlm.lm_head.output``,

@@ -26,17 +26,29 @@ takes its group's before the rows generate.
 By causality every suffix token attends to the same keys as in the full prompt: the scores equal
 the naive generation's within float tolerance (``tests/core/test_prefix_generation.py`` checks the
 scores and the tokens on every family of the tiny suite, and HF's own ``generate`` of each row
-alone on LLaVA). A family shares where its adapter declares ``prefix_sharing`` and the run is
-local with no edits and no decoding method (:func:`applies`); HF's sliding window counts cache
+alone on LLaVA). A family shares where its adapter declares ``prefix_sharing`` and the run has no
+edits and no decoding method (:func:`refusal` says why not); HF's sliding window counts cache
 columns, pads included, so a family with one shares a batch only while the window holds every
 column (:func:`sliding_window`). Elsewhere, and for a batch whose rows carry media a condition
-edits after the processor (``distort``) or share nothing, the rows run in full. A remote run
-generates every row in full.
+edits after the processor (``distort``) or share nothing, the rows run in full.
+
+Remotely (NDIF) the cache never leaves the server: each shared batch is one nnsight session
+(:func:`interp.generation.generate_batch` given a :class:`ServerPrefix`) that runs the prefixes'
+forward (step 2 as a trace with ``use_cache=True`` at the positions ``generate``'s first step
+gives them, ``cumsum(mask) - 1``), selects each row's group from the cache it leaves there
+(``batch_select_indices``) and generates the rows from it in the same block as every other run.
+The rows carry the positions of step 3 as ``position_ids`` (the values HF would derive): the
+server's collation counts a row with pads in the middle from its first column. Only the inputs,
+the positions and the rows' group indices cross the wire
+(``tests/remote/test_remote_prefix_generation.py``). M-RoPE families do not share remotely: their
+rows need the prefix's rope delta set on the server's module (as in
+:func:`interp.prefix.remote_logprobs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -55,16 +67,42 @@ if TYPE_CHECKING:
     from .model import VLM
 
 
+def refusal(
+    vlm: VLM, edits: Sequence[Any], decoding: Any, trace_options: dict[str, Any]
+) -> str | None:
+    """Why :func:`interp.generate` may not share prefixes on ``vlm`` (None: it may): the family
+    shares when scoring (:func:`interp.prefix.applies`), its forward with images needs no
+    text-only stand-in, there is no edit and no decoding method, and a remote run's family has
+    no M-RoPE (its rows would need the prefix's rope delta set on the server's module)."""
+    adapter = vlm.adapter
+    if decoding is not None:
+        return "a decoding method chooses the tokens"
+    if edits:
+        return "edits change the prefix"
+    if adapter.text_only_module is not None:
+        return "its image-less rows run a text-only module"
+    if prefix.remote(vlm, trace_options) and prefix._rope_owner(vlm) is not None:
+        return "remote M-RoPE: the rows need the prefix's rope delta on the server's module"
+    if not prefix.applies(vlm, edits, trace_options):
+        return "the family is not verified to share prefixes (prefix_sharing)"
+    return None
+
+
 def applies(vlm: VLM, edits: Sequence[Any], decoding: Any, trace_options: dict[str, Any]) -> bool:
-    """Whether :func:`interp.generate` may share prefixes on ``vlm``: the family shares when
-    scoring (:func:`interp.prefix.applies`), its forward with images needs no text-only stand-in,
-    and the run is local with no edits and no decoding method."""
-    return (
-        decoding is None
-        and prefix.applies(vlm, edits, trace_options)
-        and not prefix.remote(vlm, trace_options)
-        and vlm.adapter.text_only_module is None
-    )
+    """Whether :func:`interp.generate` may share prefixes on ``vlm`` (:func:`refusal` is None)."""
+    return refusal(vlm, edits, decoding, trace_options) is None
+
+
+@dataclass
+class ServerPrefix:
+    """A shared batch's prefixes for a remote run, as plain data: the one-row-per-group forward's
+    ``inputs`` (media, left-padded per-token fields, HF's generation positions), each row's
+    group (``rows``, the cache's rows to select) and the generate keyword taking the cache
+    (``cache_kwarg``). :func:`interp.generation.generate_batch` runs them in its session."""
+
+    inputs: dict[str, Any]
+    rows: Tensor
+    cache_kwarg: str
 
 
 def sliding_window(vlm: VLM) -> int | None:
@@ -129,11 +167,11 @@ def _pack(
     return out
 
 
-def _prefix_cache(
-    vlm: VLM, reps: list[Row], lengths: list[int], pad: int, config: GenerationConfig
-) -> tuple[Any, dict[str, Tensor]]:
-    """The cache of every group's prefix (one row per group, left-padded to the longest) from one
-    call of the model's own ``generate`` for one token, and those prefix rows' per-token fields."""
+def _prefix_rows(
+    vlm: VLM, reps: list[Row], lengths: list[int], pad: int
+) -> tuple[dict[str, Any], dict[str, Tensor]]:
+    """Every group's prefix, one row per group left-padded to the longest: the media inputs and
+    the per-token fields."""
     enc = assemble(as_codec(vlm), reps)
     inputs, _ = vlm._call(enc, True)
     fields = _per_token(inputs, enc)
@@ -141,7 +179,16 @@ def _prefix_cache(
     width = max(lengths)
     spans = [(g, starts[g], starts[g] + p) for g, p in enumerate(lengths)]
     packed = _pack(fields, spans, width, pad)
-    media = {k: v for k, v in inputs.items() if k not in fields}
+    return {k: v for k, v in inputs.items() if k not in fields}, packed
+
+
+def _prefix_cache(
+    vlm: VLM, reps: list[Row], lengths: list[int], pad: int, config: GenerationConfig
+) -> tuple[Any, dict[str, Tensor]]:
+    """The cache of every group's prefix (:func:`_prefix_rows`) from one call of the model's own
+    ``generate`` for one token, and those prefix rows' per-token fields."""
+    media, packed = _prefix_rows(vlm, reps, lengths, pad)
+    width = max(lengths)
     with torch.no_grad():
         out = vlm.hf.generate(**media, **packed, generation_config=config)
     cache = out.get("cache")
@@ -155,6 +202,30 @@ def _prefix_cache(
     return cache, packed
 
 
+def _positions(mask: Tensor) -> Tensor:
+    """The position ids HF's ``generate`` derives from an attention mask: ``cumsum(mask) - 1``
+    over the attended tokens, 0 on pads."""
+    counted = mask.to(torch.long).cumsum(-1) - 1
+    return counted.masked_fill(mask == 0, 0)
+
+
+def _server_prefix(
+    vlm: VLM, reps: list[Row], lengths: list[int], pad: int, rows_of: Tensor
+) -> tuple[ServerPrefix, dict[str, Tensor]]:
+    """:func:`_prefix_cache` lowered for a remote run: the prefix forward's inputs with the
+    positions ``generate``'s first step gives left-padded rows (``cumsum(mask) - 1``, where the
+    forward takes positions), to run on the server, and the prefix rows' per-token fields."""
+    media, packed = _prefix_rows(vlm, reps, lengths, pad)
+    inputs: dict[str, Any] = {**media, **packed}
+    params = prefix._parameters(vlm.hf)
+    mask = packed.get("attention_mask")
+    if mask is not None and "position_ids" not in inputs and "position_ids" in params:
+        inputs["position_ids"] = _positions(mask)
+    if "logits_to_keep" in params:  # the prefix's logits are never read
+        inputs["logits_to_keep"] = 1
+    return ServerPrefix(inputs, rows_of, prefix._cache_kwarg(vlm, None)), packed
+
+
 def _batch(
     vlm: VLM,
     rows: list[Row],
@@ -162,9 +233,11 @@ def _batch(
     pad: int,
     max_new_tokens: int,
     config: GenerationConfig,
+    remote: bool = False,
 ) -> tuple[Encoding, dict[str, Any]] | None:
     """The encoding of one batch with its inputs rebuilt to continue from the groups' prefix cache
-    (the module docstring, steps 2-3), and the trace keyword carrying that cache; None when a row
+    (the module docstring, steps 2-3), and the trace keyword carrying that cache (remotely: the
+    ``server_prefix`` keyword of :func:`interp.generation.generate_batch`); None when a row
     carries media a condition edits after the processor, no group shares anything, or the rows
     with the new tokens would outgrow a sliding window (:func:`sliding_window`). ``keys``: the
     rows' media keys (:func:`interp.prefix.media_key`)."""
@@ -184,17 +257,27 @@ def _batch(
     window = sliding_window(vlm)
     if window is not None and max(lengths) + width + max_new_tokens > window:
         return None
-    cache, heads = _prefix_cache(vlm, [rows[m[0]] for m in groups], lengths, pad, config)
+    reps = [rows[m[0]] for m in groups]
     rows_of = torch.tensor(group_of, device=enc.input_ids.device)
-    cache.batch_select_indices(rows_of)
-    owner = prefix._rope_owner(vlm)
-    if owner is not None and owner.rope_deltas is not None:
-        # M-RoPE: generate continues a cache at its cumsum positions plus the model's rope delta,
-        # which the prefixes' generate left per group: each row takes its group's
-        owner.rope_deltas = owner.rope_deltas[rows_of]
+    if remote:  # the prefix runs in the rows' own session on the server (ServerPrefix)
+        lowered, heads = _server_prefix(vlm, reps, lengths, pad, rows_of)
+        extra: dict[str, Any] = {"server_prefix": lowered}
+    else:
+        cache, heads = _prefix_cache(vlm, reps, lengths, pad, config)
+        cache.batch_select_indices(rows_of)
+        owner = prefix._rope_owner(vlm)
+        if owner is not None and owner.rope_deltas is not None:
+            # M-RoPE: generate continues a cache at its cumsum positions plus the model's rope
+            # delta, which the prefixes' generate left per group: each row takes its group's
+            owner.rope_deltas = owner.rope_deltas[rows_of]
+        extra = {prefix._cache_kwarg(vlm, None): cache}
     inputs, _ = vlm._call(enc, True)
     suffix = _pack(_per_token(inputs, enc), tails, width, pad)
     merged = {k: torch.cat([heads[k][group_of], suffix[k]], dim=1) for k in suffix}
+    if remote and "attention_mask" in merged and "position_ids" in prefix._parameters(vlm.hf):
+        # nnsight's server counts a row with pads in the middle from its first column: the
+        # positions generate would derive here travel with the inputs
+        merged["position_ids"] = _positions(merged["attention_mask"])
     shared = Encoding(
         merged,
         torch.full((len(rows),), merged["input_ids"].shape[1] - 1, dtype=torch.long),
@@ -205,7 +288,7 @@ def _batch(
         enc.n_images,
         enc.sample_ids,
     )
-    return shared, {prefix._cache_kwarg(vlm, None): cache}
+    return shared, extra
 
 
 def batches(
@@ -216,11 +299,13 @@ def batches(
     batch_size: int,
     max_new_tokens: int,
     prefix_config: GenerationConfig,
+    remote: bool = False,
 ) -> Iterator[tuple[list[int], Encoding, dict[str, Any]]]:
     """The batches :func:`interp.generate` runs for ``chunk`` under ``cond`` with shared prefixes:
-    per batch, the rows' indices in ``chunk``, the encoding to generate from and the trace
-    keyword carrying the prefix cache (module docstring; ``prefix_config``: the plain generation
-    config of one token the prefixes run with). A batch that shares nothing comes as
+    per batch, the rows' indices in ``chunk``, the encoding to generate from and the keyword of
+    :func:`interp.generation.generate_batch` carrying the prefix cache, or with ``remote`` the
+    prefixes to run on the server (module docstring; ``prefix_config``: the plain generation
+    config of one token the prefixes run with locally). A batch that shares nothing comes as
     :func:`interp.encoding.encode` gives it, with no keyword."""
     codec = as_codec(vlm)
     resolved = resolve(chunk, cond, codec.processor, all_samples=pool)
@@ -235,11 +320,12 @@ def batches(
     pad = vlm.tokenizer.pad_token_id or 0
     for idx in batch_rows(codec.adapter, ordered, batch_size):
         rows = [ordered[i] for i in idx]
-        built = _batch(vlm, rows, [keys[order[i]] for i in idx], pad, max_new_tokens, prefix_config)
+        keyed = [keys[order[i]] for i in idx]
+        built = _batch(vlm, rows, keyed, pad, max_new_tokens, prefix_config, remote)
         enc, extra = built if built is not None else (assemble(codec, rows), {})
         for row in rows:
             row.release()
         yield [order[i] for i in idx], enc, extra
 
 
-__all__ = ["applies", "batches", "sliding_window"]
+__all__ = ["ServerPrefix", "applies", "batches", "refusal", "sliding_window"]

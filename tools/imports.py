@@ -120,6 +120,7 @@ LAYERS: tuple[Layer, ...] = (
         (
             "interp/residual.py",
             "interp/generation.py",
+            "interp/contrast.py",
             "interp/prefix_generation.py",
             "interp/scoring.py",
             "interp/windows.py",

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import interp
-from interp.testing import build_tiny, make_samples
+from interp.testing import make_samples
 from interp.testing.tolerance import assert_close
 
 
@@ -79,19 +79,9 @@ def test_generate_states_reads_the_prompt_and_the_answer_on_the_loopback(ndif, d
 
 
 @pytest.fixture(scope="module")
-def qwen(tmp_path_factory: pytest.TempPathFactory) -> tuple[interp.VLM, interp.VLM]:
-    """A tiny Qwen2-VL checkpoint in a folder (M-RoPE positions), loaded locally and for NDIF.
-
-    Its processor is handed over rather than read back: Qwen2-VL's video processor needs
-    torchvision, which this machine cannot import (the server stands in for it)."""
-    folder = tmp_path_factory.mktemp("qwen2_vl")
-    model, processor = build_tiny("qwen2_vl")
-    model.save_pretrained(folder)
-    processor.image_processor.save_pretrained(folder)
-    processor.tokenizer.save_pretrained(folder)
-    (folder / "chat_template.jinja").write_text(processor.chat_template)
-    local = interp.load(str(folder), processor=processor)
-    return local, interp.load(str(folder), processor=processor, remote=True)
+def qwen(saved_tiny) -> tuple[interp.VLM, interp.VLM]:
+    """A tiny Qwen2-VL checkpoint in a folder (M-RoPE positions), loaded locally and for NDIF."""
+    return saved_tiny("qwen2_vl")
 
 
 @pytest.mark.parametrize("condition", ["full", "blind"])
