@@ -136,8 +136,8 @@ def remote_totals(
     for batch, edits, start in plan:
         traced, rows, where, tgt, valid = scoring.teacher_forced(vlm, batch, targets)
         writes, hook = edit_hook(vlm, batch, edits)
-        inputs, fn = vlm._call(traced, False)
-        vlm._check_remote(fn, hook is None, dict(sent))  # refused before the request
+        # refused before the request: a block holding library objects, a text-only module
+        _, inputs = vlm.trace_keywords(traced, plain=hook is None, **sent)
         inputs, where = scoring.head_tail(vlm, traced, inputs, where, valid, writes, hook)
         if start:  # the media's features would feed only the skipped layers
             inputs = resumed_inputs(vlm, inputs)
