@@ -18,7 +18,6 @@ Invariants (tested for every supported architecture): ``len(vlm.layers) == vlm.n
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,23 +29,21 @@ from jaxtyping import Bool, Int
 from nnsight.modeling.transformers import TransformersModel
 from torch import Tensor
 from transformers import (
-    AutoConfig,
-    AutoModelForImageTextToText,
     AutoProcessor,
-    PretrainedConfig,
     PreTrainedModel,
 )
 
 from .adapters import Adapter, adapter_for, get_path, module_path
 from .adapters.infer import complete, verify
 from .adapters.logits import head_transform
-from .errors import ModelConfigError, ModelNotFoundError, ProcessorMissingError
-from .hub import looks_like_path, offline_kwargs
+from .configs import auto_class, config_only, model_config, task
+from .errors import ModelNotFoundError, ProcessorMissingError
+from .hub import offline_kwargs
 from .layout_check import check_at_load
 from .options import is_remote, refuse_remote
 from .reprs import Summary
 from .sources import locate, processor_for
-from .thinker import inner_config, warn_misread, wrapper_of
+from .thinker import inner_config, wrapper_of
 from .threads import ensure_threads
 
 if TYPE_CHECKING:
@@ -75,29 +72,8 @@ class _TracedVLM(TransformersModel):
         return super()._batch(invokes, fn)
 
 
-# Files any processor or tokenizer of a saved checkpoint is read from; a folder with none of them
-# holds a configuration only.
-_PREPROCESSOR_FILES = (
-    "processor_config.json",
-    "preprocessor_config.json",
-    "tokenizer_config.json",
-    "tokenizer.json",
-    "tokenizer.model",
-)
-
 # from_pretrained arguments that shape the model built from a bare configuration
 _CONFIG_BUILD_KWARGS = ("dtype", "attn_implementation", "trust_remote_code")
-
-
-def config_only(source: str | Path) -> bool:
-    """Whether ``source`` is a local folder with ``config.json`` and no processor or tokenizer
-    file: a published configuration without the checkpoint's other files."""
-    path = Path(source).expanduser()
-    return (
-        path.is_dir()
-        and (path / "config.json").is_file()
-        and not any((path / name).is_file() for name in _PREPROCESSOR_FILES)
-    )
 
 
 class _ConfigOnlyVLM(_TracedVLM):
@@ -113,8 +89,8 @@ class _ConfigOnlyVLM(_TracedVLM):
         config_kwargs = {k: v for k, v in kwargs.items() if k in ("revision", "trust_remote_code")}
         config = model_config(repo_id, **config_kwargs)
         build = {k: v for k, v in kwargs.items() if k in _CONFIG_BUILD_KWARGS}
-        self.task = _task(config)
-        return _auto_class(config).from_config(config, **build)
+        self.task = task(config)
+        return auto_class(config).from_config(config, **build)
 
     def dispatch(self) -> None:
         if self.dispatched:
@@ -487,68 +463,6 @@ def _load_processor(source: str, kwargs: dict[str, Any]) -> Any:
     return found if found is not None else AutoProcessor.from_pretrained(source, **kwargs)
 
 
-def _check_config_json(path: Path, source: str) -> dict[str, Any]:
-    """A local folder's ``config.json`` must be a JSON object (transformers would report a broken
-    file as a hub failure); returns it.
-
-    Raises:
-        ModelConfigError: it is not valid JSON, or not an object.
-    """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ModelConfigError(
-            f"{source!r}: its config.json is not valid JSON ({err}); repair or replace the file "
-            f"{str(path)!r}"
-        ) from None
-    if not isinstance(data, dict):
-        raise ModelConfigError(
-            f"{source!r}: its config.json holds a {type(data).__name__}, not a JSON object; "
-            f"repair or replace the file {str(path)!r}"
-        )
-    return data
-
-
-def model_config(model: str | Path, *, whole: bool = False, **kwargs: Any) -> PretrainedConfig:
-    """The model's configuration (no weights are read), with a clear error when it cannot be
-    found. For a full omni checkpoint this is its thinker's configuration, the model the library
-    runs (``whole=True``: the checkpoint's own).
-
-    Raises:
-        ModelNotFoundError: no such local folder, or a hub id that cannot be fetched (offline).
-    """
-    source = _resolve_source(model)
-    if not source.strip():
-        raise ModelNotFoundError("the model name is empty; give 'demo', a local folder or a hub id")
-    try:
-        path = Path(source).expanduser()
-    except RuntimeError as err:  # '~user' with no such user
-        raise ModelNotFoundError(f"model folder not found: {source!r} ({err})") from None
-    if not path.is_dir() and looks_like_path(source):
-        raise ModelNotFoundError(
-            f"model folder not found: {source!r}. Give an existing folder holding config.json "
-            "(and the weights), a hub id such as 'llava-hf/llava-1.5-7b-hf', or 'demo'."
-        )
-    if path.is_dir() and not (path / "config.json").is_file():
-        raise ModelNotFoundError(
-            f"{source!r} is a folder without config.json: not a saved Hugging Face model"
-        )
-    data = _check_config_json(path / "config.json", source) if path.is_dir() else None
-    if not path.is_dir():
-        kwargs = {**offline_kwargs(source), **kwargs}
-    try:
-        config = AutoConfig.from_pretrained(str(path) if path.is_dir() else source, **kwargs)
-    except OSError as err:
-        raise ModelNotFoundError(
-            f"cannot load {source!r}: it is not a local folder, and the Hugging Face hub did not "
-            f"provide it ({str(err).splitlines()[0]}). Without network access, give a local "
-            "model folder or 'demo'."
-        ) from None
-    if data is not None:
-        warn_misread(data, config, source)
-    return config if whole else inner_config(config)
-
-
 def load(
     model: str | Path | PreTrainedModel,
     processor: Any = None,
@@ -650,9 +564,9 @@ def load(
         # remote: nnsight's own class, whose key NDIF serves and which its server can unpickle
         traced = TransformersModel if remote else _TracedVLM
         with _quiet_pipeline_check():
-            nn = traced(source, task=_task(config), processor=processor, dispatch=False, **kwargs)
+            nn = traced(source, task=task(config), processor=processor, dispatch=False, **kwargs)
         return VLM(nn._module, processor, adapter=adapter, nn=nn, source=str(model), remote=remote)
-    hf = _auto_class(config).from_pretrained(source, **kwargs).eval()
+    hf = auto_class(config).from_pretrained(source, **kwargs).eval()
     return VLM(hf, processor, adapter=adapter, source=str(model))
 
 
@@ -660,29 +574,6 @@ def load(
 # a fused forward skips the submodules a hook reads, and its numerics are not plain HF's. Every
 # load here keeps the model's own forwards (``use_kernels=True`` in ``hf_kwargs`` opts in).
 PLAIN_FORWARDS: dict[str, Any] = {"use_kernels": False}
-
-
-def _auto_class(config: Any) -> Any:
-    """The auto class that builds ``config``'s model: image-text-to-text for the vision families,
-    multimodal-LM for those outside it (the audio-language Qwen2-Audio)."""
-    from transformers import AutoModelForMultimodalLM
-    from transformers.models.auto import modeling_auto
-
-    if config.model_type in modeling_auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
-        return AutoModelForImageTextToText
-    if config.model_type in modeling_auto.MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES:
-        return AutoModelForMultimodalLM
-    return AutoModelForImageTextToText  # its own error names the supported types
-
-
-def _task(config: Any) -> str:
-    """The pipeline task whose model class is :func:`_auto_class`'s (nnsight's lazy and remote
-    loads build the model through the task)."""
-    return (
-        "any-to-any"
-        if _auto_class(config).__name__ == "AutoModelForMultimodalLM"
-        else ("image-text-to-text")
-    )
 
 
 __all__ = ["VLM", "Residual", "config_only", "load", "model_config"]

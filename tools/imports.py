@@ -85,13 +85,14 @@ LAYERS: tuple[Layer, ...] = (
         "model",
         (
             "interp/model.py",
+            "interp/configs.py",
             "interp/hub.py",
             "interp/sources.py",
             "interp/threads.py",
             "interp/layout_check.py",
             "interp/reach.py",
         ),
-        "`load` → `VLM`; whether the Hugging Face hub can be reached (a hub id reads the local cache without it); the model sources, what a name given to `load` stands for (`ModelSource`, registered as entry points; the folder and hub-id source built in); the torch thread setting; an unchecked token layout checked on the loaded weights (the perturbation test, allowing for a convolutional merge's reach)",
+        "`load` → `VLM`; a model's configuration without its weights (`model_config`, `config_only`); whether the Hugging Face hub can be reached (a hub id reads the local cache without it); the model sources, what a name given to `load` stands for (`ModelSource`, registered as entry points; the folder and hub-id source built in); the torch thread setting; an unchecked token layout checked on the loaded weights (the perturbation test, allowing for a convolutional merge's reach)",
     ),
     Layer(
         "edits and reads",

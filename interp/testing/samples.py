@@ -43,6 +43,24 @@ def random_image(height: int, width: int, seed: int) -> Image.Image:
     return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8), "RGB")
 
 
+SHARED_QUESTIONS: tuple[str, ...] = (
+    "What color is the car?",
+    "How many dogs are there in the picture?",
+    "Is it day?",
+)
+
+
+def shared_media_samples() -> list[Sample]:
+    """Six samples for prefix sharing: the three :data:`SHARED_QUESTIONS` on one image, the last
+    two on a second (groups of 3 and 2 with suffixes of several lengths: pads in the middle) and
+    one image alone (a group of its own)."""
+    a, b, c = (random_image(40, 48, seed) for seed in (3, 4, 5))
+    out = [Sample(question=q, image=a, id=f"a{i}") for i, q in enumerate(SHARED_QUESTIONS)]
+    out += [Sample(question=q, image=b, id=f"b{i}") for i, q in enumerate(SHARED_QUESTIONS[1:])]
+    out.append(Sample(question=SHARED_QUESTIONS[0], image=c, id="c"))
+    return out
+
+
 def make_samples(n: int = 9, seed: int = 0) -> list[Sample]:
     """``n`` samples (ids ``s0``, ``s1``, ...) with random images of the varied :data:`SIZES`,
     the :data:`QUESTIONS` and :data:`ANSWERS` cycled."""
@@ -62,4 +80,12 @@ def make_samples(n: int = 9, seed: int = 0) -> list[Sample]:
     return out
 
 
-__all__ = ["ANSWERS", "QUESTIONS", "SIZES", "make_samples", "random_image"]
+__all__ = [
+    "ANSWERS",
+    "QUESTIONS",
+    "SHARED_QUESTIONS",
+    "SIZES",
+    "make_samples",
+    "random_image",
+    "shared_media_samples",
+]

@@ -134,6 +134,17 @@ def assert_close(
         raise AssertionError(f"{prefix}{err}") from None
 
 
+def assert_same_generation(got: Any, want: Any, *, scale: float, msg: str = "") -> None:
+    """Two :class:`~interp.Generation` results of the same rows: the same tokens, and the scores
+    each token was chosen from equal within rounding (:func:`assert_close`, fp32, ``scale``)."""
+    import torch
+
+    assert got.token_ids == want.token_ids, msg
+    assert got.scores is not None and want.scores is not None, msg
+    for i, (g, w) in enumerate(zip(got.scores, want.scores)):
+        assert_close(g, w, scale=scale, dtype=torch.float32, msg=f"{msg} row {i}")
+
+
 def approx_close(
     got: Any, want: Any, bound: float, *, why: str, equal_nan: bool = False, msg: str = ""
 ) -> None:
@@ -156,6 +167,7 @@ __all__ = [
     "PCM16_STEP",
     "approx_close",
     "assert_close",
+    "assert_same_generation",
     "combination_scale",
     "logprob_scale",
     "magnitude",

@@ -21,27 +21,15 @@ import interp
 from interp import prefix_generation as pg
 from interp.encoding import encode
 from interp.generation import plain_generation_config
-from interp.samples import Sample
+from interp.testing.samples import shared_media_samples
 from interp.testing.tiny import ARCHITECTURES, shared_tiny_vlm, tiny_vlm
-from interp.testing.tolerance import assert_close
+from interp.testing.tolerance import assert_close, assert_same_generation
 from interventions import Steer
 from interventions.decoding import vcd
-from tools.conformance import image
 
-QUESTIONS = ["What color is the car?", "How many dogs are there in the picture?", "Is it day?"]
 # fp32 logits through every layer of a tiny model: rounding of a few ε·64
 SCALE = 64.0
 NEW = 4
-
-
-def _samples() -> list[Sample]:
-    """Three questions on one image, two on a second (prefix groups of 3 and 2, suffixes of
-    several lengths: pads in the middle) and one image alone."""
-    a, b, c = image(3), image(4), image(5)
-    out = [Sample(question=q, image=a, id=f"a{i}") for i, q in enumerate(QUESTIONS)]
-    out += [Sample(question=q, image=b, id=f"b{i}") for i, q in enumerate(QUESTIONS[1:])]
-    out.append(Sample(question=QUESTIONS[0], image=c, id="c"))
-    return out
 
 
 @pytest.fixture
@@ -58,23 +46,16 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     return calls
 
 
-def _same(got: interp.Generation, want: interp.Generation, msg: str) -> None:
-    assert got.token_ids == want.token_ids, msg
-    assert got.scores is not None and want.scores is not None
-    for i, (g, w) in enumerate(zip(got.scores, want.scores)):
-        assert_close(g, w, scale=SCALE, dtype=torch.float32, msg=f"{msg} row {i}")
-
-
 @pytest.mark.parametrize("arch", ARCHITECTURES)
 def test_shared_equals_full_generation(arch: str, spy: list[list[int]]) -> None:
     vlm = shared_tiny_vlm(arch)
-    samples = _samples()
+    samples = shared_media_samples()
     kw = {"max_new_tokens": NEW, "output_scores": True, "batch_size": 4, "progress_bar": False}
     got = interp.generate(vlm, samples, "full", **kw)
     ran = list(spy)
     want = interp.generate(vlm, samples, "full", share_prefix=False, **kw)
     assert spy == ran  # share_prefix=False runs no prefix
-    _same(got, want, arch)
+    assert_same_generation(got, want, scale=SCALE, msg=arch)
     if pg.applies(vlm, [], None, {}) and pg.sliding_window(vlm) is None:
         # batches [a a a b] (two prefixes: the three a rows', and b's alone) and [b c] (each
         # alone: nothing shared, run in full)
@@ -86,7 +67,7 @@ def test_shared_equals_full_generation(arch: str, spy: list[list[int]]) -> None:
 def test_shared_equals_hf_generate(spy: list[list[int]]) -> None:
     """Each row's tokens and scores against HF's ``generate`` of that row alone."""
     vlm = shared_tiny_vlm("llava")
-    samples = _samples()
+    samples = shared_media_samples()
     got = interp.generate(
         vlm, samples, "null:black", max_new_tokens=NEW, output_scores=True, batch_size=8
     )
@@ -109,7 +90,7 @@ def test_sliding_window_wider_than_the_rows_shares() -> None:
     vlm = tiny_vlm("gemma3")
     vlm.hf.config.get_text_config().sliding_window = 4096
     assert pg.sliding_window(vlm) == 4096
-    samples = _samples()
+    samples = shared_media_samples()
     kw = {"max_new_tokens": NEW, "output_scores": True, "batch_size": 4, "progress_bar": False}
     calls: list[int] = []
     real = pg._prefix_cache
@@ -119,14 +100,19 @@ def test_sliding_window_wider_than_the_rows_shares() -> None:
     finally:
         pg._prefix_cache = real  # type: ignore[assignment]
     assert calls
-    _same(got, interp.generate(vlm, samples, "full", share_prefix=False, **kw), "gemma3")
+    assert_same_generation(
+        got,
+        interp.generate(vlm, samples, "full", share_prefix=False, **kw),
+        scale=SCALE,
+        msg="gemma3",
+    )
 
 
 def test_sampling_edits_decoding_and_distort(spy: list[list[int]]) -> None:
     """Seeded sampling shares and draws the same tokens; an edit, a decoding method and a
     condition that edits pixels (``distort``) share nothing."""
     vlm = shared_tiny_vlm("llava")
-    samples = _samples()
+    samples = shared_media_samples()
     kw = {"max_new_tokens": NEW, "batch_size": 4, "progress_bar": False}
     sampled = {"do_sample": True, "temperature": 1.5, "seed": 3}
     got = interp.generate(vlm, samples, "full", **sampled, **kw)
@@ -144,9 +130,13 @@ def test_sampling_edits_decoding_and_distort(spy: list[list[int]]) -> None:
 def test_run_options_turn_it_off(spy: list[list[int]]) -> None:
     vlm = shared_tiny_vlm("llava")
     run = interp.RunOptions(batch_size=4, share_prefix=False)
-    interp.generate(vlm, _samples(), "full", max_new_tokens=2, run=run)
+    interp.generate(vlm, shared_media_samples(), "full", max_new_tokens=2, run=run)
     assert spy == []
     interp.generate(
-        vlm, _samples(), "full", max_new_tokens=2, run=dataclasses.replace(run, share_prefix=True)
+        vlm,
+        shared_media_samples(),
+        "full",
+        max_new_tokens=2,
+        run=dataclasses.replace(run, share_prefix=True),
     )
     assert spy

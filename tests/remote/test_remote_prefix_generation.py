@@ -6,30 +6,16 @@ scores equal a local run that shares nothing."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 import interp
 from interp import prefix_generation as pg
-from interp.samples import Sample
+from interp.testing.samples import shared_media_samples
 from interp.testing.tiny import shared_tiny_vlm
-from interp.testing.tolerance import assert_close
-from tools.conformance import image
+from interp.testing.tolerance import assert_same_generation
 
-QUESTIONS = ["What color is the car?", "How many dogs are there in the picture?", "Is it day?"]
 NEW = 4
 # fp32 logits through every layer of a tiny model: rounding of a few ε·64
 SCALE = 64.0
-
-
-def _samples() -> list[Sample]:
-    """Three questions on one image, two on a second, one image alone: with batches of 4 the
-    first batch shares (two groups, suffixes of several lengths: pads in the middle), the second
-    holds rows alone in their groups and runs in full."""
-    a, b, c = image(3), image(4), image(5)
-    out = [Sample(question=q, image=a, id=f"a{i}") for i, q in enumerate(QUESTIONS)]
-    out += [Sample(question=q, image=b, id=f"b{i}") for i, q in enumerate(QUESTIONS[1:])]
-    out.append(Sample(question=QUESTIONS[0], image=c, id="c"))
-    return out
 
 
 @pytest.fixture
@@ -46,16 +32,9 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     return calls
 
 
-def _same(got: interp.Generation, want: interp.Generation, msg: str) -> None:
-    assert got.token_ids == want.token_ids, msg
-    assert got.scores is not None and want.scores is not None
-    for i, (g, w) in enumerate(zip(got.scores, want.scores)):
-        assert_close(g, w, scale=SCALE, dtype=torch.float32, msg=f"{msg} row {i}")
-
-
 def _run(vlm: interp.VLM, **kw: object) -> interp.Generation:
     return interp.generate(
-        vlm, _samples(), max_new_tokens=NEW, output_scores=True, batch_size=4, **kw
+        vlm, shared_media_samples(), max_new_tokens=NEW, output_scores=True, batch_size=4, **kw
     )
 
 
@@ -78,14 +57,14 @@ def test_shared_generation_on_the_loopback_equals_local_full(ndif, want, spy, ho
     assert ndif.requests() - before == 2
     assert len(spy) == 1 and len(spy[0]) == 2
     assert not got_vlm.dispatched  # nothing local touched the weights
-    _same(got, want, how)
+    assert_same_generation(got, want, scale=SCALE, msg=how)
 
 
 def test_remote_generation_without_sharing_lowers_no_prefix(ndif, want, spy):
     remote = interp.load("demo", remote=True)
     got = _run(remote, share_prefix=False, remote=ndif.url, progress_bar=False)
     assert spy == []
-    _same(got, want, "unshared")
+    assert_same_generation(got, want, scale=SCALE, msg="unshared")
 
 
 def test_a_llava_checkpoint_shares_on_the_loopback(ndif, saved_tiny, spy):
@@ -94,7 +73,9 @@ def test_a_llava_checkpoint_shares_on_the_loopback(ndif, saved_tiny, spy):
     got = _run(remote, remote=ndif.url, progress_bar=False)
     assert ndif.requests() - before == 2
     assert len(spy) == 1
-    _same(got, _run(local, share_prefix=False, progress_bar=False), "llava")
+    assert_same_generation(
+        got, _run(local, share_prefix=False, progress_bar=False), scale=SCALE, msg="llava"
+    )
 
 
 def test_m_rope_families_fall_back_remotely(ndif, saved_tiny, spy):
@@ -108,4 +89,6 @@ def test_m_rope_families_fall_back_remotely(ndif, saved_tiny, spy):
     assert "M-RoPE" in str(pg.refusal(remote, [], None, {}))
     got = _run(remote, remote=ndif.url, progress_bar=False)
     assert spy == []
-    _same(got, _run(local, share_prefix=False, progress_bar=False), "qwen2_vl")
+    assert_same_generation(
+        got, _run(local, share_prefix=False, progress_bar=False), scale=SCALE, msg="qwen2_vl"
+    )
