@@ -258,19 +258,28 @@ def test_sensitivity_variants_equal_the_brute_force(small):
 
 
 class ForwardCounter:
-    """Rows and calls through the output head (one call per model forward)."""
+    """Rows and calls through the output head (one call per model forward), and the positions
+    each forward's decoder holds (its last layer's output: the head sees only the positions
+    read)."""
 
     def __init__(self, vlm: interp.VLM):
         self.rows: list[int] = []
         self.positions: list[int] = []
-        self.handle = vlm.adapter.lm_head(vlm.hf).register_forward_hook(self.hook)
+        self.handles = [
+            vlm.adapter.lm_head(vlm.hf).register_forward_hook(self.head),
+            vlm.layers[-1]._module.register_forward_hook(self.layer),
+        ]
 
-    def hook(self, module, args, output):
+    def head(self, module, args, output):
         self.rows.append(int(output.shape[0]))
-        self.positions.append(int(output.shape[1]))
+
+    def layer(self, module, args, output):
+        out = output[0] if isinstance(output, tuple) else output
+        self.positions.append(int(out.shape[1]))
 
     def close(self):
-        self.handle.remove()
+        for handle in self.handles:
+            handle.remove()
 
 
 @pytest.mark.parametrize("pmi, extra", [(False, 0), (True, 2)])
