@@ -1,7 +1,9 @@
 """Statistics and probes over traced tensors (numpy or torch in, numpy out).
 
 - :mod:`probes.distances`: row-wise distances between stacks of states (cosine, L2, KL, JS).
-- :mod:`probes.stats`: Spearman, bootstrap CIs, Cohen's d, Cliff's delta, AUROC, AUPRC.
+- :mod:`probes.bootstrap`: percentile-bootstrap intervals (rows, strata, blocks) and means with
+  one small-sample rule.
+- :mod:`probes.stats`: Spearman, Cohen's d, Cliff's delta, AUROC, AUPRC (with bootstrap CIs).
 - :mod:`probes.inference`: paired comparisons and means with intervals at the level of the
   independent unit (items or whole clusters resampled).
 - :mod:`probes.proportions`: Wilson intervals and Newcombe's interval of a difference of proportions.
@@ -39,10 +41,10 @@ from .tvi import layer_std, pre_vip_tvi, tvi, weighted_tvi
 # so importing the package (e.g. for probes.errors) does not pull scipy.stats, scikit-learn or
 # sacrebleu in.
 _LAZY: dict[str, str] = {
-    "ConstantInputWarning": "stats",
+    "ConstantInputWarning": "errors",
     "CorrelationResult": "stats",
     "EnsembleConfidence": "selective",
-    "Estimate": "stats",
+    "Estimate": "bootstrap",
     "KMeansResult": "trajectories",
     "LayerwiseProbe": "layerwise",
     "LogisticCalibrator": "selective",
@@ -60,14 +62,14 @@ _LAZY: dict[str, str] = {
     "automatic_vip": "vip",
     "bin_weights": "trajectories",
     "bleu": "text",
-    "block_bootstrap": "stats",
+    "block_bootstrap": "bootstrap",
     "clustered_spearman": "stats",
     "ClusteredCorrelation": "stats",
-    "bootstrap_ci": "stats",
+    "bootstrap_ci": "bootstrap",
     "cliffs_delta": "stats",
     "cohens_d": "stats",
-    "mean_ci": "stats",
-    "paired_difference": "stats",
+    "mean_ci": "bootstrap",
+    "paired_difference": "bootstrap",
     "Comparison": "inference",
     "clustered_mean": "inference",
     "clustered_auroc": "inference",
@@ -80,7 +82,7 @@ _LAZY: dict[str, str] = {
     "coverage_risk": "selective",
     "default_probe": "layerwise",
     "ensemble_scores": "selective",
-    "estimate": "stats",
+    "estimate": "bootstrap",
     "exact_match": "text",
     "inclusion_match": "text",
     "kmeans": "trajectories",
@@ -102,6 +104,15 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .bootstrap import (
+        Estimate,
+        block_bootstrap,
+        bootstrap_ci,
+        estimate,
+        mean_ci,
+        paired_difference,
+    )
+    from .errors import ConstantInputWarning
     from .inference import Comparison, clustered_auroc, clustered_mean, paired_comparison
     from .layerwise import LayerwiseProbe, default_probe
     from .multiple import benjamini_hochberg, holm
@@ -121,20 +132,13 @@ if TYPE_CHECKING:
     )
     from .stats import (
         ClusteredCorrelation,
-        ConstantInputWarning,
         CorrelationResult,
-        Estimate,
         auprc,
         auroc,
-        block_bootstrap,
-        bootstrap_ci,
         cliffs_delta,
         clustered_spearman,
         cohens_d,
-        estimate,
-        mean_ci,
         mean_difference,
-        paired_difference,
         pearson,
         spearman,
     )

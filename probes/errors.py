@@ -71,3 +71,7 @@ __all__ = [
     "VIPParameterError",
     "VIPTypeError",
 ]
+
+
+class ConstantInputWarning(RuntimeWarning):
+    """A correlation was asked of a constant input; the result is NaN."""

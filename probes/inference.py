@@ -3,7 +3,7 @@
 - :func:`paired_comparison`: ``mean(a) − mean(b)`` over the same items (two decoding methods'
   correctness on the same questions) with a paired bootstrap interval — items resampled with
   ``scipy.stats.bootstrap(..., paired=True)``, or whole clusters (the questions of one image)
-  with :func:`probes.stats.block_bootstrap` — and the words a report uses for it
+  with :func:`probes.bootstrap.block_bootstrap` — and the words a report uses for it
   (:meth:`Comparison.words`: an interval that holds 0 is "no difference").
 - :func:`clustered_mean`: a mean (an accuracy, a yes-ratio) with the same kind of interval.
 - :func:`clustered_auroc`: an AUROC with an interval from resampling whole clusters.
@@ -104,7 +104,7 @@ def paired_comparison(
     - ``clusters=None``: items are independent; ``scipy.stats.bootstrap((a, b), paired=True,
       method="percentile", rng=default_rng(seed))``.
     - ``clusters`` (one label per item, e.g. the image a question is about): whole clusters are
-      drawn with replacement, as many as there are (:func:`~probes.stats.block_bootstrap`), so
+      drawn with replacement, as many as there are (:func:`~probes.bootstrap.block_bootstrap`), so
       items that share a cluster move together.
 
     Where every item has ``a_i − b_i`` equal (e.g. two methods with the same answers), every
@@ -128,7 +128,7 @@ def clustered_mean(
 ) -> Comparison:
     """``mean(x)`` (e.g. an accuracy: the mean of per-question correctness) with a percentile
     interval from resampling items (``scipy.stats.bootstrap``) or whole clusters
-    (:func:`~probes.stats.block_bootstrap`), as :func:`paired_comparison` does for a difference;
+    (:func:`~probes.bootstrap.block_bootstrap`), as :func:`paired_comparison` does for a difference;
     ``conclusive`` then says whether the interval excludes 0.
 
     Raises:
@@ -202,7 +202,7 @@ def clustered_auroc(
 ) -> Comparison:
     """AUROC of ``scores`` for the binary ``labels`` (:func:`probes.stats.auroc`:
     ``P(s_pos > s_neg) + P(s_pos = s_neg) / 2``) with a percentile interval from resampling whole
-    clusters (the answers about one image together; :func:`~probes.stats.block_bootstrap`); a
+    clusters (the answers about one image together; :func:`~probes.bootstrap.block_bootstrap`); a
     resample that loses a class is left out. ``clusters=None``: each answer its own cluster.
     ``conclusive`` is about 0 (use ``low > 0.5 or high < 0.5`` for chance).
 

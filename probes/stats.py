@@ -1,4 +1,5 @@
-"""Correlation, bootstrap confidence intervals and effect sizes (numpy in, floats out).
+"""Correlation, effect sizes and binary ranking metrics with their bootstrap confidence intervals
+(numpy in, floats out; the resampling is :mod:`probes.bootstrap`'s, re-exported here).
 
 Used to validate TVI against correctness (Spearman, Tables 1, 3, 4, 6, 9 of the VIP/TVI paper)
 and to score a per-sample measure against a binary label (AUROC/AUPRC with bootstrap 95% CIs,
@@ -10,7 +11,8 @@ Policies shared by every function here:
   (drop missing samples explicitly rather than have them silently ignored).
 - Too few samples raises :class:`~interp.errors.TooFewSamplesError`; a binary statistic whose
   labels hold one class only raises :class:`~interp.errors.EmptyGroupError`.
-- Bootstrap intervals are percentile intervals; a fixed ``seed`` gives identical intervals.
+- Bootstrap intervals are percentile intervals (:func:`probes.bootstrap.bootstrap_ci`); a fixed
+  ``seed`` gives identical intervals.
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
-from jaxtyping import Bool, Float, Shaped
+from jaxtyping import Bool, Float
 from scipy import stats as _sps
 
+from .bootstrap import Estimate as Estimate
+from .bootstrap import block_bootstrap as block_bootstrap
+from .bootstrap import bootstrap_ci as bootstrap_ci
+from .bootstrap import estimate as estimate
+from .bootstrap import mean_ci as mean_ci
+from .bootstrap import paired_difference as paired_difference
 from .distances import ArrayLike, as_float64, to_numpy
-from .errors import EmptyGroupError, InterpError, TooFewSamplesError
+from .errors import ConstantInputWarning as ConstantInputWarning
+from .errors import EmptyGroupError, TooFewSamplesError
 from .proportions import wilson
-
-
-class ConstantInputWarning(RuntimeWarning):
-    """A correlation was asked of a constant input; the result is NaN."""
 
 
 @dataclass(frozen=True)
@@ -40,19 +45,6 @@ class CorrelationResult:
     rho: float
     p_value: float
     n: int
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A point estimate with a percentile-bootstrap interval ``[low, high]`` at level ``ci``."""
-
-    value: float
-    low: float
-    high: float
-    ci: float = 0.95
-
-    def __float__(self) -> float:
-        return float(self.value)
 
 
 def _vector(x: ArrayLike | Sequence[float], name: str) -> np.ndarray:
@@ -185,92 +177,6 @@ def clustered_spearman(
         n_clusters=len(set(labels.tolist())),
         ci=ci,
     )
-
-
-def _as_rows(a: ArrayLike | Sequence[Any]) -> np.ndarray:
-    return to_numpy(a)
-
-
-def bootstrap_ci(
-    statistic: Callable[..., float],
-    *arrays: Shaped[ArrayLike, "n ..."] | Sequence[Any],
-    n_boot: int = 1000,
-    ci: float = 0.95,
-    seed: int = 0,
-    strata: Shaped[ArrayLike, " n"] | Sequence[Any] | None = None,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic(*arrays)``.
-
-    Each resample draws ``n`` row indices with replacement and applies them to every array
-    (paired resampling: row ``i`` of each array stays together). With ``strata`` (one label
-    per row), rows are drawn with replacement within each stratum, so group sizes are fixed;
-    use it for two-group statistics (AUROC, effect sizes), whose value is undefined when a
-    resample loses a group.
-
-    Resamples where ``statistic`` returns NaN or raises an :class:`~interp.errors.InterpError`
-    (an empty group, too few samples) are skipped; the interval is taken over the others.
-
-    Returns:
-        ``(low, high)``: the ``(1 - ci) / 2`` and ``(1 + ci) / 2`` quantiles.
-
-    Raises:
-        TooFewSamplesError: fewer than 2 rows, or fewer than half the resamples gave a value.
-        ValueError: arrays of different lengths, ``ci`` outside (0, 1), ``n_boot < 1``.
-    """
-    if not arrays:
-        raise ValueError("bootstrap_ci needs at least one array")
-    if not 0.0 < ci < 1.0:
-        raise ValueError(f"ci must lie in (0, 1), got {ci}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
-    rows = [_as_rows(a) for a in arrays]
-    n = len(rows[0])
-    if any(len(r) != n for r in rows):
-        raise ValueError(f"arrays differ in length: {[len(r) for r in rows]}")
-    if n < 2:
-        raise TooFewSamplesError(f"bootstrap needs at least 2 rows, got {n}")
-    groups: list[np.ndarray] | None = None
-    if strata is not None:
-        s = _as_rows(strata)
-        if len(s) != n:
-            raise ValueError(f"strata has length {len(s)}, arrays have length {n}")
-        groups = [np.flatnonzero(s == u) for u in np.unique(s)]
-
-    rng = np.random.default_rng(seed)
-    values = np.empty(n_boot)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConstantInputWarning)
-        for b in range(n_boot):
-            if groups is None:
-                idx = rng.integers(0, n, size=n)
-            else:
-                idx = np.concatenate([rng.choice(g, size=len(g)) for g in groups])
-            try:
-                values[b] = float(statistic(*(r[idx] for r in rows)))
-            except InterpError:
-                values[b] = np.nan
-    ok = values[~np.isnan(values)]
-    if len(ok) < n_boot / 2:
-        raise TooFewSamplesError(
-            f"only {len(ok)} of {n_boot} bootstrap resamples gave a value (the others lost a "
-            "group or were constant); pass strata= or use more samples"
-        )
-    low, high = np.percentile(ok, [100 * (1 - ci) / 2, 100 * (1 + ci) / 2])
-    return float(low), float(high)
-
-
-def estimate(
-    statistic: Callable[..., float],
-    *arrays: Shaped[ArrayLike, "n ..."] | Sequence[Any],
-    ci: float = 0.95,
-    n_boot: int = 1000,
-    seed: int = 0,
-    strata: Shaped[ArrayLike, " n"] | Sequence[Any] | None = None,
-) -> Estimate:
-    """``statistic(*arrays)`` with its :func:`bootstrap_ci` interval, as an :class:`Estimate`."""
-    value = float(statistic(*arrays))
-    low, high = bootstrap_ci(statistic, *arrays, n_boot=n_boot, ci=ci, seed=seed, strata=strata)
-    return Estimate(value=value, low=low, high=high, ci=ci)
 
 
 # --- two-group effect sizes ---------------------------------------------------------------
@@ -570,99 +476,6 @@ def auprc(
     return _binary_with_ci(_auprc, s, y, ci, n_boot, seed)
 
 
-# --- means and rates with one small-sample rule -------------------------------------------
-
-
-def mean_ci(
-    x: Float[ArrayLike, " n"] | Sequence[float],
-    *,
-    ci: float = 0.95,
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> Estimate:
-    """The mean of ``x`` with its percentile-bootstrap interval, under one small-sample rule that
-    every study shares: no values → NaN estimate and bounds; one value → the value with NaN
-    bounds (an interval needs two); constant values → the interval collapses onto the value.
-    NaN values are refused, as everywhere in this module."""
-    v = np.asarray(to_numpy(x), dtype=np.float64).reshape(-1)
-    if np.isnan(v).any():
-        raise ValueError("mean_ci: the input holds NaN; drop missing values first")
-    if len(v) == 0:
-        return Estimate(np.nan, np.nan, np.nan, ci)
-    value = float(v.mean())
-    if len(v) == 1:
-        return Estimate(value, np.nan, np.nan, ci)
-    if np.ptp(v) == 0:
-        return Estimate(value, value, value, ci)
-    low, high = bootstrap_ci(np.mean, v, n_boot=n_boot, ci=ci, seed=seed)
-    return Estimate(value, low, high, ci)
-
-
-def paired_difference(
-    a: Float[ArrayLike, " n"] | Sequence[float],
-    b: Float[ArrayLike, " n"] | Sequence[float],
-    *,
-    ci: float = 0.95,
-    n_boot: int = 1000,
-    seed: int = 0,
-) -> Estimate:
-    """``mean(a) − mean(b)`` over the same items, with a paired bootstrap interval (a resample
-    keeps ``a_i`` and ``b_i`` together): :func:`mean_ci` of ``a − b``, same small-sample rule."""
-    xa = np.asarray(to_numpy(a), dtype=np.float64).reshape(-1)
-    xb = np.asarray(to_numpy(b), dtype=np.float64).reshape(-1)
-    if len(xa) != len(xb):
-        raise ValueError(f"paired_difference: {len(xa)} vs {len(xb)} values; pair them first")
-    return mean_ci(xa - xb, ci=ci, n_boot=n_boot, seed=seed)
-
-
-def block_bootstrap(
-    statistic: Callable[[np.ndarray], np.ndarray],
-    n: int,
-    blocks: Sequence[Any] | np.ndarray | None = None,
-    n_boot: int = 1000,
-    ci: float = 0.95,
-    seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile block-bootstrap interval of a vector statistic of ``n`` units.
-
-    ``statistic(rows)`` takes an index array into the ``n`` units (rows may repeat) and returns
-    an array (e.g. a curve over positions). Each resample draws as many blocks as there are,
-    uniformly with replacement (``numpy.random.default_rng(seed).integers``, one call per
-    resample), and takes every unit of each drawn block; with ``blocks=None`` each unit is its
-    own block (a unit's whole trajectory still moves as one). NaN entries of a resample's
-    statistic are ignored per entry.
-
-    Returns:
-        ``(low, high)`` arrays shaped like the statistic.
-
-    Raises:
-        TooFewSamplesError: fewer than 2 blocks.
-        ValueError: ``blocks`` of another length than ``n``, ``ci`` outside (0, 1), ``n_boot < 1``.
-    """
-    if not 0 < ci < 1:
-        raise ValueError(f"ci must be in (0, 1), got {ci}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be >= 1, got {n_boot}")
-    labels = np.arange(n) if blocks is None else np.asarray(blocks)
-    if len(labels) != n:
-        raise ValueError(f"blocks has {len(labels)} labels for {n} units")
-    members = [np.flatnonzero(labels == b) for b in dict.fromkeys(labels.tolist())]
-    if len(members) < 2:
-        raise TooFewSamplesError(f"a block bootstrap needs at least 2 blocks, got {len(members)}")
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(n_boot):
-        pick = rng.integers(0, len(members), len(members))
-        draws.append(np.asarray(statistic(np.concatenate([members[j] for j in pick])), float))
-    stacked = np.stack(draws)
-    alpha = (1 - ci) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN entry stays NaN
-        low = np.nanquantile(stacked, alpha, axis=0)
-        high = np.nanquantile(stacked, 1 - alpha, axis=0)
-    return low, high
-
-
 def pearson(
     a: Float[ArrayLike, " n"] | Sequence[float], b: Float[ArrayLike, " n"] | Sequence[float]
 ) -> float:
@@ -679,20 +492,13 @@ def pearson(
 
 __all__ = [
     "ClusteredCorrelation",
-    "block_bootstrap",
     "clustered_spearman",
-    "ConstantInputWarning",
     "CorrelationResult",
-    "Estimate",
     "auprc",
     "auroc",
-    "bootstrap_ci",
     "cliffs_delta",
     "cohens_d",
-    "estimate",
-    "mean_ci",
     "mean_difference",
-    "paired_difference",
     "pearson",
     "spearman",
     "wilson",

@@ -130,7 +130,7 @@ class ClusteredTwoSampleResult:
 
 def _codes(clusters: Sequence[Any] | np.ndarray | None, n: int) -> tuple[np.ndarray, int]:
     """Each sample's cluster as an index ``0..K-1`` in order of first appearance (the order
-    :func:`probes.stats.block_bootstrap` draws from), and ``K``."""
+    :func:`probes.bootstrap.block_bootstrap` draws from), and ``K``."""
     if clusters is None:
         return np.arange(n), n
     labels = np.asarray(clusters, dtype=object).reshape(-1)
@@ -159,7 +159,7 @@ def clustered_two_sample_test(
     its own cluster (the ordinary bootstrap, as independent as the paper's test takes them).
     Resample ``b`` draws ``rng.integers(0, K, K)`` (``rng = numpy.random.default_rng(seed)``, one
     call per resample, clusters in order of first appearance, as
-    :func:`probes.stats.block_bootstrap`) and weighs each cluster by how often it was drawn:
+    :func:`probes.bootstrap.block_bootstrap`) and weighs each cluster by how often it was drawn:
     ``gap*_l = Σ_k w_k S^VT_kl / Σ_k w_k n^VT_k − Σ_k w_k S^T_kl / Σ_k w_k n^T_k`` with ``S^G_kl``
     the sum of cluster ``k``'s distances in group ``G`` and ``n^G_k`` its count. A resample that
     loses a group is left out (``n_used`` counts the rest).

@@ -22,7 +22,7 @@ What this module measures, for items ``i`` of a cell (a variant, a category, or 
   *other* items of the same variant (and category) written before the question — text-only examples,
   their images are not shown — and how much accuracy they recover.
 
-Every rate comes with a percentile-bootstrap interval (:func:`probes.stats.estimate`, the same seed
+Every rate comes with a percentile-bootstrap interval (:func:`probes.bootstrap.estimate`, the same seed
 for every cell). Answers are matched by a replaceable **judge** ``judge(prediction, sample) -> bool``
 (the paper uses an LLM judge, Qwen3-14B); the default is the normalised two-way inclusion match of
 :mod:`probes.text`, which contains the normalised exact match (:func:`make_judge`).

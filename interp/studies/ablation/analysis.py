@@ -36,7 +36,7 @@ def rate(
     x: Float[np.ndarray, " n"] | Bool[np.ndarray, " n"], *, ci: float, n_boot: int, seed: int
 ) -> tuple[float, float, float]:
     """``mean(x)`` with its percentile-bootstrap interval, as ``(value, low, high)``:
-    :func:`probes.stats.mean_ci` (``(value, NaN, NaN)`` for a single item, all NaN for none)."""
+    :func:`probes.bootstrap.mean_ci` (``(value, NaN, NaN)`` for a single item, all NaN for none)."""
     e = mean_ci(np.asarray(x, dtype=float), ci=ci, n_boot=n_boot, seed=seed)
     return (e.value, e.low, e.high)
 
@@ -52,7 +52,7 @@ def paired_difference(
     """``mean(a) − mean(b)`` on the same items, with a paired bootstrap interval (each resample
     draws items, keeping ``a_i`` and ``b_i`` together).
 
-    The small-sample rule of :func:`probes.stats.paired_difference`, but the statistic stays the
+    The small-sample rule of :func:`probes.bootstrap.paired_difference`, but the statistic stays the
     difference of the two means: that function takes the mean of ``a − b``, equal up to rounding
     in the last bit, which would change the full-precision numbers of the study's tables."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)

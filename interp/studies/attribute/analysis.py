@@ -6,7 +6,7 @@ cell is a box that holds the whole object. :func:`box_mass` gives the share of a
 map's positive mass that falls inside a box; :func:`mass_table` compares, per group of samples
 (grounded vs counterfactual-prior answers, :func:`answer_group`), the share inside the object's box
 with the mean share inside random boxes of the same size, with bootstrap 95 % CIs
-(:func:`probes.stats.estimate`). :func:`rank_agreement` compares two methods' maps region by region.
+(:func:`probes.bootstrap.estimate`). :func:`rank_agreement` compares two methods' maps region by region.
 """
 
 from __future__ import annotations

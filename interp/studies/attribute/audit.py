@@ -157,7 +157,7 @@ def section(vlm: VLM, samples: list[Sample], opts: AuditOptions) -> Section:
 
 def _median_interval(values: np.ndarray, groups: list[object] | None) -> tuple[float, float, float]:
     """The median of ``values`` with its 95% percentile interval over resamples of whole groups
-    (:func:`probes.stats.block_bootstrap`); NaN bounds for fewer than 2 values or groups."""
+    (:func:`probes.bootstrap.block_bootstrap`); NaN bounds for fewer than 2 values or groups."""
     if len(values) == 0:
         return float("nan"), float("nan"), float("nan")
     value = float(np.median(values))

@@ -131,7 +131,7 @@ class Recovery(Summary):
         """Fig. 5's curves with the paper's 95 % block-bootstrap intervals: per relative-position
         bin and error (``question_drive``, ``pmi_q``, ``prefix_drive``, ``pmi_p``), the mean
         ``|D − G|`` over targets and its percentile interval from resampling whole blocks
-        (:func:`probes.stats.block_bootstrap`): ``blocks`` gives each target's block (the paper's
+        (:func:`probes.bootstrap.block_bootstrap`): ``blocks`` gives each target's block (the paper's
         are its ten K = 20 support blocks); by default each target is a block, its whole
         trajectory resampled as one. Columns ``bin``, ``position``, ``error``, ``mean``,
         ``low``, ``high``."""

@@ -13,7 +13,7 @@ teacher-forced with and without the knockout:
 The answer is the sample's own (``answer="given"``) or the model's greedy answer to the full
 input (``"greedy"``). Every (edge, window) is one batched scoring pass over the samples
 (:func:`interp.score`). :class:`Flow` gives per-window curves of mean Δ with bootstrap intervals
-(:func:`probes.stats.mean_ci`) per group — D_VT / D_T (the answer changes without the image, the
+(:func:`probes.bootstrap.mean_ci`) per group — D_VT / D_T (the answer changes without the image, the
 chain-of-embedding study's split) or any ``meta`` label — a table (:meth:`Flow.to_frame`), the
 flow figure (:func:`plot_flow`) and the **causal integration layer** (:func:`integration_layer`):
 the last window whose image → text knockout still lowers the answer's probability significantly

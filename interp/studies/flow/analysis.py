@@ -228,7 +228,7 @@ class Flow(Summary):
 
     def curves(self, *, ci: float = 0.95, n_boot: int = 1000) -> pd.DataFrame:
         """Mean Δ per (group, edge, window) with its bootstrap interval over the samples
-        (:func:`probes.stats.mean_ci`); group ``"all"`` holds every sample."""
+        (:func:`probes.bootstrap.mean_ci`); group ``"all"`` holds every sample."""
         rows = []
         names = ["all", *[g for g in self.group_names if g != "all"]]
         for group in names:

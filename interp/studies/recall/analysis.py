@@ -75,7 +75,7 @@ def answer_perplexity_of(logprobs: Sequence[float], n_answer: int) -> float:
 
 
 def _mean_ci(x: np.ndarray, ci: float, n_boot: int, seed: int) -> dict[str, Any]:
-    """Mean of x with a percentile-bootstrap interval (:func:`probes.stats.mean_ci`: NaN for no
+    """Mean of x with a percentile-bootstrap interval (:func:`probes.bootstrap.mean_ci`: NaN for no
     values, NaN bounds for one, a collapsed interval for constant values), as a table row."""
     e = mean_ci(x, ci=ci, n_boot=n_boot, seed=seed)
     return {"value": e.value, "low": e.low, "high": e.high, "n": len(x)}
