@@ -26,8 +26,9 @@ ways (prefix-LM) and InstructBLIP's forward keeps no cache, so neither shares.
 Where nothing is shared — a row alone in its group, a varied part that comes first (a swapped or
 distorted image), edits — the rows run as before (:func:`interp.scoring.score_rows`). Remotely
 (NDIF) each request is one nnsight session that runs the prefix and then the suffixes from the
-cache it left on the server (:func:`remote_logprobs`): only plain data crosses the wire; M-RoPE
-families and text-only forwards run every row in full there.
+cache it left on the server (:func:`remote_logprobs`): only plain data crosses the wire (M-RoPE
+families read the rope delta the prefix's forward left on the server's module there);
+text-only forwards run every row in full there.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from jaxtyping import Float, Int
+from jaxtyping import Float, Int, Shaped
 from PIL import Image
 from torch import Tensor
 
@@ -83,12 +84,12 @@ class Unit:
 def applies(vlm: VLM, edits: Sequence[Any], trace_options: dict[str, Any]) -> bool:
     """Whether rows of ``vlm`` may share prefixes: the family is verified (``prefix_sharing``, on
     a written adapter entry) and no edit is given; remotely (:func:`remote_logprobs`) also a
-    family without M-RoPE and with one forward for every row."""
+    family with one forward for every row (no text-only stand-in)."""
     adapter = vlm.adapter
     if not adapter.prefix_sharing or adapter.inferred or adapter.batch_dependent or edits:
         return False
     if is_remote(trace_options) or getattr(vlm, "remote", False):
-        return _rope_owner(vlm) is None and adapter.text_only_module is None
+        return adapter.text_only_module is None
     return True
 
 
@@ -280,6 +281,30 @@ def _rope_owner(vlm: VLM) -> Any:
     return None
 
 
+def _rope_envoy(vlm: VLM) -> Any:
+    """The nnsight envoy of :func:`_rope_owner`'s module (None without M-RoPE): a remote session
+    reads the rope delta from it on the server."""
+    owner = _rope_owner(vlm)
+    if owner is None:
+        return None
+    if owner is vlm.hf:
+        return vlm.nn
+    name = next(n for n, m in vlm.hf.named_modules() if m is owner)
+    envoy = vlm.nn
+    for part in name.split("."):
+        envoy = getattr(envoy, part)
+    return envoy
+
+
+def _mrope_positions(delta: Tensor, p: int, n: int, width: int) -> Shaped[Tensor, "3 batch width"]:
+    """M-RoPE positions of ``n`` suffixes of ``width`` tokens after a prefix of ``p``: text after
+    the media continues from the prefix's positions, ``p + k + δ`` on each of the three axes, as
+    HF's generation continues (``δ``: the prefix's rope delta, ``[1, 1]`` or ``[n, 1]``, integer
+    or float as the family keeps it)."""
+    steps = torch.arange(p, p + width, device=delta.device)
+    return (steps[None, None, :] + delta.reshape(1, -1, 1)).expand(3, n, -1)
+
+
 def _prefix_inputs(vlm: VLM, shared: Prefix, p: int) -> dict[str, Any]:
     """The prefix's forward inputs: tokens ``0 .. p-1`` with the media, one logit kept where the
     forward takes ``logits_to_keep`` (the prefix's logits are never read)."""
@@ -362,9 +387,7 @@ def suffix_logprobs(
     n = len(units)
     inputs, rows, where, tgt, valid = _suffix(vlm, units, p, shared)
     if delta is not None:  # M-RoPE: text after the media continues from the prefix's positions
-        width = inputs["input_ids"].shape[1]
-        steps = torch.arange(p, p + width, device=delta.device)
-        inputs["position_ids"] = (steps[None, None, :] + delta.reshape(1, -1, 1)).expand(3, n, -1)
+        inputs["position_ids"] = _mrope_positions(delta, p, n, inputs["input_ids"].shape[1])
     expanded = copy.deepcopy(cache)
     expanded.batch_repeat_interleave(n)
     inputs[_cache_kwarg(vlm, shared.fn)] = expanded
@@ -386,9 +409,10 @@ def remote_logprobs(
     """:func:`suffix_logprobs` as one request: an nnsight session that runs the prefix's trace,
     expands the cache it leaves on the server to the rows (``batch_repeat_interleave``) and runs
     the suffixes' trace from it. Only plain data crosses the wire (the inputs, the positions, the
-    read's indices); the cache never leaves the server. Families with M-RoPE (whose suffix
-    positions need the prefix's rope delta) and a text-only forward do not share remotely
-    (:func:`applies`)."""
+    read's indices); the cache never leaves the server. For M-RoPE families the suffixes'
+    positions (:func:`_mrope_positions`) are computed on the server from the rope delta the
+    prefix's forward left on its module (read through the module's envoy, between the traces).
+    A text-only forward does not share remotely (:func:`applies`)."""
     n = len(units)
     inputs, rows, where, tgt, valid = _suffix(vlm, units, p, shared)
     first = _prefix_inputs(vlm, shared, p)
@@ -399,6 +423,7 @@ def remote_logprobs(
     extra = {k: v for k, v in trace_options.items() if k not in sent}
     # plain data only inside the block, as every scoring forward (interp.plain)
     nn, head, (scale, cap) = vlm.nn, vlm.lm_head, head_transform(vlm)
+    rope, width = _rope_envoy(vlm), inputs["input_ids"].shape[1]
     with torch.no_grad(), nn.session(**sent):
         with nn.trace(**first, use_cache=True, **extra):
             out = nn.output
@@ -407,6 +432,12 @@ def remote_logprobs(
                 cache = out.get("past_key_values")
         cache.batch_repeat_interleave(n)
         inputs[key] = cache
+        if rope is not None:  # the prefix's forward set its rope delta on the server's module
+            delta = rope.rope_deltas  # as _mrope_positions, inline: the server has no interp
+            steps = torch.arange(p, p + width, device=delta.device)
+            inputs["position_ids"] = (steps[None, None, :] + delta.reshape(1, -1, 1)).expand(
+                3, n, -1
+            )
         with nn.trace(**inputs, use_cache=True, **extra):
             lp = target_logprobs(head.output, rows, where, tgt, scale, cap).save()
     return (lp.cpu() * valid).float()

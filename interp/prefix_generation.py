@@ -40,8 +40,9 @@ gives them, ``cumsum(mask) - 1``), selects each row's group from the cache it le
 The rows carry the positions of step 3 as ``position_ids`` (the values HF would derive): the
 server's collation counts a row with pads in the middle from its first column. Only the inputs,
 the positions and the rows' group indices cross the wire
-(``tests/remote/test_remote_prefix_generation.py``). M-RoPE families do not share remotely: their
-rows need the prefix's rope delta set on the server's module (as in
+(``tests/remote/test_remote_prefix_generation.py``). M-RoPE families do not share remotely: HF's
+generation continues each row from the rope delta kept on the model's module, which would have to
+be set per row on the server (scoring instead passes the positions it computes from that delta,
 :func:`interp.prefix.remote_logprobs`).
 """
 

@@ -9,7 +9,6 @@ import torch
 import interp
 from interp import prefix
 from interp.testing import make_samples
-from interp.testing.tiny import shared_tiny_vlm
 from interp.testing.tolerance import assert_close
 
 CONDITIONS = ["full", "no_question", "instruct:Answer in one word.", "full+no_prefix"]
@@ -59,11 +58,40 @@ def test_shared_contexts_on_the_loopback_equal_local_full_forwards(ndif, demo, m
         assert_close(g, w, scale=64.0, dtype=torch.float32)
 
 
-def test_m_rope_families_do_not_share_remotely() -> None:
-    """Their suffix positions need the prefix's rope delta, which the forward keeps on the
-    server's module: the rows run in full there (here they share)."""
-    vlm = shared_tiny_vlm("qwen2_vl")
-    assert prefix.applies(vlm, (), {})
-    assert not prefix.applies(vlm, (), {"remote": "http://localhost:1"})
-    llava = shared_tiny_vlm("llava")
-    assert prefix.applies(llava, (), {"remote": "http://localhost:1"})
+@pytest.mark.parametrize("arch", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
+def test_m_rope_families_share_on_the_loopback(ndif, saved_tiny, monkeypatch, arch):
+    """The suffixes' positions continue the prefix's with its rope delta, which the prefix's
+    forward leaves on the server's module: read there between the traces, the shared scores equal
+    the full forwards run here; with the delta zeroed (plain ``P + k``) they do not."""
+    local, remote = saved_tiny(arch)
+    assert prefix.applies(remote, (), {"remote": ndif.url})
+    samples = make_samples()[:2]
+    targets = [s.answer or "a cat" for s in samples]
+    contexts = lambda i, s: [(s, c) for c in CONDITIONS]  # noqa: E731
+    calls: list[int] = []
+    real = prefix.remote_logprobs
+
+    def counted(vlm, units, p, shared, options):  # type: ignore[no-untyped-def]
+        calls.append(len(units))
+        return real(vlm, units, p, shared, options)
+
+    monkeypatch.setattr(prefix, "remote_logprobs", counted)
+    before = ndif.requests()
+    kw = dict(batch_size=8, progress_bar=False)
+    got = interp.score_contexts(remote, samples, targets, contexts, remote=ndif.url, **kw)
+    assert calls == [len(CONDITIONS)] * len(samples)
+    assert ndif.requests() - before == len(samples)
+    want = interp.score_contexts(local, samples, targets, contexts, share_prefix=False, **kw)
+    for g, w in zip(got, want):
+        assert_close(g, w, scale=64.0, dtype=torch.float32)
+    # the check can fail: with the delta zeroed (positions P + k) the shared scores move
+    run_prefix = prefix.run_prefix
+
+    def zeroed(*args):  # type: ignore[no-untyped-def]
+        cache, delta = run_prefix(*args)
+        return cache, torch.zeros_like(delta)
+
+    monkeypatch.setattr(prefix, "run_prefix", zeroed)
+    off = interp.score_contexts(local, samples, targets, contexts, **kw)
+    assert max(float((o - w).abs().max()) for o, w in zip(off, want)) > 1e-3
+
