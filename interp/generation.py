@@ -264,7 +264,7 @@ def generate_batch(
         **plain_generate_kwargs(vlm, max_new_tokens),
         **trace_kwargs,
     )
-    nn, session, first, rows_of, key = vlm.nn, contextlib.nullcontext(), None, None, ""
+    nn, session, first, rows_of, key, rope = vlm.nn, contextlib.nullcontext(), None, None, "", None
     sent: dict[str, Any] = {}
     if is_remote(keywords):
         # a session per batch, shared or not: nnsight's server reads a file's block source once,
@@ -275,6 +275,7 @@ def generate_batch(
         if not is_remote(sent):  # locally the prefixes' cache comes as a trace keyword
             raise ValueError("server_prefix is for a remote run")
         first, rows_of, key = server_prefix.inputs, server_prefix.rows, server_prefix.cache_kwarg
+        rope = server_prefix.rope
     with torch.no_grad(), quiet_unreached(), session:
         if first is not None:  # the prefixes' cache, kept on the server, a row per batch row
             with nn.trace(**first, use_cache=True):
@@ -284,6 +285,9 @@ def generate_batch(
                     cache = ran.get("past_key_values")
             cache.batch_select_indices(rows_of)
             keywords[key] = cache
+            if rope is not None:  # M-RoPE: HF's positions plus the row's group's rope delta
+                delta = rope.rope_deltas[rows_of.to(rope.rope_deltas.device)]
+                inputs["position_ids"] = inputs["position_ids"].to(delta.device)[None] + delta
         with nn.trace(**keywords) as tracer:
             # edits first: at a shared site (the logits) they act before the choice
             if hook is not None:

@@ -40,10 +40,11 @@ gives them, ``cumsum(mask) - 1``), selects each row's group from the cache it le
 The rows carry the positions of step 3 as ``position_ids`` (the values HF would derive): the
 server's collation counts a row with pads in the middle from its first column. Only the inputs,
 the positions and the rows' group indices cross the wire
-(``tests/remote/test_remote_prefix_generation.py``). M-RoPE families do not share remotely: HF's
-generation continues each row from the rope delta kept on the model's module, which would have to
-be set per row on the server (scoring instead passes the positions it computes from that delta,
-:func:`interp.prefix.remote_logprobs`).
+(``tests/remote/test_remote_prefix_generation.py``). For M-RoPE families the prefixes' forward runs
+without positions (the model computes its 3-D positions from the grids and leaves the groups' rope
+deltas on its module); between the traces the session reads them there (through the module's
+envoy) and gives the rows the positions HF's generation would, ``cumsum(mask) - 1 + δ`` of the
+row's group, computed on the server: nothing is set on the server's module.
 """
 
 from __future__ import annotations
@@ -73,8 +74,7 @@ def refusal(
 ) -> str | None:
     """Why :func:`interp.generate` may not share prefixes on ``vlm`` (None: it may): the family
     shares when scoring (:func:`interp.prefix.applies`), its forward with images needs no
-    text-only stand-in, there is no edit and no decoding method, and a remote run's family has
-    no M-RoPE (its rows would need the prefix's rope delta set on the server's module)."""
+    text-only stand-in, and there is no edit and no decoding method."""
     adapter = vlm.adapter
     if decoding is not None:
         return "a decoding method chooses the tokens"
@@ -82,8 +82,6 @@ def refusal(
         return "edits change the prefix"
     if adapter.text_only_module is not None:
         return "its image-less rows run a text-only module"
-    if prefix.remote(vlm, trace_options) and prefix._rope_owner(vlm) is not None:
-        return "remote M-RoPE: the rows need the prefix's rope delta on the server's module"
     if not prefix.applies(vlm, edits, trace_options):
         return "the family is not verified to share prefixes (prefix_sharing)"
     return None
@@ -99,11 +97,14 @@ class ServerPrefix:
     """A shared batch's prefixes for a remote run, as plain data: the one-row-per-group forward's
     ``inputs`` (media, left-padded per-token fields, HF's generation positions), each row's
     group (``rows``, the cache's rows to select) and the generate keyword taking the cache
-    (``cache_kwarg``). :func:`interp.generation.generate_batch` runs them in its session."""
+    (``cache_kwarg``); for M-RoPE families the envoy of the module whose ``rope_deltas`` the
+    prefixes' forward sets (``rope``, :func:`interp.prefix._rope_envoy`; None for the others).
+    :func:`interp.generation.generate_batch` runs them in its session."""
 
     inputs: dict[str, Any]
     rows: Tensor
     cache_kwarg: str
+    rope: Any = None
 
 
 def sliding_window(vlm: VLM) -> int | None:
@@ -220,11 +221,17 @@ def _server_prefix(
     inputs: dict[str, Any] = {**media, **packed}
     params = prefix._parameters(vlm.hf)
     mask = packed.get("attention_mask")
-    if mask is not None and "position_ids" not in inputs and "position_ids" in params:
+    rope = prefix._rope_envoy(vlm)  # M-RoPE: the model computes the prefixes' 3-D positions
+    if (
+        mask is not None
+        and rope is None
+        and "position_ids" not in inputs
+        and "position_ids" in params
+    ):
         inputs["position_ids"] = _positions(mask)
     if "logits_to_keep" in params:  # the prefix's logits are never read
         inputs["logits_to_keep"] = 1
-    return ServerPrefix(inputs, rows_of, prefix._cache_kwarg(vlm, None)), packed
+    return ServerPrefix(inputs, rows_of, prefix._cache_kwarg(vlm, None), rope), packed
 
 
 def _batch(

@@ -14,23 +14,29 @@ from interp.testing.tolerance import assert_close
 CONDITIONS = ["full", "no_question", "instruct:Answer in one word.", "full+no_prefix"]
 
 
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of rows of every shared group sent to the server."""
+    seen: list[int] = []
+    real = prefix.remote_logprobs
+
+    def counted(vlm, units, p, shared, options):  # type: ignore[no-untyped-def]
+        seen.append(len(units))
+        return real(vlm, units, p, shared, options)
+
+    monkeypatch.setattr(prefix, "remote_logprobs", counted)
+    return seen
+
+
 @pytest.fixture(scope="module")
 def demo() -> tuple[interp.VLM, interp.VLM]:
     return interp.load("demo"), interp.load("demo", remote=True)
 
 
-def test_shared_contexts_on_the_loopback_equal_local_full_forwards(ndif, demo, monkeypatch):
+def test_shared_contexts_on_the_loopback_equal_local_full_forwards(ndif, demo, calls):
     local, remote = demo
     samples = make_samples()[:3]
     targets = [s.answer for s in samples]
-    calls: list[int] = []
-    real = prefix.remote_logprobs
-
-    def counted(vlm, units, p, shared, options):  # type: ignore[no-untyped-def]
-        calls.append(len(units))
-        return real(vlm, units, p, shared, options)
-
-    monkeypatch.setattr(prefix, "remote_logprobs", counted)
     before = ndif.requests()
     got = interp.score_contexts(
         remote,
@@ -59,7 +65,7 @@ def test_shared_contexts_on_the_loopback_equal_local_full_forwards(ndif, demo, m
 
 
 @pytest.mark.parametrize("arch", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
-def test_m_rope_families_share_on_the_loopback(ndif, saved_tiny, monkeypatch, arch):
+def test_m_rope_families_share_on_the_loopback(ndif, saved_tiny, calls, monkeypatch, arch):
     """The suffixes' positions continue the prefix's with its rope delta, which the prefix's
     forward leaves on the server's module: read there between the traces, the shared scores equal
     the full forwards run here; with the delta zeroed (plain ``P + k``) they do not."""
@@ -68,14 +74,6 @@ def test_m_rope_families_share_on_the_loopback(ndif, saved_tiny, monkeypatch, ar
     samples = make_samples()[:2]
     targets = [s.answer or "a cat" for s in samples]
     contexts = lambda i, s: [(s, c) for c in CONDITIONS]  # noqa: E731
-    calls: list[int] = []
-    real = prefix.remote_logprobs
-
-    def counted(vlm, units, p, shared, options):  # type: ignore[no-untyped-def]
-        calls.append(len(units))
-        return real(vlm, units, p, shared, options)
-
-    monkeypatch.setattr(prefix, "remote_logprobs", counted)
     before = ndif.requests()
     kw = dict(batch_size=8, progress_bar=False)
     got = interp.score_contexts(remote, samples, targets, contexts, remote=ndif.url, **kw)
@@ -94,4 +92,3 @@ def test_m_rope_families_share_on_the_loopback(ndif, saved_tiny, monkeypatch, ar
     monkeypatch.setattr(prefix, "run_prefix", zeroed)
     off = interp.score_contexts(local, samples, targets, contexts, **kw)
     assert max(float((o - w).abs().max()) for o, w in zip(off, want)) > 1e-3
-

@@ -10,7 +10,6 @@ import pytest
 import interp
 from interp import prefix_generation as pg
 from interp.testing.samples import shared_media_samples
-from interp.testing.tiny import shared_tiny_vlm
 from interp.testing.tolerance import assert_same_generation
 
 NEW = 4
@@ -78,17 +77,29 @@ def test_a_llava_checkpoint_shares_on_the_loopback(ndif, saved_tiny, spy):
     )
 
 
-def test_m_rope_families_fall_back_remotely(ndif, saved_tiny, spy):
-    """Their rows would need the prefix's rope delta set on the server's module: the reason
-    comes from the function that gives the local ones, and the rows run in full."""
-    vlm = shared_tiny_vlm("qwen2_vl")
-    assert pg.refusal(vlm, [], None, {}) is None
-    assert "M-RoPE" in str(pg.refusal(vlm, [], None, {"remote": "http://localhost:1"}))
-    assert pg.refusal(shared_tiny_vlm("llava"), [], None, {"remote": "http://localhost:1"}) is None
-    local, remote = saved_tiny("qwen2_vl")
-    assert "M-RoPE" in str(pg.refusal(remote, [], None, {}))
+@pytest.mark.parametrize("arch", ["qwen2_vl", "qwen2_5_vl", "qwen3_vl"])
+def test_m_rope_families_share_on_the_loopback(ndif, saved_tiny, spy, monkeypatch, arch):
+    """The rows continue from their group's rope delta, which the prefixes' forward leaves on the
+    server's module and the session reads there: one request per batch, the first shared, tokens
+    and scores as a local run that shares nothing; with the positions left without the delta the
+    scores move."""
+    local, remote = saved_tiny(arch)
+    assert pg.refusal(remote, [], None, {}) is None
+    before = ndif.requests()
     got = _run(remote, remote=ndif.url, progress_bar=False)
-    assert spy == []
-    assert_same_generation(
-        got, _run(local, share_prefix=False, progress_bar=False), scale=SCALE, msg="qwen2_vl"
-    )
+    assert ndif.requests() - before == 2
+    assert len(spy) == 1 and len(spy[0]) == 2
+    want = _run(local, share_prefix=False, progress_bar=False)
+    assert_same_generation(got, want, scale=SCALE, msg=arch)
+    # the check can fail: the session sees no rope envoy, so the rows keep plain cumsum positions
+    real = pg._server_prefix
+
+    def blind(*args):  # type: ignore[no-untyped-def]
+        lowered, heads = real(*args)
+        lowered.rope = None
+        return lowered, heads
+
+    monkeypatch.setattr(pg, "_server_prefix", blind)
+    off = _run(remote, remote=ndif.url, progress_bar=False)
+    first = [float((a[0] - b[0]).abs().max()) for a, b in zip(off.scores, want.scores)]
+    assert max(first) > 1e-3  # the first generated step's scores already move
