@@ -286,7 +286,8 @@ def generate_batch(
             cache.batch_select_indices(rows_of)
             keywords[key] = cache
             if rope is not None:  # M-RoPE: HF's positions plus the row's group's rope delta
-                delta = rope.rope_deltas[rows_of.to(rope.rope_deltas.device)]
+                deltas = rope.rope_deltas  # one per group
+                delta = deltas[rows_of.to(deltas.device)]
                 inputs["position_ids"] = inputs["position_ids"].to(delta.device)[None] + delta
         with nn.trace(**keywords) as tracer:
             # edits first: at a shared site (the logits) they act before the choice

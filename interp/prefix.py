@@ -47,6 +47,7 @@ from jaxtyping import Float, Int, Shaped
 from PIL import Image
 from torch import Tensor
 
+from .adapters.base import module_path
 from .conditions.apply import Prepared
 from .encoding import append_targets
 from .encoding.assemble import Encoding
@@ -287,13 +288,7 @@ def _rope_envoy(vlm: VLM) -> Any:
     owner = _rope_owner(vlm)
     if owner is None:
         return None
-    if owner is vlm.hf:
-        return vlm.nn
-    name = next(n for n, m in vlm.hf.named_modules() if m is owner)
-    envoy = vlm.nn
-    for part in name.split("."):
-        envoy = getattr(envoy, part)
-    return envoy
+    return vlm.nn if owner is vlm.hf else vlm.nn.get(module_path(vlm.hf, owner))
 
 
 def _mrope_positions(delta: Tensor, p: int, n: int, width: int) -> Shaped[Tensor, "3 batch width"]:
